@@ -1,0 +1,602 @@
+/*
+ * pipesched — pipeline-parallel training schedules.
+ *
+ * This header is the manual. It reads top to bottom: conventions and errors,
+ * the plan, the generators and the builder they write through, the schedule,
+ * validation and simulation, formats.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef PIPESCHED_H
+#define PIPESCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define PSCHED_API
+#elif defined(__GNUC__)
+#define PSCHED_API __attribute__((visibility("default")))
+#else
+#define PSCHED_API
+#endif
+
+/**
+ * @file pipesched.h
+ * @brief The whole public API of libpipesched.
+ *
+ * Conventions that hold for every function:
+ * - Functions that can fail return a ::psched_status; 0 (::PSCHED_OK) is
+ *   success. On failure psched_last_error() holds a message naming the value
+ *   and the rule that was broken, and every output argument is left untouched
+ *   (or set to NULL for handle outputs).
+ * - Handles are opaque. Every `*_create` / producing function has a matching
+ *   `*_destroy`; destroying NULL is a no-op.
+ * - The library never aborts, exits or prints. Distinct handles may be used
+ *   from distinct threads; a handle may be read from many threads at once.
+ */
+
+/** @defgroup errors Status codes and errors
+ *  @{ */
+
+/** Status codes returned by every fallible function. Values are stable. */
+typedef enum psched_status {
+    PSCHED_OK = 0,            /**< success */
+    PSCHED_EINVAL = 1,        /**< an argument breaks a documented rule */
+    PSCHED_ENOMEM = 2,        /**< an allocation failed; inputs are unchanged */
+    PSCHED_ENOTFOUND = 3,     /**< unknown name (generator, option) */
+    PSCHED_EINFEASIBLE = 4,   /**< the request cannot be met (e.g. memory limit) */
+    PSCHED_EINVALID = 5,      /**< a schedule breaks a dependency rule */
+    PSCHED_EDEADLOCK = 6,     /**< a schedule cannot finish under in-order execution */
+    PSCHED_EPARSE = 7,        /**< malformed text input (message has line and column) */
+    PSCHED_EIO = 8,           /**< a file could not be read or written */
+    PSCHED_EPLUGIN = 9,       /**< a plug-in could not be loaded or registered */
+    PSCHED_EUNSUPPORTED = 10, /**< valid request this build or function does not handle */
+    PSCHED_ESOLVER = 11,      /**< the optimizer's solver failed */
+    PSCHED_EEXIST = 12        /**< a generator with that name is already registered */
+} psched_status;
+
+/**
+ * @brief Name of a status code, e.g. "PSCHED_EINVAL".
+ * @return a static string; "PSCHED_UNKNOWN" for a value outside the enum.
+ */
+PSCHED_API const char *psched_status_str(psched_status status);
+
+/**
+ * @brief Detail of the last failure on the calling thread.
+ * @return a thread-local NUL-terminated string, valid until the next failing
+ *         call on this thread; "" when no call has failed yet.
+ */
+PSCHED_API const char *psched_last_error(void);
+
+/** @brief Library version as "MAJOR.MINOR.PATCH" (static string). */
+PSCHED_API const char *psched_version(void);
+
+/**
+ * @brief Free a buffer the library returned (exports, text renderings).
+ * @param p buffer from the library, or NULL.
+ */
+PSCHED_API void psched_free(void *p);
+
+/** @} */
+
+/** @defgroup plan The plan
+ *  Everything a generator and the simulator need: devices p, micro-batches m,
+ *  chunks v, placement, per-stage costs and memory deltas, communication
+ *  latency, the per-device memory limit, and named generator options.
+ *  Stages are numbered 0..S-1 in model order, S = p·v.
+ *  @{ */
+
+/** Opaque plan handle. */
+typedef struct psched_plan psched_plan;
+
+/** How virtual stages map to devices. */
+typedef enum psched_placement {
+    /** Chosen by the generator (its descriptor's placement). Default. */
+    PSCHED_PLACEMENT_AUTO = 0,
+    /** Stage s on device s mod p, chunk s div p (Megatron). */
+    PSCHED_PLACEMENT_LOOP = 1,
+    /** v = 2: stage s < p on device s, stage s >= p on device 2p-1-s. */
+    PSCHED_PLACEMENT_VSHAPE = 2,
+    /** Any map set with psched_plan_set_stage_device(). */
+    PSCHED_PLACEMENT_CUSTOM = 3
+} psched_placement;
+
+/** Largest accepted device count. */
+#define PSCHED_MAX_DEVICES 65536u
+/** Largest accepted chunk count. */
+#define PSCHED_MAX_CHUNKS 1024u
+/** Largest accepted micro-batch count. */
+#define PSCHED_MAX_MICROBATCHES (1u << 24)
+/** Largest op count of one schedule (3·S·m must not exceed it). */
+#define PSCHED_MAX_OPS 2147483647u
+
+/**
+ * @brief Create a plan with defaults: p = 1, m = 1, v = 0 (the generator's
+ * default), chains 1, placement auto, t_F = t_B = t_W = 1,
+ * memory deltas (+1, 0, -1), t_comm = 0, no memory limit, no options.
+ * @param[out] out new plan, owned by the caller (psched_plan_destroy()).
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (out NULL), ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_create(psched_plan **out);
+
+/** @brief Destroy a plan (NULL is a no-op). */
+PSCHED_API void psched_plan_destroy(psched_plan *plan);
+
+/**
+ * @brief Deep copy of a plan.
+ * @param[out] out new plan owned by the caller.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_clone(const psched_plan *plan, psched_plan **out);
+
+/**
+ * @brief Set the device count p (1..#PSCHED_MAX_DEVICES).
+ * Changing p or v resets a custom stage map to loop order; per-stage costs
+ * already set for stages that still exist are kept.
+ * @return ::PSCHED_OK or ::PSCHED_EINVAL naming the value.
+ */
+PSCHED_API psched_status psched_plan_set_devices(psched_plan *plan, uint32_t devices);
+
+/** @brief Set the micro-batch count m (1..#PSCHED_MAX_MICROBATCHES).
+ *  With two chains each chain gets m/2 micro-batches.
+ *  @return ::PSCHED_OK or ::PSCHED_EINVAL. */
+PSCHED_API psched_status psched_plan_set_microbatches(psched_plan *plan, uint32_t microbatches);
+
+/** @brief Set the chunks per device v (0 = the generator's default,
+ *  else 1..#PSCHED_MAX_CHUNKS). @return ::PSCHED_OK or ::PSCHED_EINVAL. */
+PSCHED_API psched_status psched_plan_set_chunks(psched_plan *plan, uint32_t chunks);
+
+/** @brief Set the number of chains (1, or 2 for DualPipe: two model copies
+ *  in opposite directions, stages 0..S/2-1 and S/2..S-1, m/2 micro-batches
+ *  each). Generators with a fixed chain count override it.
+ *  @return ::PSCHED_OK or ::PSCHED_EINVAL. */
+PSCHED_API psched_status psched_plan_set_chains(psched_plan *plan, uint32_t chains);
+
+/** @brief Set the placement kind. Setting ::PSCHED_PLACEMENT_CUSTOM starts
+ *  from loop order; then set each stage with psched_plan_set_stage_device().
+ *  @return ::PSCHED_OK or ::PSCHED_EINVAL. */
+PSCHED_API psched_status psched_plan_set_placement(psched_plan *plan, psched_placement placement);
+
+/**
+ * @brief Custom placement: put stage @p stage on device @p device.
+ * Requires placement ::PSCHED_PLACEMENT_CUSTOM and p, v already set. A
+ * stage's chunk is its rank among the stages of its device in model order.
+ * Every device must end up with exactly v stages (checked at generation).
+ * @return ::PSCHED_OK or ::PSCHED_EINVAL.
+ */
+PSCHED_API psched_status psched_plan_set_stage_device(psched_plan *plan, uint32_t stage,
+                                                      uint32_t device);
+
+/** @brief Set t_F, t_B, t_W of every stage (finite, >= 0; clears per-stage
+ *  values). @return ::PSCHED_OK or ::PSCHED_EINVAL. */
+PSCHED_API psched_status psched_plan_set_cost(psched_plan *plan, double f, double b, double w);
+
+/** @brief Set t_F, t_B, t_W of one stage (stage < p·v with the current p, v).
+ *  @return ::PSCHED_OK or ::PSCHED_EINVAL. */
+PSCHED_API psched_status psched_plan_set_stage_cost(psched_plan *plan, uint32_t stage,
+                                                    double f, double b, double w);
+
+/** @brief Set memory deltas of F, B, W for every stage (finite; clears
+ *  per-stage values). Default (+1, 0, -1). @return ::PSCHED_OK or ::PSCHED_EINVAL. */
+PSCHED_API psched_status psched_plan_set_mem(psched_plan *plan, double f, double b, double w);
+
+/** @brief Set memory deltas of one stage. @return ::PSCHED_OK or ::PSCHED_EINVAL. */
+PSCHED_API psched_status psched_plan_set_stage_mem(psched_plan *plan, uint32_t stage,
+                                                   double f, double b, double w);
+
+/** @brief Set the latency added on every dependency edge between two
+ *  different devices (finite, >= 0). @return ::PSCHED_OK or ::PSCHED_EINVAL. */
+PSCHED_API psched_status psched_plan_set_comm(psched_plan *plan, double latency);
+
+/** @brief Set the per-device memory limit in the units of the memory deltas
+ *  (> 0; INFINITY = unlimited, the default). @return ::PSCHED_OK or ::PSCHED_EINVAL. */
+PSCHED_API psched_status psched_plan_set_memory_limit(psched_plan *plan, double limit);
+
+/**
+ * @brief Set a named integer generator option, e.g. "group-size" for
+ * interleaved. Keys are 1..31 characters of [a-z0-9-].
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (bad key), ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_set_option(psched_plan *plan, const char *key, int64_t value);
+
+/**
+ * @brief Read a named option.
+ * @return ::PSCHED_OK with *value set, ::PSCHED_ENOTFOUND if unset,
+ *         ::PSCHED_EINVAL on NULL arguments.
+ */
+PSCHED_API psched_status psched_plan_get_option(const psched_plan *plan, const char *key,
+                                                int64_t *value);
+
+/** @brief Device count p. */
+PSCHED_API uint32_t psched_plan_devices(const psched_plan *plan);
+/** @brief Micro-batch count m (total over chains). */
+PSCHED_API uint32_t psched_plan_microbatches(const psched_plan *plan);
+/** @brief Chunks per device v (0 while left to the generator). */
+PSCHED_API uint32_t psched_plan_chunks(const psched_plan *plan);
+/** @brief Chain count (1 or 2). */
+PSCHED_API uint32_t psched_plan_chains(const psched_plan *plan);
+/** @brief Virtual stage count S = p·v. */
+PSCHED_API uint32_t psched_plan_stages(const psched_plan *plan);
+/** @brief Placement kind. */
+PSCHED_API psched_placement psched_plan_placement(const psched_plan *plan);
+/** @brief Device of stage @p stage (stage < S; UINT32_MAX otherwise, or while
+ *  the placement is auto). */
+PSCHED_API uint32_t psched_plan_stage_device(const psched_plan *plan, uint32_t stage);
+/** @brief Chunk (0..v-1) of stage @p stage on its device (UINT32_MAX when
+ *  out of range). */
+PSCHED_API uint32_t psched_plan_stage_chunk(const psched_plan *plan, uint32_t stage);
+/** @brief Stage that device @p device runs as chunk @p chunk (UINT32_MAX when
+ *  out of range). */
+PSCHED_API uint32_t psched_plan_device_stage(const psched_plan *plan, uint32_t device,
+                                             uint32_t chunk);
+/** @brief Communication latency. */
+PSCHED_API double psched_plan_comm(const psched_plan *plan);
+/** @brief Per-device memory limit (INFINITY when unlimited). */
+PSCHED_API double psched_plan_memory_limit(const psched_plan *plan);
+
+/** @brief Read t_F, t_B, t_W of a stage (any pointer may be NULL).
+ *  @return ::PSCHED_OK or ::PSCHED_EINVAL (stage >= S). */
+PSCHED_API psched_status psched_plan_stage_cost(const psched_plan *plan, uint32_t stage,
+                                                double *f, double *b, double *w);
+/** @brief Read the memory deltas of a stage (any pointer may be NULL).
+ *  @return ::PSCHED_OK or ::PSCHED_EINVAL (stage >= S). */
+PSCHED_API psched_status psched_plan_stage_mem(const psched_plan *plan, uint32_t stage,
+                                               double *f, double *b, double *w);
+
+/** @} */
+
+/** @defgroup ops Ops
+ *  @{ */
+
+/**
+ * Op kinds. Name table against torch.distributed.pipelining action text
+ * (`<stage><TYPE><mb>`) and the zero-bubble papers:
+ *
+ * | pipesched | PyTorch | ZB papers | meaning |
+ * |-----------|---------|-----------|---------|
+ * | F         | F       | F         | forward |
+ * | B         | I       | B         | backward for inputs (activation gradient) |
+ * | W         | W       | W         | backward for weights |
+ * | BW        | B       | B+W       | full backward (B and W fused) |
+ */
+typedef enum psched_op_kind {
+    PSCHED_OP_F = 0,      /**< forward */
+    PSCHED_OP_B = 1,      /**< backward for inputs (PyTorch "I") */
+    PSCHED_OP_W = 2,      /**< backward for weights */
+    PSCHED_OP_BW = 3,     /**< full backward (PyTorch "B") */
+    PSCHED_OP_SEND_F = 4, /**< send activations of the stage to stage+1 */
+    PSCHED_OP_RECV_F = 5, /**< receive activations from stage-1 */
+    PSCHED_OP_SEND_B = 6, /**< send gradients of the stage to stage-1 */
+    PSCHED_OP_RECV_B = 7  /**< receive gradients from stage+1 */
+} psched_op_kind;
+
+/** Op flag: runs overlapped with the next op of the same list (DualPipe's
+ *  F&B pair); the two are one unit for ordering and cost their sum. */
+#define PSCHED_OP_OVERLAP_NEXT 0x1u
+/** Op flag: a comm op issued in one batched group with the next comm op. */
+#define PSCHED_OP_BATCH_NEXT 0x2u
+
+/**
+ * One op as copied out of a schedule. Fixed layout; fields are only ever
+ * appended. Copy functions take the caller's sizeof(psched_op), so code
+ * built against an older header keeps working.
+ */
+typedef struct psched_op {
+    uint32_t stage;      /**< virtual stage 0..S-1 */
+    uint32_t microbatch; /**< micro-batch, numbered from 0 within its chain */
+    uint16_t chunk;      /**< chunk of the stage on its device (from the placement) */
+    uint8_t kind;        /**< a ::psched_op_kind */
+    uint8_t flags;       /**< ::PSCHED_OP_OVERLAP_NEXT, ::PSCHED_OP_BATCH_NEXT */
+} psched_op;
+
+/** @} */
+
+/** @defgroup generators Generators, the builder and plug-ins
+ *  A generator is a descriptor with a check of the plan and a function that
+ *  appends each device's ops through a ::psched_builder. Built-in generators
+ *  register through exactly this interface; so does a plug-in.
+ *  @{ */
+
+/** Opaque builder a generator appends ops through. */
+typedef struct psched_builder psched_builder;
+
+/** ABI version of ::psched_generator this header describes. */
+#define PSCHED_GENERATOR_ABI 1u
+
+/**
+ * Generator descriptor. psched_register_generator() copies it; the strings
+ * and functions it points to must stay valid for the life of the process.
+ */
+typedef struct psched_generator {
+    /** Must be #PSCHED_GENERATOR_ABI of the header the generator was built with. */
+    uint32_t abi_version;
+    /** Stable name, 1..31 characters of [a-z0-9-] (e.g. "1f1b"). */
+    const char *name;
+    /** One-line description. */
+    const char *description;
+    /** One-line constraints, e.g. "loop placement, v >= 2". */
+    const char *constraints;
+    /** Placement the generator builds for (never AUTO). */
+    psched_placement placement;
+    /** Chunks used when the plan leaves v at 0. */
+    uint32_t default_chunks;
+    /** Chains the generator builds (1, or 2 for DualPipe); forced on the plan. */
+    uint32_t chains;
+    /**
+     * Check that the plan fits (p, m, v, options). On a misfit return a
+     * status through psched_fail() with a message naming the value and the
+     * rule. May be NULL (accept every plan).
+     */
+    psched_status (*check)(const psched_plan *plan);
+    /** Append every device's ops to @p builder; return ::PSCHED_OK or the
+     *  builder's status. */
+    psched_status (*generate)(const psched_plan *plan, psched_builder *builder);
+} psched_generator;
+
+/**
+ * @brief Record a failure: set the calling thread's error message
+ * (printf-style) and return @p status. For generators and plug-ins.
+ */
+PSCHED_API psched_status psched_fail(psched_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/**
+ * @brief Register a generator. Thread-safe.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (bad descriptor), ::PSCHED_EPLUGIN
+ *         (abi_version newer than this library), ::PSCHED_EEXIST (name taken),
+ *         ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_register_generator(const psched_generator *generator);
+
+/**
+ * @brief Look up a generator by name.
+ * @param[out] out the registered descriptor (owned by the library, valid for
+ *             the life of the process).
+ * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND (message lists the known names),
+ *         ::PSCHED_EINVAL.
+ */
+PSCHED_API psched_status psched_generator_find(const char *name, const psched_generator **out);
+
+/** @brief Number of registered generators (built-ins first, in a fixed order). */
+PSCHED_API size_t psched_generator_count(void);
+
+/** @brief The i-th registered generator, or NULL when i >= count. */
+PSCHED_API const psched_generator *psched_generator_at(size_t index);
+
+/** Symbol a plug-in exports: `psched_status psched_plugin_init(void)`,
+ *  which registers its generators with psched_register_generator(). */
+#define PSCHED_PLUGIN_INIT_SYMBOL "psched_plugin_init"
+/** Type of the plug-in init function. */
+typedef psched_status (*psched_plugin_init_fn)(void);
+
+/**
+ * @brief Load a plug-in shared object and run its init function.
+ * The object stays loaded for the life of the process.
+ * @return ::PSCHED_OK, ::PSCHED_EPLUGIN (cannot open, no init symbol, init
+ *         failed: the message says which), ::PSCHED_EINVAL.
+ */
+PSCHED_API psched_status psched_plugin_load(const char *path);
+
+/**
+ * @brief Reserve room for @p count more ops on @p device (optional; makes
+ * appends allocation-free). Errors latch in the builder like appends.
+ * @return the builder's status.
+ */
+PSCHED_API psched_status psched_builder_reserve(psched_builder *builder, uint32_t device,
+                                                size_t count);
+
+/**
+ * @brief Append one op to @p device's list. The chunk is derived from the
+ * placement. The first error (bad device, stage, micro-batch, kind, flags,
+ * allocation) latches: later appends do nothing and return it.
+ * @return the builder's status (::PSCHED_OK while no error occurred).
+ */
+PSCHED_API psched_status psched_builder_append(psched_builder *builder, uint32_t device,
+                                               psched_op_kind kind, uint32_t stage,
+                                               uint32_t microbatch, uint32_t flags);
+
+/**
+ * @brief Append an overlapped pair (first gets ::PSCHED_OP_OVERLAP_NEXT),
+ * DualPipe's "F&B": run together, cost the sum, one unit for ordering.
+ * @return the builder's status.
+ */
+PSCHED_API psched_status psched_builder_append_pair(psched_builder *builder, uint32_t device,
+                                                    psched_op_kind kind1, uint32_t stage1,
+                                                    uint32_t microbatch1, psched_op_kind kind2,
+                                                    uint32_t stage2, uint32_t microbatch2);
+
+/** @brief The plan the builder builds for. */
+PSCHED_API const psched_plan *psched_builder_plan(const psched_builder *builder);
+
+/** @brief Ops appended so far to @p device (0 when out of range). */
+PSCHED_API size_t psched_builder_count(const psched_builder *builder, uint32_t device);
+
+/** @} */
+
+/** @defgroup schedule Schedules
+ *  p ordered op lists, one per device, with a resolved copy of the plan.
+ *  @{ */
+
+/** Opaque schedule handle. */
+typedef struct psched_schedule psched_schedule;
+
+/**
+ * @brief Generate a schedule with the named generator.
+ * Resolves the plan (chunks 0 → the generator's default, placement auto →
+ * the generator's, chains → the generator's), runs the generator's check,
+ * then its generate function. The schedule keeps its own copy of the
+ * resolved plan; @p plan is not modified.
+ * @param[out] out new schedule owned by the caller (psched_schedule_destroy()).
+ * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND, ::PSCHED_EINVAL (the check's
+ *         message), ::PSCHED_EINFEASIBLE, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_generate(const psched_plan *plan, const char *name,
+                                         psched_schedule **out);
+
+/** @brief Destroy a schedule (NULL is a no-op). */
+PSCHED_API void psched_schedule_destroy(psched_schedule *schedule);
+
+/** @brief The schedule's resolved plan (owned by the schedule). */
+PSCHED_API const psched_plan *psched_schedule_plan(const psched_schedule *schedule);
+
+/** @brief Name of the generator, or "csv" for an imported schedule (owned by
+ *  the schedule). */
+PSCHED_API const char *psched_schedule_name(const psched_schedule *schedule);
+
+/** @brief Device count p. */
+PSCHED_API uint32_t psched_schedule_devices(const psched_schedule *schedule);
+
+/** @brief Ops on @p device (0 when out of range). */
+PSCHED_API size_t psched_schedule_op_count(const psched_schedule *schedule, uint32_t device);
+
+/** @brief Total ops over all devices. */
+PSCHED_API size_t psched_schedule_total_ops(const psched_schedule *schedule);
+
+/**
+ * @brief Copy ops [first, first+count) of @p device into @p out.
+ * @param op_size the caller's sizeof(::psched_op); each record is written at
+ *        stride op_size, fields beyond it are not written.
+ * @return ::PSCHED_OK or ::PSCHED_EINVAL (device or range out of bounds,
+ *         op_size smaller than the first version of the record).
+ */
+PSCHED_API psched_status psched_schedule_ops(const psched_schedule *schedule, uint32_t device,
+                                             size_t first, size_t count, psched_op *out,
+                                             size_t op_size);
+
+/**
+ * @brief XXH3-64 of a canonical little-endian encoding of the plan shape
+ * (p, m, v, chains, stage → device map) and every op list. The same on every
+ * platform, compiler and library version within a soname, so ranks can
+ * compare one integer before training starts.
+ * @return ::PSCHED_OK or ::PSCHED_EINVAL.
+ */
+PSCHED_API psched_status psched_schedule_hash(const psched_schedule *schedule, uint64_t *out);
+
+/** @} */
+
+/** @defgroup check Validation and simulation
+ *  @{ */
+
+/**
+ * @brief Check a schedule against the dependency rules (counts, placement,
+ * per-stage order, W after B on the same device) and run it in order on
+ * every device to detect deadlock.
+ * @return ::PSCHED_OK; ::PSCHED_EINVALID or ::PSCHED_EDEADLOCK with the first
+ *         violated rule, device, position and op in psched_last_error(),
+ *         e.g. "device 1 op 7 (3B2): needs 4B2 which never runs";
+ *         ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_validate(const psched_schedule *schedule);
+
+/** Opaque simulation report. */
+typedef struct psched_report psched_report;
+
+/**
+ * @brief Simulate a schedule: each device runs its list in order; an op
+ * starts at max(device free, every dependency's end + t_comm if it crosses
+ * devices). Validates first (same errors as psched_validate()).
+ * @param costs plan whose per-stage costs and memory deltas are used (its
+ *        stage count must equal the schedule's), or NULL for the schedule's own.
+ * @param[out] out new report owned by the caller (psched_report_destroy()).
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_EINVALID, ::PSCHED_EDEADLOCK,
+ *         ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_simulate(const psched_schedule *schedule,
+                                         const psched_plan *costs, psched_report **out);
+
+/** @brief Destroy a report (NULL is a no-op). */
+PSCHED_API void psched_report_destroy(psched_report *report);
+
+/** @brief Latest op end, all devices starting at time 0. */
+PSCHED_API double psched_report_makespan(const psched_report *report);
+/** @brief Max over devices of (end of its last op − start of its first op):
+ *  the zero-bubble papers' figure. */
+PSCHED_API double psched_report_span(const psched_report *report);
+/** @brief 1 − Σ busy / (p · makespan). */
+PSCHED_API double psched_report_bubble_ratio(const psched_report *report);
+/** @brief Max peak memory over devices divided by Σ_s mem_F[s] (the papers'
+ *  unit M); NAN when Σ mem_F is 0. */
+PSCHED_API double psched_report_peak_memory_M(const psched_report *report);
+/** @brief Device count of the simulated schedule. */
+PSCHED_API uint32_t psched_report_devices(const psched_report *report);
+
+/**
+ * @brief Per-device figures (any output pointer may be NULL).
+ * @param[out] busy sum of op durations; @param[out] idle makespan − busy;
+ * @param[out] peak_memory max running sum of memory deltas in list order.
+ * @return ::PSCHED_OK or ::PSCHED_EINVAL (device out of range).
+ */
+PSCHED_API psched_status psched_report_device(const psched_report *report, uint32_t device,
+                                              double *busy, double *idle, double *peak_memory);
+
+/**
+ * @brief Start and end times of ops [first, first+count) of @p device (either
+ * array may be NULL). Both ops of an overlapped pair get the pair's times.
+ * @return ::PSCHED_OK or ::PSCHED_EINVAL (out of range).
+ */
+PSCHED_API psched_status psched_report_op_times(const psched_report *report, uint32_t device,
+                                                size_t first, size_t count, double *start,
+                                                double *end);
+
+/** @} */
+
+/** @defgroup formats Formats
+ *  @{ */
+
+/** Export formats. */
+typedef enum psched_format {
+    /** PyTorch compute_only CSV: one row per device, `<stage><F|I|W|B><mb>`,
+     *  overlapped pairs `(a;b)OVERLAP_F_B`; loadable by PyTorch's `_load_csv`. */
+    PSCHED_FORMAT_CSV = 0,
+    /** Terminal grid: one row per device, ops at their simulated start. */
+    PSCHED_FORMAT_ASCII = 1,
+    /** JSON object: format_version, plan shape, costs, op lists and, when a
+     *  report is given, op times and the report. */
+    PSCHED_FORMAT_JSON = 2
+} psched_format;
+
+/** Export flag: colour the ASCII grid with ANSI escapes. */
+#define PSCHED_EXPORT_COLOR 0x1u
+
+/**
+ * @brief Render a schedule as text.
+ * @param report simulation of @p schedule for formats that show times (ASCII
+ *        simulates with the schedule's own plan when NULL; JSON omits times).
+ * @param flags #PSCHED_EXPORT_COLOR or 0.
+ * @param[out] text NUL-terminated buffer owned by the caller (psched_free()).
+ * @param[out] length strlen of *text (may be NULL).
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM, or a simulation error.
+ */
+PSCHED_API psched_status psched_export(const psched_schedule *schedule,
+                                       const psched_report *report, psched_format format,
+                                       uint32_t flags, char **text, size_t *length);
+
+/**
+ * @brief Import a PyTorch compute_only CSV (one row per device; empty cells
+ * are idle steps; `\n` or `\r\n`). Strict: anything that is not a whole
+ * action is an error naming line and column.
+ * @param plan optional shape: when given, its p, m, v, chains, placement and
+ *        costs are used and the file is checked against them; when NULL, p is
+ *        the row count, m the largest micro-batch + 1, v = S / p, and the
+ *        placement is loop if the file fits it, else vshape, else custom.
+ * @param[out] out new schedule named "csv", owned by the caller.
+ * @return ::PSCHED_OK, ::PSCHED_EPARSE, ::PSCHED_EINVAL, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_import_csv(const char *text, size_t length,
+                                           const psched_plan *plan, psched_schedule **out);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PIPESCHED_H */

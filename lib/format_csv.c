@@ -1,0 +1,585 @@
+/*
+ * PyTorch compute_only CSV (torch.distributed.pipelining
+ * `_PipelineScheduleRuntime._load_csv` / `_dump_csv`), and the export
+ * dispatcher.
+ *
+ * One row per device, cells separated by ',', each cell one action
+ * `<stage><TYPE><microbatch>` with TYPE in F, I (our B), W, B (our BW),
+ * SEND_F, RECV_F, SEND_B, RECV_B, or an overlapped pair
+ * `(<action>;<action>)OVERLAP_F_B`.
+ *
+ * Export writes no idle cells and ends every row with "\n". BATCH_NEXT flags
+ * have no CSV spelling and are dropped.
+ *
+ * Import rules (strict: every cell is a whole action or empty):
+ * - rows are separated by "\n" or "\r\n"; a newline at the very end of the
+ *   text does not start another row, but an empty line anywhere else is a
+ *   device with no ops (export writes exactly that for an empty device);
+ * - empty cells are idle steps and are skipped; spaces and tabs around a
+ *   cell are ignored, as PyTorch strips them;
+ * - an error names the line, the column of the first offending byte (both
+ *   from 1) and the whole cell.
+ */
+#include "formats.h"
+
+#include <stdio.h>
+#include <string.h>
+
+psched_status psched_export(const psched_schedule *schedule, const psched_report *report,
+                            psched_format format, uint32_t flags, char **text, size_t *length)
+{
+    if (!schedule || !text)
+        return psched_fail(PSCHED_EINVAL, "psched_export: schedule and text must not be NULL");
+    if (flags & ~(uint32_t)PSCHED_EXPORT_COLOR)
+        return psched_fail(PSCHED_EINVAL, "psched_export: unknown flags 0x%x (only "
+                           "PSCHED_EXPORT_COLOR = 0x%x is defined)",
+                           (unsigned)flags, (unsigned)PSCHED_EXPORT_COLOR);
+    if (report && psched_report_devices(report) != schedule->devices)
+        return psched_fail(PSCHED_EINVAL, "psched_export: the report has %u devices but the "
+                           "schedule has %u; pass the report of this schedule",
+                           psched_report_devices(report), schedule->devices);
+    switch (format) {
+    case PSCHED_FORMAT_CSV:
+        return psched__export_csv(schedule, text, length);
+    case PSCHED_FORMAT_ASCII:
+        return psched__export_ascii(schedule, report, flags, text, length);
+    case PSCHED_FORMAT_JSON:
+        return psched__export_json(schedule, report, text, length);
+    }
+    return psched_fail(PSCHED_EINVAL, "psched_export: unknown format %d (csv 0, ascii 1, json 2)",
+                       (int)format);
+}
+
+/* ---------------------------------------------------------------- export */
+
+static void put_op(psched_buf *b, const psched_op *op)
+{
+    char tmp[48];
+    int n = psched__op_text(op, tmp, sizeof tmp);
+    psched__buf_append(b, tmp, n > 0 ? (size_t)n : 0);
+}
+
+/* An overlap flag must start a pair whose second op ends it: PyTorch's
+ * OVERLAP_F_B holds exactly two actions. */
+static psched_status check_pair(const psched_schedule *s, uint32_t d, size_t i)
+{
+    size_t first = s->offset[d], last = s->offset[d + 1];
+    char tmp[48];
+    psched__op_text(&s->ops[i], tmp, sizeof tmp);
+    if (i + 1 == last)
+        return psched_fail(PSCHED_EINVAL, "device %u op %zu (%s) has OVERLAP_NEXT but is the last "
+                           "op of its device; CSV needs a pair", d, i - first, tmp);
+    if (s->ops[i + 1].flags & PSCHED_OP_OVERLAP_NEXT)
+        return psched_fail(PSCHED_EINVAL, "device %u op %zu (%s) starts an overlapped run of more "
+                           "than two ops; CSV OVERLAP_F_B holds exactly two", d, i - first, tmp);
+    return PSCHED_OK;
+}
+
+psched_status psched__export_csv(const psched_schedule *s, char **text, size_t *length)
+{
+    psched_buf b = {0};
+    for (uint32_t d = 0; d < s->devices; d++) {
+        size_t first = s->offset[d], last = s->offset[d + 1];
+        for (size_t i = first; i < last; i++) {
+            if (i > first)
+                psched__buf_append(&b, ",", 1);
+            if (!(s->ops[i].flags & PSCHED_OP_OVERLAP_NEXT)) {
+                put_op(&b, &s->ops[i]);
+                continue;
+            }
+            psched_status st = check_pair(s, d, i);
+            if (st != PSCHED_OK) {
+                psched__dealloc(b.data);
+                return st;
+            }
+            psched__buf_append(&b, "(", 1);
+            put_op(&b, &s->ops[i]);
+            psched__buf_append(&b, ";", 1);
+            put_op(&b, &s->ops[i + 1]);
+            psched__buf_puts(&b, ")OVERLAP_F_B");
+            i++;
+        }
+        psched__buf_append(&b, "\n", 1);
+    }
+    return psched__buf_finish(&b, text, length);
+}
+
+/* ---------------------------------------------------------------- import */
+
+/* One parsed action, with where it came from for later error messages. */
+typedef struct csv_op {
+    uint32_t stage, mb;
+    uint8_t kind, flags;
+    uint32_t line, col;
+} csv_op;
+
+typedef struct csv_file {
+    csv_op *ops;
+    size_t count, cap;
+    size_t *row_end; /* ops of row r are [row_end[r-1], row_end[r]) */
+    uint32_t rows, rows_cap;
+    size_t max_stage_at, max_mb_at; /* index of an op with the largest value */
+} csv_file;
+
+typedef struct csv_cell {
+    const char *p;
+    size_t len;
+    uint32_t line, col; /* position of p[0] */
+} csv_cell;
+
+#define CELL_QUOTE_MAX 40
+
+static psched_status cell_error(const csv_cell *c, size_t at, const char *why)
+{
+    int shown = (int)(c->len > CELL_QUOTE_MAX ? CELL_QUOTE_MAX : c->len);
+    return psched_fail(PSCHED_EPARSE, "line %u column %zu: \"%.*s%s\" is not a whole action: %s",
+                       c->line, (size_t)c->col + at, shown, c->p,
+                       c->len > CELL_QUOTE_MAX ? "..." : "", why);
+}
+
+static psched_status parse_number(const csv_cell *c, size_t *at, uint32_t *out, const char *what)
+{
+    size_t i = *at;
+    uint64_t v = 0;
+    if (i >= c->len || c->p[i] < '0' || c->p[i] > '9')
+        return cell_error(c, i, what);
+    for (; i < c->len && c->p[i] >= '0' && c->p[i] <= '9'; i++) {
+        v = v * 10 + (uint64_t)(c->p[i] - '0');
+        if (v > UINT32_MAX)
+            return cell_error(c, *at, "the number does not fit in 32 bits");
+    }
+    *out = (uint32_t)v;
+    *at = i;
+    return PSCHED_OK;
+}
+
+static const struct {
+    const char *text;
+    int kind; /* a psched_op_kind, or -1: a PyTorch action this library does not model */
+} action_types[] = {
+    {"SEND_F", PSCHED_OP_SEND_F}, {"RECV_F", PSCHED_OP_RECV_F},
+    {"SEND_B", PSCHED_OP_SEND_B}, {"RECV_B", PSCHED_OP_RECV_B},
+    {"UNSHARD", -1},              {"RESHARD", -1},
+    {"REDUCE_GRAD", -1},          {"F", PSCHED_OP_F},
+    {"I", PSCHED_OP_B},           {"W", PSCHED_OP_W},
+    {"B", PSCHED_OP_BW},
+};
+
+static psched_status parse_type(const csv_cell *c, size_t *at, uint8_t *kind)
+{
+    for (size_t t = 0; t < sizeof action_types / sizeof action_types[0]; t++) {
+        size_t n = strlen(action_types[t].text);
+        if (c->len - *at < n || memcmp(c->p + *at, action_types[t].text, n) != 0)
+            continue;
+        if (action_types[t].kind < 0) {
+            int shown = (int)(c->len > CELL_QUOTE_MAX ? CELL_QUOTE_MAX : c->len);
+            return psched_fail(PSCHED_EPARSE, "line %u column %zu: \"%.*s\": PyTorch action %s is "
+                               "not supported (compute and send/recv actions only)",
+                               c->line, (size_t)c->col + *at, shown, c->p, action_types[t].text);
+        }
+        *kind = (uint8_t)action_types[t].kind;
+        *at += n;
+        return PSCHED_OK;
+    }
+    return cell_error(c, *at, "expected an action type (F, I, W, B, SEND_F, RECV_F, SEND_B, "
+                              "RECV_B) after the stage number");
+}
+
+static psched_status parse_action(const csv_cell *c, size_t *at, csv_op *op)
+{
+    op->col = c->col + (uint32_t)*at;
+    op->line = c->line;
+    op->flags = 0;
+    psched_status st = parse_number(c, at, &op->stage, "expected a stage number");
+    if (st == PSCHED_OK)
+        st = parse_type(c, at, &op->kind);
+    if (st == PSCHED_OK)
+        st = parse_number(c, at, &op->mb, "expected the micro-batch number after the type");
+    return st;
+}
+
+static bool is_compute(uint8_t kind)
+{
+    return kind <= PSCHED_OP_BW;
+}
+
+/* Parses one trimmed, non-empty cell into one or two ops. */
+static psched_status parse_cell(const csv_cell *c, csv_op ops[2], size_t *n)
+{
+    static const char tail[] = ")OVERLAP_F_B";
+    size_t at = 0;
+    psched_status st;
+    if (c->p[0] != '(') {
+        if ((st = parse_action(c, &at, &ops[0])) != PSCHED_OK)
+            return st;
+        if (at != c->len)
+            return cell_error(c, at, "unexpected text after the action");
+        *n = 1;
+        return PSCHED_OK;
+    }
+    at = 1;
+    if ((st = parse_action(c, &at, &ops[0])) != PSCHED_OK)
+        return st;
+    if (at >= c->len || c->p[at] != ';')
+        return cell_error(c, at, "expected ';' between the two actions of an overlapped pair");
+    at++;
+    if ((st = parse_action(c, &at, &ops[1])) != PSCHED_OK)
+        return st;
+    if (c->len - at != sizeof tail - 1 || memcmp(c->p + at, tail, sizeof tail - 1) != 0)
+        return cell_error(c, at, "an overlapped pair ends with \")OVERLAP_F_B\"");
+    if (!is_compute(ops[0].kind) || !is_compute(ops[1].kind))
+        return cell_error(c, 0, "an overlapped pair holds two compute actions (F, I, W, B)");
+    ops[0].flags = PSCHED_OP_OVERLAP_NEXT;
+    *n = 2;
+    return PSCHED_OK;
+}
+
+static psched_status file_push(csv_file *f, const csv_op *op)
+{
+    if (f->count == f->cap) {
+        size_t cap = f->cap ? 2 * f->cap : 256;
+        csv_op *ops = psched__reallocarray(f->ops, cap, sizeof *ops);
+        if (!ops)
+            return PSCHED_ENOMEM_FAIL();
+        f->ops = ops;
+        f->cap = cap;
+    }
+    if (f->count == 0 || op->stage > f->ops[f->max_stage_at].stage)
+        f->max_stage_at = f->count;
+    if (f->count == 0 || op->mb > f->ops[f->max_mb_at].mb)
+        f->max_mb_at = f->count;
+    f->ops[f->count++] = *op;
+    return PSCHED_OK;
+}
+
+static psched_status file_end_row(csv_file *f, uint32_t line)
+{
+    if (f->rows == PSCHED_MAX_DEVICES)
+        return psched_fail(PSCHED_EINVAL, "line %u: more than %u rows (devices)", line,
+                           PSCHED_MAX_DEVICES);
+    if (f->rows == f->rows_cap) {
+        uint32_t cap = f->rows_cap ? 2 * f->rows_cap : 16;
+        size_t *ends = psched__reallocarray(f->row_end, cap, sizeof *ends);
+        if (!ends)
+            return PSCHED_ENOMEM_FAIL();
+        f->row_end = ends;
+        f->rows_cap = cap;
+    }
+    f->row_end[f->rows++] = f->count;
+    return PSCHED_OK;
+}
+
+static bool is_blank(char ch)
+{
+    return ch == ' ' || ch == '\t';
+}
+
+static psched_status parse_line(csv_file *f, const char *p, size_t len, uint32_t line)
+{
+    const char *nul = memchr(p, '\0', len);
+    if (nul)
+        return psched_fail(PSCHED_EPARSE, "line %u column %zu: NUL byte in the input", line,
+                           (size_t)(nul - p) + 1);
+    size_t start = 0;
+    while (start <= len) {
+        const char *comma = memchr(p + start, ',', len - start);
+        size_t end = comma ? (size_t)(comma - p) : len;
+        size_t a = start, z = end;
+        while (a < z && is_blank(p[a]))
+            a++;
+        while (z > a && is_blank(p[z - 1]))
+            z--;
+        if (z > a) {
+            csv_cell c = {p + a, z - a, line, (uint32_t)(a + 1)};
+            csv_op ops[2];
+            size_t n = 0;
+            psched_status st = parse_cell(&c, ops, &n);
+            for (size_t k = 0; st == PSCHED_OK && k < n; k++)
+                st = file_push(f, &ops[k]);
+            if (st != PSCHED_OK)
+                return st;
+        }
+        start = end + 1;
+    }
+    return file_end_row(f, line);
+}
+
+static psched_status parse_text(csv_file *f, const char *text, size_t length)
+{
+    size_t pos = 0;
+    uint32_t line = 1;
+    while (pos < length) {
+        const char *nl = memchr(text + pos, '\n', length - pos);
+        size_t end = nl ? (size_t)(nl - text) : length;
+        size_t len = end - pos;
+        if (nl && len > 0 && text[end - 1] == '\r')
+            len--;
+        psched_status st = parse_line(f, text + pos, len, line);
+        if (st != PSCHED_OK)
+            return st;
+        if (line == UINT32_MAX)
+            return psched_fail(PSCHED_EPARSE, "more than %u lines", UINT32_MAX);
+        pos = end + 1;
+        line++;
+    }
+    if (f->rows == 0)
+        return psched_fail(PSCHED_EPARSE, "line 1 column 1: empty input, expected one row per "
+                           "device");
+    return PSCHED_OK;
+}
+
+static uint32_t row_of(const csv_file *f, size_t op)
+{
+    uint32_t lo = 0, hi = f->rows - 1;
+    while (lo < hi) { /* first row whose end is past op */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (f->row_end[mid] > op)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* ------------------------------------------------------ shape of the file */
+
+/* EINVAL naming the op's place in the file and its text, then the rule. */
+static psched_status op_fail(const csv_op *op, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static psched_status op_fail(const csv_op *op, const char *fmt, ...)
+{
+    char text[48], why[256];
+    psched_op o = {op->stage, op->mb, 0, op->kind, 0};
+    va_list ap;
+    psched__op_text(&o, text, sizeof text);
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return psched_fail(PSCHED_EINVAL, "line %u column %u: %s %s", op->line, op->col, text, why);
+}
+
+/* p, m, chains and v of the plan, from the file where the plan leaves them open. */
+static psched_status resolve_shape(const csv_file *f, psched_plan *plan, bool given)
+{
+    const csv_op *top_stage = &f->ops[f->max_stage_at], *top_mb = &f->ops[f->max_mb_at];
+    psched_status st;
+    if (given && plan->devices != f->rows)
+        return psched_fail(PSCHED_EINVAL, "the file has %u rows (devices) but the plan has %u "
+                           "devices", f->rows, plan->devices);
+    if (!given) {
+        if (f->count == 0)
+            return psched_fail(PSCHED_EINVAL, "the file holds no action, so its shape cannot be "
+                               "inferred; pass a plan");
+        if (top_mb->mb >= PSCHED_MAX_MICROBATCHES)
+            return op_fail(top_mb, "has micro-batch %u, above the limit %u", top_mb->mb,
+                           PSCHED_MAX_MICROBATCHES - 1);
+        if ((st = psched_plan_set_devices(plan, f->rows)) != PSCHED_OK ||
+            (st = psched_plan_set_microbatches(plan, top_mb->mb + 1)) != PSCHED_OK)
+            return st;
+    }
+    if (plan->chunks != 0)
+        return PSCHED_OK;
+    if (f->count == 0)
+        return psched_fail(PSCHED_EINVAL, "the plan leaves chunks at 0 and the file holds no "
+                           "action to infer them from");
+    uint64_t stages = (uint64_t)top_stage->stage + 1;
+    if (stages % f->rows != 0 || stages / f->rows > PSCHED_MAX_CHUNKS)
+        return op_fail(top_stage, "has the largest stage, so the file has %llu stages, which is "
+                       "not a multiple of its %u devices (rows) with at most %u chunks each",
+                       (unsigned long long)stages, f->rows, PSCHED_MAX_CHUNKS);
+    return psched_plan_set_chunks(plan, (uint32_t)(stages / f->rows));
+}
+
+static psched_status check_ranges(const csv_file *f, const psched_plan *plan)
+{
+    uint32_t stages = plan->devices * plan->chunks, mbs = psched__plan_chain_mbs(plan);
+    for (size_t i = 0; i < f->count; i++) {
+        const csv_op *op = &f->ops[i];
+        if (op->stage >= stages)
+            return op_fail(op, "has stage %u, but the plan has %u stages (p = %u, v = %u)",
+                           op->stage, stages, plan->devices, plan->chunks);
+        if (op->mb >= mbs)
+            return op_fail(op, "has micro-batch %u, but the plan has %u micro-batches per chain",
+                           op->mb, mbs);
+    }
+    return PSCHED_OK;
+}
+
+/* Device of every stage as seen in the file (UINT32_MAX: never seen); a
+ * stage seen on two devices is an error. `seen_at` keeps the op that
+ * fixed each stage's device, for the message. */
+static psched_status observe_devices(const csv_file *f, uint32_t stages, uint32_t *dev,
+                                     size_t *seen_at)
+{
+    for (uint32_t s = 0; s < stages; s++)
+        dev[s] = UINT32_MAX;
+    for (size_t i = 0; i < f->count; i++) {
+        uint32_t s = f->ops[i].stage, d = row_of(f, i);
+        if (dev[s] == UINT32_MAX) {
+            dev[s] = d;
+            seen_at[s] = i;
+        } else if (dev[s] != d) {
+            const csv_op *other = &f->ops[seen_at[s]];
+            return op_fail(&f->ops[i], "puts stage %u on device %u, but line %u column %u puts "
+                           "it on device %u; a stage runs on one device", s, d, other->line,
+                           other->col, dev[s]);
+        }
+    }
+    return PSCHED_OK;
+}
+
+static bool map_fits(const uint32_t *dev, uint32_t p, uint32_t v, psched_placement kind)
+{
+    for (uint32_t s = 0; s < p * v; s++) {
+        uint32_t want = kind == PSCHED_PLACEMENT_LOOP ? s % p : (s < p ? s : 2 * p - 1 - s);
+        if (dev[s] != UINT32_MAX && dev[s] != want)
+            return false;
+    }
+    return true;
+}
+
+static psched_status set_custom(psched_plan *plan, const uint32_t *dev)
+{
+    uint32_t p = plan->devices, v = plan->chunks;
+    uint32_t *per = psched__calloc(p, sizeof *per);
+    psched_status st = PSCHED_OK;
+    if (!per)
+        return PSCHED_ENOMEM_FAIL();
+    for (uint32_t s = 0; s < p * v && st == PSCHED_OK; s++) {
+        if (dev[s] == UINT32_MAX)
+            st = psched_fail(PSCHED_EINVAL, "stage %u never appears and the stages fit neither "
+                             "loop nor vshape placement, so the placement cannot be inferred; "
+                             "pass a plan", s);
+        else
+            per[dev[s]]++;
+    }
+    for (uint32_t d = 0; d < p && st == PSCHED_OK; d++)
+        if (per[d] != v)
+            st = psched_fail(PSCHED_EINVAL, "device %u (line %u) runs %u stages; an inferred "
+                             "custom placement needs exactly v = %u per device", d, d + 1,
+                             per[d], v);
+    psched__dealloc(per);
+    if (st == PSCHED_OK)
+        st = psched_plan_set_placement(plan, PSCHED_PLACEMENT_CUSTOM);
+    for (uint32_t s = 0; s < p * v && st == PSCHED_OK; s++)
+        st = psched_plan_set_stage_device(plan, s, dev[s]);
+    return st;
+}
+
+/* Loop if the file fits it, else vshape (v = 2), else the observed map. */
+static psched_status infer_placement(const csv_file *f, psched_plan *plan)
+{
+    uint32_t p = plan->devices, v = plan->chunks, stages = p * v;
+    uint32_t *dev = psched__reallocarray(NULL, stages, sizeof *dev);
+    size_t *seen_at = psched__reallocarray(NULL, stages, sizeof *seen_at);
+    psched_status st = (dev && seen_at) ? PSCHED_OK : PSCHED_ENOMEM_FAIL();
+    if (st == PSCHED_OK)
+        st = observe_devices(f, stages, dev, seen_at);
+    if (st == PSCHED_OK) {
+        if (map_fits(dev, p, v, PSCHED_PLACEMENT_LOOP))
+            st = psched_plan_set_placement(plan, PSCHED_PLACEMENT_LOOP);
+        else if (v == 2 && map_fits(dev, p, v, PSCHED_PLACEMENT_VSHAPE))
+            st = psched_plan_set_placement(plan, PSCHED_PLACEMENT_VSHAPE);
+        else
+            st = set_custom(plan, dev);
+    }
+    psched__dealloc(dev);
+    psched__dealloc(seen_at);
+    return st;
+}
+
+static const char *placement_name(psched_placement kind)
+{
+    switch (kind) {
+    case PSCHED_PLACEMENT_LOOP:
+        return "loop";
+    case PSCHED_PLACEMENT_VSHAPE:
+        return "vshape";
+    default:
+        return "custom";
+    }
+}
+
+static psched_status check_devices(const csv_file *f, const psched_plan *plan)
+{
+    for (size_t i = 0; i < f->count; i++) {
+        uint32_t row = row_of(f, i);
+        uint32_t want = psched_plan_stage_device(plan, f->ops[i].stage);
+        if (want != row)
+            return op_fail(&f->ops[i], "is on device %u (its row) but the plan's %s placement "
+                           "puts stage %u on device %u", row, placement_name(plan->placement),
+                           f->ops[i].stage, want);
+    }
+    return PSCHED_OK;
+}
+
+static psched_status resolve_plan(const csv_file *f, const psched_plan *given, psched_plan **out)
+{
+    psched_plan *plan = NULL;
+    psched_status st = given ? psched_plan_clone(given, &plan) : psched_plan_create(&plan);
+    if (st != PSCHED_OK)
+        return st;
+    st = resolve_shape(f, plan, given != NULL);
+    if (st == PSCHED_OK)
+        st = check_ranges(f, plan);
+    if (st == PSCHED_OK && plan->placement == PSCHED_PLACEMENT_AUTO)
+        st = infer_placement(f, plan);
+    if (st == PSCHED_OK)
+        st = check_devices(f, plan);
+    if (st == PSCHED_OK)
+        st = psched__plan_check_resolved(plan);
+    if (st != PSCHED_OK) {
+        psched_plan_destroy(plan);
+        return st;
+    }
+    *out = plan;
+    return PSCHED_OK;
+}
+
+static psched_status build(const csv_file *f, psched_plan *plan, psched_schedule **out)
+{
+    psched_builder *b = NULL;
+    psched_status st = psched__builder_create(plan, &b);
+    if (st != PSCHED_OK)
+        return st;
+    for (uint32_t d = 0; d < f->rows && st == PSCHED_OK; d++) {
+        size_t first = d ? f->row_end[d - 1] : 0, last = f->row_end[d];
+        st = psched_builder_reserve(b, d, last - first);
+        for (size_t i = first; i < last && st == PSCHED_OK; i++) {
+            const csv_op *op = &f->ops[i];
+            st = psched_builder_append(b, d, (psched_op_kind)op->kind, op->stage, op->mb,
+                                       op->flags);
+        }
+    }
+    if (st == PSCHED_OK)
+        st = psched__builder_finish(b, plan, "csv", out);
+    psched__builder_destroy(b);
+    return st;
+}
+
+psched_status psched_import_csv(const char *text, size_t length, const psched_plan *plan,
+                                psched_schedule **out)
+{
+    if (out)
+        *out = NULL;
+    if (!out || (!text && length))
+        return psched_fail(PSCHED_EINVAL, "psched_import_csv: out must not be NULL, and text "
+                           "only when length is 0");
+    csv_file f = {0};
+    psched_plan *resolved = NULL;
+    psched_status st = parse_text(&f, text ? text : "", length);
+    if (st == PSCHED_OK)
+        st = resolve_plan(&f, plan, &resolved);
+    if (st == PSCHED_OK) {
+        st = build(&f, resolved, out);
+        if (st != PSCHED_OK)
+            psched_plan_destroy(resolved);
+    }
+    psched__dealloc(f.ops);
+    psched__dealloc(f.row_end);
+    return st;
+}

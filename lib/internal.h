@@ -1,0 +1,151 @@
+/* Internal definitions shared by lib/ files and reachable by tests that link
+ * the static library. Not installed. */
+#ifndef PSCHED_INTERNAL_H
+#define PSCHED_INTERNAL_H
+
+#include "pipesched.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define PSCHED_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define PSCHED_INTERNAL
+#endif
+
+/* ---- allocation: every allocation goes through these, so tests can make
+ * the N-th one fail (psched__alloc_fail_after). ---- */
+PSCHED_INTERNAL void *psched__malloc(size_t size);
+PSCHED_INTERNAL void *psched__calloc(size_t n, size_t size);
+PSCHED_INTERNAL void *psched__realloc(void *p, size_t size);
+/* realloc of n*size with overflow check */
+PSCHED_INTERNAL void *psched__reallocarray(void *p, size_t n, size_t size);
+PSCHED_INTERNAL void psched__dealloc(void *p);
+/* Test hook: after `count` more successful allocations, every allocation on
+ * this thread fails; a negative count disables the failure. */
+PSCHED_INTERNAL void psched__alloc_fail_after(long count);
+
+/* ---- errors ---- */
+PSCHED_INTERNAL psched_status psched__vfail(psched_status status, const char *fmt, va_list ap);
+#define PSCHED_ENOMEM_FAIL() psched_fail(PSCHED_ENOMEM, "out of memory")
+
+/* ---- growable text buffer for exports ---- */
+typedef struct psched_buf {
+    char *data;
+    size_t len, cap;
+    bool failed; /* an allocation failed; later appends are no-ops */
+} psched_buf;
+PSCHED_INTERNAL void psched__buf_append(psched_buf *b, const char *s, size_t n);
+PSCHED_INTERNAL void psched__buf_puts(psched_buf *b, const char *s);
+PSCHED_INTERNAL void psched__buf_printf(psched_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Hand the buffer to the caller (NUL-terminated) or fail with ENOMEM. */
+PSCHED_INTERNAL psched_status psched__buf_finish(psched_buf *b, char **text, size_t *length);
+
+/* ---- plan ---- */
+typedef struct psched_cost3 {
+    double f, b, w;
+} psched_cost3;
+
+typedef struct psched_option {
+    char key[32];
+    int64_t value;
+} psched_option;
+
+struct psched_plan {
+    uint32_t devices, microbatches, chunks, chains;
+    psched_placement placement;
+    /* custom placement only: stage -> device, length stages_cap */
+    uint32_t *custom_device;
+    /* per-stage overrides, NULL when uniform; length cost_len / mem_len */
+    psched_cost3 cost_all, mem_all;
+    psched_cost3 *cost, *mem;
+    uint32_t cost_len, mem_len;
+    double comm, memory_limit;
+    psched_option *options;
+    uint32_t option_count;
+};
+
+/* Costs of one stage without bounds checks (caller guarantees stage < S). */
+static inline psched_cost3 psched__plan_cost(const psched_plan *p, uint32_t s)
+{
+    return (p->cost && s < p->cost_len) ? p->cost[s] : p->cost_all;
+}
+static inline psched_cost3 psched__plan_mem(const psched_plan *p, uint32_t s)
+{
+    return (p->mem && s < p->mem_len) ? p->mem[s] : p->mem_all;
+}
+/* Micro-batches per chain. */
+static inline uint32_t psched__plan_chain_mbs(const psched_plan *p)
+{
+    return p->microbatches / (p->chains ? p->chains : 1);
+}
+/* Chain of a stage and whether it is the first/last stage of its chain. */
+static inline uint32_t psched__stage_chain(const psched_plan *p, uint32_t s)
+{
+    uint32_t per = (p->devices * p->chunks) / p->chains;
+    return s / per;
+}
+static inline bool psched__stage_first(const psched_plan *p, uint32_t s)
+{
+    uint32_t per = (p->devices * p->chunks) / p->chains;
+    return s % per == 0;
+}
+static inline bool psched__stage_last(const psched_plan *p, uint32_t s)
+{
+    uint32_t per = (p->devices * p->chunks) / p->chains;
+    return s % per == per - 1;
+}
+
+/* Checks that a resolved plan (placement not auto, chunks > 0) is
+ * consistent: every device holds exactly v stages, chains divide S and m,
+ * the op count fits. */
+PSCHED_INTERNAL psched_status psched__plan_check_resolved(const psched_plan *plan);
+
+/* ---- schedule ---- */
+struct psched_schedule {
+    psched_plan *plan;  /* resolved copy, owned */
+    char name[32];
+    uint32_t devices;
+    size_t *offset;     /* devices + 1 entries: ops of device d are [offset[d], offset[d+1]) */
+    psched_op *ops;     /* one contiguous array */
+};
+
+/* Creates an empty builder for a resolved plan (the builder borrows it). */
+PSCHED_INTERNAL psched_status psched__builder_create(const psched_plan *plan, psched_builder **out);
+PSCHED_INTERNAL void psched__builder_destroy(psched_builder *b);
+/* Moves the builder's ops into a new schedule that takes ownership of
+ * `plan`; on failure `plan` is still the caller's. */
+PSCHED_INTERNAL psched_status psched__builder_finish(psched_builder *b, psched_plan *plan,
+                                                     const char *name, psched_schedule **out);
+
+/* Writes the PyTorch action text of an op ("3I2", "0SEND_F1") into buf
+ * (at least 48 bytes); returns its length. */
+PSCHED_INTERNAL int psched__op_text(const psched_op *op, char *buf, size_t size);
+
+/* ---- simulation core ---- */
+/* Runs the schedule in order on every device with the given costs (NULL:
+ * the schedule's plan). When start/end are non-NULL they receive, per op in
+ * schedule->ops order, the simulated times. Returns EINVALID/EDEADLOCK with
+ * a message naming device, position and op. */
+PSCHED_INTERNAL psched_status psched__execute(const psched_schedule *s, const psched_plan *costs,
+                                              double *start, double *end);
+
+struct psched_report {
+    uint32_t devices;
+    double makespan, span, bubble_ratio, peak_memory_M;
+    double *busy, *idle, *peak; /* per device */
+    size_t *offset;             /* devices + 1 */
+    double *start, *end;        /* per op */
+};
+
+/* ---- registry ---- */
+PSCHED_INTERNAL void psched__registry_init(void);
+
+#endif

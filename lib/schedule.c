@@ -1,0 +1,126 @@
+/* Schedules: generation through the registry, accessors, op text. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Fills in what the plan left to the generator and forces what the
+ * generator fixes, with an error when the caller asked for something else. */
+static psched_status resolve_plan(psched_plan *plan, const psched_generator *g)
+{
+    if (plan->chunks == 0)
+        plan->chunks = g->default_chunks ? g->default_chunks : 1;
+    if (plan->placement == PSCHED_PLACEMENT_AUTO) {
+        plan->placement = g->placement;
+    } else if (plan->placement != g->placement && g->placement != PSCHED_PLACEMENT_CUSTOM) {
+        static const char *names[] = {"auto", "loop", "vshape", "custom"};
+        return psched_fail(PSCHED_EINVAL, "placement %s does not fit %s, which needs %s placement",
+                           names[plan->placement], g->name, names[g->placement]);
+    }
+    plan->chains = g->chains ? g->chains : 1;
+    return psched__plan_check_resolved(plan);
+}
+
+psched_status psched_generate(const psched_plan *plan, const char *name, psched_schedule **out)
+{
+    if (!out)
+        return psched_fail(PSCHED_EINVAL, "output pointer is NULL");
+    *out = NULL;
+    if (!plan)
+        return psched_fail(PSCHED_EINVAL, "plan is NULL");
+    const psched_generator *g;
+    psched_status st = psched_generator_find(name, &g);
+    if (st)
+        return st;
+    psched_plan *resolved;
+    st = psched_plan_clone(plan, &resolved);
+    if (st)
+        return st;
+    psched_builder *b = NULL;
+    st = resolve_plan(resolved, g);
+    if (!st && g->check)
+        st = g->check(resolved);
+    if (!st)
+        st = psched__builder_create(resolved, &b);
+    if (!st) {
+        st = g->generate(resolved, b);
+        if (!st)
+            st = psched__builder_finish(b, resolved, g->name, out);
+    }
+    psched__builder_destroy(b);
+    if (st)
+        psched_plan_destroy(resolved);
+    return st;
+}
+
+void psched_schedule_destroy(psched_schedule *s)
+{
+    if (!s)
+        return;
+    psched_plan_destroy(s->plan);
+    psched__dealloc(s->offset);
+    psched__dealloc(s->ops);
+    psched__dealloc(s);
+}
+
+const psched_plan *psched_schedule_plan(const psched_schedule *s)
+{
+    return s ? s->plan : NULL;
+}
+
+const char *psched_schedule_name(const psched_schedule *s)
+{
+    return s ? s->name : NULL;
+}
+
+uint32_t psched_schedule_devices(const psched_schedule *s)
+{
+    return s ? s->devices : 0;
+}
+
+size_t psched_schedule_op_count(const psched_schedule *s, uint32_t device)
+{
+    return (s && device < s->devices) ? s->offset[device + 1] - s->offset[device] : 0;
+}
+
+size_t psched_schedule_total_ops(const psched_schedule *s)
+{
+    return s ? s->offset[s->devices] : 0;
+}
+
+/* The first published psched_op ends after `flags`. */
+#define OP_SIZE_V1 (offsetof(psched_op, flags) + sizeof(uint8_t))
+
+psched_status psched_schedule_ops(const psched_schedule *s, uint32_t device, size_t first,
+                                  size_t count, psched_op *out, size_t op_size)
+{
+    if (!s || (!out && count))
+        return psched_fail(PSCHED_EINVAL, "schedule or output is NULL");
+    if (device >= s->devices)
+        return psched_fail(PSCHED_EINVAL, "device (%u) must be < devices (%u)", device,
+                           s->devices);
+    size_t n = s->offset[device + 1] - s->offset[device];
+    if (first > n || count > n - first)
+        return psched_fail(PSCHED_EINVAL, "ops [%zu, %zu) out of range: device %u has %zu ops",
+                           first, first + count, device, n);
+    if (op_size < OP_SIZE_V1)
+        return psched_fail(PSCHED_EINVAL, "op_size (%zu) must be >= %zu", op_size,
+                           (size_t)OP_SIZE_V1);
+    const psched_op *src = s->ops + s->offset[device] + first;
+    size_t copy = op_size < sizeof *src ? op_size : sizeof *src;
+    for (size_t i = 0; i < count; i++) {
+        char *dst = (char *)out + i * op_size;
+        memcpy(dst, &src[i], copy);
+        if (op_size > copy)
+            memset(dst + copy, 0, op_size - copy);
+    }
+    return PSCHED_OK;
+}
+
+int psched__op_text(const psched_op *op, char *buf, size_t size)
+{
+    static const char *const kind_text[] = {"F", "I", "W", "B", "SEND_F", "RECV_F", "SEND_B",
+                                            "RECV_B"};
+    const char *k = op->kind <= PSCHED_OP_RECV_B ? kind_text[op->kind] : "?";
+    return snprintf(buf, size, "%u%s%u", op->stage, k, op->microbatch);
+}

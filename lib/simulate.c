@@ -1,0 +1,156 @@
+/* psched_simulate: times from the execution engine, then per-device and
+ * whole-run figures (DESIGN §3). */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+void psched_report_destroy(psched_report *r)
+{
+    if (!r)
+        return;
+    psched__dealloc(r->busy);
+    psched__dealloc(r->idle);
+    psched__dealloc(r->peak);
+    psched__dealloc(r->offset);
+    psched__dealloc(r->start);
+    psched__dealloc(r->end);
+    psched__dealloc(r);
+}
+
+static psched_report *report_alloc(uint32_t p, size_t total)
+{
+    psched_report *r = psched__calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->devices = p;
+    r->busy = psched__calloc(p, sizeof *r->busy);
+    r->idle = psched__calloc(p, sizeof *r->idle);
+    r->peak = psched__calloc(p, sizeof *r->peak);
+    r->offset = psched__calloc((size_t)p + 1, sizeof *r->offset);
+    r->start = psched__reallocarray(NULL, total + 1, sizeof *r->start);
+    r->end = psched__reallocarray(NULL, total + 1, sizeof *r->end);
+    if (!r->busy || !r->idle || !r->peak || !r->offset || !r->start || !r->end) {
+        psched_report_destroy(r);
+        return NULL;
+    }
+    return r;
+}
+
+static double mem_delta(const psched_plan *costs, const psched_op *o)
+{
+    psched_cost3 m = psched__plan_mem(costs, o->stage);
+    switch (o->kind) {
+    case PSCHED_OP_F: return m.f;
+    case PSCHED_OP_B: return m.b;
+    case PSCHED_OP_W: return m.w;
+    default: return m.b + m.w;
+    }
+}
+
+/* Busy time, span and peak memory of one device. An overlapped pair is
+ * one unit: its time counts once. */
+static double device_figures(psched_report *r, const psched_schedule *s,
+                             const psched_plan *costs, uint32_t d)
+{
+    double busy = 0, mem = 0, peak = 0;
+    size_t first = s->offset[d], last = s->offset[d + 1];
+    for (size_t g = first; g < last; g++) {
+        const psched_op *o = &s->ops[g];
+        if (g == first || !(s->ops[g - 1].flags & PSCHED_OP_OVERLAP_NEXT))
+            busy += r->end[g] - r->start[g];
+        mem += mem_delta(costs, o);
+        if (mem > peak)
+            peak = mem;
+    }
+    r->busy[d] = busy;
+    r->peak[d] = peak;
+    return last > first ? r->end[last - 1] - r->start[first] : 0;
+}
+
+psched_status psched_simulate(const psched_schedule *s, const psched_plan *costs,
+                              psched_report **out)
+{
+    if (!out)
+        return psched_fail(PSCHED_EINVAL, "output pointer is NULL");
+    *out = NULL;
+    if (!s)
+        return psched_fail(PSCHED_EINVAL, "schedule is NULL");
+    uint32_t S = s->plan->devices * s->plan->chunks;
+    if (costs && psched_plan_stages(costs) != S)
+        return psched_fail(PSCHED_EINVAL,
+                           "cost plan has %u stages (devices x chunks) but the schedule has %u",
+                           psched_plan_stages(costs), S);
+    if (!costs)
+        costs = s->plan;
+    size_t total = s->offset[s->devices];
+    psched_report *r = report_alloc(s->devices, total);
+    if (!r)
+        return PSCHED_ENOMEM_FAIL();
+    psched_status st = psched__execute(s, costs, r->start, r->end);
+    if (st) {
+        psched_report_destroy(r);
+        return st;
+    }
+    memcpy(r->offset, s->offset, ((size_t)s->devices + 1) * sizeof *r->offset);
+    double makespan = 0, span = 0, busy = 0;
+    for (size_t g = 0; g < total; g++)
+        makespan = fmax(makespan, r->end[g]);
+    for (uint32_t d = 0; d < s->devices; d++) {
+        span = fmax(span, device_figures(r, s, costs, d));
+        busy += r->busy[d];
+    }
+    double peak = 0, model = 0;
+    for (uint32_t d = 0; d < s->devices; d++) {
+        r->idle[d] = makespan - r->busy[d];
+        peak = fmax(peak, r->peak[d]);
+    }
+    for (uint32_t st2 = 0; st2 < S; st2++)
+        model += psched__plan_mem(costs, st2).f;
+    r->makespan = makespan;
+    r->span = span;
+    r->bubble_ratio = makespan > 0 ? 1.0 - busy / ((double)s->devices * makespan) : 0.0;
+    r->peak_memory_M = model != 0 ? peak / model : NAN;
+    *out = r;
+    return PSCHED_OK;
+}
+
+double psched_report_makespan(const psched_report *r) { return r ? r->makespan : NAN; }
+double psched_report_span(const psched_report *r) { return r ? r->span : NAN; }
+double psched_report_bubble_ratio(const psched_report *r) { return r ? r->bubble_ratio : NAN; }
+double psched_report_peak_memory_M(const psched_report *r) { return r ? r->peak_memory_M : NAN; }
+uint32_t psched_report_devices(const psched_report *r) { return r ? r->devices : 0; }
+
+psched_status psched_report_device(const psched_report *r, uint32_t device, double *busy,
+                                   double *idle, double *peak_memory)
+{
+    if (!r)
+        return psched_fail(PSCHED_EINVAL, "report is NULL");
+    if (device >= r->devices)
+        return psched_fail(PSCHED_EINVAL, "device (%u) must be < devices (%u)", device,
+                           r->devices);
+    if (busy) *busy = r->busy[device];
+    if (idle) *idle = r->idle[device];
+    if (peak_memory) *peak_memory = r->peak[device];
+    return PSCHED_OK;
+}
+
+psched_status psched_report_op_times(const psched_report *r, uint32_t device, size_t first,
+                                     size_t count, double *start, double *end)
+{
+    if (!r)
+        return psched_fail(PSCHED_EINVAL, "report is NULL");
+    if (device >= r->devices)
+        return psched_fail(PSCHED_EINVAL, "device (%u) must be < devices (%u)", device,
+                           r->devices);
+    size_t n = r->offset[device + 1] - r->offset[device];
+    if (first > n || count > n - first)
+        return psched_fail(PSCHED_EINVAL, "ops [%zu, %zu) out of range: device %u has %zu ops",
+                           first, first + count, device, n);
+    size_t base = r->offset[device] + first;
+    if (start)
+        memcpy(start, r->start + base, count * sizeof *start);
+    if (end)
+        memcpy(end, r->end + base, count * sizeof *end);
+    return PSCHED_OK;
+}

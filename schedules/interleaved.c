@@ -1,0 +1,105 @@
+/* Interleaved 1F1B (Megatron-LM forward_backward_pipelining_with_interleaving,
+ * PyTorch ScheduleInterleaved1F1B). Each device holds v chunks (loop
+ * placement: chunk c of device d is stage c*p + d). Micro-batches go through
+ * the chunks in groups of N: the schedule table lists, group by group, chunk
+ * 0 of every micro-batch of the group, then chunk 1, ... The k-th forward of
+ * every device is table[k]; the k-th backward is the same micro-batch on the
+ * mirrored chunk v-1-c. Device d warms up with 2(p-d-1) + (v-1)N forwards. */
+#include "phases.h"
+
+#include <inttypes.h>
+
+#define NAME "interleaved"
+
+/* Group size from the "group-size" option, with Megatron's limits: a group
+ * must fill the pipeline, and so must the last (remainder) group. */
+static psched_status explicit_group(uint32_t p, uint32_t m, int64_t n, uint32_t *out)
+{
+    if (n < (int64_t)p)
+        return psched_fail(PSCHED_EINVAL, "group-size (%" PRId64 ") must be >= devices (%u) for %s",
+                           n, p, NAME);
+    if (n > (int64_t)m)
+        return psched_fail(PSCHED_EINVAL,
+                           "group-size (%" PRId64 ") must be <= microbatches (%u) for %s", n, m,
+                           NAME);
+    uint32_t rem = m % (uint32_t)n;
+    if (rem != 0 && rem < p)
+        return psched_fail(PSCHED_EINVAL,
+                           "microbatches (%u) mod group-size (%" PRId64 ") = %u must be 0 or "
+                           ">= devices (%u) for %s: the last group would not fill the pipeline",
+                           m, n, rem, p, NAME);
+    *out = (uint32_t)n;
+    return PSCHED_OK;
+}
+
+/* PyTorch's default: rounds = max(1, m div p) groups of m / rounds
+ * micro-batches, which is Megatron's N = p whenever p divides m. */
+static psched_status default_group(uint32_t p, uint32_t m, uint32_t *out)
+{
+    uint32_t rounds = m / p > 1 ? m / p : 1;
+    if (m % rounds != 0)
+        return psched_fail(PSCHED_EINVAL,
+                           "microbatches (%u) must be a multiple of rounds (%u) = max(1, "
+                           "microbatches / devices) for %s with the default group size; use "
+                           "microbatches %u or set the group-size option",
+                           m, rounds, NAME, m - m % rounds);
+    *out = m / rounds;
+    return PSCHED_OK;
+}
+
+static psched_status group_size(const psched_plan *plan, uint32_t *out)
+{
+    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
+    int64_t n;
+    psched_status st = psched_plan_get_option(plan, "group-size", &n);
+    if (st == PSCHED_OK)
+        return explicit_group(p, m, n, out);
+    if (st != PSCHED_ENOTFOUND)
+        return st;
+    return default_group(p, m, out);
+}
+
+static psched_status check(const psched_plan *plan)
+{
+    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
+    uint32_t n;
+    psched_status st = psched__check_chunks(plan, 2, 0, NAME);
+    if (st == PSCHED_OK && m < p)
+        st = psched_fail(PSCHED_EINVAL, "microbatches (%u) must be >= devices (%u) for %s", m, p,
+                         NAME);
+    if (st == PSCHED_OK)
+        st = group_size(plan, &n);
+    return st;
+}
+
+static psched_status generate(const psched_plan *plan, psched_builder *b)
+{
+    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
+    uint32_t v = psched_plan_chunks(plan);
+    uint32_t n;
+    psched_status st = group_size(plan, &n);
+    if (st != PSCHED_OK)
+        return st;
+    psched_seq fwd = psched__seq_grouped(m, v, n);
+    psched_seq bwd = psched__seq_mirrored(fwd);
+    /* Warm-up: the last device needs the first group through chunks 0..v-2
+     * before its first backward; each device upstream adds one forward and
+     * one backward hop. The emitter caps it at m*v. */
+    for (uint32_t d = 0; d < p && st == PSCHED_OK; d++) {
+        size_t warmup = (size_t)(p - d - 1) * 2 + (size_t)(v - 1) * n;
+        st = psched__emit_1f1b(b, d, &fwd, &bwd, warmup, PSCHED_OP_BW);
+    }
+    return st;
+}
+
+const psched_generator psched_gen_interleaved = {
+    PSCHED_GENERATOR_ABI,
+    NAME,
+    "Megatron-LM interleaved 1F1B: v chunks per device, micro-batches in groups of N",
+    "loop placement, v >= 2, m >= p; option group-size N: p <= N <= m, m mod N = 0 or >= p",
+    PSCHED_PLACEMENT_LOOP,
+    2,
+    1,
+    check,
+    generate,
+};

@@ -1,0 +1,134 @@
+/* Interleaved zero bubble (ZB1P with v chunks, PyTorch
+ * ScheduleInterleavedZeroBubble). The forward and backward visiting orders
+ * are interleaved 1F1B's (Megatron's table with group size N, backwards on
+ * the mirrored chunk), the backward is split, and device d warms up with
+ * (p-d-1) + (v-1)N forwards: one fewer per hop than interleaved 1F1B,
+ * because a B alone returns the gradient upstream in half a full backward.
+ * Counting steady-state and cool-down steps from 0, step j >= d ends with
+ * the W of the oldest B that has none yet; steps before d leave their W for
+ * later, which fills device d's share of the pipeline drain. The W still
+ * pending after the last B follow in order. */
+#include "split_phases.h"
+
+#include <inttypes.h>
+
+#define NAME "interleaved-zb"
+
+/* The "group-size" option, with Megatron's limits: a group must fill the
+ * pipeline, and so must the last (remainder) group. */
+static psched_status explicit_group(uint32_t p, uint32_t m, int64_t n, uint32_t *out)
+{
+    if (n < (int64_t)p)
+        return psched_fail(PSCHED_EINVAL, "group-size (%" PRId64 ") must be >= devices (%u) for %s",
+                           n, p, NAME);
+    if (n > (int64_t)m)
+        return psched_fail(PSCHED_EINVAL,
+                           "group-size (%" PRId64 ") must be <= microbatches (%u) for %s", n, m,
+                           NAME);
+    uint32_t rem = m % (uint32_t)n;
+    if (rem != 0 && rem < p)
+        return psched_fail(PSCHED_EINVAL,
+                           "microbatches (%u) mod group-size (%" PRId64 ") = %u must be 0 or "
+                           ">= devices (%u) for %s: the last group would not fill the pipeline",
+                           m, n, rem, p, NAME);
+    *out = (uint32_t)n;
+    return PSCHED_OK;
+}
+
+/* PyTorch's default: rounds = max(1, m div p) groups of m / rounds. */
+static psched_status default_group(uint32_t p, uint32_t m, uint32_t *out)
+{
+    uint32_t rounds = m / p > 1 ? m / p : 1;
+    if (m % rounds != 0)
+        return psched_fail(PSCHED_EINVAL,
+                           "microbatches (%u) must be a multiple of rounds (%u) = max(1, "
+                           "microbatches / devices) for %s with the default group size; use "
+                           "microbatches %u or set the group-size option",
+                           m, rounds, NAME, m - m % rounds);
+    *out = m / rounds;
+    return PSCHED_OK;
+}
+
+static psched_status group_size(const psched_plan *plan, uint32_t *out)
+{
+    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
+    int64_t n;
+    psched_status st = psched_plan_get_option(plan, "group-size", &n);
+    if (st == PSCHED_OK)
+        return explicit_group(p, m, n, out);
+    if (st != PSCHED_ENOTFOUND)
+        return st;
+    return default_group(p, m, out);
+}
+
+static psched_status check(const psched_plan *plan)
+{
+    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
+    uint32_t n;
+    psched_status st = psched__check_placement(plan, PSCHED_PLACEMENT_LOOP, NAME);
+    if (st == PSCHED_OK)
+        st = psched__check_chunks(plan, 2, 0, NAME);
+    if (st == PSCHED_OK && m < p)
+        st = psched_fail(PSCHED_EINVAL, "microbatches (%u) must be >= devices (%u) for %s", m, p,
+                         NAME);
+    if (st == PSCHED_OK)
+        st = group_size(plan, &n);
+    return st;
+}
+
+/* One device: warm-up forwards, steady (F, B[, W]) steps, cool-down
+ * (B[, W]) steps, the W left over. Steps j < d carry no W. */
+static psched_status emit_device(psched_builder *b, uint32_t d, const psched_seq *fwd,
+                                 const psched_seq *bwd, size_t warmup)
+{
+    size_t total = fwd->count;
+    size_t w = warmup < total ? warmup : total;
+    size_t steady = total - w;
+    size_t steady_bare = d < steady ? d : steady;
+    size_t cool_bare = d > steady ? d - steady : 0;
+    if (cool_bare > w)
+        cool_bare = w;
+    psched_split dev;
+    psched_status st = psched__split_begin(&dev, b, d, fwd, bwd);
+    if (st == PSCHED_OK)
+        st = psched__split_run(&dev, "F", w);
+    if (st == PSCHED_OK)
+        st = psched__split_run(&dev, "FB", steady_bare);
+    if (st == PSCHED_OK)
+        st = psched__split_run(&dev, "FBW", steady - steady_bare);
+    if (st == PSCHED_OK)
+        st = psched__split_run(&dev, "B", cool_bare);
+    if (st == PSCHED_OK)
+        st = psched__split_run(&dev, "BW", w - cool_bare);
+    if (st == PSCHED_OK)
+        st = psched__split_drain(&dev);
+    return st;
+}
+
+static psched_status generate(const psched_plan *plan, psched_builder *b)
+{
+    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
+    uint32_t v = psched_plan_chunks(plan);
+    uint32_t n;
+    psched_status st = group_size(plan, &n);
+    psched_seq fwd = psched__seq_grouped(m, v, n);
+    psched_seq bwd = psched__seq_mirrored(fwd);
+    for (uint32_t d = 0; d < p && st == PSCHED_OK; d++) {
+        size_t warmup = (size_t)(p - d - 1) + (size_t)(v - 1) * n;
+        st = emit_device(b, d, &fwd, &bwd, warmup);
+    }
+    return st;
+}
+
+const psched_generator psched_gen_interleaved_zb = {
+    PSCHED_GENERATOR_ABI,
+    NAME,
+    "Interleaved zero bubble (ZB1P, PyTorch ScheduleInterleavedZeroBubble): interleaved 1F1B "
+    "with split backward, W fills the drain",
+    "loop placement, v >= 2, m >= p; option group-size N: p <= N <= m, m mod N = 0 or >= p",
+    PSCHED_PLACEMENT_LOOP,
+    2,
+    1,
+    check,
+    generate,
+};

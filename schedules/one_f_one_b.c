@@ -1,0 +1,33 @@
+/* 1F1B (PipeDream-flush, Megatron's non-interleaved schedule): device d
+ * warms up with min(m, p-d-1) forwards, then alternates one forward and one
+ * full backward, then drains the remaining backwards. */
+#include "phases.h"
+
+static psched_status check(const psched_plan *plan)
+{
+    return psched__check_chunks(plan, 1, 1, "1f1b");
+}
+
+static psched_status generate(const psched_plan *plan, psched_builder *b)
+{
+    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
+    psched_seq mbs = psched__seq_grouped(m, 1, m);
+    psched_status st = PSCHED_OK;
+    /* p-d-1 forwards are exactly what is in flight downstream of device d
+     * when the first backward reaches it. */
+    for (uint32_t d = 0; d < p && st == PSCHED_OK; d++)
+        st = psched__emit_1f1b(b, d, &mbs, &mbs, (size_t)(p - d - 1), PSCHED_OP_BW);
+    return st;
+}
+
+const psched_generator psched_gen_1f1b = {
+    PSCHED_GENERATOR_ABI,
+    "1f1b",
+    "1F1B (PipeDream-flush): warm-up forwards, then one forward / one backward, then drain",
+    "loop placement, v = 1",
+    PSCHED_PLACEMENT_LOOP,
+    1,
+    1,
+    check,
+    generate,
+};

@@ -1,0 +1,57 @@
+/* Phase shapes of split-backward schedules. See split_phases.h. */
+#include "split_phases.h"
+
+psched_status psched__split_begin(psched_split *s, psched_builder *b, uint32_t device,
+                                  const psched_seq *fwd, const psched_seq *bwd)
+{
+    s->builder = b;
+    s->device = device;
+    s->fwd = fwd;
+    s->bwd = bwd;
+    s->f = s->b = s->w = 0;
+    return psched_builder_reserve(b, device, fwd->count + 2 * bwd->count);
+}
+
+/* `limit` is the sequence length for F and B, and the B done so far for W
+ * (a W never overtakes its B). */
+static psched_status append(psched_split *s, psched_op_kind kind, const psched_seq *seq,
+                            size_t *next, size_t limit)
+{
+    static const char letters[] = "FBW";
+    if (*next >= limit)
+        return psched_fail(PSCHED_EINVAL,
+                           "device %u: %c number %zu is past the %zu available (generator bug)",
+                           s->device, letters[kind], *next, limit);
+    psched_slot slot = psched__seq_at(seq, (*next)++);
+    const psched_plan *plan = psched_builder_plan(s->builder);
+    uint32_t stage = psched_plan_device_stage(plan, s->device, slot.chunk);
+    return psched_builder_append(s->builder, s->device, kind, stage, slot.microbatch, 0);
+}
+
+static psched_status step(psched_split *s, char letter)
+{
+    switch (letter) {
+    case 'F':
+        return append(s, PSCHED_OP_F, s->fwd, &s->f, s->fwd->count);
+    case 'B':
+        return append(s, PSCHED_OP_B, s->bwd, &s->b, s->bwd->count);
+    case 'W':
+        return append(s, PSCHED_OP_W, s->bwd, &s->w, s->b);
+    default:
+        return psched_fail(PSCHED_EINVAL, "phase pattern letter '%c' is not F, B or W", letter);
+    }
+}
+
+psched_status psched__split_run(psched_split *s, const char *pattern, size_t repeat)
+{
+    psched_status st = PSCHED_OK;
+    for (size_t r = 0; r < repeat && st == PSCHED_OK; r++)
+        for (const char *c = pattern; *c && st == PSCHED_OK; c++)
+            st = step(s, *c);
+    return st;
+}
+
+psched_status psched__split_drain(psched_split *s)
+{
+    return psched__split_run(s, "W", s->b - s->w);
+}

@@ -1,0 +1,57 @@
+/* ZB-H1, the handcrafted schedule of "Zero Bubble Pipeline Parallelism"
+ * (Qi et al., 2023). Device d runs
+ *     F^w  (B F)^r  (B W F)^s  (B W)^w  W^r
+ * with w = min(m, p-d) warm-up forwards and r = min(d, m-w) rounds whose W
+ * is deferred. Its F/B interleaving is 1F1B's, so it is valid wherever 1F1B
+ * is; the deferred W of device d fill the d idle slots 1F1B leaves at the
+ * end of that device. Every device holds at most min(m, p) micro-batches
+ * between F and W (w + r), 1F1B's memory; with unit costs and m >= p the
+ * span is m(F+B+W) + (p-1)(F+B-W). */
+#include "split_phases.h"
+
+#define NAME "zb-h1"
+
+static psched_status check(const psched_plan *plan)
+{
+    psched_status st = psched__check_placement(plan, PSCHED_PLACEMENT_LOOP, NAME);
+    if (st == PSCHED_OK)
+        st = psched__check_chunks(plan, 1, 1, NAME);
+    return st;
+}
+
+static psched_status generate(const psched_plan *plan, psched_builder *b)
+{
+    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
+    psched_seq mbs = psched__seq_grouped(m, 1, m);
+    psched_status st = PSCHED_OK;
+    for (uint32_t d = 0; d < p && st == PSCHED_OK; d++) {
+        size_t w = m < p - d ? m : p - d;
+        size_t r = d < m - w ? d : m - w;
+        size_t s = m - w - r;
+        psched_split dev;
+        st = psched__split_begin(&dev, b, d, &mbs, &mbs);
+        if (st == PSCHED_OK)
+            st = psched__split_run(&dev, "F", w);
+        if (st == PSCHED_OK)
+            st = psched__split_run(&dev, "BF", r);
+        if (st == PSCHED_OK)
+            st = psched__split_run(&dev, "BWF", s);
+        if (st == PSCHED_OK)
+            st = psched__split_run(&dev, "BW", w);
+        if (st == PSCHED_OK)
+            st = psched__split_drain(&dev);
+    }
+    return st;
+}
+
+const psched_generator psched_gen_zb_h1 = {
+    PSCHED_GENERATOR_ABI,
+    NAME,
+    "ZB-H1 (zero-bubble paper, handcrafted): 1F1B memory, bubble (p-1)(F+B-W)",
+    "loop placement, v = 1",
+    PSCHED_PLACEMENT_LOOP,
+    1,
+    1,
+    check,
+    generate,
+};

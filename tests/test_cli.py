@@ -1,0 +1,442 @@
+#!/usr/bin/env python3
+"""Tests of the pipesched command-line tool.
+
+Usage: test_cli.py PATH/TO/pipesched REFERENCE_DIR
+
+Expected values are closed forms with unit costs (DESIGN.md section 3),
+orders derived by hand from the generator rules, or the shared reference
+files; never the tool's own earlier output.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TOOL = None
+REFERENCE = None
+
+PLAN_1F1B_P4_M8 = ["--schedule", "1f1b", "--devices", "4", "--microbatches", "8"]
+
+
+def run(*args, stdin=None):
+    return subprocess.run([TOOL, *args], input=stdin, capture_output=True, text=True,
+                          timeout=120)
+
+
+class CliCase(unittest.TestCase):
+    def ok(self, *args, stdin=None):
+        r = run(*args, stdin=stdin)
+        self.assertEqual(r.returncode, 0, f"{args}: stderr {r.stderr!r}")
+        self.assertEqual(r.stderr, "")
+        return r.stdout
+
+    def fails(self, code, *args, stdin=None):
+        """The command exits with `code`, prints nothing on stdout and one
+        line 'pipesched: ...' on stderr; returns that line."""
+        r = run(*args, stdin=stdin)
+        self.assertEqual(r.returncode, code, f"{args}: stdout {r.stdout!r} stderr {r.stderr!r}")
+        self.assertEqual(r.stdout, "", f"{args}: partial output")
+        lines = r.stderr.splitlines()
+        self.assertEqual(len(lines), 1, f"{args}: stderr {r.stderr!r}")
+        self.assertTrue(lines[0].startswith("pipesched: "), lines[0])
+        return lines[0]
+
+    def simulate_json(self, *args):
+        return json.loads(self.ok("simulate", *args, "--json"))
+
+    def reference(self, *parts):
+        path = os.path.join(REFERENCE, *parts)
+        if not os.path.exists(path):
+            self.skipTest(f"reference file {path} is not available")
+        return path
+
+    def tmpdir(self):
+        d = tempfile.TemporaryDirectory()
+        self.addCleanup(d.cleanup)
+        return d.name
+
+    def write(self, name, text):
+        path = os.path.join(self.tmpdir(), name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+
+class TestList(CliCase):
+    def test_list_json_has_the_classic_generators(self):
+        entries = json.loads(self.ok("list", "--json"))
+        names = [e["name"] for e in entries]
+        for name in ("gpipe", "1f1b", "interleaved", "looped-bfs"):
+            self.assertIn(name, names)
+        self.assertEqual(len(names), len(set(names)))
+        for e in entries:
+            self.assertEqual(set(e), {"name", "description", "constraints", "placement",
+                                      "default_chunks", "chains"})
+            self.assertIn(e["placement"], ("loop", "vshape", "custom"))
+            self.assertTrue(e["description"], e["name"])
+
+    def test_list_table_shows_every_registered_name_and_description(self):
+        entries = json.loads(self.ok("list", "--json"))
+        lines = self.ok("list").splitlines()
+        self.assertEqual(len(lines), len(entries) + 1)
+        self.assertTrue(lines[0].startswith("name"))
+        for e, line in zip(entries, lines[1:]):
+            self.assertTrue(line.startswith(e["name"] + " "), line)
+            self.assertTrue(line.endswith(e["description"]), line)
+            self.assertIn(e["constraints"], line)
+        # Aligned: the constraints column starts at the same offset on every row.
+        offsets = {line.index(e["constraints"]) for e, line in zip(entries, lines[1:])
+                   if e["constraints"]}
+        self.assertEqual(len(offsets), 1)
+
+    def test_every_generator_simulates_with_its_defaults(self):
+        for e in json.loads(self.ok("list", "--json")):
+            p, m = 4, 16
+            rep = self.simulate_json("--schedule", e["name"], "--devices", str(p),
+                                     "--microbatches", str(m))
+            self.assertEqual(rep["schedule"], e["name"])
+            self.assertEqual(rep["devices"], p)
+            self.assertEqual(rep["chunks"], max(1, e["default_chunks"]))
+            self.assertEqual(len(rep["peak_memory"]), p)
+
+
+class TestGenerate(CliCase):
+    def test_1f1b_p2_m2_csv_is_the_hand_derived_order(self):
+        # device 0: min(m, p-d-1) = 1 warm-up F, pair (F1, BW0), then BW1;
+        # device 1: no warm-up, pairs (F0, BW0), (F1, BW1). BW is PyTorch "B".
+        out = self.ok("generate", "--schedule", "1f1b", "--devices", "2", "--microbatches", "2")
+        self.assertEqual(out, "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n")
+
+    def test_gpipe_p2_m2_csv_is_all_forwards_then_all_backwards(self):
+        out = self.ok("generate", "--schedule", "gpipe", "--devices", "2", "--microbatches", "2",
+                      "--format", "csv")
+        self.assertEqual(out, "0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n")
+
+    def test_interleaved_p2_v2_m4_csv_is_the_reference_worked_example(self):
+        out = self.ok("generate", "--schedule", "interleaved", "--devices", "2", "--chunks", "2",
+                      "--microbatches", "4")
+        self.assertEqual(out,
+                         "0F0,0F1,2F0,2F1,0F2,2B0,0F3,2B1,2F2,0B0,2F3,0B1,2B2,2B3,0B2,0B3\n"
+                         "1F0,1F1,3F0,3B0,3F1,3B1,1F2,1B0,1F3,1B1,3F2,3B2,3F3,3B3,1B2,1B3\n")
+
+    def test_json_format_is_one_json_object(self):
+        out = self.ok("generate", *PLAN_1F1B_P4_M8, "--format", "json")
+        self.assertIsInstance(json.loads(out), dict)
+
+    def test_ascii_format_has_one_row_per_device_and_no_colour_in_a_pipe(self):
+        out = self.ok("generate", *PLAN_1F1B_P4_M8, "--format", "ascii")
+        self.assertNotIn("\x1b[", out)
+        self.assertGreaterEqual(len(out.splitlines()), 4)
+
+    def test_output_writes_the_file_atomically_and_leaves_no_temporary(self):
+        d = self.tmpdir()
+        path = os.path.join(d, "sched.csv")
+        r = run("generate", *PLAN_1F1B_P4_M8, "--output", path)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "", ""))
+        with open(path) as f:
+            self.assertEqual(f.read(), self.ok("generate", *PLAN_1F1B_P4_M8))
+        self.assertEqual(os.listdir(d), ["sched.csv"])
+
+    def test_output_replaces_an_existing_file(self):
+        d = self.tmpdir()
+        path = os.path.join(d, "sched.csv")
+        with open(path, "w") as f:
+            f.write("old contents that are longer than the new schedule\n" * 100)
+        self.ok("generate", "--schedule", "1f1b", "--devices", "2", "--microbatches", "2",
+                "--output", path)
+        with open(path) as f:
+            self.assertEqual(f.read(), "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n")
+        self.assertEqual(os.listdir(d), ["sched.csv"])
+
+    def test_failed_request_with_output_leaves_no_file(self):
+        d = self.tmpdir()
+        path = os.path.join(d, "sched.csv")
+        # interleaved needs v >= 2: a configuration error, exit 2.
+        self.fails(2, "generate", "--schedule", "interleaved", "--devices", "2", "--chunks", "1",
+                   "--microbatches", "4", "--output", path)
+        self.assertEqual(os.listdir(d), [])
+
+    def test_output_into_a_missing_directory_fails_cleanly(self):
+        d = self.tmpdir()
+        msg = self.fails(2, "generate", *PLAN_1F1B_P4_M8, "--output",
+                         os.path.join(d, "missing", "x.csv"))
+        self.assertIn("--output", msg)
+        self.assertEqual(os.listdir(d), [])
+
+
+class TestSimulate(CliCase):
+    def test_1f1b_p4_m8_span_and_memory_closed_forms(self):
+        rep = self.simulate_json(*PLAN_1F1B_P4_M8)
+        # (m + p - 1)(F + B + W) with unit costs; peak on device d = min(m, p - d).
+        self.assertEqual(rep["makespan"], 33)
+        self.assertEqual(rep["span"], 33)
+        self.assertEqual(rep["peak_memory"], [4, 3, 2, 1])
+        self.assertEqual(rep["busy"], [24, 24, 24, 24])
+        self.assertEqual(rep["idle"], [9, 9, 9, 9])
+        self.assertAlmostEqual(rep["bubble_ratio"], 1 - 96 / (4 * 33), places=12)
+        # max peak 4 over sum of mem_F over 4 stages = 1 M
+        self.assertEqual(rep["peak_memory_M"], 1)
+        self.assertEqual((rep["schedule"], rep["devices"], rep["microbatches"], rep["chunks"],
+                          rep["placement"]), ("1f1b", 4, 8, 1, "loop"))
+
+    def test_json_integers_print_without_decimals(self):
+        out = self.ok("simulate", *PLAN_1F1B_P4_M8, "--json")
+        self.assertRegex(out, r'"makespan": 33[,\n]')
+        self.assertRegex(out, r'"peak_memory": \[4, 3, 2, 1\]')
+
+    def test_gpipe_p4_m8_span_closed_form(self):
+        rep = self.simulate_json("--schedule", "gpipe", "--devices", "4", "--microbatches", "8")
+        self.assertEqual(rep["span"], 33)
+        self.assertEqual(rep["makespan"], 33)
+        self.assertEqual(rep["peak_memory"], [8, 8, 8, 8])
+
+    def test_hash_is_16_hex_digits_and_stable_between_runs(self):
+        a = self.simulate_json(*PLAN_1F1B_P4_M8)["hash"]
+        b = self.simulate_json(*PLAN_1F1B_P4_M8)["hash"]
+        self.assertRegex(a, r"^[0-9a-f]{16}$")
+        self.assertEqual(a, b)
+        gpipe = self.simulate_json("--schedule", "gpipe", "--devices", "4", "--microbatches", "8")
+        self.assertNotEqual(a, gpipe["hash"])
+
+    def test_hash_matches_the_validated_csv_export(self):
+        gen = self.simulate_json(*PLAN_1F1B_P4_M8)
+        path = self.write("1f1b.csv", self.ok("generate", *PLAN_1F1B_P4_M8))
+        val = json.loads(self.ok("validate", path, "--json"))
+        self.assertEqual(val["hash"], gen["hash"])
+
+    def test_acceptance_interleaved_p4_v2_m8_prints_the_figures(self):
+        rep = self.simulate_json("--schedule", "interleaved", "--devices", "4", "--chunks", "2",
+                                 "--microbatches", "8")
+        for key in ("schedule", "devices", "microbatches", "chunks", "makespan", "span",
+                    "bubble_ratio", "peak_memory", "peak_memory_M", "hash", "busy", "idle",
+                    "placement"):
+            self.assertIn(key, rep)
+        self.assertEqual((rep["devices"], rep["microbatches"], rep["chunks"]), (4, 8, 2))
+        # every device runs 2 chunks x 8 micro-batches x (F + BW) = 48 time units;
+        # Megatron's interleaved bubble is (p - 1)(F + BW) per chunk = 9
+        self.assertEqual(rep["busy"], [48, 48, 48, 48])
+        self.assertEqual(rep["makespan"], 57)
+        self.assertAlmostEqual(rep["bubble_ratio"], 1 - 4 * 48 / (4 * 57), places=12)
+        # warm-up 2(p - d - 1) + (v - 1)N forwards (N = 4), then one more F
+        # before the first BW
+        self.assertEqual(rep["peak_memory"], [11, 9, 7, 5])
+
+    def test_text_summary_names_the_figures(self):
+        out = self.ok("simulate", *PLAN_1F1B_P4_M8)
+        self.assertRegex(out, r"(?m)^makespan\s+33$")
+        self.assertRegex(out, r"(?m)^span\s+33$")
+        self.assertRegex(out, r"(?m)^hash\s+[0-9a-f]{16}$")
+        self.assertRegex(out, r"(?m)^\s*3\s+24\s+9\s+1$")  # device, busy, idle, peak
+
+    def test_cost_flag_scales_the_closed_form(self):
+        # (m + p - 1)(F + B + W) = 11 * (2 + 3 + 1)
+        rep = self.simulate_json(*PLAN_1F1B_P4_M8, "--cost", "2,3,1")
+        self.assertEqual(rep["span"], 66)
+
+    def test_comm_latency_adds_to_every_cross_device_edge(self):
+        # 1f1b p=2 m=1, c = 0.5: stage 0 F [0, 1], stage 1 F [1.5, 2.5] and
+        # BW [2.5, 4.5], stage 0 BW [5, 7].
+        rep = self.simulate_json("--schedule", "1f1b", "--devices", "2", "--microbatches", "1",
+                                 "--comm", "0.5")
+        self.assertEqual(rep["makespan"], 7)
+
+    def test_mem_flag_sets_the_memory_deltas(self):
+        rep = self.simulate_json(*PLAN_1F1B_P4_M8, "--mem", "2,0,-2")
+        self.assertEqual(rep["peak_memory"], [8, 6, 4, 2])
+
+    def test_costs_file_with_a_3x_last_stage(self):
+        # The last stage (device 3) takes 3 + 6 per micro-batch and never
+        # waits after its first F at t = 3: it ends its last BW at 3 + 8 * 9 = 75,
+        # then BW7 runs back through stages 2, 1, 0 (2 each): 81.
+        path = self.write("costs.csv", "# a large vocabulary head\n"
+                                       "stage,F,B,W\n"
+                                       "3, 3, 3, 3\n")
+        rep = self.simulate_json(*PLAN_1F1B_P4_M8, "--costs-file", path)
+        self.assertEqual(rep["makespan"], 81)
+        self.assertEqual(rep["span"], 81)
+        self.assertEqual(rep["busy"], [24, 24, 24, 72])
+        self.assertEqual(rep["peak_memory"], [4, 3, 2, 1])
+
+    def test_costs_file_memory_columns(self):
+        path = self.write("costs.csv", "0,1,1,1,2,0,-2\n")
+        rep = self.simulate_json(*PLAN_1F1B_P4_M8, "--costs-file", path)
+        self.assertEqual(rep["peak_memory"], [8, 3, 2, 1])
+        self.assertEqual(rep["peak_memory_M"], 8 / 5)
+
+    def test_costs_file_errors_name_the_file_line(self):
+        cases = {
+            "0,1,1,1\n4,1,1,1\n": ":2: stage 4 out of range",
+            "0,1,1\n": ":1: expected 4 or 7 fields",
+            "stage,F,B,W\n1,1,x,1\n": ":2: column 3 (B) 'x'",
+            "0,1,1,1\n0,2,2,2\n": ":2: stage 0 already set on line 1",
+            "0,1,-1,1\n": ":1: column 3 (B) '-1'",
+            "0,1,1,nan\n": ":1: column 4 (W) 'nan'",
+            "0,1,1,1\nstage,F,B,W\n": ":2: expected a stage index",
+        }
+        for text, expected in cases.items():
+            with self.subTest(text=text):
+                path = self.write("costs.csv", text)
+                msg = self.fails(2, "simulate", *PLAN_1F1B_P4_M8, "--costs-file", path)
+                self.assertIn(path + expected, msg)
+
+    def test_mem_limit_below_the_peak_is_infeasible(self):
+        msg = self.fails(1, "simulate", *PLAN_1F1B_P4_M8, "--mem-limit", "3")
+        self.assertIn("--mem-limit 3", msg)
+        self.ok("simulate", *PLAN_1F1B_P4_M8, "--mem-limit", "4")
+
+    def test_group_size_reaches_the_generator(self):
+        base = ["--schedule", "interleaved", "--devices", "2", "--chunks", "2",
+                "--microbatches", "4"]
+        self.assertEqual(self.simulate_json(*base, "--group-size", "2")["hash"],
+                         self.simulate_json(*base)["hash"])
+        self.assertNotEqual(self.simulate_json(*base, "--group-size", "4")["hash"],
+                            self.simulate_json(*base)["hash"])
+        # N < p is Megatron's first rule
+        self.fails(2, "simulate", *base, "--group-size", "1")
+
+
+class TestValidate(CliCase):
+    def test_accepts_torchtitan_custom_schedule(self):
+        path = self.reference("torchtitan", "custom_schedule.csv")
+        rep = json.loads(self.ok("validate", path, "--json"))
+        self.assertIs(rep["valid"], True)
+        self.assertIsNone(rep["error"])
+        self.assertEqual((rep["devices"], rep["microbatches"], rep["chunks"], rep["placement"]),
+                         (2, 8, 2, "loop"))
+
+    def test_accepts_pytorch_zb1p_compute_csv(self):
+        path = self.reference("pytorch", "zb1p_2rank_2stagep_compute.csv")
+        self.ok("validate", path)
+        rep = json.loads(self.ok("validate", path, "--json", "--devices", "2",
+                                 "--microbatches", "8", "--placement", "loop"))
+        self.assertEqual((rep["devices"], rep["microbatches"], rep["chunks"]), (2, 8, 2))
+
+    def test_accepts_pytorch_dualpipev_csv_as_vshape(self):
+        path = self.reference("pytorch", "dualpipev_4rank_10mb.csv")
+        rep = json.loads(self.ok("validate", path, "--json"))
+        self.assertEqual((rep["devices"], rep["microbatches"], rep["chunks"], rep["placement"]),
+                         (4, 10, 2, "vshape"))
+
+    def test_text_output_is_the_simulation_summary(self):
+        path = self.write("s.csv", "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n")
+        out = self.ok("validate", path)
+        self.assertTrue(out.startswith(path + ": valid\n"))
+        # (m + p - 1) * 3 with unit costs
+        self.assertRegex(out, r"(?m)^span\s+9$")
+
+    def test_reads_standard_input(self):
+        out = self.ok("validate", "-", "--json", stdin="0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n")
+        self.assertEqual(json.loads(out)["span"], 9)
+
+    def test_missing_op_is_invalid_with_exit_1(self):
+        path = self.write("missing.csv", "0F0,0F1,0B0,0B1\n1F0,1B0,1F1\n")
+        msg = self.fails(1, "validate", path)
+        self.assertIn(path, msg)
+        self.assertRegex(msg, r"1[BI]1")
+
+    def test_missing_op_json_says_invalid(self):
+        path = self.write("missing.csv", "0F0,0F1,0B0,0B1\n1F0,1B0,1F1\n")
+        r = run("validate", path, "--json")
+        self.assertEqual(r.returncode, 1)
+        rep = json.loads(r.stdout)
+        self.assertIs(rep["valid"], False)
+        self.assertIn(rep["error"], r.stderr)
+
+    def test_syntax_error_exits_2_with_line_and_column(self):
+        path = self.write("syntax.csv", "0F0,0X1\n1F0\n")
+        msg = self.fails(2, "validate", path)
+        self.assertIn("line 1 column 6", msg)  # the X
+
+    def test_b_before_its_f_is_invalid(self):
+        path = self.write("order.csv", "0F0,0F1,0B0,0B1\n1B0,1F0,1F1,1B1\n")
+        self.fails(1, "validate", path)
+
+    def test_shape_flags_that_do_not_fit_the_file(self):
+        path = self.write("s.csv", "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n")
+        self.fails(2, "validate", path, "--devices", "3")
+        # asking for more micro-batches than the file runs: ops are missing
+        self.fails(1, "validate", path, "--microbatches", "3")
+        self.fails(2, "validate", path, "--placement", "diagonal")
+
+    def test_missing_file_exits_2(self):
+        msg = self.fails(2, "validate", os.path.join(self.tmpdir(), "nope.csv"))
+        self.assertIn("nope.csv", msg)
+        self.fails(2, "validate")
+
+
+class TestUsage(CliCase):
+    def test_bad_flags_exit_2_with_one_line(self):
+        base = ["simulate", *PLAN_1F1B_P4_M8]
+        cases = [
+            (["simulate", *PLAN_1F1B_P4_M8, "--frobnicate"], "--frobnicate"),
+            (["simulate", "--schedule", "1f1b", "--devices", "0", "--microbatches", "8"],
+             "--devices '0'"),
+            ([*base, "--cost", "1,2"], "--cost '1,2'"),
+            ([*base, "--cost", "1,2,3,4"], "--cost '1,2,3,4'"),
+            ([*base, "--cost", "-1,1,1"], "--cost '-1,1,1'"),
+            (["simulate", "--schedule", "no-such-schedule", "--devices", "4",
+              "--microbatches", "8"], "no-such-schedule"),
+            (["simulate", "--schedule", "1f1b", "--devices", "abc", "--microbatches", "8"],
+             "--devices 'abc'"),
+            (["simulate", "--schedule", "1f1b", "--devices", "-1", "--microbatches", "8"],
+             "--devices '-1'"),
+            (["simulate", "--schedule", "1f1b", "--devices", "4", "--microbatches", "1,2"],
+             "--microbatches '1,2'"),
+            ([*base, "--comm", "nan"], "--comm 'nan'"),
+            ([*base, "--comm", "-1"], "--comm '-1'"),
+            ([*base, "--mem-limit", "inf"], "--mem-limit 'inf'"),
+            ([*base, "--mem-limit", "0"], "--mem-limit '0'"),
+            ([*base, "--mem", "1,0,x"], "--mem '1,0,x'"),
+            ([*base, "--chunks", "2.5"], "--chunks '2.5'"),
+            ([*base, "--devices"], "--devices"),
+            ([*base, "--json=yes"], "--json"),
+            ([*base, "--format", "csv"], "--format"),
+            (["generate", *PLAN_1F1B_P4_M8, "--format", "svg"], "--format 'svg'"),
+            (["generate", *PLAN_1F1B_P4_M8, "--json"], "--json"),
+            (["simulate", "--devices", "4", "--microbatches", "8"], "--schedule"),
+            (["simulate", "--schedule", "1f1b", "--microbatches", "8"], "--devices"),
+            (["simulate", "--schedule", "1f1b", "--devices", "4"], "--microbatches"),
+            (["list", "extra"], "extra"),
+            (["frobnicate"], "frobnicate"),
+            ([*base, "--costs-file", "/nonexistent/costs.csv"], "/nonexistent/costs.csv"),
+        ]
+        for args, needle in cases:
+            with self.subTest(args=args):
+                self.assertIn(needle, self.fails(2, *args))
+
+    def test_configuration_the_generator_rejects_exits_2_with_its_rule(self):
+        msg = self.fails(2, "simulate", "--schedule", "interleaved", "--devices", "4",
+                         "--chunks", "1", "--microbatches", "8")
+        self.assertRegex(msg, r"\b1\b")
+
+    def test_equals_form_of_flags(self):
+        out = self.ok("generate", "--schedule=1f1b", "--devices=2", "--microbatches=2")
+        self.assertEqual(out, "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n")
+
+    def test_help_for_every_command(self):
+        self.assertIn("Usage: pipesched", self.ok("--help"))
+        for cmd in ("list", "generate", "simulate", "validate"):
+            with self.subTest(cmd=cmd):
+                out = self.ok(cmd, "--help")
+                self.assertTrue(out.startswith(f"Usage: pipesched {cmd}"), out)
+        self.assertIn("--costs-file", self.ok("generate", "--help"))
+
+    def test_version(self):
+        self.assertRegex(self.ok("--version"), r"^pipesched \d+\.\d+\.\d+\n$")
+
+    def test_no_command_is_usage_error(self):
+        r = run()
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stdout, "")
+        self.assertIn("Usage:", r.stderr)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit("usage: test_cli.py PATH/TO/pipesched REFERENCE_DIR")
+    TOOL = os.path.abspath(sys.argv[1])
+    REFERENCE = sys.argv[2]
+    unittest.main(argv=[sys.argv[0], "-v"], verbosity=2)

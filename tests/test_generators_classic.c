@@ -1,0 +1,415 @@
+/* Golden orders and closed forms of the classic generators: gpipe, 1f1b,
+ * interleaved, looped-bfs. Every expected order is written out by hand from
+ * the specification (issue 2) or copied from the reference worked example;
+ * op text is PyTorch's: our BW prints as "B". */
+#include "pipesched.h"
+#include "testutil.h"
+
+#include <stdint.h>
+
+#define NO_GROUP (-1)
+
+/* Generates with the given shape; v = 0 leaves the chunk count to the
+ * generator, group < 0 leaves the group-size option unset. */
+static psched_status generate(const char *name, uint32_t p, uint32_t v, uint32_t m,
+                              int64_t group, psched_schedule **out)
+{
+    psched_plan *plan = NULL;
+    *out = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, p));
+    CHECK_OK(psched_plan_set_microbatches(plan, m));
+    CHECK_OK(psched_plan_set_chunks(plan, v));
+    if (group >= 0)
+        CHECK_OK(psched_plan_set_option(plan, "group-size", group));
+    psched_status st = psched_generate(plan, name, out);
+    psched_plan_destroy(plan);
+    return st;
+}
+
+static psched_schedule *generate_ok(const char *name, uint32_t p, uint32_t v, uint32_t m,
+                                    int64_t group)
+{
+    psched_schedule *s = NULL;
+    CHECK_OK(generate(name, p, v, m, group, &s));
+    return s;
+}
+
+static char kind_letter(uint8_t kind)
+{
+    switch (kind) {
+    case PSCHED_OP_F:
+        return 'F';
+    case PSCHED_OP_B:
+        return 'I';
+    case PSCHED_OP_W:
+        return 'W';
+    case PSCHED_OP_BW:
+        return 'B';
+    default:
+        return '?';
+    }
+}
+
+/* Device d's order as PyTorch action text joined by commas. Also pins the
+ * per-op fields the text does not show: loop chunk, no flags. */
+static void device_text(const psched_schedule *s, uint32_t d, char *buf, size_t size)
+{
+    uint32_t p = psched_schedule_devices(s);
+    size_t n = psched_schedule_op_count(s, d), len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && len < size; i++) {
+        psched_op op;
+        CHECK_OK(psched_schedule_ops(s, d, i, 1, &op, sizeof op));
+        CHECK_EQ_INT(op.stage % p, d);
+        CHECK_EQ_INT(op.chunk, op.stage / p);
+        CHECK_EQ_INT(op.flags, 0);
+        len += (size_t)snprintf(buf + len, size - len, "%s%u%c%u", i ? "," : "", op.stage,
+                                kind_letter(op.kind), op.microbatch);
+    }
+}
+
+static void check_order(const psched_schedule *s, const char *const *expected)
+{
+    char buf[4096];
+    if (!s)
+        return;
+    for (uint32_t d = 0; d < psched_schedule_devices(s); d++) {
+        device_text(s, d, buf, sizeof buf);
+        CHECK_STR(buf, expected[d]);
+    }
+    CHECK_OK(psched_validate(s));
+}
+
+static void expect_einval(const char *name, uint32_t p, uint32_t v, uint32_t m, int64_t group,
+                          const char *needle1, const char *needle2)
+{
+    psched_schedule *s = NULL;
+    CHECK_EQ_INT(generate(name, p, v, m, group, &s), PSCHED_EINVAL);
+    CHECK(s == NULL);
+    CHECK_CONTAINS(psched_last_error(), needle1);
+    CHECK_CONTAINS(psched_last_error(), needle2);
+    psched_schedule_destroy(s);
+}
+
+/* ---- golden orders ---- */
+
+static void test_interleaved_p2_v2_m4_matches_worked_example(void)
+{
+    /* /work/shared/reference/README.md, "Interleaved 1F1B", idle removed. */
+    static const char *const expected[] = {
+        "0F0,0F1,2F0,2F1,0F2,2B0,0F3,2B1,2F2,0B0,2F3,0B1,2B2,2B3,0B2,0B3",
+        "1F0,1F1,3F0,3B0,3F1,3B1,1F2,1B0,1F3,1B1,3F2,3B2,3F3,3B3,1B2,1B3",
+    };
+    psched_schedule *s = generate_ok("interleaved", 2, 2, 4, NO_GROUP);
+    check_order(s, expected);
+    psched_schedule_destroy(s);
+}
+
+static void test_interleaved_default_chunks_is_2(void)
+{
+    /* Same example with v left to the generator. */
+    psched_schedule *s = generate_ok("interleaved", 2, 0, 4, NO_GROUP);
+    if (s) {
+        CHECK_EQ_INT(psched_plan_chunks(psched_schedule_plan(s)), 2);
+        CHECK_EQ_INT(psched_schedule_op_count(s, 0), 16);
+    }
+    psched_schedule_destroy(s);
+}
+
+static void test_1f1b_p4_m8_by_hand(void)
+{
+    /* Warm-up min(m, p-d-1) = 3, 2, 1, 0 forwards, then F/BW pairs, then
+     * the remaining BW. */
+    static const char *const expected[] = {
+        "0F0,0F1,0F2,0F3,0B0,0F4,0B1,0F5,0B2,0F6,0B3,0F7,0B4,0B5,0B6,0B7",
+        "1F0,1F1,1F2,1B0,1F3,1B1,1F4,1B2,1F5,1B3,1F6,1B4,1F7,1B5,1B6,1B7",
+        "2F0,2F1,2B0,2F2,2B1,2F3,2B2,2F4,2B3,2F5,2B4,2F6,2B5,2F7,2B6,2B7",
+        "3F0,3B0,3F1,3B1,3F2,3B2,3F3,3B3,3F4,3B4,3F5,3B5,3F6,3B6,3F7,3B7",
+    };
+    psched_schedule *s = generate_ok("1f1b", 4, 0, 8, NO_GROUP);
+    check_order(s, expected);
+    psched_schedule_destroy(s);
+}
+
+static void test_1f1b_warmup_capped_by_microbatches(void)
+{
+    /* p=4, m=2: warm-up min(2, p-d-1) = 2, 2, 1, 0. */
+    static const char *const expected[] = {
+        "0F0,0F1,0B0,0B1",
+        "1F0,1F1,1B0,1B1",
+        "2F0,2F1,2B0,2B1",
+        "3F0,3B0,3F1,3B1",
+    };
+    psched_schedule *s = generate_ok("1f1b", 4, 0, 2, NO_GROUP);
+    check_order(s, expected);
+    psched_schedule_destroy(s);
+}
+
+static void test_gpipe_p2_m3_by_hand(void)
+{
+    static const char *const expected[] = {
+        "0F0,0F1,0F2,0B0,0B1,0B2",
+        "1F0,1F1,1F2,1B0,1B1,1B2",
+    };
+    psched_schedule *s = generate_ok("gpipe", 2, 0, 3, NO_GROUP);
+    check_order(s, expected);
+    psched_schedule_destroy(s);
+}
+
+static void test_looped_bfs_p2_v2_m3_by_hand(void)
+{
+    /* Forwards chunk 0 then chunk 1, micro-batches ascending; backwards
+     * chunk 1 then chunk 0, micro-batches descending (PyTorch
+     * ScheduleLoopedBFS). */
+    static const char *const expected[] = {
+        "0F0,0F1,0F2,2F0,2F1,2F2,2B2,2B1,2B0,0B2,0B1,0B0",
+        "1F0,1F1,1F2,3F0,3F1,3F2,3B2,3B1,3B0,1B2,1B1,1B0",
+    };
+    psched_schedule *s = generate_ok("looped-bfs", 2, 2, 3, NO_GROUP);
+    check_order(s, expected);
+    psched_schedule_destroy(s);
+}
+
+static void test_looped_bfs_v1_is_gpipe_with_descending_backward(void)
+{
+    static const char *const expected[] = {
+        "0F0,0F1,0B1,0B0",
+        "1F0,1F1,1B1,1B0",
+        "2F0,2F1,2B1,2B0",
+    };
+    psched_schedule *s = generate_ok("looped-bfs", 3, 1, 2, NO_GROUP);
+    check_order(s, expected);
+    psched_schedule_destroy(s);
+}
+
+static void test_interleaved_m_not_multiple_of_p_default_group(void)
+{
+    /* p=3, v=2, m=4: rounds = max(1, 4 div 3) = 1, N = 4, one group.
+     * Table: (0,c0) (1,c0) (2,c0) (3,c0) (0,c1) (1,c1) (2,c1) (3,c1);
+     * chunk 1 of device d is stage 3+d. Warm-up W_d = min(2(2-d) + 4, 8)
+     * = 8, 6, 4. */
+    static const char *const expected[] = {
+        "0F0,0F1,0F2,0F3,3F0,3F1,3F2,3F3,3B0,3B1,3B2,3B3,0B0,0B1,0B2,0B3",
+        "1F0,1F1,1F2,1F3,4F0,4F1,4F2,4B0,4F3,4B1,4B2,4B3,1B0,1B1,1B2,1B3",
+        "2F0,2F1,2F2,2F3,5F0,5B0,5F1,5B1,5F2,5B2,5F3,5B3,2B0,2B1,2B2,2B3",
+    };
+    psched_schedule *s = generate_ok("interleaved", 3, 2, 4, NO_GROUP);
+    check_order(s, expected);
+    psched_schedule_destroy(s);
+}
+
+static void test_interleaved_explicit_group_with_remainder(void)
+{
+    /* p=2, v=2, m=5, N=3: 5 mod 3 = 2 >= p, so the last group is {3, 4}.
+     * Table k: 0:(0,c0) 1:(1,c0) 2:(2,c0) 3:(0,c1) 4:(1,c1) 5:(2,c1)
+     *          6:(3,c0) 7:(4,c0) 8:(3,c1) 9:(4,c1); backward k mirrors the
+     * chunk. W_0 = 2 + 3 = 5, W_1 = 3. */
+    static const char *const expected[] = {
+        "0F0,0F1,0F2,2F0,2F1,2F2,2B0,0F3,2B1,0F4,2B2,2F3,0B0,2F4,0B1,0B2,2B3,2B4,0B3,0B4",
+        "1F0,1F1,1F2,3F0,3B0,3F1,3B1,3F2,3B2,1F3,1B0,1F4,1B1,3F3,1B2,3F4,3B3,3B4,1B3,1B4",
+    };
+    psched_schedule *s = generate_ok("interleaved", 2, 2, 5, 3);
+    check_order(s, expected);
+    psched_schedule_destroy(s);
+}
+
+static void test_interleaved_explicit_group_equal_to_p_matches_default(void)
+{
+    /* Megatron's default N = p: for p=2, m=4 it is the worked example. */
+    static const char *const expected[] = {
+        "0F0,0F1,2F0,2F1,0F2,2B0,0F3,2B1,2F2,0B0,2F3,0B1,2B2,2B3,0B2,0B3",
+        "1F0,1F1,3F0,3B0,3F1,3B1,1F2,1B0,1F3,1B1,3F2,3B2,3F3,3B3,1B2,1B3",
+    };
+    psched_schedule *s = generate_ok("interleaved", 2, 2, 4, 2);
+    check_order(s, expected);
+    psched_schedule_destroy(s);
+}
+
+static void test_interleaved_one_group_of_all_microbatches(void)
+{
+    /* p=2, v=2, m=4, N=4: table chunk 0 of mb 0..3, then chunk 1.
+     * W_0 = 2 + 4 = 6, W_1 = 4. */
+    static const char *const expected[] = {
+        "0F0,0F1,0F2,0F3,2F0,2F1,2F2,2B0,2F3,2B1,2B2,2B3,0B0,0B1,0B2,0B3",
+        "1F0,1F1,1F2,1F3,3F0,3B0,3F1,3B1,3F2,3B2,3F3,3B3,1B0,1B1,1B2,1B3",
+    };
+    psched_schedule *s = generate_ok("interleaved", 2, 2, 4, 4);
+    check_order(s, expected);
+    psched_schedule_destroy(s);
+}
+
+/* ---- checks ---- */
+
+static void test_interleaved_rejects_one_chunk(void)
+{
+    expect_einval("interleaved", 2, 1, 4, NO_GROUP, "chunks (1)", ">= 2");
+}
+
+static void test_interleaved_rejects_group_smaller_than_devices(void)
+{
+    expect_einval("interleaved", 4, 2, 8, 2, "group-size (2)", "devices (4)");
+}
+
+static void test_interleaved_rejects_group_larger_than_microbatches(void)
+{
+    expect_einval("interleaved", 2, 2, 4, 5, "group-size (5)", "microbatches (4)");
+}
+
+static void test_interleaved_rejects_short_last_group(void)
+{
+    /* 6 mod 4 = 2, and 0 < 2 < p = 4: Megatron rejects it. */
+    expect_einval("interleaved", 4, 2, 6, 4, "group-size (4)", "microbatches (6)");
+    expect_einval("interleaved", 4, 2, 6, 4, "= 2", "devices (4)");
+}
+
+static void test_interleaved_default_group_needs_rounds_dividing_m(void)
+{
+    /* p=2, m=5: rounds = 2 does not divide 5; 4 is a valid m. */
+    expect_einval("interleaved", 2, 2, 5, NO_GROUP, "microbatches (5)", "rounds (2)");
+    expect_einval("interleaved", 2, 2, 5, NO_GROUP, "microbatches 4", "group-size");
+    /* p=4, m=11: rounds = 2; 10 is a valid m. */
+    expect_einval("interleaved", 4, 2, 11, NO_GROUP, "rounds (2)", "microbatches 10");
+}
+
+static void test_interleaved_rejects_fewer_microbatches_than_devices(void)
+{
+    expect_einval("interleaved", 4, 2, 3, NO_GROUP, "microbatches (3)", "devices (4)");
+}
+
+static void test_single_chunk_generators_reject_two_chunks(void)
+{
+    expect_einval("gpipe", 2, 2, 4, NO_GROUP, "chunks (2)", "gpipe");
+    expect_einval("1f1b", 2, 2, 4, NO_GROUP, "chunks (2)", "1f1b");
+}
+
+static void test_generators_reject_vshape_placement(void)
+{
+    psched_plan *plan = NULL;
+    psched_schedule *s = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, 2));
+    CHECK_OK(psched_plan_set_microbatches(plan, 4));
+    CHECK_OK(psched_plan_set_chunks(plan, 2));
+    CHECK_OK(psched_plan_set_placement(plan, PSCHED_PLACEMENT_VSHAPE));
+    CHECK_EQ_INT(psched_generate(plan, "interleaved", &s), PSCHED_EINVAL);
+    CHECK_CONTAINS(psched_last_error(), "vshape");
+    CHECK_CONTAINS(psched_last_error(), "loop");
+    CHECK_EQ_INT(psched_generate(plan, "looped-bfs", &s), PSCHED_EINVAL);
+    CHECK_CONTAINS(psched_last_error(), "vshape");
+    CHECK_CONTAINS(psched_last_error(), "loop");
+    CHECK(s == NULL);
+    psched_plan_destroy(plan);
+}
+
+static void test_descriptors(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t default_chunks;
+    } want[] = {{"gpipe", 1}, {"1f1b", 1}, {"interleaved", 2}, {"looped-bfs", 2}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const psched_generator *g = NULL;
+        CHECK_OK(psched_generator_find(want[i].name, &g));
+        if (!g)
+            continue;
+        CHECK_STR(g->name, want[i].name);
+        CHECK_EQ_INT(g->abi_version, PSCHED_GENERATOR_ABI);
+        CHECK_EQ_INT(g->placement, PSCHED_PLACEMENT_LOOP);
+        CHECK_EQ_INT(g->default_chunks, want[i].default_chunks);
+        CHECK_EQ_INT(g->chains, 1);
+        CHECK(g->description && g->description[0]);
+        CHECK(g->constraints && g->constraints[0]);
+    }
+}
+
+/* ---- closed forms, unit costs, comm 0 ---- */
+
+static void check_span(const char *name, uint32_t p, uint32_t m)
+{
+    psched_schedule *s = generate_ok(name, p, 0, m, NO_GROUP);
+    psched_report *r = NULL;
+    if (!s)
+        return;
+    CHECK_OK(psched_simulate(s, NULL, &r));
+    if (r) {
+        /* F = 1, BW = 2: (m + p - 1) * 3 */
+        CHECK_EQ_DBL(psched_report_span(r), (double)(m + p - 1) * 3.0);
+    }
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+}
+
+static void test_gpipe_and_1f1b_span_is_3_m_plus_p_minus_1(void)
+{
+    static const uint32_t shapes[][2] = {{1, 1}, {1, 5}, {2, 2}, {2, 7}, {3, 3},
+                                         {4, 8}, {4, 3}, {5, 12}, {8, 16}, {8, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        check_span("gpipe", shapes[i][0], shapes[i][1]);
+        check_span("1f1b", shapes[i][0], shapes[i][1]);
+    }
+}
+
+static void test_1f1b_peak_memory_is_min_m_p_minus_d(void)
+{
+    static const uint32_t shapes[][2] = {{1, 4}, {4, 8}, {4, 2}, {6, 3}, {8, 16}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        uint32_t p = shapes[i][0], m = shapes[i][1];
+        psched_schedule *s = generate_ok("1f1b", p, 0, m, NO_GROUP);
+        psched_report *r = NULL;
+        if (!s)
+            continue;
+        CHECK_OK(psched_simulate(s, NULL, &r));
+        for (uint32_t d = 0; r && d < p; d++) {
+            double peak = -1;
+            CHECK_OK(psched_report_device(r, d, NULL, NULL, &peak));
+            CHECK_EQ_DBL(peak, m < p - d ? m : p - d);
+        }
+        psched_report_destroy(r);
+        psched_schedule_destroy(s);
+    }
+}
+
+static void test_gpipe_peak_memory_is_m(void)
+{
+    psched_schedule *s = generate_ok("gpipe", 3, 0, 5, NO_GROUP);
+    psched_report *r = NULL;
+    if (!s)
+        return;
+    CHECK_OK(psched_simulate(s, NULL, &r));
+    for (uint32_t d = 0; r && d < 3; d++) {
+        double peak = -1;
+        CHECK_OK(psched_report_device(r, d, NULL, NULL, &peak));
+        CHECK_EQ_DBL(peak, 5);
+    }
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+}
+
+int main(void)
+{
+    RUN(test_interleaved_p2_v2_m4_matches_worked_example);
+    RUN(test_interleaved_default_chunks_is_2);
+    RUN(test_1f1b_p4_m8_by_hand);
+    RUN(test_1f1b_warmup_capped_by_microbatches);
+    RUN(test_gpipe_p2_m3_by_hand);
+    RUN(test_looped_bfs_p2_v2_m3_by_hand);
+    RUN(test_looped_bfs_v1_is_gpipe_with_descending_backward);
+    RUN(test_interleaved_m_not_multiple_of_p_default_group);
+    RUN(test_interleaved_explicit_group_with_remainder);
+    RUN(test_interleaved_explicit_group_equal_to_p_matches_default);
+    RUN(test_interleaved_one_group_of_all_microbatches);
+    RUN(test_interleaved_rejects_one_chunk);
+    RUN(test_interleaved_rejects_group_smaller_than_devices);
+    RUN(test_interleaved_rejects_group_larger_than_microbatches);
+    RUN(test_interleaved_rejects_short_last_group);
+    RUN(test_interleaved_default_group_needs_rounds_dividing_m);
+    RUN(test_interleaved_rejects_fewer_microbatches_than_devices);
+    RUN(test_single_chunk_generators_reject_two_chunks);
+    RUN(test_generators_reject_vshape_placement);
+    RUN(test_descriptors);
+    RUN(test_gpipe_and_1f1b_span_is_3_m_plus_p_minus_1);
+    RUN(test_1f1b_peak_memory_is_min_m_p_minus_d);
+    RUN(test_gpipe_peak_memory_is_m);
+    TEST_MAIN_END();
+}

@@ -1,0 +1,95 @@
+/* Minimal test harness: each test file defines test functions and lists
+ * them in main() with RUN(). A failed CHECK prints file:line and the
+ * expression and marks the test failed; the binary exits 1 if any failed. */
+#ifndef PSCHED_TESTUTIL_H
+#define PSCHED_TESTUTIL_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int tu_failed_checks;
+static int tu_failed_tests;
+static int tu_run_tests;
+
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+            tu_failed_checks++;                                                        \
+        }                                                                              \
+    } while (0)
+
+#define CHECK_EQ_INT(a, b)                                                             \
+    do {                                                                               \
+        long long tu_a = (long long)(a), tu_b = (long long)(b);                        \
+        if (tu_a != tu_b) {                                                            \
+            fprintf(stderr, "%s:%d: %s == %s failed: %lld != %lld\n", __FILE__,        \
+                    __LINE__, #a, #b, tu_a, tu_b);                                     \
+            tu_failed_checks++;                                                        \
+        }                                                                              \
+    } while (0)
+
+#define CHECK_EQ_DBL(a, b)                                                             \
+    do {                                                                               \
+        double tu_a = (double)(a), tu_b = (double)(b);                                 \
+        if (!(tu_a == tu_b || fabs(tu_a - tu_b) <= 1e-9 * fmax(1.0, fabs(tu_b)))) {    \
+            fprintf(stderr, "%s:%d: %s == %s failed: %.17g != %.17g\n", __FILE__,      \
+                    __LINE__, #a, #b, tu_a, tu_b);                                     \
+            tu_failed_checks++;                                                        \
+        }                                                                              \
+    } while (0)
+
+#define CHECK_STR(a, b)                                                                \
+    do {                                                                               \
+        const char *tu_a = (a), *tu_b = (b);                                           \
+        if (!tu_a || !tu_b || strcmp(tu_a, tu_b) != 0) {                               \
+            fprintf(stderr, "%s:%d: %s == %s failed:\n  got:      %s\n  expected: %s\n", \
+                    __FILE__, __LINE__, #a, #b, tu_a ? tu_a : "(null)",                \
+                    tu_b ? tu_b : "(null)");                                           \
+            tu_failed_checks++;                                                        \
+        }                                                                              \
+    } while (0)
+
+/* Substring check, for error messages. */
+#define CHECK_CONTAINS(hay, needle)                                                    \
+    do {                                                                               \
+        const char *tu_h = (hay), *tu_n = (needle);                                    \
+        if (!tu_h || !strstr(tu_h, tu_n)) {                                            \
+            fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__,       \
+                    __LINE__, tu_h ? tu_h : "(null)", tu_n);                           \
+            tu_failed_checks++;                                                        \
+        }                                                                              \
+    } while (0)
+
+#define CHECK_OK(expr)                                                                 \
+    do {                                                                               \
+        psched_status tu_st = (expr);                                                  \
+        if (tu_st != PSCHED_OK) {                                                      \
+            fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #expr,  \
+                    psched_status_str(tu_st), psched_last_error());                    \
+            tu_failed_checks++;                                                        \
+        }                                                                              \
+    } while (0)
+
+#define RUN(fn)                                                                        \
+    do {                                                                               \
+        int tu_before = tu_failed_checks;                                              \
+        tu_run_tests++;                                                                \
+        fn();                                                                          \
+        if (tu_failed_checks != tu_before) {                                           \
+            tu_failed_tests++;                                                         \
+            printf("not ok %d - %s\n", tu_run_tests, #fn);                             \
+        } else {                                                                       \
+            printf("ok %d - %s\n", tu_run_tests, #fn);                                 \
+        }                                                                              \
+    } while (0)
+
+#define TEST_MAIN_END()                                                                \
+    do {                                                                               \
+        printf("1..%d\n", tu_run_tests);                                               \
+        return tu_failed_tests ? 1 : 0;                                                \
+    } while (0)
+
+#endif

@@ -1,0 +1,96 @@
+/* Shared declarations of the pipesched command-line tool. The tool is a thin
+ * shell over the public API: it only includes pipesched.h.
+ *
+ * Convention: helpers that can fail print one line on stderr and return the
+ * process exit code (CLI_USAGE or CLI_INVALID); they return CLI_OK to go on.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef PIPESCHED_CLI_H
+#define PIPESCHED_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pipesched.h"
+
+/* Exit codes: 0 ok, 1 the schedule is invalid or the request infeasible,
+ * 2 anything about the invocation (flags, values, names, unreadable or
+ * malformed input files). */
+enum { CLI_OK = 0, CLI_INVALID = 1, CLI_USAGE = 2 };
+
+enum cli_command { CMD_LIST = 1u, CMD_GENERATE = 2u, CMD_SIMULATE = 4u, CMD_VALIDATE = 8u };
+
+/* Everything the command line can say; "have_*" marks flags that were given. */
+typedef struct cli_opts {
+    bool help, json;
+    const char *schedule, *costs_file, *format, *output, *placement, *file;
+    uint32_t devices, microbatches, chunks;
+    bool have_devices, have_microbatches, have_placement;
+    int64_t group_size;
+    bool have_group_size;
+    double cost[3], mem[3], comm, mem_limit;
+    bool have_mem_limit;
+} cli_opts;
+
+/* ---- messages (cli_io.c) ---- */
+void cli_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+/* Exit code for a library status (see the enum above). */
+int cli_exit_code(psched_status status);
+/* Print "pipesched: [context: ]<psched_last_error()>" and return the exit
+ * code of @p status. @p context may be NULL. */
+int cli_fail(psched_status status, const char *context);
+
+/* ---- files (cli_io.c) ---- */
+/* Read a whole file ("-" is standard input) into a NUL-terminated malloc'd
+ * buffer. Returns CLI_OK or CLI_USAGE (message printed). */
+int cli_read_file(const char *path, char **data, size_t *length);
+/* Write @p data to @p path through a temporary file in the same directory
+ * and a rename, so readers never see a partial file. */
+int cli_write_atomic(const char *path, const char *data, size_t length);
+/* Write @p data to standard output and flush it. */
+int cli_write_stdout(const char *data, size_t length);
+/* Output is composed in memory and written at the end, so a failure half
+ * way never leaves a partial output behind. */
+typedef struct cli_membuf {
+    char *data;
+    size_t length;
+    FILE *f;
+} cli_membuf;
+int cli_membuf_open(cli_membuf *m);
+/* Close @p m and write its contents to standard output when @p emit. */
+int cli_membuf_finish(cli_membuf *m, bool emit);
+
+/* ---- arguments (cli_args.c) ---- */
+/* Parse argv[first..argc-1] for @p command into @p opts (defaults filled in). */
+int cli_parse_args(enum cli_command command, int argc, char **argv, int first, cli_opts *opts);
+/* Strict number parsing without messages: the whole string must be the
+ * number, no sign on unsigned values; 0 on success, -1 otherwise. */
+int cli_strtou32(const char *text, uint32_t *out);
+int cli_strtod(const char *text, double *out);
+
+/* ---- per-stage costs (cli_costs.c) ---- */
+/* Apply a `stage,F,B,W[,mem_F,mem_B,mem_W]` CSV file to @p plan, whose p
+ * and v must already be set. */
+int cli_apply_costs_file(psched_plan *plan, const char *path);
+
+/* ---- output (cli_report.c) ---- */
+void cli_json_string(FILE *f, const char *s);
+/* Shortest text that reads back as the same double ("33", "0.25"); JSON
+ * null for NaN and infinities. */
+void cli_json_number(FILE *f, double x);
+/* The simulate keys, without the enclosing braces, each line starting
+ * with ",\n" except the first. */
+int cli_report_json_fields(FILE *f, const psched_schedule *schedule, const psched_report *report);
+/* The human summary of a simulation. */
+int cli_report_text(FILE *f, const psched_schedule *schedule, const psched_report *report);
+/* Name of a placement: "loop", "vshape", "custom" or "auto". */
+const char *cli_placement_name(psched_placement placement);
+
+#endif /* PIPESCHED_CLI_H */

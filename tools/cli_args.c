@@ -1,0 +1,288 @@
+/* Command-line parsing of the pipesched tool: long options (`--flag value`
+ * or `--flag=value`), strict numbers, and which command accepts which flag.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum opt_id {
+    OPT_HELP,
+    OPT_JSON,
+    OPT_SCHEDULE,
+    OPT_DEVICES,
+    OPT_MICROBATCHES,
+    OPT_CHUNKS,
+    OPT_GROUP_SIZE,
+    OPT_COST,
+    OPT_COSTS_FILE,
+    OPT_COMM,
+    OPT_MEM,
+    OPT_MEM_LIMIT,
+    OPT_FORMAT,
+    OPT_OUTPUT,
+    OPT_PLACEMENT
+};
+
+#define PLAN_CMDS (CMD_GENERATE | CMD_SIMULATE)
+
+static const struct opt_def {
+    const char *name;
+    enum opt_id id;
+    bool takes_value;
+    unsigned commands;
+} opt_defs[] = {
+    {"help", OPT_HELP, false, CMD_LIST | PLAN_CMDS | CMD_VALIDATE},
+    {"json", OPT_JSON, false, CMD_LIST | CMD_SIMULATE | CMD_VALIDATE},
+    {"schedule", OPT_SCHEDULE, true, PLAN_CMDS},
+    {"devices", OPT_DEVICES, true, PLAN_CMDS | CMD_VALIDATE},
+    {"microbatches", OPT_MICROBATCHES, true, PLAN_CMDS | CMD_VALIDATE},
+    {"chunks", OPT_CHUNKS, true, PLAN_CMDS},
+    {"group-size", OPT_GROUP_SIZE, true, PLAN_CMDS},
+    {"cost", OPT_COST, true, PLAN_CMDS},
+    {"costs-file", OPT_COSTS_FILE, true, PLAN_CMDS},
+    {"comm", OPT_COMM, true, PLAN_CMDS},
+    {"mem", OPT_MEM, true, PLAN_CMDS},
+    {"mem-limit", OPT_MEM_LIMIT, true, PLAN_CMDS},
+    {"format", OPT_FORMAT, true, CMD_GENERATE},
+    {"output", OPT_OUTPUT, true, CMD_GENERATE},
+    {"placement", OPT_PLACEMENT, true, CMD_VALIDATE},
+};
+
+static const char *command_name(enum cli_command command)
+{
+    switch (command) {
+    case CMD_LIST:
+        return "list";
+    case CMD_GENERATE:
+        return "generate";
+    case CMD_SIMULATE:
+        return "simulate";
+    case CMD_VALIDATE:
+        return "validate";
+    }
+    return "?";
+}
+
+int cli_strtou32(const char *text, uint32_t *out)
+{
+    if (!isdigit((unsigned char)text[0]))
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || *end != '\0' || v > UINT32_MAX)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int cli_strtod(const char *text, double *out)
+{
+    /* strtod would skip leading blanks and accept "nan" and "inf". */
+    if (text[0] == '\0' || isspace((unsigned char)text[0]))
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (*end != '\0' || !isfinite(v) || (errno == ERANGE && fabs(v) > 1.0))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int flag_u32(const char *flag, const char *text, uint32_t min, uint32_t max, uint32_t *out)
+{
+    if (cli_strtou32(text, out) != 0 || *out < min || *out > max) {
+        cli_error("--%s '%s': expected an integer in %u..%u", flag, text, (unsigned)min,
+                  (unsigned)max);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+static int flag_double(const char *flag, const char *text, double min, bool min_open,
+                       double *out)
+{
+    if (cli_strtod(text, out) != 0 || *out < min || (min_open && *out == min)) {
+        cli_error("--%s '%s': expected a finite number %s %g", flag, text, min_open ? ">" : ">=",
+                  min);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+/* "F,B,W": exactly three finite numbers, non-negative when @p costs. */
+static int flag_triple(const char *flag, const char *text, bool costs, double out[3])
+{
+    char buf[256];
+    size_t len = strlen(text);
+    int fields = 0;
+    if (len < sizeof buf) {
+        memcpy(buf, text, len + 1);
+        char *field = buf;
+        for (fields = 0; field && fields < 3; fields++) {
+            char *comma = strchr(field, ',');
+            if (comma)
+                *comma = '\0';
+            if (cli_strtod(field, &out[fields]) != 0 || (costs && out[fields] < 0))
+                break;
+            field = comma ? comma + 1 : NULL;
+        }
+        if (fields == 3 && field == NULL)
+            return CLI_OK;
+    }
+    cli_error("--%s '%s': expected F,B,W: three comma-separated finite numbers%s", flag, text,
+              costs ? " >= 0" : "");
+    return CLI_USAGE;
+}
+
+static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
+{
+    switch (d->id) {
+    case OPT_SCHEDULE:
+        o->schedule = v;
+        return CLI_OK;
+    case OPT_DEVICES:
+        o->have_devices = true;
+        return flag_u32(d->name, v, 1, PSCHED_MAX_DEVICES, &o->devices);
+    case OPT_MICROBATCHES:
+        o->have_microbatches = true;
+        return flag_u32(d->name, v, 1, PSCHED_MAX_MICROBATCHES, &o->microbatches);
+    case OPT_CHUNKS:
+        return flag_u32(d->name, v, 0, PSCHED_MAX_CHUNKS, &o->chunks);
+    case OPT_GROUP_SIZE: {
+        uint32_t n;
+        o->have_group_size = true;
+        int rc = flag_u32(d->name, v, 1, PSCHED_MAX_MICROBATCHES, &n);
+        o->group_size = n;
+        return rc;
+    }
+    case OPT_COST:
+        return flag_triple(d->name, v, true, o->cost);
+    case OPT_MEM:
+        return flag_triple(d->name, v, false, o->mem);
+    case OPT_COMM:
+        return flag_double(d->name, v, 0.0, false, &o->comm);
+    case OPT_MEM_LIMIT:
+        o->have_mem_limit = true;
+        return flag_double(d->name, v, 0.0, true, &o->mem_limit);
+    case OPT_COSTS_FILE:
+        o->costs_file = v;
+        return CLI_OK;
+    case OPT_FORMAT:
+        if (strcmp(v, "csv") != 0 && strcmp(v, "ascii") != 0 && strcmp(v, "json") != 0) {
+            cli_error("--format '%s': expected csv, ascii or json", v);
+            return CLI_USAGE;
+        }
+        o->format = v;
+        return CLI_OK;
+    case OPT_OUTPUT:
+        o->output = v;
+        return CLI_OK;
+    case OPT_PLACEMENT:
+        if (strcmp(v, "loop") != 0 && strcmp(v, "vshape") != 0) {
+            cli_error("--placement '%s': expected loop or vshape", v);
+            return CLI_USAGE;
+        }
+        o->placement = v;
+        o->have_placement = true;
+        return CLI_OK;
+    case OPT_HELP:
+    case OPT_JSON:
+        break;
+    }
+    return CLI_OK;
+}
+
+static const struct opt_def *find_opt(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof opt_defs / sizeof opt_defs[0]; i++)
+        if (strlen(opt_defs[i].name) == len && strncmp(opt_defs[i].name, name, len) == 0)
+            return &opt_defs[i];
+    return NULL;
+}
+
+static void set_defaults(cli_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->cost[0] = o->cost[1] = o->cost[2] = 1.0;
+    o->mem[0] = 1.0;
+    o->mem[1] = 0.0;
+    o->mem[2] = -1.0;
+    o->format = "csv";
+}
+
+static int positional(enum cli_command command, cli_opts *o, const char *arg)
+{
+    if (command == CMD_VALIDATE && !o->file) {
+        o->file = arg;
+        return CLI_OK;
+    }
+    cli_error("%s: unexpected argument '%s' (see 'pipesched %s --help')", command_name(command),
+              arg, command_name(command));
+    return CLI_USAGE;
+}
+
+/* One `--name[=value]` at argv[*i]; consumes the next argument as the value
+ * when the flag takes one and no '=' was given. */
+static int parse_flag(enum cli_command command, int argc, char **argv, int *i, cli_opts *o)
+{
+    const char *arg = argv[*i];
+    const char *name = arg[1] == '-' ? arg + 2 : arg + 1;
+    const char *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const struct opt_def *d = strcmp(arg, "-h") == 0 ? &opt_defs[0]
+                              : arg[1] == '-'        ? find_opt(name, len)
+                                                     : NULL;
+    if (!d || !(d->commands & command)) {
+        cli_error("%s: unknown option '%.*s' (see 'pipesched %s --help')", command_name(command),
+                  (int)(name - arg + (ptrdiff_t)len), arg, command_name(command));
+        return CLI_USAGE;
+    }
+    if (!d->takes_value) {
+        if (eq) {
+            cli_error("%s: option '--%s' takes no value", command_name(command), d->name);
+            return CLI_USAGE;
+        }
+        if (d->id == OPT_HELP)
+            o->help = true;
+        else
+            o->json = true;
+        return CLI_OK;
+    }
+    const char *value = eq ? eq + 1 : NULL;
+    if (!value) {
+        if (*i + 1 >= argc) {
+            cli_error("%s: option '--%s' needs a value", command_name(command), d->name);
+            return CLI_USAGE;
+        }
+        value = argv[++*i];
+    }
+    return set_value(o, d, value);
+}
+
+int cli_parse_args(enum cli_command command, int argc, char **argv, int first, cli_opts *o)
+{
+    set_defaults(o);
+    bool only_positional = false;
+    for (int i = first; i < argc; i++) {
+        const char *arg = argv[i];
+        int rc;
+        if (only_positional || arg[0] != '-' || strcmp(arg, "-") == 0)
+            rc = positional(command, o, arg);
+        else if (strcmp(arg, "--") == 0) {
+            only_positional = true;
+            rc = CLI_OK;
+        } else
+            rc = parse_flag(command, argc, argv, &i, o);
+        if (rc != CLI_OK)
+            return rc;
+    }
+    return CLI_OK;
+}

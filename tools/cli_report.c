@@ -1,0 +1,198 @@
+/* Simulation results as a human summary or as JSON fields.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NUM_BUF 40
+
+/* Shortest "%.Ng" that reads back as the same double, so integers print
+ * without decimals and 0.1 stays "0.1". */
+static const char *fmt_exact(char buf[NUM_BUF], double x)
+{
+    if (!isfinite(x))
+        return "null";
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, NUM_BUF, "%.*g", prec, x);
+        if (strtod(buf, NULL) == x)
+            break;
+    }
+    return buf;
+}
+
+/* For people: whole numbers in full, others to six significant digits. */
+static const char *fmt_human(char buf[NUM_BUF], double x)
+{
+    if (!isfinite(x))
+        return "n/a";
+    if (x == floor(x) && fabs(x) < 1e15)
+        snprintf(buf, NUM_BUF, "%.0f", x);
+    else
+        snprintf(buf, NUM_BUF, "%.6g", x);
+    return buf;
+}
+
+void cli_json_number(FILE *f, double x)
+{
+    char buf[NUM_BUF];
+    fputs(fmt_exact(buf, x), f);
+}
+
+void cli_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fprintf(f, "\\%c", *c);
+        else if (*c == '\n')
+            fputs("\\n", f);
+        else if (*c == '\t')
+            fputs("\\t", f);
+        else if (*c < 0x20 || *c == 0x7f)
+            fprintf(f, "\\u%04x", *c);
+        else
+            fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
+const char *cli_placement_name(psched_placement placement)
+{
+    switch (placement) {
+    case PSCHED_PLACEMENT_LOOP:
+        return "loop";
+    case PSCHED_PLACEMENT_VSHAPE:
+        return "vshape";
+    case PSCHED_PLACEMENT_CUSTOM:
+        return "custom";
+    case PSCHED_PLACEMENT_AUTO:
+        break;
+    }
+    return "auto";
+}
+
+enum { COL_BUSY, COL_IDLE, COL_PEAK, NCOLS };
+
+/* One per-device figure, or a status on failure (message set by the library). */
+static psched_status device_figure(const psched_report *r, uint32_t d, int col, double *out)
+{
+    double v[NCOLS];
+    psched_status st = psched_report_device(r, d, &v[COL_BUSY], &v[COL_IDLE], &v[COL_PEAK]);
+    if (st == PSCHED_OK)
+        *out = v[col];
+    return st;
+}
+
+static int json_device_array(FILE *f, const psched_report *r, const char *key, int col)
+{
+    fprintf(f, ",\n  ");
+    cli_json_string(f, key);
+    fputs(": [", f);
+    for (uint32_t d = 0; d < psched_report_devices(r); d++) {
+        double x;
+        psched_status st = device_figure(r, d, col, &x);
+        if (st != PSCHED_OK)
+            return cli_fail(st, "simulation report");
+        fputs(d ? ", " : "", f);
+        cli_json_number(f, x);
+    }
+    fputc(']', f);
+    return CLI_OK;
+}
+
+static void json_key_number(FILE *f, const char *key, double x)
+{
+    fprintf(f, ",\n  \"%s\": ", key);
+    cli_json_number(f, x);
+}
+
+int cli_report_json_fields(FILE *f, const psched_schedule *s, const psched_report *r)
+{
+    const psched_plan *plan = psched_schedule_plan(s);
+    uint64_t hash;
+    psched_status st = psched_schedule_hash(s, &hash);
+    if (st != PSCHED_OK)
+        return cli_fail(st, "hash");
+    fputs("  \"schedule\": ", f);
+    cli_json_string(f, psched_schedule_name(s));
+    fprintf(f, ",\n  \"placement\": \"%s\"", cli_placement_name(psched_plan_placement(plan)));
+    fprintf(f, ",\n  \"devices\": %" PRIu32, psched_plan_devices(plan));
+    fprintf(f, ",\n  \"microbatches\": %" PRIu32, psched_plan_microbatches(plan));
+    fprintf(f, ",\n  \"chunks\": %" PRIu32, psched_plan_chunks(plan));
+    fprintf(f, ",\n  \"chains\": %" PRIu32, psched_plan_chains(plan));
+    fprintf(f, ",\n  \"stages\": %" PRIu32, psched_plan_stages(plan));
+    fprintf(f, ",\n  \"ops\": %zu", psched_schedule_total_ops(s));
+    json_key_number(f, "makespan", psched_report_makespan(r));
+    json_key_number(f, "span", psched_report_span(r));
+    json_key_number(f, "bubble_ratio", psched_report_bubble_ratio(r));
+    int rc = json_device_array(f, r, "busy", COL_BUSY);
+    if (rc == CLI_OK)
+        rc = json_device_array(f, r, "idle", COL_IDLE);
+    if (rc == CLI_OK)
+        rc = json_device_array(f, r, "peak_memory", COL_PEAK);
+    if (rc != CLI_OK)
+        return rc;
+    json_key_number(f, "peak_memory_M", psched_report_peak_memory_M(r));
+    fprintf(f, ",\n  \"hash\": \"%016" PRIx64 "\"", hash);
+    return CLI_OK;
+}
+
+/* Per-device table with right-aligned columns sized to their widest cell. */
+static int device_table(FILE *f, const psched_report *r)
+{
+    static const char *const heads[NCOLS] = {"busy", "idle", "peak memory"};
+    uint32_t p = psched_report_devices(r);
+    int width[NCOLS], dev_width = (int)strlen("device");
+    char buf[NUM_BUF];
+    for (int col = 0; col < NCOLS; col++) {
+        width[col] = (int)strlen(heads[col]);
+        for (uint32_t d = 0; d < p; d++) {
+            double x;
+            psched_status st = device_figure(r, d, col, &x);
+            if (st != PSCHED_OK)
+                return cli_fail(st, "simulation report");
+            int w = (int)strlen(fmt_human(buf, x));
+            width[col] = w > width[col] ? w : width[col];
+        }
+    }
+    fprintf(f, "%*s  %*s  %*s  %*s\n", dev_width, "device", width[0], heads[0], width[1],
+            heads[1], width[2], heads[2]);
+    for (uint32_t d = 0; d < p; d++) {
+        fprintf(f, "%*" PRIu32, dev_width, d);
+        for (int col = 0; col < NCOLS; col++) {
+            double x = 0;
+            device_figure(r, d, col, &x);
+            fprintf(f, "  %*s", width[col], fmt_human(buf, x));
+        }
+        fputc('\n', f);
+    }
+    return CLI_OK;
+}
+
+int cli_report_text(FILE *f, const psched_schedule *s, const psched_report *r)
+{
+    const psched_plan *plan = psched_schedule_plan(s);
+    uint64_t hash;
+    psched_status st = psched_schedule_hash(s, &hash);
+    if (st != PSCHED_OK)
+        return cli_fail(st, "hash");
+    char buf[NUM_BUF];
+    fprintf(f, "schedule       %s\n", psched_schedule_name(s));
+    fprintf(f, "placement      %s\n", cli_placement_name(psched_plan_placement(plan)));
+    fprintf(f, "devices        %" PRIu32 "\n", psched_plan_devices(plan));
+    fprintf(f, "microbatches   %" PRIu32 "\n", psched_plan_microbatches(plan));
+    fprintf(f, "chunks         %" PRIu32 "\n", psched_plan_chunks(plan));
+    if (psched_plan_chains(plan) != 1)
+        fprintf(f, "chains         %" PRIu32 "\n", psched_plan_chains(plan));
+    fprintf(f, "makespan       %s\n", fmt_human(buf, psched_report_makespan(r)));
+    fprintf(f, "span           %s\n", fmt_human(buf, psched_report_span(r)));
+    fprintf(f, "bubble ratio   %s\n", fmt_human(buf, psched_report_bubble_ratio(r)));
+    fprintf(f, "peak memory M  %s\n", fmt_human(buf, psched_report_peak_memory_M(r)));
+    fprintf(f, "hash           %016" PRIx64 "\n\n", hash);
+    return device_table(f, r);
+}

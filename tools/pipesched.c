@@ -1,0 +1,438 @@
+/* pipesched: generate, simulate and validate pipeline-parallel schedules
+ * from the command line. A thin shell over the public API.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char help_main[] =
+    "Usage: pipesched <command> [options]\n"
+    "\n"
+    "Generate, validate, simulate and export pipeline-parallel training schedules.\n"
+    "\n"
+    "Commands:\n"
+    "  list       show every registered schedule generator\n"
+    "  generate   build a schedule and print it (csv, ascii or json)\n"
+    "  simulate   build a schedule and print its simulated time and memory\n"
+    "  validate   check a schedule read from a PyTorch compute_only CSV file\n"
+    "\n"
+    "Options:\n"
+    "  --help     show this help ('pipesched <command> --help' for a command)\n"
+    "  --version  show the library version\n"
+    "\n"
+    "Exit status: 0 ok, 1 invalid schedule or infeasible request, 2 bad usage.\n";
+
+static const char help_list[] =
+    "Usage: pipesched list [--json]\n"
+    "\n"
+    "Show every registered schedule generator: name, constraints, description.\n"
+    "\n"
+    "  --json   print a JSON array of objects {name, description, constraints,\n"
+    "           placement, default_chunks, chains}\n";
+
+#define HELP_PLAN                                                                          \
+    "  --schedule NAME       generator name, see 'pipesched list' (required)\n"            \
+    "  --devices P           pipeline devices, 1..65536 (required)\n"                      \
+    "  --microbatches M      micro-batches per step, 1..16777216 (required)\n"             \
+    "  --chunks V            model chunks per device; 0 = the schedule's default (0)\n"    \
+    "  --group-size N        micro-batch group size of the interleaved schedules\n"        \
+    "  --cost F,B,W          time of forward, backward for inputs and backward for\n"      \
+    "                        weights on every stage; a full backward costs B+W (1,1,1)\n"  \
+    "  --costs-file FILE     per-stage values, CSV rows stage,F,B,W[,mem_F,mem_B,mem_W]\n" \
+    "                        ('#' comments, optional header row; stages not listed\n"      \
+    "                        keep --cost and --mem)\n"                                     \
+    "  --comm C              latency on every dependency between two devices (0)\n"        \
+    "  --mem F,B,W           memory change of each op kind per stage (1,0,-1)\n"           \
+    "  --mem-limit X         per-device memory limit, > 0 (unlimited); a schedule\n"       \
+    "                        whose peak exceeds it is an infeasible request\n"
+
+static const char help_generate[] =
+    "Usage: pipesched generate --schedule NAME --devices P --microbatches M [options]\n"
+    "\n"
+    "Build a schedule and print it.\n"
+    "\n" HELP_PLAN
+    "  --format FMT          csv (PyTorch compute_only, the default), ascii (a grid\n"
+    "                        of ops at their simulated start, coloured on a\n"
+    "                        terminal) or json (schedule, plan and simulation)\n"
+    "  --output FILE         write to FILE (atomically) instead of standard output\n";
+
+static const char help_simulate[] =
+    "Usage: pipesched simulate --schedule NAME --devices P --microbatches M [options]\n"
+    "\n"
+    "Build a schedule and print its simulated makespan, span, bubble ratio, busy\n"
+    "and idle time and peak memory per device, and its hash.\n"
+    "\n" HELP_PLAN "  --json                print one JSON object\n";
+
+static const char help_validate[] =
+    "Usage: pipesched validate FILE.csv [--devices P] [--microbatches M]\n"
+    "                          [--placement loop|vshape] [--json]\n"
+    "\n"
+    "Check a schedule in PyTorch's compute_only CSV form ('-' reads standard\n"
+    "input): one row per device, actions <stage><F|I|W|B><mb>. Prints the first\n"
+    "broken rule, or the simulation summary with unit costs. Shape values that\n"
+    "are not given are inferred from the file.\n"
+    "\n"
+    "  --devices P           device count (default: the row count)\n"
+    "  --microbatches M      micro-batch count (default: largest micro-batch + 1)\n"
+    "  --placement KIND      loop or vshape (default: loop if the file fits it,\n"
+    "                        else vshape, else a custom map)\n"
+    "  --json                print {\"valid\": ..., \"error\": ..., and the simulate\n"
+    "                        keys when valid}\n";
+
+/* ---- building a schedule from the plan flags ---- */
+
+static int require(const char *command, const char *flag, bool given)
+{
+    if (given)
+        return CLI_OK;
+    cli_error("%s: --%s is required (see 'pipesched %s --help')", command, flag, command);
+    return CLI_USAGE;
+}
+
+static int plan_setting(psched_status st, const char *flag)
+{
+    return st == PSCHED_OK ? CLI_OK : cli_fail(st, flag);
+}
+
+static int fill_plan(psched_plan *plan, const cli_opts *o, const psched_generator *g)
+{
+    /* v is needed now so that --costs-file can check its stage indices. */
+    uint32_t chunks = o->chunks ? o->chunks : g->default_chunks ? g->default_chunks : 1;
+    int rc = plan_setting(psched_plan_set_devices(plan, o->devices), "--devices");
+    if (rc == CLI_OK)
+        rc = plan_setting(psched_plan_set_microbatches(plan, o->microbatches), "--microbatches");
+    if (rc == CLI_OK)
+        rc = plan_setting(psched_plan_set_chunks(plan, chunks), "--chunks");
+    if (rc == CLI_OK)
+        rc = plan_setting(psched_plan_set_cost(plan, o->cost[0], o->cost[1], o->cost[2]),
+                          "--cost");
+    if (rc == CLI_OK)
+        rc = plan_setting(psched_plan_set_mem(plan, o->mem[0], o->mem[1], o->mem[2]), "--mem");
+    if (rc == CLI_OK)
+        rc = plan_setting(psched_plan_set_comm(plan, o->comm), "--comm");
+    if (rc == CLI_OK && o->have_mem_limit)
+        rc = plan_setting(psched_plan_set_memory_limit(plan, o->mem_limit), "--mem-limit");
+    if (rc == CLI_OK && o->have_group_size)
+        rc = plan_setting(psched_plan_set_option(plan, "group-size", o->group_size),
+                          "--group-size");
+    if (rc == CLI_OK && o->costs_file)
+        rc = cli_apply_costs_file(plan, o->costs_file);
+    return rc;
+}
+
+/* Generators with a fixed order cannot honour a memory limit, so the
+ * limit is checked on the simulated peak of whatever came out. */
+static int check_memory_limit(const cli_opts *o, const psched_report *r)
+{
+    if (!o->have_mem_limit)
+        return CLI_OK;
+    for (uint32_t d = 0; d < psched_report_devices(r); d++) {
+        double peak = 0;
+        psched_report_device(r, d, NULL, NULL, &peak);
+        if (peak > o->mem_limit + 1e-9 * fabs(o->mem_limit)) {
+            cli_error("peak memory %g on device %u exceeds --mem-limit %g for %s", peak,
+                      (unsigned)d, o->mem_limit, o->schedule);
+            return CLI_INVALID;
+        }
+    }
+    return CLI_OK;
+}
+
+/* Generate and simulate the schedule the flags describe. */
+static int build(const char *command, const cli_opts *o, psched_schedule **s, psched_report **r)
+{
+    int rc = require(command, "schedule", o->schedule != NULL);
+    if (rc == CLI_OK)
+        rc = require(command, "devices", o->have_devices);
+    if (rc == CLI_OK)
+        rc = require(command, "microbatches", o->have_microbatches);
+    if (rc != CLI_OK)
+        return rc;
+    const psched_generator *g;
+    psched_status st = psched_generator_find(o->schedule, &g);
+    if (st != PSCHED_OK)
+        return cli_fail(st, "--schedule");
+    psched_plan *plan;
+    st = psched_plan_create(&plan);
+    if (st != PSCHED_OK)
+        return cli_fail(st, NULL);
+    rc = fill_plan(plan, o, g);
+    if (rc == CLI_OK && (st = psched_generate(plan, o->schedule, s)) != PSCHED_OK)
+        rc = cli_fail(st, NULL);
+    psched_plan_destroy(plan);
+    if (rc == CLI_OK && (st = psched_simulate(*s, NULL, r)) != PSCHED_OK)
+        rc = cli_fail(st, NULL);
+    if (rc == CLI_OK)
+        rc = check_memory_limit(o, *r);
+    return rc;
+}
+
+/* ---- commands ---- */
+
+static int cmd_list_json(FILE *f)
+{
+    size_t n = psched_generator_count();
+    fputs("[", f);
+    for (size_t i = 0; i < n; i++) {
+        const psched_generator *g = psched_generator_at(i);
+        fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", f);
+        cli_json_string(f, g->name);
+        fputs(", \"description\": ", f);
+        cli_json_string(f, g->description ? g->description : "");
+        fputs(", \"constraints\": ", f);
+        cli_json_string(f, g->constraints ? g->constraints : "");
+        fprintf(f, ", \"placement\": \"%s\", \"default_chunks\": %u, \"chains\": %u}",
+                cli_placement_name(g->placement), (unsigned)g->default_chunks,
+                (unsigned)g->chains);
+    }
+    fputs(n ? "\n]\n" : "]\n", f);
+    return CLI_OK;
+}
+
+static int cmd_list_text(FILE *f)
+{
+    size_t n = psched_generator_count();
+    int name_w = (int)strlen("name"), cons_w = (int)strlen("constraints");
+    for (size_t i = 0; i < n; i++) {
+        const psched_generator *g = psched_generator_at(i);
+        int w = (int)strlen(g->name), c = g->constraints ? (int)strlen(g->constraints) : 0;
+        name_w = w > name_w ? w : name_w;
+        cons_w = c > cons_w ? c : cons_w;
+    }
+    fprintf(f, "%-*s  %-*s  %s\n", name_w, "name", cons_w, "constraints", "description");
+    for (size_t i = 0; i < n; i++) {
+        const psched_generator *g = psched_generator_at(i);
+        fprintf(f, "%-*s  %-*s  %s\n", name_w, g->name, cons_w,
+                g->constraints ? g->constraints : "", g->description ? g->description : "");
+    }
+    return CLI_OK;
+}
+
+static int cmd_list(const cli_opts *o)
+{
+    cli_membuf out;
+    int rc = cli_membuf_open(&out);
+    if (rc != CLI_OK)
+        return rc;
+    rc = o->json ? cmd_list_json(out.f) : cmd_list_text(out.f);
+    int wrc = cli_membuf_finish(&out, rc == CLI_OK);
+    return rc != CLI_OK ? rc : wrc;
+}
+
+static psched_format parse_format(const char *name)
+{
+    if (strcmp(name, "ascii") == 0)
+        return PSCHED_FORMAT_ASCII;
+    if (strcmp(name, "json") == 0)
+        return PSCHED_FORMAT_JSON;
+    return PSCHED_FORMAT_CSV;
+}
+
+static bool want_colour(const cli_opts *o)
+{
+    const char *no_color = getenv("NO_COLOR");
+    return !o->output && isatty(STDOUT_FILENO) && !(no_color && no_color[0]);
+}
+
+static int cmd_generate(const cli_opts *o)
+{
+    psched_schedule *s = NULL;
+    psched_report *r = NULL;
+    int rc = build("generate", o, &s, &r);
+    if (rc == CLI_OK) {
+        psched_format format = parse_format(o->format);
+        uint32_t flags = format == PSCHED_FORMAT_ASCII && want_colour(o) ? PSCHED_EXPORT_COLOR : 0;
+        char *text = NULL;
+        size_t length = 0;
+        psched_status st = psched_export(s, r, format, flags, &text, &length);
+        if (st != PSCHED_OK)
+            rc = cli_fail(st, "export");
+        else if (o->output)
+            rc = cli_write_atomic(o->output, text, length);
+        else
+            rc = cli_write_stdout(text, length);
+        psched_free(text);
+    }
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+    return rc;
+}
+
+static int print_report(const psched_schedule *s, const psched_report *r, bool json,
+                        const char *valid_file)
+{
+    cli_membuf out;
+    int rc = cli_membuf_open(&out);
+    if (rc != CLI_OK)
+        return rc;
+    if (json) {
+        fputs(valid_file ? "{\n  \"valid\": true,\n  \"error\": null,\n" : "{\n", out.f);
+        rc = cli_report_json_fields(out.f, s, r);
+        fputs("\n}\n", out.f);
+    } else {
+        if (valid_file)
+            fprintf(out.f, "%s: valid\n\n", valid_file);
+        rc = cli_report_text(out.f, s, r);
+    }
+    int wrc = cli_membuf_finish(&out, rc == CLI_OK);
+    return rc != CLI_OK ? rc : wrc;
+}
+
+static int cmd_simulate(const cli_opts *o)
+{
+    psched_schedule *s = NULL;
+    psched_report *r = NULL;
+    int rc = build("simulate", o, &s, &r);
+    if (rc == CLI_OK)
+        rc = print_report(s, r, o->json, NULL);
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+    return rc;
+}
+
+static const char *file_label(const cli_opts *o)
+{
+    return strcmp(o->file, "-") == 0 ? "standard input" : o->file;
+}
+
+/* The shape for a file import: the flags given; p and m from @p inferred
+ * otherwise. Chunks and placement left open are inferred by the import. */
+static int shape_plan(const cli_opts *o, const psched_schedule *inferred, psched_plan **out)
+{
+    const psched_plan *ip = inferred ? psched_schedule_plan(inferred) : NULL;
+    uint32_t p = o->have_devices ? o->devices : psched_plan_devices(ip);
+    uint32_t m = o->have_microbatches ? o->microbatches : psched_plan_microbatches(ip);
+    psched_plan *plan;
+    psched_status st = psched_plan_create(&plan);
+    if (st == PSCHED_OK && (st = psched_plan_set_devices(plan, p)) == PSCHED_OK &&
+        (st = psched_plan_set_microbatches(plan, m)) == PSCHED_OK && o->have_placement)
+        st = psched_plan_set_placement(plan, strcmp(o->placement, "vshape") == 0
+                                                 ? PSCHED_PLACEMENT_VSHAPE
+                                                 : PSCHED_PLACEMENT_LOOP);
+    if (st != PSCHED_OK) {
+        psched_plan_destroy(plan);
+        return cli_fail(st, file_label(o));
+    }
+    *out = plan;
+    return CLI_OK;
+}
+
+/* Import @p text: without shape flags the import infers everything; with
+ * some, a first import infers p and m where the flags leave them open. */
+static psched_status import(const cli_opts *o, const char *text, size_t length,
+                            psched_schedule **out, int *rc)
+{
+    psched_schedule *inferred = NULL;
+    psched_status st = PSCHED_OK;
+    if (!o->have_devices || !o->have_microbatches) {
+        st = psched_import_csv(text, length, NULL, &inferred);
+        if (st != PSCHED_OK || !(o->have_devices || o->have_microbatches || o->have_placement)) {
+            *out = inferred;
+            return st;
+        }
+    }
+    psched_plan *plan = NULL;
+    *rc = shape_plan(o, inferred, &plan);
+    psched_schedule_destroy(inferred);
+    if (*rc != CLI_OK)
+        return PSCHED_OK;
+    st = psched_import_csv(text, length, plan, out);
+    psched_plan_destroy(plan);
+    return st;
+}
+
+/* A file that does not parse or breaks a rule: one line on stderr and,
+ * with --json, {"valid": false, "error": ...} on stdout. */
+static int report_invalid(const cli_opts *o, psched_status st)
+{
+    char *message = strdup(psched_last_error());
+    int rc = cli_fail(st, file_label(o));
+    if (o->json && message) {
+        cli_membuf out;
+        if (cli_membuf_open(&out) == CLI_OK) {
+            fputs("{\n  \"valid\": false,\n  \"error\": ", out.f);
+            cli_json_string(out.f, message);
+            fputs("\n}\n", out.f);
+            cli_membuf_finish(&out, true);
+        }
+    }
+    free(message);
+    return rc;
+}
+
+static int cmd_validate(const cli_opts *o)
+{
+    if (!o->file) {
+        cli_error("validate: a CSV file is required (see 'pipesched validate --help')");
+        return CLI_USAGE;
+    }
+    char *text;
+    size_t length;
+    int rc = cli_read_file(o->file, &text, &length);
+    if (rc != CLI_OK)
+        return rc;
+    psched_schedule *s = NULL;
+    psched_report *r = NULL;
+    psched_status st = import(o, text, length, &s, &rc);
+    free(text);
+    if (rc == CLI_OK && st == PSCHED_OK)
+        st = psched_validate(s);
+    if (rc == CLI_OK && st == PSCHED_OK)
+        st = psched_simulate(s, NULL, &r);
+    if (rc == CLI_OK)
+        rc = st == PSCHED_OK ? print_report(s, r, o->json, file_label(o)) : report_invalid(o, st);
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+    return rc;
+}
+
+/* ---- main ---- */
+
+static const struct command {
+    const char *name;
+    enum cli_command id;
+    const char *help;
+    int (*run)(const cli_opts *o);
+} commands[] = {
+    {"list", CMD_LIST, help_list, cmd_list},
+    {"generate", CMD_GENERATE, help_generate, cmd_generate},
+    {"simulate", CMD_SIMULATE, help_simulate, cmd_simulate},
+    {"validate", CMD_VALIDATE, help_validate, cmd_validate},
+};
+
+static int print_text(const char *text)
+{
+    return cli_write_stdout(text, strlen(text));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(help_main, stderr);
+        return CLI_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
+        return print_text(help_main);
+    if (strcmp(name, "--version") == 0) {
+        printf("pipesched %s\n", psched_version());
+        return cli_write_stdout("", 0);
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        const struct command *c = &commands[i];
+        if (strcmp(name, c->name) != 0)
+            continue;
+        cli_opts o;
+        int rc = cli_parse_args(c->id, argc, argv, 2, &o);
+        if (rc != CLI_OK)
+            return rc;
+        return o.help ? print_text(c->help) : c->run(&o);
+    }
+    cli_error("unknown command '%s' (see 'pipesched --help')", name);
+    return CLI_USAGE;
+}
