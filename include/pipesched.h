@@ -17,6 +17,7 @@
 extern "C" {
 #endif
 
+/** @cond INTERNAL */
 #if defined(_WIN32)
 #define PSCHED_API
 #elif defined(__GNUC__)
@@ -24,6 +25,7 @@ extern "C" {
 #else
 #define PSCHED_API
 #endif
+/** @endcond */
 
 /**
  * @file pipesched.h
@@ -129,6 +131,7 @@ PSCHED_API void psched_plan_destroy(psched_plan *plan);
 
 /**
  * @brief Deep copy of a plan.
+ * @param plan the plan to copy.
  * @param[out] out new plan owned by the caller.
  * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM.
  */
@@ -358,6 +361,7 @@ PSCHED_API psched_status psched_register_generator(const psched_generator *gener
 
 /**
  * @brief Look up a generator by name.
+ * @param name generator name, e.g. "1f1b".
  * @param[out] out the registered descriptor (owned by the library, valid for
  *             the life of the process).
  * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND (message lists the known names),
@@ -434,6 +438,8 @@ typedef struct psched_schedule psched_schedule;
  * the generator's, chains → the generator's), runs the generator's check,
  * then its generate function. The schedule keeps its own copy of the
  * resolved plan; @p plan is not modified.
+ * @param plan the plan (read only).
+ * @param name a registered generator name (see psched_generator_at()).
  * @param[out] out new schedule owned by the caller (psched_schedule_destroy()).
  * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND, ::PSCHED_EINVAL (the check's
  *         message), ::PSCHED_EINFEASIBLE, ::PSCHED_ENOMEM.
@@ -462,6 +468,11 @@ PSCHED_API size_t psched_schedule_total_ops(const psched_schedule *schedule);
 
 /**
  * @brief Copy ops [first, first+count) of @p device into @p out.
+ * @param schedule the schedule.
+ * @param device device index, < p.
+ * @param first index of the first op to copy.
+ * @param count number of ops to copy.
+ * @param[out] out array of @p count records of @p op_size bytes.
  * @param op_size the caller's sizeof(::psched_op); each record is written at
  *        stride op_size, fields beyond it are not written.
  * @return ::PSCHED_OK or ::PSCHED_EINVAL (device or range out of bounds,
@@ -503,6 +514,7 @@ typedef struct psched_report psched_report;
  * @brief Simulate a schedule: each device runs its list in order; an op
  * starts at max(device free, every dependency's end + t_comm if it crosses
  * devices). Validates first (same errors as psched_validate()).
+ * @param schedule the schedule to run.
  * @param costs plan whose per-stage costs and memory deltas are used (its
  *        stage count must equal the schedule's), or NULL for the schedule's own.
  * @param[out] out new report owned by the caller (psched_report_destroy()).
@@ -530,7 +542,10 @@ PSCHED_API uint32_t psched_report_devices(const psched_report *report);
 
 /**
  * @brief Per-device figures (any output pointer may be NULL).
- * @param[out] busy sum of op durations; @param[out] idle makespan − busy;
+ * @param report the report.
+ * @param device device index, < p.
+ * @param[out] busy sum of op durations (an overlapped pair counted once).
+ * @param[out] idle makespan − busy.
  * @param[out] peak_memory max running sum of memory deltas in list order.
  * @return ::PSCHED_OK or ::PSCHED_EINVAL (device out of range).
  */
@@ -560,7 +575,16 @@ typedef enum psched_format {
     PSCHED_FORMAT_ASCII = 1,
     /** JSON object: format_version, plan shape, costs, op lists and, when a
      *  report is given, op times and the report. */
-    PSCHED_FORMAT_JSON = 2
+    PSCHED_FORMAT_JSON = 2,
+    /** PyTorch compute_comms CSV of a lowered schedule: compute and
+     *  SEND/RECV actions; a batched group is written in list order. */
+    PSCHED_FORMAT_CSV_COMMS = 3,
+    /** Chrome / Perfetto Trace Event Format (JSON): one `ph:"X"` event per
+     *  compute op at its simulated time, one track per device. */
+    PSCHED_FORMAT_CHROME = 4,
+    /** SVG timeline: one lane per device, a box per op at its simulated
+     *  time, colour per kind, micro-batch numbers, legend and title. */
+    PSCHED_FORMAT_SVG = 5
 } psched_format;
 
 /** Export flag: colour the ASCII grid with ANSI escapes. */
@@ -568,6 +592,8 @@ typedef enum psched_format {
 
 /**
  * @brief Render a schedule as text.
+ * @param schedule the schedule.
+ * @param format one of ::psched_format.
  * @param report simulation of @p schedule for formats that show times (ASCII
  *        simulates with the schedule's own plan when NULL; JSON omits times).
  * @param flags #PSCHED_EXPORT_COLOR or 0.
@@ -583,6 +609,8 @@ PSCHED_API psched_status psched_export(const psched_schedule *schedule,
  * @brief Import a PyTorch compute_only CSV (one row per device; empty cells
  * are idle steps; `\n` or `\r\n`). Strict: anything that is not a whole
  * action is an error naming line and column.
+ * @param text the file contents (need not be NUL-terminated).
+ * @param length bytes in @p text.
  * @param plan optional shape: when given, its p, m, v, chains, placement and
  *        costs are used and the file is checked against them; when NULL, p is
  *        the row count, m the largest micro-batch + 1, v = S / p, and the
@@ -592,6 +620,30 @@ PSCHED_API psched_status psched_export(const psched_schedule *schedule,
  */
 PSCHED_API psched_status psched_import_csv(const char *text, size_t length,
                                            const psched_plan *plan, psched_schedule **out);
+
+/** @} */
+
+/** @defgroup lowering Communication lowering
+ *  @{ */
+
+/**
+ * @brief Insert SEND_F/RECV_F/SEND_B/RECV_B ops for every dependency that
+ * crosses devices, for runtimes with rendezvous point-to-point calls (a
+ * send completes only when the peer posts the matching receive). Each RECV
+ * goes before the compute op that consumes it, each SEND after the op that
+ * produces it; a SEND and a RECV that would otherwise wait on each other are
+ * issued as one batched group (#PSCHED_OP_BATCH_NEXT), as Megatron's
+ * send_forward_recv_backward does. The compute order is unchanged.
+ * psched_validate() checks the result under rendezvous semantics.
+ * @param schedule a valid compute schedule (no comm ops).
+ * @param plan costs used to order comm ops (NULL: the schedule's own).
+ * @param[out] lowered new schedule owned by the caller.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_EINVALID / ::PSCHED_EDEADLOCK
+ *         (the input is not a valid compute schedule), ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_lower_comm(const psched_schedule *schedule,
+                                           const psched_plan *plan,
+                                           psched_schedule **lowered);
 
 /** @} */
 

@@ -45,6 +45,11 @@ psched_status psched_export(const psched_schedule *schedule, const psched_report
         return psched__export_ascii(schedule, report, flags, text, length);
     case PSCHED_FORMAT_JSON:
         return psched__export_json(schedule, report, text, length);
+    case PSCHED_FORMAT_CSV_COMMS: /* the same writer: comm ops print as SEND_F etc. */
+        return psched__export_csv(schedule, text, length);
+    case PSCHED_FORMAT_CHROME:
+    case PSCHED_FORMAT_SVG:
+        break;
     }
     return psched_fail(PSCHED_EINVAL, "psched_export: unknown format %d (csv 0, ascii 1, json 2)",
                        (int)format);

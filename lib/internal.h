@@ -137,6 +137,16 @@ PSCHED_INTERNAL int psched__op_text(const psched_op *op, char *buf, size_t size)
 PSCHED_INTERNAL psched_status psched__execute(const psched_schedule *s, const psched_plan *costs,
                                               double *start, double *end);
 
+/* Same contract as psched__execute for a lowered schedule (one with comm
+ * ops): rendezvous point-to-point semantics, batched groups posted
+ * together; compute ops keep their DESIGN §2 dependencies. Lives in
+ * lib/rendezvous.c. */
+PSCHED_INTERNAL psched_status psched__execute_rendezvous(const psched_schedule *s,
+                                                         const psched_plan *costs,
+                                                         double *start, double *end);
+/* True when any op of the schedule is a SEND/RECV. */
+PSCHED_INTERNAL bool psched__has_comm_ops(const psched_schedule *s);
+
 struct psched_report {
     uint32_t devices;
     double makespan, span, bubble_ratio, peak_memory_M;

@@ -44,7 +44,8 @@ static double mem_delta(const psched_plan *costs, const psched_op *o)
     case PSCHED_OP_F: return m.f;
     case PSCHED_OP_B: return m.b;
     case PSCHED_OP_W: return m.w;
-    default: return m.b + m.w;
+    case PSCHED_OP_BW: return m.b + m.w;
+    default: return 0; /* comm ops hold no activations */
     }
 }
 
