@@ -221,7 +221,9 @@ def load():
             tried = []
             for path, source in _candidates():
                 try:
-                    lib = ctypes.CDLL(path)
+                    # Global symbols: a plug-in built as a module that leaves
+                    # psched_* undefined resolves them against this copy.
+                    lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
                 except OSError as e:
                     tried.append(f"{path} ({source}): {e}")
                     if source == "PIPESCHED_LIBRARY":
@@ -231,8 +233,6 @@ def load():
                 _loaded_path = path
                 _loaded = lib
                 break
-            else:
-                tried = tried or ["nothing found"]
             if _loaded is None:
                 raise LibraryNotFound("cannot load libpipesched; tried " + "; ".join(tried) +
                                       ". Set PIPESCHED_LIBRARY to the library's path.")

@@ -1,0 +1,499 @@
+/*
+ * pipesched.hpp — header-only C++17 wrapper over the C API in pipesched.h.
+ *
+ * Every handle is owned by exactly one object (move-only, freed by the
+ * destructor); every failing C call becomes a pipesched::Error carrying the
+ * status code and the library's message. Nothing here adds behaviour: the
+ * C header remains the manual for what each call does.
+ *
+ *     pipesched::Plan plan(4, 8);
+ *     plan.cost(1, 1, 1).comm(0.1);
+ *     auto schedule = pipesched::generate(plan, "zb-h1");
+ *     schedule.validate();
+ *     for (const psched_op &op : schedule.ops(0)) ...
+ *     double span = schedule.simulate().span();
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef PIPESCHED_HPP
+#define PIPESCHED_HPP
+
+#include <pipesched.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace pipesched {
+
+/** A failed library call: status() is the C status code, what() the
+ *  library's message (psched_last_error() at the time of the failure). */
+class Error : public std::runtime_error {
+public:
+    Error(psched_status status, const std::string &message)
+        : std::runtime_error(message), status_(status)
+    {
+    }
+
+    psched_status status() const noexcept { return status_; }
+    /** e.g. "PSCHED_EINVAL". */
+    const char *status_name() const noexcept { return psched_status_str(status_); }
+
+private:
+    psched_status status_;
+};
+
+namespace detail {
+
+/* The message is thread-local and overwritten by the next failing call, so
+ * it is copied before anything else can run. */
+inline void check(psched_status status)
+{
+    if (status != PSCHED_OK)
+        throw Error(status, psched_last_error());
+}
+
+/* A moved-from wrapper holds NULL; using it is a caller bug reported as an
+ * exception rather than handed to the C library. */
+template <typename T> T *require(T *handle, const char *what)
+{
+    if (!handle)
+        throw Error(PSCHED_EINVAL, std::string("use of an empty (moved-from) pipesched::") + what);
+    return handle;
+}
+
+struct PlanDeleter {
+    void operator()(psched_plan *p) const noexcept { psched_plan_destroy(p); }
+};
+struct ScheduleDeleter {
+    void operator()(psched_schedule *s) const noexcept { psched_schedule_destroy(s); }
+};
+struct ReportDeleter {
+    void operator()(psched_report *r) const noexcept { psched_report_destroy(r); }
+};
+struct FreeDeleter {
+    void operator()(char *p) const noexcept { psched_free(p); }
+};
+
+} // namespace detail
+
+/** The library version, "MAJOR.MINOR.PATCH". */
+inline std::string version() { return psched_version(); }
+
+/** Values of one stage for F, B and W: costs or memory deltas. */
+struct KindValues {
+    double f;
+    double b;
+    double w;
+};
+
+/** Owner of a psched_plan. Setters mirror psched_plan_set_* and chain:
+ *  `Plan(4, 8).cost(1, 2, 1).comm(0.5)`. */
+class Plan {
+public:
+    /** The C defaults: p = 1, m = 1, v = 0, unit costs. */
+    Plan()
+    {
+        psched_plan *p = nullptr;
+        detail::check(psched_plan_create(&p));
+        handle_.reset(p);
+    }
+
+    Plan(std::uint32_t devices, std::uint32_t microbatches, std::uint32_t chunks = 0) : Plan()
+    {
+        this->devices(devices).microbatches(microbatches).chunks(chunks);
+    }
+
+    /** Take ownership of a plan from the C API. */
+    static Plan adopt(psched_plan *plan) noexcept { return Plan(plan); }
+
+    Plan(const Plan &) = delete;
+    Plan &operator=(const Plan &) = delete;
+    Plan(Plan &&) noexcept = default;
+    Plan &operator=(Plan &&) noexcept = default;
+    ~Plan() = default;
+
+    /** Deep copy (copying is explicit because it allocates). */
+    Plan clone() const
+    {
+        psched_plan *p = nullptr;
+        detail::check(psched_plan_clone(get_checked(), &p));
+        return Plan(p);
+    }
+
+    /* Setters: the lvalue form returns *this, the rvalue form moves it on so
+     * a temporary can be configured and stored in one expression. */
+    Plan &devices(std::uint32_t n) & { return set(psched_plan_set_devices(raw(), n)); }
+    Plan &&devices(std::uint32_t n) && { return std::move(devices(n)); }
+    Plan &microbatches(std::uint32_t n) & { return set(psched_plan_set_microbatches(raw(), n)); }
+    Plan &&microbatches(std::uint32_t n) && { return std::move(microbatches(n)); }
+    Plan &chunks(std::uint32_t n) & { return set(psched_plan_set_chunks(raw(), n)); }
+    Plan &&chunks(std::uint32_t n) && { return std::move(chunks(n)); }
+    Plan &chains(std::uint32_t n) & { return set(psched_plan_set_chains(raw(), n)); }
+    Plan &&chains(std::uint32_t n) && { return std::move(chains(n)); }
+    Plan &placement(psched_placement kind) & { return set(psched_plan_set_placement(raw(), kind)); }
+    Plan &&placement(psched_placement kind) && { return std::move(placement(kind)); }
+    Plan &stage_device(std::uint32_t stage, std::uint32_t device) &
+    {
+        return set(psched_plan_set_stage_device(raw(), stage, device));
+    }
+    Plan &&stage_device(std::uint32_t stage, std::uint32_t device) &&
+    {
+        return std::move(stage_device(stage, device));
+    }
+    Plan &cost(double f, double b, double w) & { return set(psched_plan_set_cost(raw(), f, b, w)); }
+    Plan &&cost(double f, double b, double w) && { return std::move(cost(f, b, w)); }
+    Plan &stage_cost(std::uint32_t stage, double f, double b, double w) &
+    {
+        return set(psched_plan_set_stage_cost(raw(), stage, f, b, w));
+    }
+    Plan &&stage_cost(std::uint32_t stage, double f, double b, double w) &&
+    {
+        return std::move(stage_cost(stage, f, b, w));
+    }
+    Plan &mem(double f, double b, double w) & { return set(psched_plan_set_mem(raw(), f, b, w)); }
+    Plan &&mem(double f, double b, double w) && { return std::move(mem(f, b, w)); }
+    Plan &stage_mem(std::uint32_t stage, double f, double b, double w) &
+    {
+        return set(psched_plan_set_stage_mem(raw(), stage, f, b, w));
+    }
+    Plan &&stage_mem(std::uint32_t stage, double f, double b, double w) &&
+    {
+        return std::move(stage_mem(stage, f, b, w));
+    }
+    Plan &comm(double latency) & { return set(psched_plan_set_comm(raw(), latency)); }
+    Plan &&comm(double latency) && { return std::move(comm(latency)); }
+    Plan &memory_limit(double limit) & { return set(psched_plan_set_memory_limit(raw(), limit)); }
+    Plan &&memory_limit(double limit) && { return std::move(memory_limit(limit)); }
+    Plan &option(const std::string &key, std::int64_t value) &
+    {
+        return set(psched_plan_set_option(raw(), key.c_str(), value));
+    }
+    Plan &&option(const std::string &key, std::int64_t value) &&
+    {
+        return std::move(option(key, value));
+    }
+
+    std::uint32_t devices() const { return psched_plan_devices(get_checked()); }
+    std::uint32_t microbatches() const { return psched_plan_microbatches(get_checked()); }
+    std::uint32_t chunks() const { return psched_plan_chunks(get_checked()); }
+    std::uint32_t chains() const { return psched_plan_chains(get_checked()); }
+    std::uint32_t stages() const { return psched_plan_stages(get_checked()); }
+    psched_placement placement() const { return psched_plan_placement(get_checked()); }
+    /** UINT32_MAX when out of range or while the placement is auto. */
+    std::uint32_t stage_device(std::uint32_t stage) const
+    {
+        return psched_plan_stage_device(get_checked(), stage);
+    }
+    /** UINT32_MAX when out of range. */
+    std::uint32_t stage_chunk(std::uint32_t stage) const
+    {
+        return psched_plan_stage_chunk(get_checked(), stage);
+    }
+    /** UINT32_MAX when out of range. */
+    std::uint32_t device_stage(std::uint32_t device, std::uint32_t chunk) const
+    {
+        return psched_plan_device_stage(get_checked(), device, chunk);
+    }
+    double comm() const { return psched_plan_comm(get_checked()); }
+    /** INFINITY when unlimited. */
+    double memory_limit() const { return psched_plan_memory_limit(get_checked()); }
+    KindValues stage_cost(std::uint32_t stage) const
+    {
+        KindValues v{};
+        detail::check(psched_plan_stage_cost(get_checked(), stage, &v.f, &v.b, &v.w));
+        return v;
+    }
+    KindValues stage_mem(std::uint32_t stage) const
+    {
+        KindValues v{};
+        detail::check(psched_plan_stage_mem(get_checked(), stage, &v.f, &v.b, &v.w));
+        return v;
+    }
+    /** The option's value, or nullopt when it was never set. */
+    std::optional<std::int64_t> option(const std::string &key) const
+    {
+        std::int64_t value = 0;
+        psched_status st = psched_plan_get_option(get_checked(), key.c_str(), &value);
+        if (st == PSCHED_ENOTFOUND)
+            return std::nullopt;
+        detail::check(st);
+        return value;
+    }
+
+    /** The C handle (NULL after a move); still owned by this object. */
+    psched_plan *get() noexcept { return handle_.get(); }
+    const psched_plan *get() const noexcept { return handle_.get(); }
+    /** Give up ownership; the caller destroys the result. */
+    psched_plan *release() noexcept { return handle_.release(); }
+    explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+private:
+    explicit Plan(psched_plan *plan) noexcept : handle_(plan) {}
+
+    psched_plan *raw() { return detail::require(handle_.get(), "Plan"); }
+    const psched_plan *get_checked() const { return detail::require(handle_.get(), "Plan"); }
+    Plan &set(psched_status status)
+    {
+        detail::check(status);
+        return *this;
+    }
+
+    std::unique_ptr<psched_plan, detail::PlanDeleter> handle_;
+};
+
+/** Owner of a psched_report: the simulated times and memory of a schedule. */
+class Report {
+public:
+    Report(const Report &) = delete;
+    Report &operator=(const Report &) = delete;
+    Report(Report &&) noexcept = default;
+    Report &operator=(Report &&) noexcept = default;
+    ~Report() = default;
+
+    double makespan() const { return psched_report_makespan(get_checked()); }
+    /** Max over devices of last end − first start (the ZB papers' figure). */
+    double span() const { return psched_report_span(get_checked()); }
+    double bubble_ratio() const { return psched_report_bubble_ratio(get_checked()); }
+    /** Peak memory in the papers' unit M (NaN when Σ mem_F is 0). */
+    double peak_memory_M() const { return psched_report_peak_memory_M(get_checked()); }
+    std::uint32_t devices() const { return psched_report_devices(get_checked()); }
+
+    double busy(std::uint32_t device) const { return figures(device).busy; }
+    double idle(std::uint32_t device) const { return figures(device).idle; }
+    double peak_memory(std::uint32_t device) const { return figures(device).peak; }
+
+    /** (start, end) of every op of @p device in list order. */
+    std::vector<std::pair<double, double>> op_times(std::uint32_t device) const
+    {
+        /* An out-of-range device gets n = 0 and the library's own error. */
+        std::size_t n = device < op_counts_.size() ? op_counts_[device] : 0;
+        std::vector<double> start(n), end(n);
+        detail::check(
+            psched_report_op_times(get_checked(), device, 0, n, start.data(), end.data()));
+        std::vector<std::pair<double, double>> times;
+        times.reserve(n);
+        for (std::size_t i = 0; i < n; i++)
+            times.emplace_back(start[i], end[i]);
+        return times;
+    }
+
+    psched_report *get() noexcept { return handle_.get(); }
+    const psched_report *get() const noexcept { return handle_.get(); }
+    explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+private:
+    friend class Schedule;
+
+    /* The C report has no op counts; the schedule that produced it supplies
+     * them so op_times() can size its result. */
+    Report(psched_report *report, std::vector<std::size_t> op_counts) noexcept
+        : handle_(report), op_counts_(std::move(op_counts))
+    {
+    }
+
+    struct Figures {
+        double busy, idle, peak;
+    };
+    Figures figures(std::uint32_t device) const
+    {
+        Figures f{};
+        detail::check(psched_report_device(get_checked(), device, &f.busy, &f.idle, &f.peak));
+        return f;
+    }
+    const psched_report *get_checked() const { return detail::require(handle_.get(), "Report"); }
+
+    std::unique_ptr<psched_report, detail::ReportDeleter> handle_;
+    std::vector<std::size_t> op_counts_;
+};
+
+/** Owner of a psched_schedule: p op lists and the resolved plan. */
+class Schedule {
+public:
+    /** Run the generator @p name on @p plan (psched_generate()). */
+    static Schedule generate(const Plan &plan, const std::string &name)
+    {
+        psched_schedule *s = nullptr;
+        detail::check(psched_generate(detail::require(plan.get(), "Plan"), name.c_str(), &s));
+        return Schedule(s);
+    }
+
+    /** Import a PyTorch compute_only CSV (psched_import_csv()); @p plan, when
+     *  given, fixes the shape and costs. */
+    static Schedule from_csv(std::string_view text, const Plan *plan = nullptr)
+    {
+        const psched_plan *p = plan ? detail::require(plan->get(), "Plan") : nullptr;
+        psched_schedule *s = nullptr;
+        detail::check(psched_import_csv(text.data(), text.size(), p, &s));
+        return Schedule(s);
+    }
+
+    /** Take ownership of a schedule from the C API. */
+    static Schedule adopt(psched_schedule *schedule) noexcept { return Schedule(schedule); }
+
+    Schedule(const Schedule &) = delete;
+    Schedule &operator=(const Schedule &) = delete;
+    Schedule(Schedule &&) noexcept = default;
+    Schedule &operator=(Schedule &&) noexcept = default;
+    ~Schedule() = default;
+
+    std::uint32_t devices() const { return psched_schedule_devices(get_checked()); }
+    /** The generator's name, or "csv" for an imported schedule. */
+    std::string name() const { return psched_schedule_name(get_checked()); }
+    std::size_t op_count(std::uint32_t device) const
+    {
+        return psched_schedule_op_count(get_checked(), device);
+    }
+    std::size_t total_ops() const { return psched_schedule_total_ops(get_checked()); }
+    /** A copy of the resolved plan (chunks, placement and chains filled in). */
+    Plan plan() const
+    {
+        psched_plan *p = nullptr;
+        detail::check(psched_plan_clone(psched_schedule_plan(get_checked()), &p));
+        return Plan::adopt(p);
+    }
+
+    /** The ops of @p device in execution order, copied out. */
+    std::vector<psched_op> ops(std::uint32_t device) const
+    {
+        const psched_schedule *s = get_checked();
+        /* op_count is 0 for an out-of-range device, which the copy rejects. */
+        std::vector<psched_op> out(psched_schedule_op_count(s, device));
+        detail::check(psched_schedule_ops(s, device, 0, out.size(), out.data(), sizeof(psched_op)));
+        return out;
+    }
+
+    /** Throws Error (PSCHED_EINVALID, PSCHED_EDEADLOCK) naming the first
+     *  broken rule. */
+    void validate() const { detail::check(psched_validate(get_checked())); }
+
+    /** Simulate with the schedule's own costs, or those of @p costs. */
+    Report simulate(const Plan *costs = nullptr) const
+    {
+        const psched_schedule *s = get_checked();
+        const psched_plan *c = costs ? detail::require(costs->get(), "Plan") : nullptr;
+        std::vector<std::size_t> counts(psched_schedule_devices(s));
+        for (std::uint32_t d = 0; d < counts.size(); d++)
+            counts[d] = psched_schedule_op_count(s, d);
+        psched_report *r = nullptr;
+        detail::check(psched_simulate(s, c, &r));
+        return Report(r, std::move(counts));
+    }
+
+    /** XXH3-64 of plan shape and op lists; equal across ranks and platforms. */
+    std::uint64_t hash() const
+    {
+        std::uint64_t h = 0;
+        detail::check(psched_schedule_hash(get_checked(), &h));
+        return h;
+    }
+
+    /** Insert the SEND/RECV ops a rendezvous runtime needs
+     *  (psched_lower_comm()); @p costs orders them (NULL: own costs). */
+    Schedule lower(const Plan *costs = nullptr) const
+    {
+        const psched_plan *c = costs ? detail::require(costs->get(), "Plan") : nullptr;
+        psched_schedule *s = nullptr;
+        detail::check(psched_lower_comm(get_checked(), c, &s));
+        return Schedule(s);
+    }
+
+    /** Any format of psched_export(); @p report supplies times where the
+     *  format shows them. */
+    std::string render(psched_format format, const Report *report = nullptr,
+                       std::uint32_t flags = 0) const
+    {
+        const psched_report *r = report ? detail::require(report->get(), "Report") : nullptr;
+        char *text = nullptr;
+        std::size_t length = 0;
+        detail::check(psched_export(get_checked(), r, format, flags, &text, &length));
+        std::unique_ptr<char, detail::FreeDeleter> owned(text);
+        return std::string(owned.get(), length);
+    }
+    std::string to_csv() const { return render(PSCHED_FORMAT_CSV); }
+    std::string to_csv_comms() const { return render(PSCHED_FORMAT_CSV_COMMS); }
+    std::string to_ascii(const Report *report = nullptr, bool color = false) const
+    {
+        return render(PSCHED_FORMAT_ASCII, report, color ? PSCHED_EXPORT_COLOR : 0u);
+    }
+    std::string to_json(const Report *report = nullptr) const
+    {
+        return render(PSCHED_FORMAT_JSON, report);
+    }
+    std::string to_chrome(const Report &report) const
+    {
+        return render(PSCHED_FORMAT_CHROME, &report);
+    }
+    std::string to_svg(const Report &report) const { return render(PSCHED_FORMAT_SVG, &report); }
+
+    psched_schedule *get() noexcept { return handle_.get(); }
+    const psched_schedule *get() const noexcept { return handle_.get(); }
+    /** Give up ownership; the caller destroys the result. */
+    psched_schedule *release() noexcept { return handle_.release(); }
+    explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+private:
+    explicit Schedule(psched_schedule *schedule) noexcept : handle_(schedule) {}
+
+    const psched_schedule *get_checked() const
+    {
+        return detail::require(handle_.get(), "Schedule");
+    }
+
+    std::unique_ptr<psched_schedule, detail::ScheduleDeleter> handle_;
+};
+
+/** Schedule::generate(plan, name). */
+inline Schedule generate(const Plan &plan, const std::string &name)
+{
+    return Schedule::generate(plan, name);
+}
+
+/** Schedule::from_csv(text, plan). */
+inline Schedule from_csv(std::string_view text, const Plan *plan = nullptr)
+{
+    return Schedule::from_csv(text, plan);
+}
+
+/** A registered generator's descriptor, copied. */
+struct GeneratorInfo {
+    std::string name;
+    std::string description;
+    std::string constraints;
+    psched_placement placement;
+    std::uint32_t default_chunks;
+    std::uint32_t chains;
+};
+
+/** Every registered generator, built-ins first. */
+inline std::vector<GeneratorInfo> generators()
+{
+    std::vector<GeneratorInfo> out;
+    std::size_t n = psched_generator_count();
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; i++) {
+        const psched_generator *g = psched_generator_at(i);
+        if (!g) /* the table only grows, so this cannot happen; never dereference NULL */
+            break;
+        out.push_back({g->name, g->description ? g->description : "",
+                       g->constraints ? g->constraints : "", g->placement, g->default_chunks,
+                       g->chains});
+    }
+    return out;
+}
+
+/** Load a plug-in shared object and register its generators. */
+inline void load_plugin(const std::string &path)
+{
+    detail::check(psched_plugin_load(path.c_str()));
+}
+
+} // namespace pipesched
+
+#endif /* PIPESCHED_HPP */

@@ -1,0 +1,162 @@
+/*
+ * Chrome / Perfetto Trace Event Format export (the JSON object form), for
+ * chrome://tracing, ui.perfetto.dev and speedscope.
+ *
+ *   {"displayTimeUnit": "ms",
+ *    "otherData": {"schedule", "devices", "microbatches", "chunks", "chains",
+ *                  "us_per_cost_unit", "makespan", "bubble_ratio"},
+ *    "traceEvents": [
+ *     {"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": <schedule>}},
+ *     {"name": "thread_name", "ph": "M", "pid": 0, "tid": d, "args": {"name": "device d"}},
+ *     {"name": "thread_sort_index", "ph": "M", "pid": 0, "tid": d, "args": {"sort_index": d}},
+ *     {"name": "3I2", "cat": "B", "ph": "X", "ts": 4000, "dur": 2000, "pid": 0, "tid": d,
+ *      "args": {"stage": 3, "microbatch": 2, "chunk": 1}},
+ *     ...]}
+ *
+ * The whole run is one process (pid 0) with one thread per device (tid =
+ * device), so every device is one track. Every compute op is one complete
+ * ("X") event at its simulated time: `name` is its PyTorch action text,
+ * `cat` its pipesched kind (F, B, W, BW). Both ops of an overlapped pair are
+ * events with the pair's times and `"overlapped": true` in args; the viewers
+ * nest two equal intervals on one track. A comm op (SEND_F, RECV_F, SEND_B,
+ * RECV_B) that takes time is an X event too; one that takes no time is a
+ * thread-scoped instant ("i") event, so the X events of an unlowered
+ * schedule are exactly its compute ops.
+ *
+ * Times: the trace's unit is the microsecond and the cost model's unit is
+ * whatever the plan's costs are in (usually milliseconds of a layer), so
+ * one cost unit is written as CHROME_US_PER_UNIT = 1000 µs: a unit-cost op
+ * shows as 1 ms, and costs given in milliseconds show at their real length.
+ * Numbers use "%.15g": exact for the integers of unit-cost schedules and
+ * free of binary noise (0.1 × 1000 prints as 100).
+ */
+#include "formats.h"
+
+#include <math.h>
+
+#define CHROME_US_PER_UNIT 1000.0
+
+static void put_num(psched_buf *b, double x)
+{
+    if (isfinite(x))
+        psched__buf_printf(b, "%.15g", x == 0 ? 0.0 : x); /* no "-0" */
+    else
+        psched__buf_puts(b, "null");
+}
+
+static void put_str(psched_buf *b, const char *s)
+{
+    psched__buf_append(b, "\"", 1);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            char esc[2] = {'\\', (char)ch};
+            psched__buf_append(b, esc, 2);
+        } else if (ch < 0x20) {
+            psched__buf_printf(b, "\\u%04x", ch);
+        } else {
+            psched__buf_append(b, s, 1);
+        }
+    }
+    psched__buf_append(b, "\"", 1);
+}
+
+static const char *kind_name(uint8_t kind)
+{
+    static const char *const names[] = {"F",      "B",      "W",      "BW",
+                                        "SEND_F", "RECV_F", "SEND_B", "RECV_B"};
+    return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+}
+
+static void put_header(psched_buf *b, const psched_schedule *s, const psched_report *r)
+{
+    const psched_plan *plan = s->plan;
+    psched__buf_puts(b, "{\"displayTimeUnit\": \"ms\",\n \"otherData\": {\"schedule\": ");
+    put_str(b, s->name);
+    psched__buf_printf(b, ", \"devices\": %u, \"microbatches\": %u, \"chunks\": %u, "
+                       "\"chains\": %u, \"us_per_cost_unit\": ",
+                       plan->devices, plan->microbatches, plan->chunks, plan->chains);
+    put_num(b, CHROME_US_PER_UNIT);
+    psched__buf_puts(b, ", \"makespan\": ");
+    put_num(b, psched_report_makespan(r));
+    psched__buf_puts(b, ", \"bubble_ratio\": ");
+    put_num(b, psched_report_bubble_ratio(r));
+    psched__buf_puts(b, "},\n \"traceEvents\": [\n  {\"name\": \"process_name\", \"ph\": \"M\", "
+                        "\"pid\": 0, \"tid\": 0, \"args\": {\"name\": ");
+    put_str(b, s->name);
+    psched__buf_puts(b, "}}");
+    for (uint32_t d = 0; d < s->devices; d++)
+        psched__buf_printf(b, ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, "
+                           "\"tid\": %u, \"args\": {\"name\": \"device %u\"}},\n"
+                           "  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 0, "
+                           "\"tid\": %u, \"args\": {\"sort_index\": %u}}",
+                           d, d, d, d);
+}
+
+static void put_event(psched_buf *b, const psched_op *op, uint32_t device, double start,
+                      double end, bool overlapped)
+{
+    char name[48];
+    psched__op_text(op, name, sizeof name);
+    bool instant = op->kind > PSCHED_OP_BW && !(end > start);
+    psched__buf_printf(b, ",\n  {\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"%s\", \"ts\": ",
+                       name, kind_name(op->kind), instant ? "i" : "X");
+    put_num(b, start * CHROME_US_PER_UNIT);
+    if (instant) {
+        psched__buf_puts(b, ", \"s\": \"t\"");
+    } else {
+        psched__buf_puts(b, ", \"dur\": ");
+        put_num(b, (end - start) * CHROME_US_PER_UNIT);
+    }
+    psched__buf_printf(b, ", \"pid\": 0, \"tid\": %u, \"args\": {\"stage\": %u, "
+                       "\"microbatch\": %u, \"chunk\": %u%s}}",
+                       device, op->stage, op->microbatch, (unsigned)op->chunk,
+                       overlapped ? ", \"overlapped\": true" : "");
+}
+
+static psched_status put_device(psched_buf *b, const psched_schedule *s, const psched_report *r,
+                                uint32_t d)
+{
+    size_t first = s->offset[d], n = s->offset[d + 1] - first;
+    for (size_t i = 0; i < n; i++) {
+        double start, end;
+        psched_status st = psched_report_op_times(r, d, i, 1, &start, &end);
+        if (st != PSCHED_OK)
+            return st;
+        const psched_op *op = &s->ops[first + i];
+        bool overlapped = (op->flags & PSCHED_OP_OVERLAP_NEXT) ||
+                          (i > 0 && (s->ops[first + i - 1].flags & PSCHED_OP_OVERLAP_NEXT));
+        put_event(b, op, d, start, end, overlapped);
+    }
+    return PSCHED_OK;
+}
+
+static psched_status render(const psched_schedule *s, const psched_report *r, char **text,
+                            size_t *length)
+{
+    psched_buf b = {0};
+    psched_status st = PSCHED_OK;
+    put_header(&b, s, r);
+    for (uint32_t d = 0; d < s->devices && st == PSCHED_OK; d++)
+        st = put_device(&b, s, r, d);
+    if (st != PSCHED_OK) {
+        psched__dealloc(b.data);
+        return st;
+    }
+    psched__buf_puts(&b, "\n ]}\n");
+    return psched__buf_finish(&b, text, length);
+}
+
+psched_status psched__export_chrome(const psched_schedule *s, const psched_report *report,
+                                    char **text, size_t *length)
+{
+    if (report)
+        return render(s, report, text, length);
+    psched_report *own = NULL;
+    psched_status st = psched_simulate(s, NULL, &own);
+    if (st != PSCHED_OK)
+        return st;
+    st = render(s, own, text, length);
+    psched_report_destroy(own);
+    return st;
+}

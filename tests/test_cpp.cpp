@@ -1,0 +1,287 @@
+/* The C++17 wrapper, used the way a training framework's runtime uses it:
+ * only pipesched.hpp, linked against the shared library, built with
+ * -Wall -Wextra -Werror. Expected values are closed forms with unit costs,
+ * hand-derived orders and the shared reference README's worked examples. */
+#include <pipesched.hpp>
+
+#include "testutil.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+/* Runs fn, which must throw pipesched::Error with @p status; returns what(). */
+template <typename Fn> std::string expect_error(psched_status status, Fn &&fn, int line)
+{
+    try {
+        fn();
+    } catch (const pipesched::Error &e) {
+        if (e.status() != status) {
+            fprintf(stderr, "%s:%d: expected %s, got %s: %s\n", __FILE__, line,
+                    psched_status_str(status), e.status_name(), e.what());
+            tu_failed_checks++;
+        }
+        return e.what();
+    }
+    fprintf(stderr, "%s:%d: expected %s, nothing was thrown\n", __FILE__, line,
+            psched_status_str(status));
+    tu_failed_checks++;
+    return "";
+}
+#define EXPECT_ERROR(status, body) expect_error(status, [&] { body; }, __LINE__)
+
+/* CHECK_STR on a temporary std::string's c_str() would read freed memory. */
+void check_string(const std::string &got, const std::string &want, const char *expr, int line)
+{
+    if (got != want) {
+        fprintf(stderr, "%s:%d: %s: got \"%s\", expected \"%s\"\n", __FILE__, line, expr,
+                got.c_str(), want.c_str());
+        tu_failed_checks++;
+    }
+}
+#define CHECK_STRING(a, b) check_string((a), (b), #a, __LINE__)
+
+struct Expected {
+    psched_op_kind kind;
+    uint32_t microbatch;
+};
+
+void check_ops(const std::vector<psched_op> &ops, uint32_t stage,
+               const std::vector<Expected> &want)
+{
+    CHECK_EQ_INT(ops.size(), want.size());
+    for (size_t i = 0; i < ops.size() && i < want.size(); i++) {
+        CHECK_EQ_INT(ops[i].stage, stage);
+        CHECK_EQ_INT(ops[i].kind, want[i].kind);
+        CHECK_EQ_INT(ops[i].microbatch, want[i].microbatch);
+        CHECK_EQ_INT(ops[i].chunk, 0);
+        CHECK_EQ_INT(ops[i].flags, 0);
+    }
+}
+
+/* 1F1B with t_F = 1 and t_BW = t_B + t_W = 2: the pipeline fills and drains
+ * once, (m + p - 1) · 3 = 33. Device d holds the forwards in flight below it,
+ * min(m, p - d) activations at most. */
+void test_1f1b_span_is_33_and_device_d_peaks_at_p_minus_d()
+{
+    pipesched::Plan plan(4, 8);
+    pipesched::Schedule s = pipesched::generate(plan, "1f1b");
+    CHECK_STRING(s.name(), "1f1b");
+    CHECK_EQ_INT(s.devices(), 4);
+    CHECK_EQ_INT(s.total_ops(), 64);
+    s.validate();
+    pipesched::Report r = s.simulate();
+    CHECK_EQ_DBL(r.span(), 33);
+    CHECK_EQ_DBL(r.makespan(), 33);
+    CHECK_EQ_INT(r.devices(), 4);
+    for (uint32_t d = 0; d < 4; d++) {
+        CHECK_EQ_DBL(r.peak_memory(d), 4 - d);
+        CHECK_EQ_DBL(r.busy(d), 8 * 3);
+        CHECK_EQ_DBL(r.idle(d), 33 - 8 * 3);
+    }
+    /* the papers' M: peak 4 over Σ mem_F = 4 stages · 1 */
+    CHECK_EQ_DBL(r.peak_memory_M(), 1);
+    CHECK_EQ_DBL(r.bubble_ratio(), 1.0 - 4.0 * 24 / (4 * 33));
+    /* The last device starts when three upstream forwards are done and never
+     * waits again until its own chain ends: F at 3, BW at [4, 6), ... */
+    std::vector<std::pair<double, double>> t = r.op_times(3);
+    CHECK_EQ_INT(t.size(), 16);
+    if (t.size() == 16) {
+        CHECK_EQ_DBL(t[0].first, 3);
+        CHECK_EQ_DBL(t[0].second, 4);
+        CHECK_EQ_DBL(t[1].first, 4);
+        CHECK_EQ_DBL(t[1].second, 6);
+    }
+    EXPECT_ERROR(PSCHED_EINVAL, r.op_times(4));
+    EXPECT_ERROR(PSCHED_EINVAL, r.busy(4));
+}
+
+/* Device p-1 warms up with p-d-1 = 0 forwards: F0, BW0, F1, BW1, ... */
+void test_1f1b_last_device_alternates_f_and_bw()
+{
+    pipesched::Schedule s = pipesched::generate(pipesched::Plan(4, 8), "1f1b");
+    std::vector<Expected> want;
+    for (uint32_t mb = 0; mb < 8; mb++) {
+        want.push_back({PSCHED_OP_F, mb});
+        want.push_back({PSCHED_OP_BW, mb});
+    }
+    std::vector<psched_op> ops = s.ops(3);
+    check_ops(ops, 3, want);
+    /* the range is iterable like any container */
+    size_t forwards = 0;
+    for (const psched_op &op : s.ops(0))
+        forwards += op.kind == PSCHED_OP_F;
+    CHECK_EQ_INT(forwards, 8);
+    EXPECT_ERROR(PSCHED_EINVAL, s.ops(4));
+}
+
+/* reference/README.md, ZB-H1 p=4 m=8, S3:
+ * F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7 */
+void test_zb_h1_last_stage_matches_the_paper()
+{
+    pipesched::Schedule s = pipesched::Schedule::generate(pipesched::Plan(4, 8), "zb-h1");
+    const psched_op_kind F = PSCHED_OP_F, B = PSCHED_OP_B, W = PSCHED_OP_W;
+    check_ops(s.ops(3), 3,
+              {{F, 0}, {B, 0}, {F, 1}, {B, 1}, {F, 2}, {B, 2}, {F, 3}, {B, 3},
+               {W, 0}, {F, 4}, {B, 4}, {W, 1}, {F, 5}, {B, 5}, {W, 2}, {F, 6},
+               {B, 6}, {W, 3}, {F, 7}, {B, 7}, {W, 4}, {W, 5}, {W, 6}, {W, 7}});
+}
+
+void test_bad_devices_throws_einval_naming_the_value()
+{
+    std::string msg = EXPECT_ERROR(PSCHED_EINVAL, pipesched::Plan(0, 8));
+    CHECK_CONTAINS(msg.c_str(), "devices (0)");
+    pipesched::Plan plan;
+    msg = EXPECT_ERROR(PSCHED_EINVAL, plan.cost(-1, 1, 1));
+    CHECK(!msg.empty());
+}
+
+void test_unknown_schedule_throws_enotfound()
+{
+    pipesched::Plan plan(4, 8);
+    std::string msg = EXPECT_ERROR(PSCHED_ENOTFOUND, pipesched::generate(plan, "no-such"));
+    CHECK_CONTAINS(msg.c_str(), "no-such");
+}
+
+void test_moved_from_objects_are_safe_to_destroy_and_refuse_use()
+{
+    pipesched::Plan a(2, 4);
+    pipesched::Plan b(std::move(a));
+    CHECK(!a);
+    CHECK(static_cast<bool>(b));
+    CHECK_EQ_INT(b.devices(), 2);
+    std::string msg = EXPECT_ERROR(PSCHED_EINVAL, a.devices());
+    CHECK_CONTAINS(msg.c_str(), "moved-from");
+    EXPECT_ERROR(PSCHED_EINVAL, pipesched::generate(a, "1f1b"));
+
+    pipesched::Schedule s1 = pipesched::generate(b, "gpipe");
+    pipesched::Schedule s2 = std::move(s1);
+    CHECK(!s1);
+    EXPECT_ERROR(PSCHED_EINVAL, s1.hash());
+    pipesched::Report r1 = s2.simulate();
+    pipesched::Report r2(std::move(r1));
+    CHECK(!r1);
+    EXPECT_ERROR(PSCHED_EINVAL, r1.span());
+    CHECK(r2.span() > 0);
+
+    /* move-assignment releases the target's old handle */
+    pipesched::Plan c(3, 3);
+    c = std::move(b);
+    CHECK_EQ_INT(c.devices(), 2);
+    s2 = pipesched::generate(c, "1f1b");
+    CHECK_STRING(s2.name(), "1f1b");
+}
+
+void test_plan_setters_chain_and_read_back()
+{
+    pipesched::Plan plan = pipesched::Plan(2, 4, 2)
+                               .cost(3, 2, 1)
+                               .stage_cost(1, 5, 4, 3)
+                               .mem(2, 0, -2)
+                               .comm(0.5)
+                               .memory_limit(8)
+                               .option("group-size", 2);
+    CHECK_EQ_INT(plan.devices(), 2);
+    CHECK_EQ_INT(plan.microbatches(), 4);
+    CHECK_EQ_INT(plan.chunks(), 2);
+    CHECK_EQ_INT(plan.stages(), 4);
+    CHECK_EQ_DBL(plan.comm(), 0.5);
+    CHECK_EQ_DBL(plan.memory_limit(), 8);
+    pipesched::KindValues c0 = plan.stage_cost(0), c1 = plan.stage_cost(1);
+    CHECK_EQ_DBL(c0.f, 3);
+    CHECK_EQ_DBL(c0.b, 2);
+    CHECK_EQ_DBL(c0.w, 1);
+    CHECK_EQ_DBL(c1.f, 5);
+    CHECK_EQ_DBL(c1.w, 3);
+    CHECK_EQ_DBL(plan.stage_mem(3).w, -2);
+    CHECK(plan.option("group-size") == 2);
+    CHECK(!plan.option("absent").has_value());
+    EXPECT_ERROR(PSCHED_EINVAL, plan.stage_cost(4));
+    EXPECT_ERROR(PSCHED_EINVAL, plan.option("Bad Key", 1));
+
+    plan.placement(PSCHED_PLACEMENT_CUSTOM).stage_device(0, 1).stage_device(1, 0);
+    CHECK_EQ_INT(plan.placement(), PSCHED_PLACEMENT_CUSTOM);
+    CHECK_EQ_INT(plan.stage_device(0), 1);
+    CHECK_EQ_INT(plan.device_stage(0, 0), 1);
+
+    pipesched::Plan copy = plan.clone();
+    copy.devices(4);
+    CHECK_EQ_INT(copy.devices(), 4);
+    CHECK_EQ_INT(plan.devices(), 2);
+    pipesched::Plan dual;
+    dual.devices(2).microbatches(4).chains(2);
+    CHECK_EQ_INT(dual.chains(), 2);
+}
+
+/* A compute_only CSV export read back is the same schedule: same hash. */
+void test_csv_round_trip_keeps_the_hash()
+{
+    pipesched::Schedule s = pipesched::generate(pipesched::Plan(4, 8), "1f1b");
+    std::string csv = s.to_csv();
+    CHECK_EQ_INT(csv.compare(0, 11, "0F0,0F1,0F2"), 0);
+    pipesched::Schedule back = pipesched::from_csv(csv);
+    CHECK_STRING(back.name(), "csv");
+    CHECK(back.hash() == s.hash());
+    pipesched::Plan shape = s.plan();
+    CHECK_EQ_INT(shape.chunks(), 1);
+    CHECK_EQ_INT(shape.placement(), PSCHED_PLACEMENT_LOOP);
+    pipesched::Schedule checked = pipesched::from_csv(csv, &shape);
+    CHECK(checked.hash() == s.hash());
+    std::string msg = EXPECT_ERROR(PSCHED_EPARSE, pipesched::from_csv("0F0,0X0\n"));
+    CHECK_CONTAINS(msg.c_str(), "line 1");
+}
+
+/* Device 1 lists its full backward 1B0 (PyTorch "B") before the forward
+ * 1F0 it needs, so in list order it can never run. */
+void test_invalid_csv_schedule_fails_validation()
+{
+    pipesched::Schedule s = pipesched::from_csv("0F0,0B0\n1B0,1F0\n");
+    psched_status st = PSCHED_OK;
+    try {
+        s.validate();
+    } catch (const pipesched::Error &e) {
+        st = e.status();
+    }
+    CHECK(st == PSCHED_EINVALID || st == PSCHED_EDEADLOCK);
+}
+
+void test_exports_and_generator_list()
+{
+    pipesched::Schedule s = pipesched::generate(pipesched::Plan(2, 4), "gpipe");
+    pipesched::Report r = s.simulate();
+    std::string json = s.to_json(&r);
+    CHECK(json.find("\"format_version\"") != std::string::npos);
+    CHECK(!s.to_ascii(&r).empty());
+    CHECK(!s.to_ascii().empty());
+
+    std::vector<pipesched::GeneratorInfo> gens = pipesched::generators();
+    bool found = false;
+    for (const pipesched::GeneratorInfo &g : gens)
+        if (g.name == "1f1b") {
+            found = true;
+            CHECK_EQ_INT(g.placement, PSCHED_PLACEMENT_LOOP);
+            CHECK_EQ_INT(g.default_chunks, 1);
+            CHECK(!g.description.empty());
+        }
+    CHECK(found);
+    CHECK_STRING(pipesched::version(), psched_version());
+}
+
+} // namespace
+
+int main()
+{
+    RUN(test_1f1b_span_is_33_and_device_d_peaks_at_p_minus_d);
+    RUN(test_1f1b_last_device_alternates_f_and_bw);
+    RUN(test_zb_h1_last_stage_matches_the_paper);
+    RUN(test_bad_devices_throws_einval_naming_the_value);
+    RUN(test_unknown_schedule_throws_enotfound);
+    RUN(test_moved_from_objects_are_safe_to_destroy_and_refuse_use);
+    RUN(test_plan_setters_chain_and_read_back);
+    RUN(test_csv_round_trip_keeps_the_hash);
+    RUN(test_invalid_csv_schedule_fails_validation);
+    RUN(test_exports_and_generator_list);
+    TEST_MAIN_END();
+}
