@@ -35,6 +35,7 @@
 #include "timeline.h"
 
 #include <math.h>
+#include <string.h>
 
 #define NAME "zb"
 
