@@ -594,8 +594,9 @@ typedef enum psched_format {
  * @brief Render a schedule as text.
  * @param schedule the schedule.
  * @param format one of ::psched_format.
- * @param report simulation of @p schedule for formats that show times (ASCII
- *        simulates with the schedule's own plan when NULL; JSON omits times).
+ * @param report simulation of @p schedule for formats that show times (ASCII,
+ *        chrome and svg simulate with the schedule's own plan when NULL; JSON
+ *        then omits times; CSV formats ignore it).
  * @param flags #PSCHED_EXPORT_COLOR or 0.
  * @param[out] text NUL-terminated buffer owned by the caller (psched_free()).
  * @param[out] length strlen of *text (may be NULL).
@@ -620,6 +621,327 @@ PSCHED_API psched_status psched_export(const psched_schedule *schedule,
  */
 PSCHED_API psched_status psched_import_csv(const char *text, size_t length,
                                            const psched_plan *plan, psched_schedule **out);
+
+/** @} */
+
+/** @defgroup optimizer Optimizer: layer partitioning and recomputation
+ *  Assign every virtual stage a contiguous range of a model's layers and
+ *  every layer a recompute choice so that the step time of a schedule is
+ *  minimal while every device's memory (parameters + activations) fits the
+ *  plan's memory limit. See the guide page @ref optimizer for the model,
+ *  the objective and the solvers.
+ *  @{ */
+
+/** Opaque model: an ordered list of layer groups. */
+typedef struct psched_model psched_model;
+
+/** Recompute (activation checkpointing) choice of one layer. */
+typedef enum psched_recompute {
+    /** Keep every activation: the group's own activation bytes, no extra time. */
+    PSCHED_RECOMPUTE_NONE = 0,
+    /** Recompute the cheap, large parts (attention core, Korthikanti et al. 2022). */
+    PSCHED_RECOMPUTE_SELECTIVE = 1,
+    /** Keep only the layer input; rerun the whole forward in the backward. */
+    PSCHED_RECOMPUTE_FULL = 2
+} psched_recompute;
+
+/**
+ * @brief Create an empty model.
+ * @param[out] out new model owned by the caller (psched_model_destroy()).
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (out NULL), ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_model_create(psched_model **out);
+
+/** @brief Destroy a model (NULL is a no-op). */
+PSCHED_API void psched_model_destroy(psched_model *model);
+
+/**
+ * @brief Append a group of @p count identical layers after the existing ones
+ * (the layer order is the model order).
+ * @param model the model.
+ * @param type type name, 1..31 printable characters without commas (copied).
+ * @param count layers in the group, >= 1.
+ * @param f forward time of one layer for one micro-batch (any time unit).
+ * @param b backward-for-inputs time of one layer.
+ * @param w backward-for-weights time of one layer.
+ * @param act_bytes activation bytes one micro-batch keeps in one layer from
+ *        its forward until its weight backward.
+ * @param param_bytes parameter, gradient and optimizer-state bytes of one layer.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (a value is negative or not finite,
+ *         count is 0, or the type name is malformed; the message says which),
+ *         ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_model_add_layers(psched_model *model, const char *type,
+                                                 uint32_t count, double f, double b, double w,
+                                                 double act_bytes, double param_bytes);
+
+/**
+ * @brief Offer a recompute variant for every layer of a group.
+ * @param model the model.
+ * @param group group index in insertion order.
+ * @param kind ::PSCHED_RECOMPUTE_SELECTIVE or ::PSCHED_RECOMPUTE_FULL.
+ * @param act_bytes activation bytes per layer and micro-batch with this
+ *        variant (finite, >= 0).
+ * @param extra_time time the variant adds to the layer's backward for inputs
+ *        (finite, >= 0).
+ * @return ::PSCHED_OK or ::PSCHED_EINVAL.
+ */
+PSCHED_API psched_status psched_model_set_recompute(psched_model *model, uint32_t group,
+                                                    psched_recompute kind, double act_bytes,
+                                                    double extra_time);
+
+/** @brief Number of layer groups. */
+PSCHED_API uint32_t psched_model_groups(const psched_model *model);
+
+/** @brief Number of layers (sum of the group counts). */
+PSCHED_API uint32_t psched_model_layers(const psched_model *model);
+
+/**
+ * @brief Read one group (any output pointer may be NULL).
+ * @param model the model.
+ * @param group group index.
+ * @param[out] type type name, owned by the model.
+ * @param[out] count layers in the group.
+ * @param[out] f forward time of one layer.
+ * @param[out] b backward-for-inputs time of one layer.
+ * @param[out] w backward-for-weights time of one layer.
+ * @param[out] act_bytes activation bytes without recompute.
+ * @param[out] param_bytes parameter bytes of one layer.
+ * @return ::PSCHED_OK or ::PSCHED_EINVAL (group out of range).
+ */
+PSCHED_API psched_status psched_model_group(const psched_model *model, uint32_t group,
+                                            const char **type, uint32_t *count, double *f,
+                                            double *b, double *w, double *act_bytes,
+                                            double *param_bytes);
+
+/**
+ * @brief Read a group's recompute variant (either pointer may be NULL).
+ * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND (the group has no such variant;
+ *         ::PSCHED_RECOMPUTE_NONE always exists), ::PSCHED_EINVAL.
+ */
+PSCHED_API psched_status psched_model_group_recompute(const psched_model *model, uint32_t group,
+                                                      psched_recompute kind, double *act_bytes,
+                                                      double *extra_time);
+
+/**
+ * @brief Read a layer profile in CSV form:
+ * `type,count,f,b,w,act,param[,act_selective,extra_selective][,act_full,extra_full]`.
+ * The first non-comment line is a header row (its cells are not checked
+ * beyond their number, 7, 9 or 11). Lines starting with `#` and empty lines
+ * are skipped; `\n` or `\r\n`. Numbers are C decimal or exponent notation
+ * (`80e9`). An empty selective pair with a full pair given means no selective
+ * variant.
+ * @param text file contents (need not be NUL-terminated).
+ * @param length bytes in @p text.
+ * @param[out] out new model owned by the caller.
+ * @return ::PSCHED_OK, ::PSCHED_EPARSE (message "line L, column C: ..."),
+ *         ::PSCHED_EINVAL, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_model_load_csv(const char *text, size_t length,
+                                               psched_model **out);
+
+/** Version of ::psched_transformer this header describes. */
+#define PSCHED_TRANSFORMER_VERSION 1u
+
+/**
+ * Hyper-parameters of a decoder-only transformer for
+ * psched_model_transformer(). Set `version` to #PSCHED_TRANSFORMER_VERSION;
+ * later versions only append fields.
+ */
+typedef struct psched_transformer {
+    uint32_t version;      /**< #PSCHED_TRANSFORMER_VERSION */
+    uint32_t hidden;       /**< hidden size h */
+    uint32_t ffn;          /**< feed-forward inner size (per expert for MoE) */
+    uint32_t heads;        /**< attention heads a */
+    uint32_t kv_heads;     /**< key/value heads (grouped-query attention), 1..heads */
+    uint32_t layers;       /**< transformer layers */
+    uint32_t vocab;        /**< vocabulary size V */
+    uint32_t sequence;     /**< sequence length s */
+    uint32_t microbatch;   /**< micro-batch size b (sequences) */
+    uint32_t tensor_parallel; /**< tensor-parallel size t (divides the per-device work) */
+    uint32_t dtype_bytes;  /**< bytes per activation and parameter element (2 for bf16) */
+    uint32_t experts;      /**< experts per MoE layer (0 or 1: dense model) */
+    uint32_t top_k;        /**< experts each token visits (MoE layers) */
+    uint32_t moe_every;    /**< every n-th layer is MoE (1: all; 0 with experts > 1 means 1) */
+} psched_transformer;
+
+/**
+ * @brief Build a layer profile from transformer hyper-parameters with the
+ * standard analytic formulas (see @ref optimizer): an `embedding` layer, the
+ * transformer layers (`layer`, or alternating `dense` / `moe` groups), and
+ * a `head` layer (final norm, output projection and loss). Times are in
+ * TFLOP (10^12 floating-point operations per device), so dividing by a
+ * device's sustained TFLOP/s gives seconds; the backward is twice the
+ * forward, split evenly into B and W. Parameter bytes count weights,
+ * gradients and Adam state (16 bytes per parameter with mixed precision,
+ * divided by t). Every transformer layer gets selective and full recompute
+ * variants.
+ * @param config hyper-parameters (all of hidden, ffn, heads, kv_heads,
+ *        layers, vocab, sequence, microbatch, tensor_parallel, dtype_bytes >= 1).
+ * @param[out] out new model owned by the caller.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (naming the field), ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_model_transformer(const psched_transformer *config,
+                                                  psched_model **out);
+
+/** Partitioning methods. */
+typedef enum psched_partition_method {
+    /** Mixed-integer program over per-stage columns, solved with GLPK, seeded
+     *  with the DP. Without GLPK: the exact DP when v = 1, else
+     *  ::PSCHED_EUNSUPPORTED. */
+    PSCHED_PARTITION_ILP = 0,
+    /** Dynamic program over stages; exact for one chunk per device, a
+     *  heuristic (each stage gets 1/v of the memory) otherwise. */
+    PSCHED_PARTITION_DP = 1,
+    /** Megatron's default: the body layers split evenly, the embedding on the
+     *  first stage, the head on the last; one recompute choice for all layers
+     *  (none, else selective, else full: the first that fits). */
+    PSCHED_PARTITION_EVEN = 2,
+    /** Megatron's account-for-embedding/loss split: every layer, embedding
+     *  and head included, counts as one and the count is split evenly. */
+    PSCHED_PARTITION_EVEN_ACCOUNTED = 3,
+    /** PipeDream-style: minimize the largest stage time, ignoring memory; no
+     *  recompute. */
+    PSCHED_PARTITION_DP_TIME = 4
+} psched_partition_method;
+
+/** Partition flag: a stage may receive no layer. */
+#define PSCHED_PARTITION_ALLOW_EMPTY 0x1u
+
+/** Version of ::psched_partition_options this header describes. */
+#define PSCHED_PARTITION_OPTIONS_VERSION 1u
+
+/**
+ * Options of psched_partition(). Initialize with
+ * #PSCHED_PARTITION_OPTIONS_INIT; later versions only append fields.
+ */
+typedef struct psched_partition_options {
+    uint32_t version;               /**< #PSCHED_PARTITION_OPTIONS_VERSION */
+    psched_partition_method method; /**< solver or baseline */
+    double time_limit;              /**< seconds for the ILP, > 0 */
+    uint32_t flags;                 /**< #PSCHED_PARTITION_ALLOW_EMPTY */
+} psched_partition_options;
+
+/** Default options: ILP, 10 s, no empty stages. */
+#define PSCHED_PARTITION_OPTIONS_INIT                                                     \
+    { PSCHED_PARTITION_OPTIONS_VERSION, PSCHED_PARTITION_ILP, 10.0, 0u }
+
+/** Outcome of a solve. */
+typedef enum psched_solve_status {
+    /** The partition minimizes the objective (proven). */
+    PSCHED_SOLVE_OPTIMAL = 0,
+    /** The partition fits; its objective may be above the optimum by the gap
+     *  (a baseline's result is always "feasible"). */
+    PSCHED_SOLVE_FEASIBLE = 1,
+    /** No partition fits the memory limit (or, for a baseline, its partition
+     *  does not fit; the partition is still reported). */
+    PSCHED_SOLVE_INFEASIBLE = 2
+} psched_solve_status;
+
+/** Opaque partition result. */
+typedef struct psched_partition_result psched_partition_result;
+
+/**
+ * @brief Partition a model over the virtual stages of a schedule.
+ *
+ * The device memory limit is psched_plan_memory_limit() of @p plan, in
+ * bytes (INFINITY: unconstrained). A device's memory is its layers'
+ * parameter bytes plus, for each of its chunks, the chunk's activation bytes
+ * times the most micro-batches that chunk holds at once in the schedule
+ * (counted in op-list order from the schedule generated with unit costs).
+ * The objective is `(m-1)·max_d T_d + k·Σ_s T_s` with T the forward plus
+ * backward time, where k is calibrated so that the formula is exact for the
+ * schedule with equal stages (@ref optimizer). The chosen partition is
+ * written into a copy of the plan (per-stage costs, memory deltas
+ * (act, 0, -act)), the schedule is generated again and simulated.
+ *
+ * @param model the model (at least one layer, and at least S layers unless
+ *        #PSCHED_PARTITION_ALLOW_EMPTY).
+ * @param plan p, m, v, placement, comm and memory limit; costs are ignored.
+ * @param schedule generator name (one chain; DualPipe is not supported).
+ * @param options options, or NULL for #PSCHED_PARTITION_OPTIONS_INIT.
+ * @param[out] out new result owned by the caller
+ *        (psched_partition_result_destroy()). An infeasible memory limit is
+ *        not an error: the result says so.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOTFOUND,
+ *         ::PSCHED_EUNSUPPORTED (ILP without GLPK and v > 1, two chains),
+ *         ::PSCHED_ESOLVER (GLPK failed; the process is unharmed),
+ *         ::PSCHED_ENOMEM, or the generator's error.
+ */
+PSCHED_API psched_status psched_partition(const psched_model *model, const psched_plan *plan,
+                                          const char *schedule,
+                                          const psched_partition_options *options,
+                                          psched_partition_result **out);
+
+/** @brief Destroy a partition result (NULL is a no-op). */
+PSCHED_API void psched_partition_result_destroy(psched_partition_result *result);
+
+/** @brief Solve status of the result. */
+PSCHED_API psched_solve_status psched_partition_status(const psched_partition_result *result);
+
+/** @brief Relative gap (objective − bound) / objective of a feasible ILP
+ *  solve stopped by its time limit; 0 when optimal; NAN when infeasible. */
+PSCHED_API double psched_partition_gap(const psched_partition_result *result);
+
+/** @brief Objective value `(m-1)·max_d T_d + k·Σ_s T_s` of the partition
+ *  (NAN when no partition was found). */
+PSCHED_API double psched_partition_objective(const psched_partition_result *result);
+
+/** @brief Wall-clock seconds the solve took. */
+PSCHED_API double psched_partition_solve_time(const psched_partition_result *result);
+
+/** @brief Smallest per-device memory limit under which some partition fits
+ *  (every layer with its most memory-saving variant); computed when the
+ *  result is infeasible, NAN otherwise. */
+PSCHED_API double psched_partition_min_memory(const psched_partition_result *result);
+
+/** @brief Virtual stage count S of the result. */
+PSCHED_API uint32_t psched_partition_stages(const psched_partition_result *result);
+
+/**
+ * @brief One stage of the partition (any output pointer may be NULL).
+ * @param result the result.
+ * @param stage virtual stage, < S.
+ * @param[out] first first layer of the stage.
+ * @param[out] count layers in the stage (0 for an empty stage).
+ * @param[out] time forward plus backward time of one micro-batch.
+ * @param[out] memory parameter bytes plus activation bytes times the
+ *             stage's in-flight count.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (stage out of range),
+ *         ::PSCHED_EINFEASIBLE (no partition was found).
+ */
+PSCHED_API psched_status psched_partition_stage(const psched_partition_result *result,
+                                                uint32_t stage, uint32_t *first,
+                                                uint32_t *count, double *time, double *memory);
+
+/** @brief Recompute choice of a layer (::PSCHED_RECOMPUTE_NONE when out of
+ *  range or no partition was found). */
+PSCHED_API psched_recompute psched_partition_layer_recompute(const psched_partition_result *result,
+                                                             uint32_t layer);
+
+/** @brief The plan with the partition's per-stage costs and memory deltas
+ *  written in, p, v and placement resolved, and no memory limit (owned by the
+ *  result); NULL when no partition was found. */
+PSCHED_API const psched_plan *psched_partition_plan(const psched_partition_result *result);
+
+/** @brief Makespan of the schedule generated and simulated with the
+ *  partition's costs (NAN when no partition was found). */
+PSCHED_API double psched_partition_makespan(const psched_partition_result *result);
+
+/**
+ * @brief Per-device figures of the partition (any pointer may be NULL).
+ * @param result the result.
+ * @param device device, < p.
+ * @param[out] params parameter bytes of the device's layers.
+ * @param[out] memory the model's bound: params + Σ chunks of in-flight count
+ *             × activation bytes (the figure held to the limit).
+ * @param[out] peak_memory params plus the simulated activation peak (at
+ *             most @p memory).
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_EINFEASIBLE (no partition).
+ */
+PSCHED_API psched_status psched_partition_device(const psched_partition_result *result,
+                                                 uint32_t device, double *params,
+                                                 double *memory, double *peak_memory);
 
 /** @} */
 

@@ -2,6 +2,7 @@
  * so writers can append freely and check once at the end. */
 #include "internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -77,4 +78,29 @@ psched_status psched__buf_finish(psched_buf *b, char **text, size_t *length)
         *length = b->len;
     b->data = NULL;
     return PSCHED_OK;
+}
+
+void psched__buf_json_num(psched_buf *b, double x)
+{
+    if (isfinite(x))
+        psched__buf_printf(b, "%.17g", x == 0 ? 0.0 : x); /* no "-0" */
+    else
+        psched__buf_puts(b, "null");
+}
+
+void psched__buf_json_str(psched_buf *b, const char *s)
+{
+    psched__buf_append(b, "\"", 1);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            char esc[2] = {'\\', (char)ch};
+            psched__buf_append(b, esc, 2);
+        } else if (ch < 0x20) {
+            psched__buf_printf(b, "\\u%04x", ch);
+        } else {
+            psched__buf_append(b, s, 1);
+        }
+    }
+    psched__buf_append(b, "\"", 1);
 }

@@ -3,46 +3,30 @@
  * counts), then every device runs its list in order; a device blocked on a
  * dependency parks until that op finishes, so the whole run is O(ops).
  * Anything that cannot finish is a deadlock, reported with its cycle. */
-#include "internal.h"
+#include "execute.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#define NONE UINT32_MAX
+#define NONE PSCHED_EXEC_NONE
 
-enum { SLOT_F, SLOT_B, SLOT_W, SLOT_BW, SLOTS };
-
-typedef struct exec {
-    const psched_schedule *s;
-    const psched_plan *plan;  /* shape */
-    const psched_plan *costs; /* times */
-    uint32_t p, S, mbs;
-    uint32_t *pos;      /* [(stage*mbs + mb)*SLOTS + slot] -> global op index */
-    uint32_t *stage_device;
-    double *start, *end;
-    size_t *cursor;     /* next op per device (global index) */
-    double *free_at;
-    uint32_t *waiting;  /* global op index a device is parked on, or NONE */
-    uint32_t *queue;    /* ring of devices ready to run */
-    bool *queued;
-    uint32_t qhead, qlen;
-} exec;
+typedef psched_exec exec;
 
 static uint32_t slot_of(uint8_t kind)
 {
     switch (kind) {
-    case PSCHED_OP_F: return SLOT_F;
-    case PSCHED_OP_B: return SLOT_B;
-    case PSCHED_OP_W: return SLOT_W;
-    case PSCHED_OP_BW: return SLOT_BW;
+    case PSCHED_OP_F: return PSCHED_SLOT_F;
+    case PSCHED_OP_B: return PSCHED_SLOT_B;
+    case PSCHED_OP_W: return PSCHED_SLOT_W;
+    case PSCHED_OP_BW: return PSCHED_SLOT_BW;
     default: return NONE;
     }
 }
 
 static uint32_t *slot_ptr(exec *x, uint32_t stage, uint32_t mb, uint32_t slot)
 {
-    return &x->pos[((size_t)stage * x->mbs + mb) * SLOTS + slot];
+    return &x->pos[((size_t)stage * x->mbs + mb) * PSCHED_SLOTS + slot];
 }
 
 static uint32_t device_of_index(const exec *x, size_t g)
@@ -51,7 +35,7 @@ static uint32_t device_of_index(const exec *x, size_t g)
 }
 
 /* "device 1 op 7 (3I2)" */
-static void describe(const exec *x, size_t g, char *buf, size_t size)
+void psched__exec_describe(const exec *x, size_t g, char *buf, size_t size)
 {
     uint32_t d = device_of_index(x, g);
     char t[48];
@@ -77,6 +61,8 @@ static psched_status index_ops(exec *x)
             psched__op_text(o, t, sizeof t);
             size_t i = g - s->offset[d];
             uint32_t slot = slot_of(o->kind);
+            if (slot == NONE && x->comm_ok)
+                continue; /* rendezvous.c checks comm ops */
             if (slot == NONE)
                 return psched_fail(PSCHED_EUNSUPPORTED,
                                    "device %u op %zu (%s): comm ops are not checked here; "
@@ -96,7 +82,7 @@ static psched_status index_ops(exec *x)
                                    "next op to pair with", d, i, t);
             uint32_t *at = slot_ptr(x, o->stage, o->microbatch, slot);
             if (*at != NONE) {
-                describe(x, *at, where, sizeof where);
+                psched__exec_describe(x, *at, where, sizeof where);
                 return psched_fail(PSCHED_EINVALID, "device %u op %zu (%s): duplicate of %s", d, i,
                                    t, where);
             }
@@ -115,15 +101,15 @@ static psched_status check_counts(exec *x)
             char t[48];
             const char *problem = NULL;
             uint8_t kind = PSCHED_OP_F;
-            if (e[SLOT_F] == NONE) {
+            if (e[PSCHED_SLOT_F] == NONE) {
                 problem = "is missing";
-            } else if (e[SLOT_BW] != NONE && (e[SLOT_B] != NONE || e[SLOT_W] != NONE)) {
-                kind = e[SLOT_B] != NONE ? PSCHED_OP_B : PSCHED_OP_W;
+            } else if (e[PSCHED_SLOT_BW] != NONE && (e[PSCHED_SLOT_B] != NONE || e[PSCHED_SLOT_W] != NONE)) {
+                kind = e[PSCHED_SLOT_B] != NONE ? PSCHED_OP_B : PSCHED_OP_W;
                 problem = "runs although the fused backward (BW, PyTorch B) also runs";
-            } else if (e[SLOT_BW] == NONE && e[SLOT_B] == NONE) {
+            } else if (e[PSCHED_SLOT_BW] == NONE && e[PSCHED_SLOT_B] == NONE) {
                 kind = PSCHED_OP_B;
                 problem = "is missing (and no fused BW runs either)";
-            } else if (e[SLOT_BW] == NONE && e[SLOT_W] == NONE) {
+            } else if (e[PSCHED_SLOT_BW] == NONE && e[PSCHED_SLOT_W] == NONE) {
                 kind = PSCHED_OP_W;
                 problem = "is missing (its B runs, so its W must too)";
             }
@@ -139,25 +125,23 @@ static psched_status check_counts(exec *x)
 
 /* Dependencies of one op (global indices), DESIGN §2. A dependency that
  * never runs is reported here; counts were checked already. */
-static int deps_of(exec *x, const psched_op *o, uint32_t dep[2])
+int psched__exec_deps(const exec *x, const psched_op *o, uint32_t dep[2])
 {
     int n = 0;
     uint32_t s = o->stage, k = o->microbatch;
     switch (o->kind) {
     case PSCHED_OP_F:
         if (!psched__stage_first(x->plan, s))
-            dep[n++] = *slot_ptr(x, s - 1, k, SLOT_F);
+            dep[n++] = psched__exec_at(x, s - 1, k, PSCHED_SLOT_F);
         break;
     case PSCHED_OP_B:
     case PSCHED_OP_BW:
-        dep[n++] = *slot_ptr(x, s, k, SLOT_F);
-        if (!psched__stage_last(x->plan, s)) {
-            uint32_t b = *slot_ptr(x, s + 1, k, SLOT_B);
-            dep[n++] = b != NONE ? b : *slot_ptr(x, s + 1, k, SLOT_BW);
-        }
+        dep[n++] = psched__exec_at(x, s, k, PSCHED_SLOT_F);
+        if (!psched__stage_last(x->plan, s))
+            dep[n++] = psched__exec_backward(x, s + 1, k);
         break;
     case PSCHED_OP_W:
-        dep[n++] = *slot_ptr(x, s, k, SLOT_B);
+        dep[n++] = psched__exec_at(x, s, k, PSCHED_SLOT_B);
         break;
     }
     return n;
@@ -172,7 +156,7 @@ static psched_status check_deps_exist(exec *x)
         for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
             const psched_op *o = &s->ops[g];
             uint32_t dep[2];
-            int n = deps_of(x, o, dep);
+            int n = psched__exec_deps(x, o, dep);
             for (int i = 0; i < n; i++) {
                 if (dep[i] != NONE)
                     continue;
@@ -189,7 +173,7 @@ static psched_status check_deps_exist(exec *x)
                     kind = o->kind;
                 }
                 char a[96], t[48];
-                describe(x, g, a, sizeof a);
+                psched__exec_describe(x, g, a, sizeof a);
                 name_op(st, o->microbatch, kind, t, sizeof t);
                 return psched_fail(PSCHED_EINVALID, "%s: needs %s which never runs", a, t);
             }
@@ -198,7 +182,7 @@ static psched_status check_deps_exist(exec *x)
     return PSCHED_OK;
 }
 
-static double cost_of(const exec *x, const psched_op *o)
+double psched__exec_cost(const exec *x, const psched_op *o)
 {
     psched_cost3 c = psched__plan_cost(x->costs, o->stage);
     switch (o->kind) {
@@ -209,7 +193,7 @@ static double cost_of(const exec *x, const psched_op *o)
     }
 }
 
-static void enqueue(exec *x, uint32_t d)
+void psched__exec_enqueue(exec *x, uint32_t d)
 {
     if (x->queued[d])
         return;
@@ -223,19 +207,19 @@ static void notify(exec *x, size_t g)
     const psched_op *o = &x->s->ops[g];
     uint32_t dependent = NONE;
     if (o->kind == PSCHED_OP_F && !psched__stage_last(x->plan, o->stage))
-        dependent = *slot_ptr(x, o->stage + 1, o->microbatch, SLOT_F);
+        dependent = *slot_ptr(x, o->stage + 1, o->microbatch, PSCHED_SLOT_F);
     else if ((o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW) &&
              !psched__stage_first(x->plan, o->stage)) {
-        dependent = *slot_ptr(x, o->stage - 1, o->microbatch, SLOT_B);
+        dependent = *slot_ptr(x, o->stage - 1, o->microbatch, PSCHED_SLOT_B);
         if (dependent == NONE)
-            dependent = *slot_ptr(x, o->stage - 1, o->microbatch, SLOT_BW);
+            dependent = *slot_ptr(x, o->stage - 1, o->microbatch, PSCHED_SLOT_BW);
     }
     if (dependent == NONE)
         return;
     uint32_t d = device_of_index(x, dependent);
     if (x->waiting[d] == g) {
         x->waiting[d] = NONE;
-        enqueue(x, d);
+        psched__exec_enqueue(x, d);
     }
 }
 
@@ -250,11 +234,11 @@ static psched_status run_device(exec *x, uint32_t d)
         double ready = x->free_at[d], cost = 0;
         for (size_t u = g; u < g + n; u++) {
             uint32_t dep[2];
-            int nd = deps_of(x, &s->ops[u], dep);
+            int nd = psched__exec_deps(x, &s->ops[u], dep);
             for (int i = 0; i < nd; i++) {
                 if (n == 2 && (dep[i] == g || dep[i] == g + 1)) {
                     char a[96];
-                    describe(x, u, a, sizeof a);
+                    psched__exec_describe(x, u, a, sizeof a);
                     return psched_fail(PSCHED_EINVALID,
                                        "%s: overlapped with the op it depends on", a);
                 }
@@ -266,7 +250,7 @@ static psched_status run_device(exec *x, uint32_t d)
                 if (x->end[dep[i]] + lat > ready)
                     ready = x->end[dep[i]] + lat;
             }
-            cost += cost_of(x, &s->ops[u]);
+            cost += psched__exec_cost(x, &s->ops[u]);
         }
         for (size_t u = g; u < g + n; u++) {
             x->start[u] = ready;
@@ -282,7 +266,7 @@ static psched_status run_device(exec *x, uint32_t d)
 
 /* Every device that did not finish waits on something: follow the waits
  * from one of them until a device repeats, and name that cycle. */
-static psched_status report_deadlock(exec *x)
+psched_status psched__exec_deadlock(exec *x, const size_t *at_op)
 {
     uint32_t d = 0;
     while (x->cursor[d] == x->s->offset[d + 1])
@@ -299,8 +283,8 @@ static psched_status report_deadlock(exec *x)
     uint32_t first = d;
     do {
         char a[96], b[96];
-        describe(x, x->cursor[d], a, sizeof a);
-        describe(x, x->waiting[d], b, sizeof b);
+        psched__exec_describe(x, at_op[d], a, sizeof a);
+        psched__exec_describe(x, x->waiting[d], b, sizeof b);
         if (at < sizeof msg)
             at += (size_t)snprintf(msg + at, sizeof msg - at, "%s %s waits for %s",
                                    d == first ? "" : ";", a, b);
@@ -319,8 +303,8 @@ static psched_status check_self_waits(exec *x)
             continue;
         if (device_of_index(x, x->waiting[d]) == d) {
             char a[96], b[96];
-            describe(x, x->cursor[d], a, sizeof a);
-            describe(x, x->waiting[d], b, sizeof b);
+            psched__exec_describe(x, x->cursor[d], a, sizeof a);
+            psched__exec_describe(x, x->waiting[d], b, sizeof b);
             return psched_fail(PSCHED_EINVALID, "%s: needs %s, which comes later on the same device",
                                a, b);
         }
@@ -328,10 +312,10 @@ static psched_status check_self_waits(exec *x)
     return PSCHED_OK;
 }
 
-static psched_status run_all(exec *x)
+psched_status psched__exec_run(exec *x)
 {
     for (uint32_t d = 0; d < x->p; d++)
-        enqueue(x, d);
+        psched__exec_enqueue(x, d);
     while (x->qlen) {
         uint32_t d = x->queue[x->qhead];
         x->qhead = (x->qhead + 1) % x->p;
@@ -344,13 +328,13 @@ static psched_status run_all(exec *x)
     for (uint32_t d = 0; d < x->p; d++) {
         if (x->cursor[d] != x->s->offset[d + 1]) {
             psched_status st = check_self_waits(x);
-            return st ? st : report_deadlock(x);
+            return st ? st : psched__exec_deadlock(x, x->cursor);
         }
     }
     return PSCHED_OK;
 }
 
-static void free_exec(exec *x, bool own_times)
+void psched__exec_free(exec *x)
 {
     psched__dealloc(x->pos);
     psched__dealloc(x->stage_device);
@@ -359,54 +343,67 @@ static void free_exec(exec *x, bool own_times)
     psched__dealloc(x->waiting);
     psched__dealloc(x->queue);
     psched__dealloc(x->queued);
-    if (own_times) {
+    if (x->own_times) {
         psched__dealloc(x->start);
         psched__dealloc(x->end);
     }
+    memset(x, 0, sizeof *x);
+}
+
+psched_status psched__exec_setup(exec *x, const psched_schedule *s, const psched_plan *costs,
+                                 double *start, double *end, bool comm_ok)
+{
+    memset(x, 0, sizeof *x);
+    x->s = s;
+    x->plan = s->plan;
+    x->costs = costs ? costs : s->plan;
+    x->p = s->devices;
+    x->S = s->plan->devices * s->plan->chunks;
+    x->mbs = psched__plan_chain_mbs(s->plan);
+    x->comm_ok = comm_ok;
+    size_t total = s->offset[s->devices];
+    x->own_times = !start || !end;
+    x->start = x->own_times ? psched__reallocarray(NULL, total + 1, sizeof(double)) : start;
+    x->end = x->own_times ? psched__reallocarray(NULL, total + 1, sizeof(double)) : end;
+    x->pos = psched__reallocarray(NULL, (size_t)x->S * x->mbs * PSCHED_SLOTS + 1, sizeof *x->pos);
+    x->stage_device = psched__reallocarray(NULL, x->S + 1, sizeof *x->stage_device);
+    x->cursor = psched__reallocarray(NULL, x->p, sizeof *x->cursor);
+    x->free_at = psched__calloc(x->p, sizeof *x->free_at);
+    x->waiting = psched__reallocarray(NULL, x->p, sizeof *x->waiting);
+    x->queue = psched__reallocarray(NULL, x->p, sizeof *x->queue);
+    x->queued = psched__calloc(x->p, sizeof *x->queued);
+    if (!x->start || !x->end || !x->pos || !x->stage_device || !x->cursor || !x->free_at ||
+        !x->waiting || !x->queue || !x->queued) {
+        psched__exec_free(x);
+        return PSCHED_ENOMEM_FAIL();
+    }
+    memset(x->pos, 0xff, ((size_t)x->S * x->mbs * PSCHED_SLOTS) * sizeof *x->pos);
+    for (uint32_t st = 0; st < x->S; st++)
+        x->stage_device[st] = psched_plan_stage_device(s->plan, st);
+    for (size_t g = 0; g < total; g++)
+        x->end[g] = -1;
+    for (uint32_t d = 0; d < x->p; d++) {
+        x->cursor[d] = s->offset[d];
+        x->waiting[d] = NONE;
+    }
+    psched_status st = index_ops(x);
+    if (!st)
+        st = check_deps_exist(x);
+    if (!st)
+        st = check_counts(x);
+    if (st)
+        psched__exec_free(x);
+    return st;
 }
 
 psched_status psched__execute(const psched_schedule *s, const psched_plan *costs, double *start,
                               double *end)
 {
-    exec x = {0};
-    x.s = s;
-    x.plan = s->plan;
-    x.costs = costs ? costs : s->plan;
-    x.p = s->devices;
-    x.S = s->plan->devices * s->plan->chunks;
-    x.mbs = psched__plan_chain_mbs(s->plan);
-    size_t total = s->offset[s->devices];
-    bool own = !start || !end;
-    x.start = own ? psched__reallocarray(NULL, total + 1, sizeof(double)) : start;
-    x.end = own ? psched__reallocarray(NULL, total + 1, sizeof(double)) : end;
-    x.pos = psched__reallocarray(NULL, (size_t)x.S * x.mbs * SLOTS + 1, sizeof *x.pos);
-    x.stage_device = psched__reallocarray(NULL, x.S + 1, sizeof *x.stage_device);
-    x.cursor = psched__reallocarray(NULL, x.p, sizeof *x.cursor);
-    x.free_at = psched__calloc(x.p, sizeof *x.free_at);
-    x.waiting = psched__reallocarray(NULL, x.p, sizeof *x.waiting);
-    x.queue = psched__reallocarray(NULL, x.p, sizeof *x.queue);
-    x.queued = psched__calloc(x.p, sizeof *x.queued);
-    if (!x.start || !x.end || !x.pos || !x.stage_device || !x.cursor || !x.free_at ||
-        !x.waiting || !x.queue || !x.queued) {
-        free_exec(&x, own);
-        return PSCHED_ENOMEM_FAIL();
-    }
-    memset(x.pos, 0xff, ((size_t)x.S * x.mbs * SLOTS) * sizeof *x.pos);
-    for (uint32_t st = 0; st < x.S; st++)
-        x.stage_device[st] = psched_plan_stage_device(s->plan, st);
-    for (size_t g = 0; g < total; g++)
-        x.end[g] = -1;
-    for (uint32_t d = 0; d < x.p; d++) {
-        x.cursor[d] = s->offset[d];
-        x.waiting[d] = NONE;
-    }
-    psched_status st = index_ops(&x);
-    if (!st)
-        st = check_deps_exist(&x);
-    if (!st)
-        st = check_counts(&x);
-    if (!st)
-        st = run_all(&x);
-    free_exec(&x, own);
+    exec x;
+    psched_status st = psched__exec_setup(&x, s, costs, start, end, false);
+    if (st)
+        return st;
+    st = psched__exec_run(&x);
+    psched__exec_free(&x);
     return st;
 }

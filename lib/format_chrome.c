@@ -36,54 +36,22 @@
 
 #define CHROME_US_PER_UNIT 1000.0
 
-static void put_num(psched_buf *b, double x)
-{
-    if (isfinite(x))
-        psched__buf_printf(b, "%.15g", x == 0 ? 0.0 : x); /* no "-0" */
-    else
-        psched__buf_puts(b, "null");
-}
-
-static void put_str(psched_buf *b, const char *s)
-{
-    psched__buf_append(b, "\"", 1);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') {
-            char esc[2] = {'\\', (char)ch};
-            psched__buf_append(b, esc, 2);
-        } else if (ch < 0x20) {
-            psched__buf_printf(b, "\\u%04x", ch);
-        } else {
-            psched__buf_append(b, s, 1);
-        }
-    }
-    psched__buf_append(b, "\"", 1);
-}
-
-static const char *kind_name(uint8_t kind)
-{
-    static const char *const names[] = {"F",      "B",      "W",      "BW",
-                                        "SEND_F", "RECV_F", "SEND_B", "RECV_B"};
-    return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
-}
-
 static void put_header(psched_buf *b, const psched_schedule *s, const psched_report *r)
 {
     const psched_plan *plan = s->plan;
     psched__buf_puts(b, "{\"displayTimeUnit\": \"ms\",\n \"otherData\": {\"schedule\": ");
-    put_str(b, s->name);
+    psched__buf_json_str(b, s->name);
     psched__buf_printf(b, ", \"devices\": %u, \"microbatches\": %u, \"chunks\": %u, "
                        "\"chains\": %u, \"us_per_cost_unit\": ",
                        plan->devices, plan->microbatches, plan->chunks, plan->chains);
-    put_num(b, CHROME_US_PER_UNIT);
+    psched__buf_json_num(b, CHROME_US_PER_UNIT);
     psched__buf_puts(b, ", \"makespan\": ");
-    put_num(b, psched_report_makespan(r));
+    psched__buf_json_num(b, psched_report_makespan(r));
     psched__buf_puts(b, ", \"bubble_ratio\": ");
-    put_num(b, psched_report_bubble_ratio(r));
+    psched__buf_json_num(b, psched_report_bubble_ratio(r));
     psched__buf_puts(b, "},\n \"traceEvents\": [\n  {\"name\": \"process_name\", \"ph\": \"M\", "
                         "\"pid\": 0, \"tid\": 0, \"args\": {\"name\": ");
-    put_str(b, s->name);
+    psched__buf_json_str(b, s->name);
     psched__buf_puts(b, "}}");
     for (uint32_t d = 0; d < s->devices; d++)
         psched__buf_printf(b, ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, "
@@ -100,13 +68,13 @@ static void put_event(psched_buf *b, const psched_op *op, uint32_t device, doubl
     psched__op_text(op, name, sizeof name);
     bool instant = op->kind > PSCHED_OP_BW && !(end > start);
     psched__buf_printf(b, ",\n  {\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"%s\", \"ts\": ",
-                       name, kind_name(op->kind), instant ? "i" : "X");
-    put_num(b, start * CHROME_US_PER_UNIT);
+                       name, psched__kind_name(op->kind), instant ? "i" : "X");
+    psched__buf_json_num(b, start * CHROME_US_PER_UNIT);
     if (instant) {
         psched__buf_puts(b, ", \"s\": \"t\"");
     } else {
         psched__buf_puts(b, ", \"dur\": ");
-        put_num(b, (end - start) * CHROME_US_PER_UNIT);
+        psched__buf_json_num(b, (end - start) * CHROME_US_PER_UNIT);
     }
     psched__buf_printf(b, ", \"pid\": 0, \"tid\": %u, \"args\": {\"stage\": %u, "
                        "\"microbatch\": %u, \"chunk\": %u%s}}",

@@ -48,10 +48,11 @@ psched_status psched_export(const psched_schedule *schedule, const psched_report
     case PSCHED_FORMAT_CSV_COMMS: /* the same writer: comm ops print as SEND_F etc. */
         return psched__export_csv(schedule, text, length);
     case PSCHED_FORMAT_CHROME:
+        return psched__export_chrome(schedule, report, text, length);
     case PSCHED_FORMAT_SVG:
-        break;
+        return psched__export_svg(schedule, report, text, length);
     }
-    return psched_fail(PSCHED_EINVAL, "psched_export: unknown format %d (csv 0, ascii 1, json 2)",
+    return psched_fail(PSCHED_EINVAL, "psched_export: unknown format %d (csv 0, ascii 1, json 2, csv-comms 3, chrome 4, svg 5)",
                        (int)format);
 }
 
@@ -497,18 +498,6 @@ static psched_status infer_placement(const csv_file *f, psched_plan *plan)
     return st;
 }
 
-static const char *placement_name(psched_placement kind)
-{
-    switch (kind) {
-    case PSCHED_PLACEMENT_LOOP:
-        return "loop";
-    case PSCHED_PLACEMENT_VSHAPE:
-        return "vshape";
-    default:
-        return "custom";
-    }
-}
-
 static psched_status check_devices(const csv_file *f, const psched_plan *plan)
 {
     for (size_t i = 0; i < f->count; i++) {
@@ -516,7 +505,7 @@ static psched_status check_devices(const csv_file *f, const psched_plan *plan)
         uint32_t want = psched_plan_stage_device(plan, f->ops[i].stage);
         if (want != row)
             return op_fail(&f->ops[i], "is on device %u (its row) but the plan's %s placement "
-                           "puts stage %u on device %u", row, placement_name(plan->placement),
+                           "puts stage %u on device %u", row, psched__placement_name(plan->placement),
                            f->ops[i].stage, want);
     }
     return PSCHED_OK;

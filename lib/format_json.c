@@ -31,61 +31,14 @@
 #include <inttypes.h>
 #include <math.h>
 
-static void put_num(psched_buf *b, double x)
-{
-    if (isfinite(x))
-        psched__buf_printf(b, "%.17g", x);
-    else
-        psched__buf_puts(b, "null");
-}
-
-static void put_str(psched_buf *b, const char *s)
-{
-    psched__buf_append(b, "\"", 1);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') {
-            char esc[2] = {'\\', (char)ch};
-            psched__buf_append(b, esc, 2);
-        } else if (ch < 0x20) {
-            psched__buf_printf(b, "\\u%04x", ch);
-        } else {
-            psched__buf_append(b, s, 1);
-        }
-    }
-    psched__buf_append(b, "\"", 1);
-}
-
-static const char *kind_name(uint8_t kind)
-{
-    static const char *const names[] = {"F",      "B",      "W",      "BW",
-                                        "SEND_F", "RECV_F", "SEND_B", "RECV_B"};
-    return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
-}
-
-static const char *placement_name(psched_placement kind)
-{
-    switch (kind) {
-    case PSCHED_PLACEMENT_LOOP:
-        return "loop";
-    case PSCHED_PLACEMENT_VSHAPE:
-        return "vshape";
-    case PSCHED_PLACEMENT_CUSTOM:
-        return "custom";
-    case PSCHED_PLACEMENT_AUTO:
-        break;
-    }
-    return "auto";
-}
-
 static void put_cost3(psched_buf *b, psched_cost3 c)
 {
     psched__buf_puts(b, "{\"f\": ");
-    put_num(b, c.f);
+    psched__buf_json_num(b, c.f);
     psched__buf_puts(b, ", \"b\": ");
-    put_num(b, c.b);
+    psched__buf_json_num(b, c.b);
     psched__buf_puts(b, ", \"w\": ");
-    put_num(b, c.w);
+    psched__buf_json_num(b, c.w);
     psched__buf_puts(b, "}");
 }
 
@@ -95,7 +48,7 @@ static void put_plan(psched_buf *b, const psched_plan *plan)
     psched__buf_printf(b, "  \"devices\": %u,\n  \"microbatches\": %u,\n  \"chunks\": %u,\n"
                        "  \"chains\": %u,\n  \"placement\": ",
                        plan->devices, plan->microbatches, plan->chunks, plan->chains);
-    put_str(b, placement_name(plan->placement));
+    psched__buf_json_str(b, psched__placement_name(plan->placement));
     psched__buf_puts(b, ",\n  \"stage_device\": [");
     for (uint32_t s = 0; s < stages; s++)
         psched__buf_printf(b, "%s%u", s ? ", " : "", psched_plan_stage_device(plan, s));
@@ -110,9 +63,9 @@ static void put_plan(psched_buf *b, const psched_plan *plan)
         put_cost3(b, psched__plan_mem(plan, s));
     }
     psched__buf_puts(b, "],\n  \"comm\": ");
-    put_num(b, plan->comm);
+    psched__buf_json_num(b, plan->comm);
     psched__buf_puts(b, ",\n  \"memory_limit\": ");
-    put_num(b, plan->memory_limit);
+    psched__buf_json_num(b, plan->memory_limit);
     psched__buf_puts(b, ",\n");
 }
 
@@ -120,7 +73,7 @@ static psched_status put_op(psched_buf *b, const psched_op *op, const psched_rep
                             uint32_t device, size_t index)
 {
     psched__buf_puts(b, "{\"kind\": ");
-    put_str(b, kind_name(op->kind));
+    psched__buf_json_str(b, psched__kind_name(op->kind));
     psched__buf_printf(b, ", \"stage\": %u, \"microbatch\": %u, \"chunk\": %u", op->stage,
                        op->microbatch, (unsigned)op->chunk);
     if (op->flags & PSCHED_OP_OVERLAP_NEXT)
@@ -133,9 +86,9 @@ static psched_status put_op(psched_buf *b, const psched_op *op, const psched_rep
         if (st != PSCHED_OK)
             return st;
         psched__buf_puts(b, ", \"start\": ");
-        put_num(b, start);
+        psched__buf_json_num(b, start);
         psched__buf_puts(b, ", \"end\": ");
-        put_num(b, end);
+        psched__buf_json_num(b, end);
     }
     psched__buf_puts(b, "}");
     return PSCHED_OK;
@@ -167,7 +120,7 @@ static void put_device_figures(psched_buf *b, const psched_report *r, const char
         double fig[3] = {0, 0, 0};
         psched_report_device(r, d, &fig[0], &fig[1], &fig[2]);
         psched__buf_puts(b, d ? ", " : "");
-        put_num(b, fig[which]);
+        psched__buf_json_num(b, fig[which]);
     }
     psched__buf_puts(b, "]");
 }
@@ -175,13 +128,13 @@ static void put_device_figures(psched_buf *b, const psched_report *r, const char
 static void put_report(psched_buf *b, const psched_report *r)
 {
     psched__buf_puts(b, ",\n  \"report\": {\n    \"makespan\": ");
-    put_num(b, psched_report_makespan(r));
+    psched__buf_json_num(b, psched_report_makespan(r));
     psched__buf_puts(b, ",\n    \"span\": ");
-    put_num(b, psched_report_span(r));
+    psched__buf_json_num(b, psched_report_span(r));
     psched__buf_puts(b, ",\n    \"bubble_ratio\": ");
-    put_num(b, psched_report_bubble_ratio(r));
+    psched__buf_json_num(b, psched_report_bubble_ratio(r));
     psched__buf_puts(b, ",\n    \"peak_memory_M\": ");
-    put_num(b, psched_report_peak_memory_M(r));
+    psched__buf_json_num(b, psched_report_peak_memory_M(r));
     put_device_figures(b, r, "busy", 0);
     put_device_figures(b, r, "idle", 1);
     put_device_figures(b, r, "peak_memory", 2);
@@ -197,7 +150,7 @@ psched_status psched__export_json(const psched_schedule *s, const psched_report 
         return st;
     psched_buf b = {0};
     psched__buf_puts(&b, "{\n  \"format_version\": 1,\n  \"schedule\": ");
-    put_str(&b, s->name);
+    psched__buf_json_str(&b, s->name);
     psched__buf_printf(&b, ",\n  \"hash\": \"%016" PRIx64 "\",\n", hash);
     put_plan(&b, s->plan);
     st = put_ops(&b, s, report);

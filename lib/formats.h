@@ -14,5 +14,11 @@ PSCHED_INTERNAL psched_status psched__export_ascii(const psched_schedule *schedu
 PSCHED_INTERNAL psched_status psched__export_json(const psched_schedule *schedule,
                                                   const psched_report *report, char **text,
                                                   size_t *length);
+PSCHED_INTERNAL psched_status psched__export_chrome(const psched_schedule *schedule,
+                                                    const psched_report *report, char **text,
+                                                    size_t *length);
+PSCHED_INTERNAL psched_status psched__export_svg(const psched_schedule *schedule,
+                                                 const psched_report *report, char **text,
+                                                 size_t *length);
 
 #endif

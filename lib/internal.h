@@ -108,6 +108,15 @@ static inline bool psched__stage_last(const psched_plan *p, uint32_t s)
  * the op count fits. */
 PSCHED_INTERNAL psched_status psched__plan_check_resolved(const psched_plan *plan);
 
+/* Names as users write them: "loop", "vshape", "custom", "auto"; op kinds
+ * "F", "B", "W", "BW", "SEND_F", ... (pipesched names, not PyTorch's). */
+PSCHED_INTERNAL const char *psched__placement_name(psched_placement placement);
+PSCHED_INTERNAL const char *psched__kind_name(uint8_t kind);
+
+/* JSON values: a number (non-finite as null, no "-0") and an escaped string. */
+PSCHED_INTERNAL void psched__buf_json_num(psched_buf *b, double x);
+PSCHED_INTERNAL void psched__buf_json_str(psched_buf *b, const char *s);
+
 /* ---- schedule ---- */
 struct psched_schedule {
     psched_plan *plan;  /* resolved copy, owned */

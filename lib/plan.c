@@ -483,3 +483,18 @@ psched_status psched__plan_check_resolved(const psched_plan *plan)
     }
     return PSCHED_OK;
 }
+
+const char *psched__placement_name(psched_placement placement)
+{
+    switch (placement) {
+    case PSCHED_PLACEMENT_AUTO:
+        return "auto";
+    case PSCHED_PLACEMENT_LOOP:
+        return "loop";
+    case PSCHED_PLACEMENT_VSHAPE:
+        return "vshape";
+    case PSCHED_PLACEMENT_CUSTOM:
+        return "custom";
+    }
+    return "unknown";
+}

@@ -19,17 +19,21 @@ static const psched_generator *const builtins[] = {
 
 static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static psched_generator **entries;
-static size_t count, cap;
+/* The first entries live in static storage, so registering the built-ins
+ * never allocates and cannot be lost to an allocation failure. */
+#define FIXED_ENTRIES 64
+static const psched_generator *fixed_entries[FIXED_ENTRIES];
+static const psched_generator **entries = fixed_entries;
+static size_t count, cap = FIXED_ENTRIES;
 
-static psched_status add(const psched_generator *g);
+static psched_status add(const psched_generator *g, bool copy);
 
 /* Runs once, before any other registry access; built-ins take the same
- * checks and copy as a plug-in's descriptor. */
+ * checks as a plug-in's descriptor, but need no copy: they are static. */
 static void register_builtins(void)
 {
     for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
-        (void)add(builtins[i]);
+        (void)add(builtins[i], false);
 }
 
 void psched__registry_init(void)
@@ -89,40 +93,46 @@ static const psched_generator *find_locked(const char *name)
 psched_status psched_register_generator(const psched_generator *g)
 {
     psched__registry_init();
-    return add(g);
+    return add(g, true);
 }
 
-static psched_status add(const psched_generator *g)
+static psched_status add(const psched_generator *g, bool copy)
 {
     psched_status st = check_descriptor(g);
     if (st)
         return st;
-    psched_generator *copy = psched__malloc(sizeof *copy);
-    if (!copy)
-        return PSCHED_ENOMEM_FAIL();
-    *copy = *g;
-    if (!copy->description)
-        copy->description = "";
-    if (!copy->constraints)
-        copy->constraints = "";
+    psched_generator *owned = NULL;
+    if (copy) {
+        owned = psched__malloc(sizeof *owned);
+        if (!owned)
+            return PSCHED_ENOMEM_FAIL();
+        *owned = *g;
+        if (!owned->description)
+            owned->description = "";
+        if (!owned->constraints)
+            owned->constraints = "";
+    }
     pthread_rwlock_wrlock(&lock);
     if (find_locked(g->name)) {
         pthread_rwlock_unlock(&lock);
-        psched__dealloc(copy);
+        psched__dealloc(owned);
         return psched_fail(PSCHED_EEXIST, "a generator named \"%s\" is already registered", g->name);
     }
     if (count == cap) {
-        size_t ncap = cap ? cap * 2 : 32;
-        psched_generator **e = psched__reallocarray(entries, ncap, sizeof *e);
+        size_t ncap = cap * 2;
+        const psched_generator **e = psched__reallocarray(NULL, ncap, sizeof *e);
         if (!e) {
             pthread_rwlock_unlock(&lock);
-            psched__dealloc(copy);
+            psched__dealloc(owned);
             return PSCHED_ENOMEM_FAIL();
         }
+        memcpy(e, entries, count * sizeof *e);
+        if (entries != fixed_entries)
+            psched__dealloc((void *)entries);
         entries = e;
         cap = ncap;
     }
-    entries[count++] = copy;
+    entries[count++] = owned ? owned : g;
     pthread_rwlock_unlock(&lock);
     return PSCHED_OK;
 }

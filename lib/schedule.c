@@ -13,9 +13,9 @@ static psched_status resolve_plan(psched_plan *plan, const psched_generator *g)
     if (plan->placement == PSCHED_PLACEMENT_AUTO) {
         plan->placement = g->placement;
     } else if (plan->placement != g->placement && g->placement != PSCHED_PLACEMENT_CUSTOM) {
-        static const char *names[] = {"auto", "loop", "vshape", "custom"};
         return psched_fail(PSCHED_EINVAL, "placement %s does not fit %s, which needs %s placement",
-                           names[plan->placement], g->name, names[g->placement]);
+                           psched__placement_name(plan->placement), g->name,
+                           psched__placement_name(g->placement));
     }
     plan->chains = g->chains ? g->chains : 1;
     return psched__plan_check_resolved(plan);
@@ -123,4 +123,11 @@ int psched__op_text(const psched_op *op, char *buf, size_t size)
                                             "RECV_B"};
     const char *k = op->kind <= PSCHED_OP_RECV_B ? kind_text[op->kind] : "?";
     return snprintf(buf, size, "%u%s%u", op->stage, k, op->microbatch);
+}
+
+const char *psched__kind_name(uint8_t kind)
+{
+    static const char *const names[] = {"F",      "B",      "W",      "BW",
+                                        "SEND_F", "RECV_F", "SEND_B", "RECV_B"};
+    return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }

@@ -88,7 +88,9 @@ psched_status psched_simulate(const psched_schedule *s, const psched_plan *costs
     psched_report *r = report_alloc(s->devices, total);
     if (!r)
         return PSCHED_ENOMEM_FAIL();
-    psched_status st = psched__execute(s, costs, r->start, r->end);
+    psched_status st = psched__has_comm_ops(s)
+                           ? psched__execute_rendezvous(s, costs, r->start, r->end)
+                           : psched__execute(s, costs, r->start, r->end);
     if (st) {
         psched_report_destroy(r);
         return st;

@@ -104,21 +104,6 @@ psched_status psched__emit_1f1b(psched_builder *b, uint32_t device, const psched
     return st;
 }
 
-const char *psched__placement_name(psched_placement placement)
-{
-    switch (placement) {
-    case PSCHED_PLACEMENT_AUTO:
-        return "auto";
-    case PSCHED_PLACEMENT_LOOP:
-        return "loop";
-    case PSCHED_PLACEMENT_VSHAPE:
-        return "vshape";
-    case PSCHED_PLACEMENT_CUSTOM:
-        return "custom";
-    }
-    return "unknown";
-}
-
 psched_status psched__check_placement(const psched_plan *plan, psched_placement want,
                                       const char *name)
 {

@@ -86,9 +86,6 @@ PSCHED_INTERNAL psched_status psched__emit_1f1b(psched_builder *b, uint32_t devi
                                                 const psched_seq *fwd, const psched_seq *bwd,
                                                 size_t warmup, psched_op_kind bwd_kind);
 
-/* Name of a placement as users write it ("loop", "vshape", "custom", "auto"). */
-PSCHED_INTERNAL const char *psched__placement_name(psched_placement placement);
-
 /* Fails with PSCHED_EINVAL unless the plan's placement is `want`:
  * "placement (vshape) must be loop for interleaved". */
 PSCHED_INTERNAL psched_status psched__check_placement(const psched_plan *plan,

@@ -21,13 +21,13 @@ typedef struct vb {
                        * then [p * 4m + d * 2m + k] for device d's k-th W */
     int64_t *fresh;   /* compaction output, same layout */
     int64_t *free_at; /* per device: first slot after its last op so far */
-    bool with_w;    /* W are ops with slots; otherwise each free slot runs a
-                     * pending W (implicit W) */
-    int64_t h;      /* slots per device in the arrays below */
-    size_t cap;     /* allocated entries of occ, run, pend */
-    int32_t *occ;   /* [d * h + t]: op code (idx * VB_KINDS + kind) or -1 */
-    int32_t *run;   /* memory after slot t */
-    int32_t *pend;  /* backwards whose implicit W has not run after slot t */
+    bool with_w;      /* W are ops with slots; otherwise each free slot runs
+                       * a pending W (implicit W) */
+    int64_t h;        /* slots per device in the arrays below */
+    size_t cap;       /* allocated entries of occ, run, pend */
+    int32_t *occ;     /* [d * h + t]: op code (idx * VB_KINDS + kind) or -1 */
+    int32_t *run;     /* memory after slot t */
+    int32_t *pend;    /* backwards whose implicit W has not run after slot t */
 } vb;
 
 static int64_t *vb_at(const vb *v, int64_t *slots, uint32_t d, int kind, uint32_t idx)

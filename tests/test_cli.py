@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import xml.etree.ElementTree as ET
 
 TOOL = None
 REFERENCE = None
@@ -367,6 +368,125 @@ class TestValidate(CliCase):
         self.fails(2, "validate")
 
 
+# 1F1B p=2 m=2 by hand with unit costs (BW = B + W = 2): (name, device, start, end).
+HAND_1F1B_P2_M2 = [
+    ("0F0", 0, 0, 1), ("0F1", 0, 1, 2), ("0B0", 0, 4, 6), ("0B1", 0, 7, 9),
+    ("1F0", 1, 1, 2), ("1B0", 1, 2, 4), ("1F1", 1, 4, 5), ("1B1", 1, 5, 7),
+]
+PLAN_1F1B_P2_M2 = ["--schedule", "1f1b", "--devices", "2", "--microbatches", "2"]
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg_classes(root):
+    """Class tokens of every element, as a list of sets."""
+    return [set((e.get("class") or "").split()) for e in root.iter()]
+
+
+class TestExports(CliCase):
+    def test_chrome_has_one_x_event_per_compute_op_at_the_simulated_times(self):
+        trace = json.loads(self.ok("generate", *PLAN_1F1B_P2_M2, "--format", "chrome"))
+        events = trace["traceEvents"]
+        complete = [e for e in events if e["ph"] == "X"]
+        # one cost unit is 1000 microseconds (docs/formats.md)
+        self.assertEqual(sorted((e["name"], e["tid"], e["ts"], e["ts"] + e["dur"])
+                                for e in complete),
+                         sorted((n, d, 1000 * a, 1000 * b) for n, d, a, b in HAND_1F1B_P2_M2))
+        self.assertEqual({e["pid"] for e in events}, {0})
+        names = {e["tid"]: e["args"]["name"] for e in events
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        self.assertEqual(names, {0: "device 0", 1: "device 1"})
+        self.assertEqual({e["cat"] for e in complete}, {"F", "BW"})
+        self.assertEqual(complete[0]["args"], {"stage": 0, "microbatch": 0, "chunk": 0})
+
+    def test_chrome_of_dualpipev_counts_every_op_of_the_csv(self):
+        plan = ["--schedule", "dualpipev", "--devices", "4", "--microbatches", "8"]
+        csv = self.ok("generate", *plan)
+        # an overlapped pair "(a;b)OVERLAP_F_B" holds two compute ops
+        ops = sum(2 if "OVERLAP" in cell else 1
+                  for row in csv.splitlines() for cell in row.split(","))
+        trace = json.loads(self.ok("generate", *plan, "--format", "chrome"))
+        complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+        self.assertEqual(len(complete), ops)
+        pairs = [e for e in complete if e["args"].get("overlapped")]
+        self.assertEqual(len(pairs), 2 * csv.count("OVERLAP_F_B"))
+
+    def test_csv_comms_is_the_lowered_hand_example(self):
+        # issue 4's hand example; a batched group is written in list order
+        out = self.ok("generate", *PLAN_1F1B_P2_M2, "--format", "csv-comms")
+        self.assertEqual(out, "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+                              "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1\n")
+
+    def test_csv_comms_of_interleaved_has_a_send_and_a_recv_per_transfer(self):
+        # p = 4, v = 2, loop placement: every edge s -> s+1 of the S = 8
+        # stages crosses devices, so each micro-batch has 7 forward and 7
+        # backward transfers
+        out = self.ok("generate", "--schedule", "interleaved", "--devices", "4",
+                      "--microbatches", "8", "--format", "csv-comms")
+        cells = [c for row in out.splitlines() for c in row.split(",")]
+        for kind in ("SEND_F", "RECV_F", "SEND_B", "RECV_B"):
+            self.assertEqual(sum(kind in c for c in cells), 7 * 8, kind)
+        self.assertEqual(len(cells), 4 * 7 * 8 + 2 * 8 * 8)
+
+    def test_svg_parses_as_xml_with_one_op_box_per_compute_op(self):
+        root = ET.fromstring(self.ok("generate", *PLAN_1F1B_P2_M2, "--format", "svg"))
+        self.assertEqual(root.tag, SVG + "svg")
+        classes = svg_classes(root)
+        self.assertEqual(sum("op" in c for c in classes), 8)
+        self.assertEqual(sum({"op", "F"} <= c for c in classes), 4)
+        self.assertEqual(sum({"op", "BW"} <= c for c in classes), 4)
+        self.assertEqual(sum("legend" in c for c in classes), 1)
+        title = root.find(SVG + "title").text
+        self.assertEqual(title, "1f1b: p=2 m=2 v=1, makespan 9, bubble 33.3%")
+        lanes = [e.text for e in root.iter(SVG + "text") if "device" in (e.get("class") or "")]
+        self.assertEqual(lanes, ["device 0", "device 1"])
+
+    def test_svg_of_dualpipev_draws_pairs_as_split_boxes(self):
+        plan = ["--schedule", "dualpipev", "--devices", "4", "--microbatches", "8"]
+        pairs = self.ok("generate", *plan).count("OVERLAP_F_B")
+        out = os.path.join(self.tmpdir(), "dualpipev.svg")
+        self.assertEqual(self.ok("generate", *plan, "--format", "svg", "--output", out), "")
+        root = ET.parse(out).getroot()
+        groups = [g for g in root.iter(SVG + "g") if g.get("class") == "pair"]
+        self.assertEqual(len(groups), pairs)
+        for g in groups:
+            halves = [r for r in g if "op" in (r.get("class") or "").split()]
+            self.assertEqual(len(halves), 2)
+            self.assertEqual(halves[0].get("x"), halves[1].get("x"))
+            self.assertEqual(float(halves[1].get("y")) - float(halves[0].get("y")),
+                             float(halves[0].get("height")))
+
+
+class TestGallery(CliCase):
+    """docs/gallery.md shows every generator, and its pasted figures are what
+    `pipesched simulate` prints (the page says so)."""
+
+    def docs(self, name):
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", name)
+        with open(path) as f:
+            return f.read()
+
+    def test_gallery_draws_every_generator(self):
+        page, build = self.docs("gallery.md"), self.docs("meson.build")
+        for e in json.loads(self.ok("list", "--json")):
+            with self.subTest(schedule=e["name"]):
+                self.assertIn("\\image html %s.svg" % e["name"], page)
+                self.assertIn("'%s'" % e["name"], build)
+
+    def test_gallery_figures_are_the_simulated_ones(self):
+        rows = re.findall(r"^\| `([a-z0-9-]+)` \|(.*)\|$", self.docs("gallery.md"), re.M)
+        self.assertEqual(len(rows), len(json.loads(self.ok("list", "--json"))))
+        for name, cells in rows:
+            with self.subTest(schedule=name):
+                r = self.simulate_json("--schedule", name, "--devices", "4",
+                                       "--microbatches", "8")
+                want = [str(r["chunks"]), "%g" % r["makespan"], "%g" % r["span"],
+                        "%.1f %%" % (100 * r["bubble_ratio"]),
+                        ", ".join("%g" % x for x in r["peak_memory"]),
+                        "%g" % r["peak_memory_M"]]
+                self.assertEqual([c.strip() for c in cells.split("|")], want,
+                                 "update the row of %s in docs/gallery.md" % name)
+
+
 class TestUsage(CliCase):
     def test_bad_flags_exit_2_with_one_line(self):
         base = ["simulate", *PLAN_1F1B_P4_M8]
@@ -394,7 +514,7 @@ class TestUsage(CliCase):
             ([*base, "--devices"], "--devices"),
             ([*base, "--json=yes"], "--json"),
             ([*base, "--format", "csv"], "--format"),
-            (["generate", *PLAN_1F1B_P4_M8, "--format", "svg"], "--format 'svg'"),
+            (["generate", *PLAN_1F1B_P4_M8, "--format", "png"], "--format 'png'"),
             (["generate", *PLAN_1F1B_P4_M8, "--json"], "--json"),
             (["simulate", "--devices", "4", "--microbatches", "8"], "--schedule"),
             (["simulate", "--schedule", "1f1b", "--microbatches", "8"], "--devices"),

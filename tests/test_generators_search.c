@@ -217,6 +217,34 @@ static void test_zb_beats_1f1b_with_slow_last_stage(void)
     }
 }
 
+/* zb-h1 and zb-h2 are among zb's candidates: within their memory, zb is
+ * never slower, whatever the per-stage costs. */
+static void test_zb_never_slower_than_zb_h1_and_zb_h2_within_their_memory(void)
+{
+    static const double profiles[][4][3] = {
+        {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {3, 3, 3}},
+        {{3, 2, 1}, {1, 1, 1}, {1, 2, 1}, {2, 1, 2}},
+        {{1, 2, 1}, {2, 4, 2}, {1, 2, 1}, {2, 4, 2}},
+    };
+    for (size_t i = 0; i < sizeof profiles / sizeof *profiles; i++)
+        for (uint32_t m = 4; m <= 12; m += 4) {
+            psched_plan *plan = make_plan((shape){4, m, 1, 1, 1, 1});
+            for (uint32_t st = 0; st < 4; st++)
+                CHECK_OK(psched_plan_set_stage_cost(plan, st, profiles[i][st][0],
+                                                    profiles[i][st][1], profiles[i][st][2]));
+            static const char *const seeds[] = {"zb-h1", "zb-h2"};
+            for (size_t k = 0; k < 2; k++) {
+                double peak, zb_peak;
+                double seed = measure(plan, seeds[k], &peak);
+                CHECK_OK(psched_plan_set_memory_limit(plan, peak));
+                CHECK(measure(plan, "zb", &zb_peak) <= seed);
+                CHECK(zb_peak <= peak);
+                CHECK_OK(psched_plan_set_memory_limit(plan, INFINITY));
+            }
+            psched_plan_destroy(plan);
+        }
+}
+
 static void test_zb_rejects_chunks_and_placement_it_does_not_build(void)
 {
     psched_plan *plan = make_plan(unit(4, 8));
@@ -312,6 +340,7 @@ int main(void)
     RUN(test_zb_respects_per_stage_memory_deltas);
     RUN(test_zb_limit_below_smallest_peak_is_infeasible);
     RUN(test_zb_beats_1f1b_with_slow_last_stage);
+    RUN(test_zb_never_slower_than_zb_h1_and_zb_h2_within_their_memory);
     RUN(test_zb_rejects_chunks_and_placement_it_does_not_build);
     RUN(test_v_min_and_v_half_peak_memory_formulas);
     RUN(test_v_min_and_v_half_meet_published_spans);

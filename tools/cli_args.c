@@ -175,13 +175,18 @@ static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
     case OPT_COSTS_FILE:
         o->costs_file = v;
         return CLI_OK;
-    case OPT_FORMAT:
-        if (strcmp(v, "csv") != 0 && strcmp(v, "ascii") != 0 && strcmp(v, "json") != 0) {
-            cli_error("--format '%s': expected csv, ascii or json", v);
+    case OPT_FORMAT: {
+        static const char *const formats[] = {"csv", "csv-comms", "ascii", "json", "chrome", "svg"};
+        size_t k = 0;
+        while (k < sizeof formats / sizeof formats[0] && strcmp(v, formats[k]) != 0)
+            k++;
+        if (k == sizeof formats / sizeof formats[0]) {
+            cli_error("--format '%s': expected csv, csv-comms, ascii, json, chrome or svg", v);
             return CLI_USAGE;
         }
         o->format = v;
         return CLI_OK;
+    }
     case OPT_OUTPUT:
         o->output = v;
         return CLI_OK;

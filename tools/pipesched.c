@@ -56,9 +56,13 @@ static const char help_generate[] =
     "\n"
     "Build a schedule and print it.\n"
     "\n" HELP_PLAN
-    "  --format FMT          csv (PyTorch compute_only, the default), ascii (a grid\n"
-    "                        of ops at their simulated start, coloured on a\n"
-    "                        terminal) or json (schedule, plan and simulation)\n"
+    "  --format FMT          csv (PyTorch compute_only, the default), csv-comms\n"
+    "                        (PyTorch compute_comms: the schedule lowered with\n"
+    "                        SEND/RECV ops), ascii (a grid of ops at their\n"
+    "                        simulated start, coloured on a terminal), json\n"
+    "                        (schedule, plan and simulation), chrome (trace for\n"
+    "                        Perfetto / chrome://tracing, one cost unit = 1 ms)\n"
+    "                        or svg (timeline picture)\n"
     "  --output FILE         write to FILE (atomically) instead of standard output\n";
 
 static const char help_simulate[] =
@@ -230,6 +234,12 @@ static psched_format parse_format(const char *name)
         return PSCHED_FORMAT_ASCII;
     if (strcmp(name, "json") == 0)
         return PSCHED_FORMAT_JSON;
+    if (strcmp(name, "chrome") == 0)
+        return PSCHED_FORMAT_CHROME;
+    if (strcmp(name, "svg") == 0)
+        return PSCHED_FORMAT_SVG;
+    if (strcmp(name, "csv-comms") == 0)
+        return PSCHED_FORMAT_CSV_COMMS;
     return PSCHED_FORMAT_CSV;
 }
 
@@ -237,6 +247,22 @@ static bool want_colour(const cli_opts *o)
 {
     const char *no_color = getenv("NO_COLOR");
     return !o->output && isatty(STDOUT_FILENO) && !(no_color && no_color[0]);
+}
+
+/* csv-comms is the PyTorch compute_comms CSV of the lowered schedule: the
+ * SEND/RECV ops come from psched_lower_comm with the plan's own costs. */
+static psched_status export_schedule(const psched_schedule *s, const psched_report *r,
+                                     psched_format format, uint32_t flags, char **text,
+                                     size_t *length)
+{
+    if (format != PSCHED_FORMAT_CSV_COMMS)
+        return psched_export(s, r, format, flags, text, length);
+    psched_schedule *lowered = NULL;
+    psched_status st = psched_lower_comm(s, NULL, &lowered);
+    if (st == PSCHED_OK)
+        st = psched_export(lowered, NULL, format, flags, text, length);
+    psched_schedule_destroy(lowered);
+    return st;
 }
 
 static int cmd_generate(const cli_opts *o)
@@ -249,7 +275,7 @@ static int cmd_generate(const cli_opts *o)
         uint32_t flags = format == PSCHED_FORMAT_ASCII && want_colour(o) ? PSCHED_EXPORT_COLOR : 0;
         char *text = NULL;
         size_t length = 0;
-        psched_status st = psched_export(s, r, format, flags, &text, &length);
+        psched_status st = export_schedule(s, r, format, flags, &text, &length);
         if (st != PSCHED_OK)
             rc = cli_fail(st, "export");
         else if (o->output)

@@ -1,0 +1,436 @@
+/*
+ * Communication lowering (psched_lower_comm): inserts a SEND after the
+ * producer and a RECV before the consumer of every dependency that crosses
+ * devices, ordered and batched so that a runtime with rendezvous
+ * point-to-point calls (a send completes only when the peer posts the
+ * matching receive; BATCH_NEXT groups are posted together, like
+ * torch.distributed.batch_isend_irecv) never deadlocks.
+ *
+ * Placement by a global key. The compute schedule is simulated with the
+ * given costs and its units (an op, or an overlapped pair) are put in one
+ * global order L: a topological order of the dependency graph taking, among
+ * ready units, the earliest simulated start. A transfer from producer P
+ * (device A) to consumer C (device B) gets the key
+ *     k = max(rank of P, rank of the unit B runs just before C)
+ * and sits, on both devices, right after the units ranked <= k. On B that is
+ * always right before C; on A it is right after P unless A's next unit ranks
+ * at or below the unit B runs before C, in which case the SEND is delayed
+ * just enough. Within one place, ops with equal keys form one batched group
+ * (SENDs first, then RECVs, each in transfer order); other ops run in key
+ * order.
+ *
+ * Why this cannot deadlock: on every device the comm ops are sorted by key
+ * and the ops sharing a key are one group. Take the smallest key k whose
+ * transfers are not all done. Every device with ops of key k can reach its
+ * group of key k (what precedes it is compute, whose RECVs come earlier and
+ * have smaller keys, or comm of smaller keys, done), so both sides of every
+ * transfer of key k get posted and the groups complete; by induction all do.
+ * Equal keys arise exactly where two devices would each wait on the other at
+ * the same point, 1F1B's steady state: device 0 after 0F1 posts
+ * {0SEND_F1 + 0RECV_B0} while device 1 after 1B0 posts {1SEND_B0 + 1RECV_F1},
+ * Megatron's send_forward_recv_backward / send_backward_recv_forward. Both
+ * devices order the transfers between them the same way, so NCCL's
+ * matching of a device pair's calls in posting order pairs the right ones.
+ *
+ * The compute order is unchanged. Cost: O(ops log ops).
+ *
+ * CSV: PyTorch's compute_comms CSV (PSCHED_FORMAT_CSV_COMMS) has no spelling
+ * for a batched group: the export writes a group's ops in list order and an
+ * import of a comms CSV carries no BATCH_NEXT flags. A lowered schedule that
+ * needs groups therefore validates as a deadlock once re-imported from CSV
+ * (PyTorch's own runtime posts every SEND/RECV as an asynchronous
+ * isend/irecv, for which its files are written).
+ */
+#include "execute.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE PSCHED_EXEC_NONE
+
+/* One comm op to insert: where, in which order, and what. */
+typedef struct comm_rec {
+    uint32_t device, gap; /* gap g: before the g-th unit of the device */
+    double time;          /* key: (time, rank) */
+    uint32_t rank, recv, transfer;
+    uint32_t stage, mb;
+    uint8_t kind;
+} comm_rec;
+
+typedef struct lower {
+    psched_exec x;        /* the compute schedule: position index, simulated times */
+    uint32_t units;
+    uint32_t *unit_of;    /* [op] unit of an op */
+    size_t *unit_first;   /* [unit] first op of a unit; units + 1 entries */
+    uint32_t *dev_unit;   /* [device] first unit of a device; p + 1 entries */
+    uint32_t *order;      /* [unit] rank in the global order */
+    uint32_t transfers;
+    uint32_t *producer, *consumer; /* [transfer] global op indices */
+    uint32_t *out_first;  /* [unit] CSR of transfers by producer unit; units + 1 entries */
+    uint32_t *out;
+    comm_rec *recs;       /* 2 per transfer */
+} lower;
+
+static uint32_t device_of(const lower *l, size_t g)
+{
+    return l->x.stage_device[l->x.s->ops[g].stage];
+}
+
+/* Units, and the transfers: every dependency whose producer runs on
+ * another device than its consumer. */
+static psched_status find_units_and_transfers(lower *l)
+{
+    const psched_schedule *s = l->x.s;
+    size_t total = s->offset[s->devices];
+    l->unit_of = psched__reallocarray(NULL, total + 1, sizeof *l->unit_of);
+    l->unit_first = psched__reallocarray(NULL, total + 1, sizeof *l->unit_first);
+    l->dev_unit = psched__reallocarray(NULL, (size_t)s->devices + 1, sizeof *l->dev_unit);
+    l->producer = psched__reallocarray(NULL, 2 * total + 1, sizeof *l->producer);
+    l->consumer = psched__reallocarray(NULL, 2 * total + 1, sizeof *l->consumer);
+    if (!l->unit_of || !l->unit_first || !l->dev_unit || !l->producer || !l->consumer)
+        return PSCHED_ENOMEM_FAIL();
+    uint32_t u = 0;
+    for (uint32_t d = 0; d < s->devices; d++) {
+        l->dev_unit[d] = u;
+        for (size_t g = s->offset[d]; g < s->offset[d + 1]; u++) {
+            size_t n = (s->ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
+            l->unit_first[u] = g;
+            for (size_t i = g; i < g + n; i++)
+                l->unit_of[i] = u;
+            g += n;
+        }
+    }
+    l->dev_unit[s->devices] = l->units = u;
+    l->unit_first[u] = total;
+    for (size_t g = 0; g < total; g++) {
+        uint32_t dep[2];
+        int n = psched__exec_deps(&l->x, &s->ops[g], dep);
+        for (int i = 0; i < n; i++) {
+            if (device_of(l, dep[i]) == device_of(l, g))
+                continue;
+            l->producer[l->transfers] = dep[i];
+            l->consumer[l->transfers++] = (uint32_t)g;
+        }
+    }
+    return PSCHED_OK;
+}
+
+/* Transfers grouped by producer unit (counting sort). */
+static psched_status index_outgoing(lower *l)
+{
+    l->out_first = psched__calloc((size_t)l->units + 2, sizeof *l->out_first);
+    l->out = psched__reallocarray(NULL, (size_t)l->transfers + 1, sizeof *l->out);
+    if (!l->out_first || !l->out)
+        return PSCHED_ENOMEM_FAIL();
+    for (uint32_t t = 0; t < l->transfers; t++)
+        l->out_first[l->unit_of[l->producer[t]] + 2]++;
+    for (uint32_t u = 0; u < l->units; u++)
+        l->out_first[u + 2] += l->out_first[u + 1];
+    for (uint32_t t = 0; t < l->transfers; t++)
+        l->out[l->out_first[l->unit_of[l->producer[t]] + 1]++] = t;
+    return PSCHED_OK;
+}
+
+/* ---- the global order: Kahn's algorithm, earliest simulated start first.
+ * At most one unit per device is ready at a time, so the heap holds <= p. */
+
+typedef struct heap {
+    uint32_t *item;
+    uint32_t len;
+} heap;
+
+static bool heap_less(const lower *l, uint32_t a, uint32_t b)
+{
+    double sa = l->x.start[l->unit_first[a]], sb = l->x.start[l->unit_first[b]];
+    return sa < sb || (sa == sb && a < b);
+}
+
+static void heap_push(const lower *l, heap *h, uint32_t u)
+{
+    uint32_t i = h->len++;
+    while (i > 0 && heap_less(l, u, h->item[(i - 1) / 2])) {
+        h->item[i] = h->item[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->item[i] = u;
+}
+
+static uint32_t heap_pop(const lower *l, heap *h)
+{
+    uint32_t top = h->item[0], last = h->item[--h->len], i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= h->len)
+            break;
+        if (c + 1 < h->len && heap_less(l, h->item[c + 1], h->item[c]))
+            c++;
+        if (!heap_less(l, h->item[c], last))
+            break;
+        h->item[i] = h->item[c];
+        i = c;
+    }
+    h->item[i] = last;
+    return top;
+}
+
+static void release(const lower *l, heap *h, uint32_t *indeg, uint32_t u)
+{
+    if (--indeg[u] == 0)
+        heap_push(l, h, u);
+}
+
+static psched_status global_order(lower *l)
+{
+    uint32_t p = l->x.p;
+    uint32_t *indeg = psched__calloc((size_t)l->units + 1, sizeof *indeg);
+    heap h = {psched__reallocarray(NULL, (size_t)p + 1, sizeof *h.item), 0};
+    l->order = psched__reallocarray(NULL, (size_t)l->units + 1, sizeof *l->order);
+    if (!indeg || !h.item || !l->order) {
+        psched__dealloc(indeg);
+        psched__dealloc(h.item);
+        return PSCHED_ENOMEM_FAIL();
+    }
+    for (uint32_t t = 0; t < l->transfers; t++)
+        indeg[l->unit_of[l->consumer[t]]]++;
+    for (uint32_t d = 0; d < p; d++) {
+        for (uint32_t u = l->dev_unit[d] + 1; u < l->dev_unit[d + 1]; u++)
+            indeg[u]++;
+        if (l->dev_unit[d] < l->dev_unit[d + 1] && indeg[l->dev_unit[d]] == 0)
+            heap_push(l, &h, l->dev_unit[d]);
+    }
+    /* The compute schedule ran to its end, so every unit gets released. */
+    for (uint32_t rank = 0; h.len > 0; rank++) {
+        uint32_t u = heap_pop(l, &h);
+        l->order[u] = rank;
+        uint32_t d = device_of(l, l->unit_first[u]);
+        if (u + 1 < l->dev_unit[d + 1])
+            release(l, &h, indeg, u + 1);
+        for (uint32_t i = l->out_first[u]; i < l->out_first[u + 1]; i++)
+            release(l, &h, indeg, l->unit_of[l->consumer[l->out[i]]]);
+    }
+    psched__dealloc(indeg);
+    psched__dealloc(h.item);
+    return PSCHED_OK;
+}
+
+/* ---- placement */
+
+/* The gap of device d after its units u with (end(u), order(u)) below
+ * (time, rank): units along a device increase in that pair, so the gap
+ * grows with the key. */
+static uint32_t gap_before(const lower *l, uint32_t d, double time, uint32_t rank)
+{
+    uint32_t lo = l->dev_unit[d], hi = l->dev_unit[d + 1];
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        double end = l->x.end[l->unit_first[mid]];
+        if (end < time || (end == time && l->order[mid] < rank))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo - l->dev_unit[d];
+}
+
+static int rec_cmp(const void *pa, const void *pb)
+{
+    const comm_rec *a = pa, *b = pb;
+    if (a->device != b->device)
+        return a->device < b->device ? -1 : 1;
+    if (a->gap != b->gap)
+        return a->gap < b->gap ? -1 : 1;
+    if (a->time != b->time)
+        return a->time < b->time ? -1 : 1;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (a->recv != b->recv)
+        return a->recv < b->recv ? -1 : 1;
+    return a->transfer < b->transfer ? -1 : a->transfer > b->transfer;
+}
+
+static bool same_key(const comm_rec *a, const comm_rec *b)
+{
+    return a->time == b->time && a->rank == b->rank;
+}
+
+/* One step of the search for the latest T <= t at which device d is idle
+ * for `span` (it stays blocked while a transfer completes): T itself when
+ * the gap holding t has room, else the latest candidate before it. */
+static double idle_until(const lower *l, uint32_t d, double t, double span)
+{
+    uint32_t u = l->dev_unit[d] + gap_before(l, d, t, UINT32_MAX);
+    double gap_start = u > l->dev_unit[d] ? l->x.end[l->unit_first[u - 1]] : -INFINITY;
+    double gap_end = u < l->dev_unit[d + 1] ? l->x.start[l->unit_first[u]] : INFINITY;
+    double latest = gap_end - span < t ? gap_end - span : t;
+    if (latest >= gap_start)
+        return latest;
+    return l->x.start[l->unit_first[u - 1]] - span;
+}
+
+/* Searching further back than this many gaps would make lowering
+ * quadratic on long idle-free stretches; the fallback key is as valid. */
+#define IDLE_SEARCH_STEPS 16
+
+/* The key of transfer t. Preferably the latest time at which both devices
+ * are idle for t_comm between the producer's end and the consumer's start:
+ * posted there, the transfer delays neither. Otherwise the time both sides
+ * are first ready: the producer's end and the end of what the receiver
+ * runs just before the consumer. A zero-cost consumer ending exactly at the
+ * key's time makes the key total with its rank. */
+static void transfer_key(const lower *l, uint32_t t, double *time, uint32_t *rank)
+{
+    uint32_t a = device_of(l, l->producer[t]), b = device_of(l, l->consumer[t]);
+    uint32_t uc = l->unit_of[l->consumer[t]];
+    double comm = l->x.costs->comm, lo = l->x.end[l->producer[t]];
+    double when = l->x.start[l->consumer[t]] - comm;
+    int step = 0;
+    for (; step < IDLE_SEARCH_STEPS && when >= lo; step++) {
+        double ta = idle_until(l, a, when, comm), tb = idle_until(l, b, when, comm);
+        if (ta == when && tb == when)
+            break;
+        when = ta < tb ? ta : tb;
+    }
+    if (step == IDLE_SEARCH_STEPS || when < lo) {
+        when = lo;
+        if (uc > l->dev_unit[b] && l->x.end[l->unit_first[uc - 1]] > when)
+            when = l->x.end[l->unit_first[uc - 1]];
+    }
+    *time = when;
+    *rank = l->x.end[l->consumer[t]] == when ? l->order[uc] : UINT32_MAX;
+}
+
+static psched_status place_comm_ops(lower *l)
+{
+    const psched_op *ops = l->x.s->ops;
+    l->recs = psched__reallocarray(NULL, 2 * (size_t)l->transfers + 1, sizeof *l->recs);
+    if (!l->recs)
+        return PSCHED_ENOMEM_FAIL();
+    for (uint32_t t = 0; t < l->transfers; t++) {
+        const psched_op *po = &ops[l->producer[t]], *co = &ops[l->consumer[t]];
+        uint32_t a = device_of(l, l->producer[t]), b = device_of(l, l->consumer[t]), rank;
+        double time;
+        transfer_key(l, t, &time, &rank);
+        bool fwd = co->kind == PSCHED_OP_F;
+        l->recs[2 * t] = (comm_rec){a, gap_before(l, a, time, rank), time, rank, 0, t, po->stage,
+                                    po->microbatch, fwd ? PSCHED_OP_SEND_F : PSCHED_OP_SEND_B};
+        l->recs[2 * t + 1] = (comm_rec){b, gap_before(l, b, time, rank), time, rank, 1, t,
+                                        co->stage, co->microbatch,
+                                        fwd ? PSCHED_OP_RECV_F : PSCHED_OP_RECV_B};
+    }
+    qsort(l->recs, 2 * (size_t)l->transfers, sizeof *l->recs, rec_cmp);
+    return PSCHED_OK;
+}
+
+/* Appends every device's units with its comm ops in their gaps. */
+static psched_status emit(const lower *l, psched_builder *b)
+{
+    const psched_schedule *s = l->x.s;
+    size_t r = 0, nrecs = 2 * (size_t)l->transfers;
+    psched_status st = PSCHED_OK;
+    for (uint32_t d = 0; d < s->devices && !st; d++) {
+        size_t r0 = r;
+        while (r < nrecs && l->recs[r].device == d)
+            r++;
+        st = psched_builder_reserve(b, d, (s->offset[d + 1] - s->offset[d]) + (r - r0));
+        uint32_t n = l->dev_unit[d + 1] - l->dev_unit[d];
+        for (uint32_t gap = 0, i = (uint32_t)r0; gap <= n && !st; gap++) {
+            for (; i < r && l->recs[i].gap == gap && !st; i++) {
+                const comm_rec *c = &l->recs[i];
+                bool batch = i + 1 < r && c[1].gap == gap && same_key(c, &c[1]);
+                st = psched_builder_append(b, d, (psched_op_kind)c->kind, c->stage, c->mb,
+                                           batch ? PSCHED_OP_BATCH_NEXT : 0);
+            }
+            if (gap == n)
+                break;
+            uint32_t u = l->dev_unit[d] + gap;
+            for (size_t g = l->unit_first[u]; g < l->unit_first[u + 1] && !st; g++)
+                st = psched_builder_append(b, d, (psched_op_kind)s->ops[g].kind,
+                                           s->ops[g].stage, s->ops[g].microbatch,
+                                           s->ops[g].flags);
+        }
+    }
+    return st;
+}
+
+static psched_status build(const lower *l, psched_schedule **out)
+{
+    psched_plan *plan = NULL;
+    psched_builder *b = NULL;
+    psched_status st = psched_plan_clone(l->x.s->plan, &plan);
+    if (!st)
+        st = psched__builder_create(plan, &b);
+    if (!st)
+        st = emit(l, b);
+    if (!st)
+        st = psched__builder_finish(b, plan, l->x.s->name, out);
+    if (st)
+        psched_plan_destroy(plan);
+    psched__builder_destroy(b);
+    return st;
+}
+
+static void free_lower(lower *l)
+{
+    psched__dealloc(l->unit_of);
+    psched__dealloc(l->unit_first);
+    psched__dealloc(l->dev_unit);
+    psched__dealloc(l->order);
+    psched__dealloc(l->producer);
+    psched__dealloc(l->consumer);
+    psched__dealloc(l->out_first);
+    psched__dealloc(l->out);
+    psched__dealloc(l->recs);
+    psched__exec_free(&l->x);
+}
+
+static psched_status check_args(const psched_schedule *s, const psched_plan *plan)
+{
+    if (!s)
+        return psched_fail(PSCHED_EINVAL, "psched_lower_comm: schedule is NULL");
+    uint32_t S = s->plan->devices * s->plan->chunks;
+    if (plan && psched_plan_stages(plan) != S)
+        return psched_fail(PSCHED_EINVAL, "psched_lower_comm: cost plan has %u stages (devices "
+                           "x chunks) but the schedule has %u", psched_plan_stages(plan), S);
+    for (uint32_t d = 0; d < s->devices; d++) {
+        for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
+            if (s->ops[g].kind < PSCHED_OP_SEND_F)
+                continue;
+            char t[48];
+            psched__op_text(&s->ops[g], t, sizeof t);
+            return psched_fail(PSCHED_EINVAL, "psched_lower_comm: device %u op %zu (%s) is "
+                               "already a comm op; lower a compute schedule", d,
+                               g - s->offset[d], t);
+        }
+    }
+    return PSCHED_OK;
+}
+
+psched_status psched_lower_comm(const psched_schedule *schedule, const psched_plan *plan,
+                                psched_schedule **lowered)
+{
+    if (!lowered)
+        return psched_fail(PSCHED_EINVAL, "psched_lower_comm: lowered is NULL");
+    *lowered = NULL;
+    psched_status st = check_args(schedule, plan);
+    if (st)
+        return st;
+    lower l = {0};
+    st = psched__exec_setup(&l.x, schedule, plan, NULL, NULL, false);
+    if (st)
+        return st;
+    st = psched__exec_run(&l.x);
+    if (!st)
+        st = find_units_and_transfers(&l);
+    if (!st)
+        st = index_outgoing(&l);
+    if (!st)
+        st = global_order(&l);
+    if (!st)
+        st = place_comm_ops(&l);
+    if (!st)
+        st = build(&l, lowered);
+    free_lower(&l);
+    return st;
+}

@@ -1,0 +1,121 @@
+/* Internal interface between the partitioner (partition.c), its GLPK
+ * solver (partition_glpk.c) and the model (model.c). Not installed. */
+#ifndef PSCHED_PARTITION_H
+#define PSCHED_PARTITION_H
+
+#include "internal.h"
+
+#define PSCHED__RECOMPUTE_KINDS 3
+
+/* One recompute variant of a layer: activation bytes kept per micro-batch
+ * and time added to the backward for inputs. */
+typedef struct psched__variant {
+    double act, extra;
+    bool present;
+} psched__variant;
+
+typedef struct psched__group {
+    char type[32];
+    uint32_t count;
+    double f, b, w, param;
+    psched__variant variant[PSCHED__RECOMPUTE_KINDS]; /* indexed by psched_recompute */
+} psched__group;
+
+struct psched_model {
+    psched__group *groups;
+    uint32_t group_count, layer_count;
+};
+
+/* A point of a layer range's recompute frontier: the range's extra
+ * backward time and activation bytes for one mix of choices. `prev` is the
+ * index of the point of the range one layer shorter it extends (or -1) and
+ * `choice` the recompute kind of the range's last layer, so the per-layer
+ * choices can be read back. */
+typedef struct psched__point {
+    double extra, act;
+    int32_t prev;
+    uint8_t choice;
+} psched__point;
+
+/* The problem as the solvers see it. Times and memory of a stage with
+ * layers [i, j) and frontier point k: time = base[i..j) + extra_k,
+ * memory = param[i..j) + inflight[s] * act_k. */
+typedef struct psched__problem {
+    uint32_t layers, stages, devices, chunks, microbatches;
+    bool allow_empty;
+    double limit;        /* device memory, INFINITY when unconstrained */
+    double kappa;        /* weight of the fill/drain term */
+    double *inflight;    /* per stage */
+    uint32_t *device_of; /* per stage */
+    double *time_prefix, *param_prefix; /* L + 1 prefix sums: f+b+w, param */
+    double time_total;   /* Σ base time of every layer */
+    double *minact_prefix; /* L + 1 prefix sums of each layer's smallest activation */
+    const psched_model *model;
+    uint32_t *group_of;  /* per layer */
+    /* frontier[i][len]: Pareto points of range [i, i+len), len 0..maxlen[i] */
+    psched__point **front;
+    uint32_t *front_len; /* indexed (i * (L+1) + len) */
+    uint32_t *maxlen;    /* per start i */
+} psched__problem;
+
+/* A complete solution: per stage a layer range, per layer a recompute
+ * choice (a psched_recompute). */
+typedef struct psched__solution {
+    uint32_t *first, *count; /* per stage */
+    uint8_t *choice;         /* per layer */
+    bool found;
+} psched__solution;
+
+static inline uint32_t psched__front_index(const psched__problem *pb, uint32_t i, uint32_t len)
+{
+    return i * (pb->layers + 1) + len;
+}
+
+static inline double psched__range_time(const psched__problem *pb, uint32_t i, uint32_t len)
+{
+    return pb->time_prefix[i + len] - pb->time_prefix[i];
+}
+
+static inline double psched__range_param(const psched__problem *pb, uint32_t i, uint32_t len)
+{
+    return pb->param_prefix[i + len] - pb->param_prefix[i];
+}
+
+/* One MILP column: stage `stage` takes layers [first, first+len) with the
+ * recompute mix of frontier point `point`, costing `time` per micro-batch
+ * and `mem` bytes on its device. */
+typedef struct psched__column {
+    uint32_t stage, first, len;
+    int32_t point;
+    double time, mem;
+} psched__column;
+
+/* The column MILP: choose one column per stage such that consecutive
+ * stages' ranges meet; minimize zcoef·max_d Σ time + kappa·Σ time subject
+ * to Σ mem <= limit per device, or (minimize_memory) max_d Σ mem. */
+typedef struct psched__milp {
+    uint32_t stages, devices, layers;
+    const uint32_t *device_of;
+    const psched__column *cols;
+    size_t ncols;
+    double limit, zcoef, kappa;
+    bool minimize_memory;
+    const int32_t *seed; /* per stage a column index, or NULL */
+} psched__milp;
+
+/* Solve the column MILP with GLPK. On PSCHED_OK: *found says whether a
+ * solution exists (chosen[] then holds one column index per stage),
+ * *optimal whether it is proven, *gap the relative gap. ESOLVER when GLPK
+ * fails (the process is unharmed), EUNSUPPORTED in a build without GLPK. */
+PSCHED_INTERNAL psched_status psched__milp_solve(const psched__milp *in, double time_limit,
+                                                 int32_t *chosen, bool *found, bool *optimal,
+                                                 double *gap);
+
+/* Test hook: cap GLPK's memory at `mb` megabytes for the following solves
+ * on this thread (0 lifts the cap). */
+PSCHED_INTERNAL void psched__glpk_set_mem_limit(int mb);
+
+/* True when the build has GLPK. */
+PSCHED_INTERNAL bool psched__have_glpk(void);
+
+#endif

@@ -1,0 +1,571 @@
+/* The layer partitioner (issue 5): exact agreement with a brute-force
+ * oracle written here from the documented model, DP = ILP on one chunk,
+ * memory limits, the head-heavy model against Megatron's even split, the
+ * GLPK error path, and the CSV layer-profile reader. */
+#include "partition.h"
+#include "testutil.h"
+
+#include <pthread.h>
+
+/* ---- a tiny deterministic generator (the test fixes its own seed) ---- */
+static uint64_t rng_state;
+static uint32_t rnd(uint32_t n)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)((rng_state >> 33) % n);
+}
+
+/* ---- the oracle: every contiguous split × every per-layer choice ---- */
+
+typedef struct layer {
+    double f, b, w, param;
+    double act[3], extra[3];
+    bool has[3];
+} layer;
+
+typedef struct oracle {
+    uint32_t L, S, P, m;
+    layer lay[16];
+    double inflight[16];
+    uint32_t device_of[16];
+    double kappa, limit;
+    /* search state */
+    uint32_t cut[17];
+    uint8_t choice[16];
+    double best;
+} oracle;
+
+static void oracle_layers(oracle *o, const psched_model *model)
+{
+    o->L = 0;
+    for (uint32_t g = 0; g < psched_model_groups(model); g++) {
+        uint32_t count;
+        layer x;
+        memset(&x, 0, sizeof x);
+        psched_model_group(model, g, NULL, &count, &x.f, &x.b, &x.w, &x.act[0], &x.param);
+        x.has[0] = true;
+        for (int r = 1; r < 3; r++)
+            x.has[r] = psched_model_group_recompute(model, g, (psched_recompute)r, &x.act[r],
+                                                    &x.extra[r]) == PSCHED_OK;
+        for (uint32_t k = 0; k < count; k++)
+            o->lay[o->L++] = x;
+    }
+}
+
+/* In-flight counts and kappa from the documented rule: the schedule with
+ * unit costs, peak of F minus W/BW per stage in list order; kappa makes
+ * (m-1)·3v + kappa·3S the unit makespan. */
+static void oracle_schedule(oracle *o, const psched_plan *plan, const char *name)
+{
+    psched_plan *unit = NULL;
+    psched_schedule *s = NULL;
+    psched_report *r = NULL;
+    CHECK_OK(psched_plan_clone(plan, &unit));
+    CHECK_OK(psched_plan_set_cost(unit, 1, 1, 1));
+    CHECK_OK(psched_plan_set_memory_limit(unit, INFINITY));
+    CHECK_OK(psched_generate(unit, name, &s));
+    CHECK_OK(psched_simulate(s, NULL, &r));
+    const psched_plan *rp = psched_schedule_plan(s);
+    o->S = psched_plan_stages(rp);
+    o->P = psched_plan_devices(rp);
+    o->m = psched_plan_microbatches(rp);
+    uint32_t v = psched_plan_chunks(rp);
+    for (uint32_t st = 0; st < o->S; st++) {
+        o->device_of[st] = psched_plan_stage_device(rp, st);
+        o->inflight[st] = 0;
+    }
+    for (uint32_t d = 0; d < o->P; d++) {
+        double cur[16] = {0};
+        for (size_t i = 0; i < psched_schedule_op_count(s, d); i++) {
+            psched_op op;
+            psched_schedule_ops(s, d, i, 1, &op, sizeof op);
+            if (op.kind == PSCHED_OP_F && ++cur[op.stage] > o->inflight[op.stage])
+                o->inflight[op.stage] = cur[op.stage];
+            if (op.kind == PSCHED_OP_W || op.kind == PSCHED_OP_BW)
+                cur[op.stage]--;
+        }
+    }
+    o->kappa = (psched_report_makespan(r) - (o->m - 1.0) * 3.0 * v) / (3.0 * o->S);
+    o->limit = psched_plan_memory_limit(plan);
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(unit);
+}
+
+static void oracle_score(oracle *o)
+{
+    double dt[16] = {0}, dm[16] = {0}, sum = 0;
+    for (uint32_t s = 0; s < o->S; s++) {
+        double t = 0, act = 0, param = 0;
+        for (uint32_t l = o->cut[s]; l < o->cut[s + 1]; l++) {
+            const layer *x = &o->lay[l];
+            t += x->f + x->b + x->w + x->extra[o->choice[l]];
+            act += x->act[o->choice[l]];
+            param += x->param;
+        }
+        dt[o->device_of[s]] += t;
+        dm[o->device_of[s]] += param + o->inflight[s] * act;
+        sum += t;
+    }
+    double tmax = 0;
+    for (uint32_t d = 0; d < o->P; d++) {
+        if (dm[d] > o->limit)
+            return;
+        if (dt[d] > tmax)
+            tmax = dt[d];
+    }
+    double obj = (o->m - 1.0) * tmax + o->kappa * sum;
+    if (obj < o->best)
+        o->best = obj;
+}
+
+static void oracle_choices(oracle *o, uint32_t l)
+{
+    if (l == o->L) {
+        oracle_score(o);
+        return;
+    }
+    for (uint8_t r = 0; r < 3; r++) {
+        if (!o->lay[l].has[r])
+            continue;
+        o->choice[l] = r;
+        oracle_choices(o, l + 1);
+    }
+}
+
+static void oracle_cuts(oracle *o, uint32_t s)
+{
+    if (s == o->S) {
+        if (o->cut[s] == o->L)
+            oracle_choices(o, 0);
+        return;
+    }
+    uint32_t remaining = o->S - s - 1;
+    for (uint32_t end = o->cut[s] + 1; end + remaining <= o->L; end++) {
+        if (s == o->S - 1 && end != o->L)
+            continue;
+        o->cut[s + 1] = end;
+        oracle_cuts(o, s + 1);
+    }
+}
+
+static double oracle_best(oracle *o)
+{
+    o->best = INFINITY;
+    o->cut[0] = 0;
+    oracle_cuts(o, 0);
+    return o->best;
+}
+
+/* ---- helpers ---- */
+
+static psched_plan *make_plan(uint32_t p, uint32_t m, uint32_t v, double limit)
+{
+    psched_plan *plan = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, p));
+    CHECK_OK(psched_plan_set_microbatches(plan, m));
+    CHECK_OK(psched_plan_set_chunks(plan, v));
+    CHECK_OK(psched_plan_set_memory_limit(plan, limit));
+    return plan;
+}
+
+static psched_model *random_model(uint32_t max_layers, bool variants)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    uint32_t left = 2 + rnd(max_layers - 1);
+    while (left) {
+        uint32_t n = 1 + rnd(left < 3 ? left : 3);
+        double f = 1 + rnd(4), act = 2 + rnd(8);
+        CHECK_OK(psched_model_add_layers(model, "g", n, f, f + rnd(2), f, act, 1 + rnd(6)));
+        uint32_t g = psched_model_groups(model) - 1;
+        if (variants && rnd(2))
+            CHECK_OK(psched_model_set_recompute(model, g, PSCHED_RECOMPUTE_SELECTIVE,
+                                                act / 2, 1 + rnd(2)));
+        if (variants && rnd(2))
+            CHECK_OK(psched_model_set_recompute(model, g, PSCHED_RECOMPUTE_FULL, 1, f + 1));
+        left -= n;
+    }
+    return model;
+}
+
+static psched_partition_options opts(psched_partition_method method)
+{
+    psched_partition_options o = PSCHED_PARTITION_OPTIONS_INIT;
+    o.method = method;
+    o.time_limit = 30;
+    return o;
+}
+
+/* Every device's re-simulated peak (params + activation peak) is within
+ * the limit and the model's bound. */
+static void check_fits(const psched_partition_result *r, uint32_t p, double limit)
+{
+    for (uint32_t d = 0; d < p; d++) {
+        double bound = 0, peak = 0;
+        CHECK_OK(psched_partition_device(r, d, NULL, &bound, &peak));
+        CHECK(peak <= bound * (1 + 1e-12));
+        CHECK(bound <= limit * (1 + 1e-12));
+    }
+}
+
+/* ---- tests ---- */
+
+static void test_ilp_matches_brute_force_on_50_random_models(void)
+{
+    if (!psched__have_glpk())
+        return;
+    rng_state = 20240605;
+    int infeasible = 0, agreed = 0, two_chunks = 0;
+    for (int t = 0; t < 50; t++) {
+        psched_model *model = random_model(8, true);
+        uint32_t v = 1 + rnd(2), p = 1 + rnd(4);
+        while (p * v > psched_model_layers(model))
+            p--;
+        if (p == 0 || (v == 2 && p < 1))
+            p = 1;
+        if (p * v > psched_model_layers(model))
+            v = 1;
+        uint32_t m = v == 1 ? p + rnd(4) : p * (1 + rnd(2));
+        const char *name = v == 1 ? "1f1b" : "interleaved";
+        two_chunks += v == 2;
+        oracle o;
+        psched_plan *plan = make_plan(p, m, v, INFINITY);
+        oracle_layers(&o, model);
+        oracle_schedule(&o, plan, name);
+        /* A limit between the leanest and the fattest uniform split. */
+        double lim = 0;
+        for (uint32_t l = 0; l < o.L; l++)
+            lim += o.lay[l].param + o.lay[l].act[0] * (m < p ? m : p);
+        lim = lim / p * (0.3 + 0.2 * rnd(5));
+        CHECK_OK(psched_plan_set_memory_limit(plan, lim));
+        o.limit = lim;
+        double expect = oracle_best(&o);
+        psched_partition_options op = opts(PSCHED_PARTITION_ILP);
+        psched_partition_result *r = NULL;
+        CHECK_OK(psched_partition(model, plan, name, &op, &r));
+        if (expect == INFINITY) {
+            CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
+            infeasible++;
+        } else {
+            CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_OPTIMAL);
+            CHECK_EQ_DBL(psched_partition_objective(r), expect);
+            if (psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL)
+                check_fits(r, p, lim);
+            agreed++;
+        }
+        psched_partition_result_destroy(r);
+        psched_plan_destroy(plan);
+        psched_model_destroy(model);
+    }
+    printf("# %d optimal, %d infeasible, %d with two chunks\n", agreed, infeasible, two_chunks);
+    /* The seed gives every kind of instance. */
+    CHECK(infeasible > 0);
+    CHECK(two_chunks > 10);
+    CHECK(agreed > 25);
+}
+
+static void test_dp_and_ilp_agree_on_one_chunk_up_to_128_layers(void)
+{
+    if (!psched__have_glpk())
+        return;
+    static const uint32_t sizes[][3] = {{32, 4, 8}, {80, 8, 16}, {128, 8, 16}, {128, 16, 32}};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        uint32_t L = sizes[k][0], p = sizes[k][1], m = sizes[k][2];
+        psched_model *model = NULL;
+        CHECK_OK(psched_model_create(&model));
+        CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.2, 0.2, 0.2, 1, 40));
+        CHECK_OK(psched_model_add_layers(model, "layer", L - 2, 1, 1, 1, 4, 10));
+        CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
+        CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
+        CHECK_OK(psched_model_add_layers(model, "head", 1, 3, 3, 3, 8, 40));
+        /* Tight enough that recomputation is needed. */
+        double limit = 10.0 * L / p + 4.0 * L / p * 1.6 * p / 2;
+        psched_plan *plan = make_plan(p, m, 1, limit);
+        psched_partition_options od = opts(PSCHED_PARTITION_DP), oi = opts(PSCHED_PARTITION_ILP);
+        psched_partition_result *rd = NULL, *ri = NULL;
+        CHECK_OK(psched_partition(model, plan, "1f1b", &od, &rd));
+        CHECK_OK(psched_partition(model, plan, "1f1b", &oi, &ri));
+        CHECK_EQ_INT(psched_partition_status(rd), PSCHED_SOLVE_OPTIMAL);
+        CHECK_EQ_INT(psched_partition_status(ri), PSCHED_SOLVE_OPTIMAL);
+        CHECK_EQ_DBL(psched_partition_objective(ri), psched_partition_objective(rd));
+        if (psched_partition_status(ri) == PSCHED_SOLVE_OPTIMAL)
+            check_fits(ri, p, limit);
+        psched_partition_result_destroy(rd);
+        psched_partition_result_destroy(ri);
+        psched_plan_destroy(plan);
+        psched_model_destroy(model);
+    }
+}
+
+/* 4 layers (param 10, act 5), p = 2, 1f1b, m = 4: stage 0 holds 2
+ * micro-batches, stage 1 one. Splits 1+3: 20 / 45; 2+2: 40 / 30; 3+1:
+ * 60 / 15. The smallest device memory is 40. */
+static void test_limit_below_minimum_is_infeasible_with_minimum(void)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", 4, 1, 1, 1, 5, 10));
+    psched_partition_method methods[] = {PSCHED_PARTITION_DP, PSCHED_PARTITION_ILP};
+    for (size_t k = 0; k < 2; k++) {
+        if (methods[k] == PSCHED_PARTITION_ILP && !psched__have_glpk())
+            continue;
+        psched_partition_options o = opts(methods[k]);
+        psched_plan *plan = make_plan(2, 4, 1, 39);
+        psched_partition_result *r = NULL;
+        CHECK_OK(psched_partition(model, plan, "1f1b", &o, &r));
+        CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
+        CHECK_EQ_DBL(psched_partition_min_memory(r), 40);
+        CHECK(psched_partition_plan(r) == NULL);
+        CHECK_EQ_INT(psched_partition_stage(r, 0, NULL, NULL, NULL, NULL), PSCHED_EINFEASIBLE);
+        psched_partition_result_destroy(r);
+        CHECK_OK(psched_plan_set_memory_limit(plan, 40));
+        CHECK_OK(psched_partition(model, plan, "1f1b", &o, &r));
+        CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_OPTIMAL);
+        uint32_t first = 9, count = 9;
+        CHECK_OK(psched_partition_stage(r, 1, &first, &count, NULL, NULL));
+        CHECK_EQ_INT(first, 2);
+        CHECK_EQ_INT(count, 2);
+        check_fits(r, 2, 40);
+        psched_partition_result_destroy(r);
+        psched_plan_destroy(plan);
+    }
+    psched_model_destroy(model);
+}
+
+/* Embedding (0.1, 0.1, 0.1), 16 layers (1, 1, 1), head (4.6, 4.6, 4.6):
+ * the head costs 4.6 layers. p = 4, m = 8, 1f1b, no memory limit.
+ * Even: emb+4 | 4 | 4 | 4+head; the last stage (F 8.6, BW 17.2) is the
+ * bottleneck: makespan = 12.1 (forwards through stages 0..2) + 8·25.8
+ * + 24.2 (backwards through 2..0) = 242.7.
+ * Best: emb+5 | 5 | 5 | 1+head, the largest stage time 16.8 (5 layers and
+ * emb+5 are 15 and 15.3): 15.1 + 8·16.8 + 30.2 = 179.7. */
+static void test_head_heavy_model_beats_even(void)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.1, 0.1, 0.1, 1, 1));
+    CHECK_OK(psched_model_add_layers(model, "layer", 16, 1, 1, 1, 1, 1));
+    CHECK_OK(psched_model_add_layers(model, "head", 1, 4.6, 4.6, 4.6, 1, 1));
+    psched_plan *plan = make_plan(4, 8, 1, INFINITY);
+    psched_partition_options oe = opts(PSCHED_PARTITION_EVEN);
+    psched_partition_options oi = opts(PSCHED_PARTITION_ILP);
+    psched_partition_result *re = NULL, *ri = NULL;
+    CHECK_OK(psched_partition(model, plan, "1f1b", &oe, &re));
+    CHECK_OK(psched_partition(model, plan, "1f1b", &oi, &ri));
+    CHECK_EQ_DBL(psched_partition_makespan(re), 242.7);
+    CHECK_EQ_DBL(psched_partition_makespan(ri), 179.7);
+    static const uint32_t counts[] = {6, 5, 5, 2};
+    for (uint32_t s = 0; s < 4; s++) {
+        uint32_t count = 0;
+        CHECK_OK(psched_partition_stage(ri, s, NULL, &count, NULL, NULL));
+        CHECK_EQ_INT(count, counts[s]);
+    }
+    CHECK_EQ_INT(psched_partition_status(ri), PSCHED_SOLVE_OPTIMAL);
+    psched_partition_result_destroy(re);
+    psched_partition_result_destroy(ri);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
+static void test_even_accounted_counts_embedding_and_head_as_layers(void)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.1, 0.1, 0.1, 1, 1));
+    CHECK_OK(psched_model_add_layers(model, "layer", 6, 1, 1, 1, 1, 1));
+    CHECK_OK(psched_model_add_layers(model, "head", 1, 4.6, 4.6, 4.6, 1, 1));
+    psched_plan *plan = make_plan(4, 8, 1, INFINITY);
+    psched_partition_options o = opts(PSCHED_PARTITION_EVEN_ACCOUNTED);
+    psched_partition_result *r = NULL;
+    CHECK_OK(psched_partition(model, plan, "1f1b", &o, &r));
+    for (uint32_t s = 0; s < 4; s++) {
+        uint32_t first = 0, count = 0;
+        CHECK_OK(psched_partition_stage(r, s, &first, &count, NULL, NULL));
+        CHECK_EQ_INT(first, 2 * s);
+        CHECK_EQ_INT(count, 2);
+    }
+    CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_FEASIBLE);
+    psched_partition_result_destroy(r);
+    o.method = PSCHED_PARTITION_EVEN; /* 6 body layers: 2, 2, 1, 1 */
+    CHECK_OK(psched_partition(model, plan, "1f1b", &o, &r));
+    static const uint32_t counts[] = {3, 2, 1, 2};
+    for (uint32_t s = 0; s < 4; s++) {
+        uint32_t count = 0;
+        CHECK_OK(psched_partition_stage(r, s, NULL, &count, NULL, NULL));
+        CHECK_EQ_INT(count, counts[s]);
+    }
+    psched_partition_result_destroy(r);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
+static void test_glpk_memory_error_returns_esolver_and_process_lives(void)
+{
+    if (!psched__have_glpk())
+        return;
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", 64, 1, 1, 1, 1, 1));
+    psched_plan *plan = make_plan(8, 16, 2, INFINITY);
+    psched_partition_options o = opts(PSCHED_PARTITION_ILP);
+    psched_partition_result *r = NULL;
+    psched__glpk_set_mem_limit(1);
+    CHECK_EQ_INT(psched_partition(model, plan, "interleaved", &o, &r), PSCHED_ESOLVER);
+    CHECK(r == NULL);
+    CHECK_CONTAINS(psched_last_error(), "GLPK");
+    psched__glpk_set_mem_limit(0);
+    CHECK_OK(psched_partition(model, plan, "interleaved", &o, &r));
+    CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_OPTIMAL);
+    /* 64 equal layers over 16 stages: 4 each, device time 24 per micro-batch. */
+    for (uint32_t s = 0; s < 16; s++) {
+        uint32_t count = 0;
+        CHECK_OK(psched_partition_stage(r, s, NULL, &count, NULL, NULL));
+        CHECK_EQ_INT(count, 4);
+    }
+    psched_partition_result_destroy(r);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
+static void test_ilp_without_glpk_is_unsupported_for_two_chunks(void)
+{
+    if (psched__have_glpk())
+        return;
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", 8, 1, 1, 1, 1, 1));
+    psched_plan *plan = make_plan(2, 4, 2, INFINITY);
+    psched_partition_result *r = NULL;
+    CHECK_EQ_INT(psched_partition(model, plan, "interleaved", NULL, &r), PSCHED_EUNSUPPORTED);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
+static void test_model_csv_reads_groups_and_variants(void)
+{
+    static const char text[] =
+        "# a profile\r\n"
+        "type,count,f,b,w,act,param,act_selective,extra_selective,act_full,extra_full\r\n"
+        "embedding,1,0.5,0.5,0.5,10,1e3,,,,\r\n"
+        "\n"
+        "layer, 30 ,1,1,1,8,2e9,4,0.25,1,1\r\n"
+        "head,1,4.6,4.6,4.6,12,1e3,,,2,4.6\n";
+    psched_model *m = NULL;
+    CHECK_OK(psched_model_load_csv(text, sizeof text - 1, &m));
+    CHECK_EQ_INT(psched_model_groups(m), 3);
+    CHECK_EQ_INT(psched_model_layers(m), 32);
+    const char *type = NULL;
+    uint32_t count = 0;
+    double f = 0, param = 0, act = 0, extra = 0;
+    CHECK_OK(psched_model_group(m, 1, &type, &count, &f, NULL, NULL, NULL, &param));
+    CHECK_STR(type, "layer");
+    CHECK_EQ_INT(count, 30);
+    CHECK_EQ_DBL(param, 2e9);
+    CHECK_OK(psched_model_group_recompute(m, 1, PSCHED_RECOMPUTE_SELECTIVE, &act, &extra));
+    CHECK_EQ_DBL(act, 4);
+    CHECK_EQ_DBL(extra, 0.25);
+    CHECK_EQ_INT(psched_model_group_recompute(m, 0, PSCHED_RECOMPUTE_FULL, NULL, NULL),
+                 PSCHED_ENOTFOUND);
+    CHECK_EQ_INT(psched_model_group_recompute(m, 2, PSCHED_RECOMPUTE_SELECTIVE, NULL, NULL),
+                 PSCHED_ENOTFOUND);
+    CHECK_OK(psched_model_group_recompute(m, 2, PSCHED_RECOMPUTE_FULL, &act, &extra));
+    CHECK_EQ_DBL(extra, 4.6);
+    psched_model_destroy(m);
+}
+
+static void expect_parse_error(const char *text, const char *where)
+{
+    psched_model *m = NULL;
+    CHECK_EQ_INT(psched_model_load_csv(text, strlen(text), &m), PSCHED_EPARSE);
+    CHECK(m == NULL);
+    CHECK_CONTAINS(psched_last_error(), where);
+}
+
+static void test_model_csv_errors_name_line_and_column(void)
+{
+    const char *hdr = "type,count,f,b,w,act,param\n";
+    char buf[256];
+    snprintf(buf, sizeof buf, "%slayer,2,1,1,x1,1,1\n", hdr);
+    expect_parse_error(buf, "line 2, column 13: w must be");
+    snprintf(buf, sizeof buf, "# c\n%slayer,0,1,1,1,1,1\n", hdr);
+    expect_parse_error(buf, "line 3, column 7: count must be 1..");
+    snprintf(buf, sizeof buf, "%slayer,2,1,1,1,1\n", hdr);
+    expect_parse_error(buf, "line 2, column 1: row has 6 cells");
+    snprintf(buf, sizeof buf, "%slayer,2,1,-1,1,1,1\n", hdr);
+    expect_parse_error(buf, "line 2, column 11: b must be a finite number >= 0");
+    expect_parse_error("# only a comment\n", "no header row");
+    expect_parse_error(hdr, "line 2, column 1: the profile has no layer");
+    snprintf(buf, sizeof buf, "%slay er,2,1,1,1,1,1\n", hdr);
+    expect_parse_error(buf, "line 2, column 1:");
+}
+
+/* ---- threads: the same answers from 8 threads at once ---- */
+
+typedef struct job {
+    uint32_t layers;
+    double objective;
+    psched_status status;
+} job;
+
+static void *run_job(void *arg)
+{
+    job *j = arg;
+    psched_model *model = NULL;
+    psched_plan *plan = NULL;
+    psched_partition_result *r = NULL;
+    j->status = psched_model_create(&model);
+    if (!j->status)
+        j->status = psched_model_add_layers(model, "layer", j->layers, 1, 2, 1, 3, 1);
+    if (!j->status)
+        j->status = psched_model_add_layers(model, "head", 1, 3, 6, 3, 9, 1);
+    if (!j->status)
+        j->status = psched_plan_create(&plan);
+    if (!j->status)
+        j->status = psched_plan_set_devices(plan, 4);
+    if (!j->status)
+        j->status = psched_plan_set_microbatches(plan, 8);
+    if (!j->status)
+        j->status = psched_plan_set_memory_limit(plan, 3.0 * j->layers);
+    if (!j->status)
+        j->status = psched_partition(model, plan, "1f1b", NULL, &r);
+    j->objective = j->status ? NAN : psched_partition_objective(r);
+    psched_partition_result_destroy(r);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+    return NULL;
+}
+
+static void test_eight_threads_get_the_single_thread_answers(void)
+{
+    job alone[8], together[8];
+    pthread_t th[8];
+    for (int k = 0; k < 8; k++) {
+        alone[k].layers = together[k].layers = 8 + 4 * (uint32_t)k;
+        run_job(&alone[k]);
+        CHECK_OK(alone[k].status);
+    }
+    for (int k = 0; k < 8; k++)
+        CHECK(pthread_create(&th[k], NULL, run_job, &together[k]) == 0);
+    for (int k = 0; k < 8; k++) {
+        pthread_join(th[k], NULL);
+        CHECK_OK(together[k].status);
+        CHECK_EQ_DBL(together[k].objective, alone[k].objective);
+    }
+}
+
+int main(void)
+{
+    RUN(test_model_csv_reads_groups_and_variants);
+    RUN(test_model_csv_errors_name_line_and_column);
+    RUN(test_limit_below_minimum_is_infeasible_with_minimum);
+    RUN(test_head_heavy_model_beats_even);
+    RUN(test_even_accounted_counts_embedding_and_head_as_layers);
+    RUN(test_ilp_matches_brute_force_on_50_random_models);
+    RUN(test_dp_and_ilp_agree_on_one_chunk_up_to_128_layers);
+    RUN(test_glpk_memory_error_returns_esolver_and_process_lives);
+    RUN(test_ilp_without_glpk_is_unsupported_for_two_chunks);
+    RUN(test_eight_threads_get_the_single_thread_answers);
+    TEST_MAIN_END();
+}
