@@ -1,8 +1,10 @@
-/* In-order execution of a schedule: the one engine behind psched_validate
- * and psched_simulate. Structure is checked first (placement, duplicates,
- * counts), then every device runs its list in order; a device blocked on a
- * dependency parks until that op finishes, so the whole run is O(ops).
- * Anything that cannot finish is a deadlock, reported with its cycle. */
+/* In-order execution of a compute schedule: the one engine behind
+ * psched_validate and psched_simulate. Structure is checked first
+ * (placement, duplicates, counts), then every device runs its list in
+ * order; a device blocked on a dependency parks until that op finishes, so
+ * the whole run is O(ops). Anything that cannot finish is a deadlock,
+ * reported with its cycle. The structure checks and messages are shared
+ * through execute.h with rendezvous.c (lowered schedules) and lower.c. */
 #include "execute.h"
 
 #include <math.h>

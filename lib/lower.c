@@ -3,34 +3,43 @@
  * producer and a RECV before the consumer of every dependency that crosses
  * devices, ordered and batched so that a runtime with rendezvous
  * point-to-point calls (a send completes only when the peer posts the
- * matching receive; BATCH_NEXT groups are posted together, like
- * torch.distributed.batch_isend_irecv) never deadlocks.
+ * matching receive; BATCH_NEXT groups are posted together and complete
+ * together, like torch.distributed.batch_isend_irecv + wait) never
+ * deadlocks.
  *
- * Placement by a global key. The compute schedule is simulated with the
- * given costs and its units (an op, or an overlapped pair) are put in one
- * global order L: a topological order of the dependency graph taking, among
- * ready units, the earliest simulated start. A transfer from producer P
- * (device A) to consumer C (device B) gets the key
- *     k = max(rank of P, rank of the unit B runs just before C)
- * and sits, on both devices, right after the units ranked <= k. On B that is
- * always right before C; on A it is right after P unless A's next unit ranks
- * at or below the unit B runs before C, in which case the SEND is delayed
- * just enough. Within one place, ops with equal keys form one batched group
- * (SENDs first, then RECVs, each in transfer order); other ops run in key
- * order.
+ * Placement by a key. The compute schedule is simulated with the given
+ * costs. Each transfer, from producer P on device A to consumer C on device
+ * B, gets a time: preferably the latest time at which A and B are both idle
+ * for t_comm between P's end and C's start, so that the rendezvous delays
+ * neither device; when no such time is found within a few gaps, the time
+ * both sides are first ready: the later of P's end and the end of what B
+ * runs just before C. On each of the two devices the comm op then sits
+ * after every compute unit (an op or an overlapped pair) that ends by that
+ * time. So a RECV lands right before its consumer, or earlier where the
+ * receiver is busy when the sender is free; a SEND right after its producer,
+ * or later where the receiver only gets there later. Ops of one device at
+ * the same place with the same key form one batched group (SENDs first,
+ * then RECVs, each in transfer order); others are posted in key order. A
+ * zero-cost consumer ending exactly at the key's time would tie with it:
+ * such keys are made total by the consumer's rank in one topological order
+ * of the compute units (earliest simulated start first).
  *
- * Why this cannot deadlock: on every device the comm ops are sorted by key
- * and the ops sharing a key are one group. Take the smallest key k whose
- * transfers are not all done. Every device with ops of key k can reach its
- * group of key k (what precedes it is compute, whose RECVs come earlier and
- * have smaller keys, or comm of smaller keys, done), so both sides of every
- * transfer of key k get posted and the groups complete; by induction all do.
- * Equal keys arise exactly where two devices would each wait on the other at
- * the same point, 1F1B's steady state: device 0 after 0F1 posts
- * {0SEND_F1 + 0RECV_B0} while device 1 after 1B0 posts {1SEND_B0 + 1RECV_F1},
- * Megatron's send_forward_recv_backward / send_backward_recv_forward. Both
- * devices order the transfers between them the same way, so NCCL's
- * matching of a device pair's calls in posting order pairs the right ones.
+ * Why this cannot deadlock: the place of a comm op on a device only grows
+ * with its key, so every device lists its comm ops in key order and the ops
+ * sharing a key are one group. Take the smallest key whose transfers are
+ * not all done. Every device with ops of that key reaches its group (what
+ * precedes it is compute, whose RECVs come earlier with smaller keys, or
+ * comm with smaller keys, done), so both sides of each such transfer are
+ * posted and the groups complete; by induction everything does. Equal keys
+ * are where two devices meet at the same moment, 1F1B's steady state:
+ * device 0 after 0F1 posts {0SEND_F1 + 0RECV_B0} while device 1 after 1B0
+ * posts {1SEND_B0 + 1RECV_F1}, Megatron's send_forward_recv_backward and
+ * send_backward_recv_forward. Both devices order the transfers between them
+ * alike, so NCCL, which matches a device pair's calls in posting order,
+ * pairs the right ones. With unit costs and t_comm = 0 the lowered 1F1B,
+ * GPipe, ZB and V schedules keep their compute makespan; a schedule whose
+ * devices never idle at the same moment around a transfer (interleaved
+ * 1F1B's steady state) pays the wait that rendezvous semantics imply.
  *
  * The compute order is unchanged. Cost: O(ops log ops).
  *

@@ -625,10 +625,17 @@ static psched_status column_push(column_list *c, psched__column col)
     return PSCHED_OK;
 }
 
+/* Frontier points offered per (stage, range) with v > 1: a range of k
+ * identical layers with two variants has O(k²) Pareto points, far more
+ * columns than GLPK handles; beyond this many, evenly spaced ones (the
+ * fastest and the leanest always) are kept and the result is no longer
+ * claimed optimal. */
+#define MAX_POINTS_PER_RANGE 24u
+
 /* Columns of one (stage, start): with one chunk only the fastest mix that
- * fits (memory is per stage), else every frontier point that fits alone. */
-static psched_status stage_columns(const psched__problem *pb, uint32_t s, uint32_t i,
-                                   double tau_max, column_list *out)
+ * fits (memory is per stage), else the frontier points that fit alone. */
+static psched_status stage_columns(psched__problem *pb, uint32_t s, uint32_t i, double tau_max,
+                                   column_list *out)
 {
     uint32_t lo, hi;
     length_bounds(pb, s, i, &lo, &hi);
@@ -646,7 +653,17 @@ static psched_status stage_columns(const psched__problem *pb, uint32_t s, uint32
             k1 = k0 + 1;
         }
         bool any = false;
-        for (uint32_t k = k0; k < k1; k++) {
+        uint32_t n = k1 - k0, step_num = 1, step_den = 1;
+        if (n > MAX_POINTS_PER_RANGE) {
+            pb->thinned = true;
+            step_num = n - 1;
+            step_den = MAX_POINTS_PER_RANGE - 1;
+            k1 = MAX_POINTS_PER_RANGE;
+        }
+        for (uint32_t q = k0; q < k1; q++) {
+            uint32_t k = n > MAX_POINTS_PER_RANGE
+                             ? (uint32_t)(((uint64_t)q * step_num + step_den / 2) / step_den)
+                             : q;
             const psched__point *pt = &pb->front[idx][k];
             psched__column col = {s, i, len, (int32_t)k, base + pt->extra,
                                   param + pb->inflight[s] * pt->act};
@@ -664,7 +681,7 @@ static psched_status stage_columns(const psched__problem *pb, uint32_t s, uint32
     return PSCHED_OK;
 }
 
-static psched_status build_columns(const psched__problem *pb, double tau_max, column_list *out)
+static psched_status build_columns(psched__problem *pb, double tau_max, column_list *out)
 {
     for (uint32_t s = 0; s < pb->stages; s++) {
         uint32_t i_lo = pb->allow_empty ? 0 : s, i_hi = s == 0 ? 0 : pb->layers;
@@ -719,7 +736,7 @@ typedef struct ilp_outcome {
 
 /* The MILP seeded with the DP's solution; its objective bounds every
  * column's time, which keeps the column count near S·L·(a few lengths). */
-static psched_status solve_ilp(const psched__problem *pb, double time_limit, evaluation *ev,
+static psched_status solve_ilp(psched__problem *pb, double time_limit, evaluation *ev,
                                psched__solution *sol, ilp_outcome *res)
 {
     psched__solution seed;
@@ -748,6 +765,7 @@ static psched_status solve_ilp(const psched__problem *pb, double time_limit, eva
         bool found = false;
         res->gap = NAN;
         st = psched__milp_solve(&in, time_limit, chosen, &found, &res->optimal, &res->gap);
+        res->optimal = res->optimal && !pb->thinned;
         if (!st && found) {
             solution_from_columns(pb, &cols, chosen, sol);
         } else if (!st && seed.found) {
@@ -960,7 +978,7 @@ static psched_status check_options(const psched_partition_options *o)
 /* Run the method; sets *status. */
 static psched_status run_method(psched__problem *pb, const psched_partition_options *o,
                                 evaluation *ev, psched__solution *sol, psched_solve_status *status,
-                                double *gap)
+                                double *gap, double *min_mem)
 {
     psched_status st = PSCHED_OK;
     *gap = NAN;
@@ -978,6 +996,17 @@ static psched_status run_method(psched__problem *pb, const psched_partition_opti
         break;
     case PSCHED_PARTITION_DP:
     case PSCHED_PARTITION_ILP:
+        /* A limit below the smallest fitting memory needs no search. */
+        if (isfinite(pb->limit) &&
+            (o->method == PSCHED_PARTITION_ILP || pb->chunks == 1)) {
+            if ((st = min_memory(pb, min_mem)))
+                return st;
+            if (*min_mem > pb->limit * (1 + 1e-12)) {
+                *status = PSCHED_SOLVE_INFEASIBLE;
+                return PSCHED_OK;
+            }
+            *min_mem = NAN;
+        }
         if ((st = build_fronts(pb, INFINITY)))
             return st;
         if (o->method == PSCHED_PARTITION_ILP && psched__have_glpk()) {
@@ -1044,10 +1073,10 @@ static psched_status partition_problem(psched__problem *pb, const psched_partiti
             st = PSCHED_ENOMEM_FAIL();
     }
     if (!st)
-        st = run_method(pb, o, &ev, &sol, &r->status, &r->gap);
+        st = run_method(pb, o, &ev, &sol, &r->status, &r->gap, &r->min_memory);
     if (!st)
         st = fill_result(pb, &sol, schedule, resolved, &ev, r);
-    if (!st && r->status == PSCHED_SOLVE_INFEASIBLE)
+    if (!st && r->status == PSCHED_SOLVE_INFEASIBLE && isnan(r->min_memory))
         st = min_memory(pb, &r->min_memory);
     psched__dealloc(ev.stage_time);
     psched__dealloc(ev.stage_mem);

@@ -52,6 +52,7 @@ typedef struct psched__problem {
     double *minact_prefix; /* L + 1 prefix sums of each layer's smallest activation */
     const psched_model *model;
     uint32_t *group_of;  /* per layer */
+    bool thinned;        /* some range offered only part of its frontier */
     /* frontier[i][len]: Pareto points of range [i, i+len), len 0..maxlen[i] */
     psched__point **front;
     uint32_t *front_len; /* indexed (i * (L+1) + len) */

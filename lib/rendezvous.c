@@ -30,6 +30,7 @@
  * its start and end are both the completion of its transfer. */
 #include "execute.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -94,55 +95,72 @@ static void name_op(uint32_t stage, uint32_t mb, uint8_t kind, char *buf, size_t
     psched__op_text(&o, buf, size);
 }
 
+/* EINVALID "device 1 op 7 (1SEND_F3): <rule>"; the op's stage may be out of
+ * range, so its device is passed rather than looked up. */
+static psched_status op_fail(const rv *r, uint32_t d, size_t g, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static psched_status op_fail(const rv *r, uint32_t d, size_t g, const char *fmt, ...)
+{
+    char t[48], why[400];
+    va_list ap;
+    psched__op_text(&r->x.s->ops[g], t, sizeof t);
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return psched_fail(PSCHED_EINVALID, "device %u op %zu (%s): %s", d, g - r->x.s->offset[d], t,
+                       why);
+}
+
 /* Rule 2 for a compute op: flags that only make sense on comm ops. */
-static psched_status check_compute_flags(const rv *r, size_t g, const char *where)
+static psched_status check_compute_flags(const rv *r, uint32_t d, size_t g)
 {
     const psched_op *ops = r->x.s->ops;
     if (ops[g].flags & PSCHED_OP_BATCH_NEXT)
-        return psched_fail(PSCHED_EINVALID, "%s: BATCH_NEXT joins comm ops into one batched "
-                           "group; a compute op cannot carry it", where);
+        return op_fail(r, d, g, "BATCH_NEXT joins comm ops into one batched group; a compute "
+                       "op cannot carry it");
     if ((ops[g].flags & PSCHED_OP_OVERLAP_NEXT) && is_comm(ops[g + 1].kind)) {
         char t[48];
         psched__op_text(&ops[g + 1], t, sizeof t);
-        return psched_fail(PSCHED_EINVALID, "%s: an overlapped pair holds two compute ops, "
-                           "not the comm op %s", where, t);
+        return op_fail(r, d, g, "an overlapped pair holds two compute ops, not the comm op %s",
+                       t);
     }
     return PSCHED_OK;
 }
 
 /* Rule 2 for a comm op; indexes it. */
-static psched_status check_comm_op(rv *r, uint32_t d, size_t g, const char *where)
+static psched_status check_comm_op(rv *r, uint32_t d, size_t g)
 {
     const psched_schedule *s = r->x.s;
     const psched_op *o = &s->ops[g];
     if (o->flags & PSCHED_OP_OVERLAP_NEXT)
-        return psched_fail(PSCHED_EINVALID, "%s: OVERLAP_NEXT pairs compute ops; a comm op "
-                           "cannot carry it", where);
+        return op_fail(r, d, g, "OVERLAP_NEXT pairs compute ops; a comm op cannot carry it");
     if ((o->flags & PSCHED_OP_BATCH_NEXT) &&
         (g + 1 >= s->offset[d + 1] || !is_comm(s->ops[g + 1].kind)))
-        return psched_fail(PSCHED_EINVALID, "%s: BATCH_NEXT needs a next comm op on the same "
-                           "device to batch with", where);
+        return op_fail(r, d, g, "BATCH_NEXT needs a next comm op on the same device to batch "
+                       "with");
     if (o->stage >= r->x.S || o->microbatch >= r->x.mbs)
-        return psched_fail(PSCHED_EINVALID, "%s: stage must be < %u and micro-batch < %u", where,
-                           r->x.S, r->x.mbs);
+        return op_fail(r, d, g, "stage must be < %u and micro-batch < %u", r->x.S, r->x.mbs);
     if (r->x.stage_device[o->stage] != d)
-        return psched_fail(PSCHED_EINVALID, "%s: stage %u is placed on device %u", where,
-                           o->stage, r->x.stage_device[o->stage]);
+        return op_fail(r, d, g, "stage %u is placed on device %u", o->stage,
+                       r->x.stage_device[o->stage]);
     bool next = toward_next(o->kind);
     if (next ? psched__stage_last(r->x.plan, o->stage) : psched__stage_first(r->x.plan, o->stage))
-        return psched_fail(PSCHED_EINVALID, "%s: stage %u is the %s stage of its chain, so "
-                           "there is no stage to %s", where, o->stage, next ? "last" : "first",
-                           is_send(o->kind) ? "send to" : "receive from");
+        return op_fail(r, d, g, "stage %u is the %s stage of its chain, so there is no stage to "
+                       "%s", o->stage, next ? "last" : "first",
+                       is_send(o->kind) ? "send to" : "receive from");
     uint32_t other = next ? o->stage + 1 : o->stage - 1;
     if (r->x.stage_device[other] == d)
-        return psched_fail(PSCHED_EINVALID, "%s: stages %u and %u are both on device %u; only "
-                           "dependencies that cross devices are communicated", where, o->stage,
-                           other, d);
+        return op_fail(r, d, g, "stages %u and %u are both on device %u; only dependencies "
+                       "that cross devices are communicated", o->stage, other, d);
     uint32_t *at = comm_slot(r, o->stage, o->microbatch, o->kind);
     if (*at != NONE) {
         char first[96];
         psched__exec_describe(&r->x, *at, first, sizeof first);
-        return psched_fail(PSCHED_EINVALID, "%s: duplicate of %s", where, first);
+        return op_fail(r, d, g, "duplicate of %s", first);
     }
     *at = (uint32_t)g;
     return PSCHED_OK;
@@ -153,11 +171,8 @@ static psched_status check_structure(rv *r)
     const psched_schedule *s = r->x.s;
     for (uint32_t d = 0; d < r->x.p; d++) {
         for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
-            char t[48], where[96];
-            psched__op_text(&s->ops[g], t, sizeof t);
-            snprintf(where, sizeof where, "device %u op %zu (%s)", d, g - s->offset[d], t);
-            psched_status st = is_comm(s->ops[g].kind) ? check_comm_op(r, d, g, where)
-                                                       : check_compute_flags(r, g, where);
+            psched_status st = is_comm(s->ops[g].kind) ? check_comm_op(r, d, g)
+                                                       : check_compute_flags(r, d, g);
             if (st)
                 return st;
         }
@@ -235,14 +250,18 @@ static psched_status check_channel_order(rv *r)
             continue;
         uint32_t b = r->x.stage_device[o->stage], a = r->x.stage_device[s->ops[r->peer[g]].stage];
         size_t send = nth_send(r, a, b, r->rank[g]);
+        const psched_op *so = &s->ops[send];
+        /* Only the micro-batch differs when the send feeds this stage. */
+        bool same_pair = so->kind == partner_kind(o->kind) &&
+                         (toward_next(so->kind) ? so->stage + 1 : so->stage - 1) == o->stage;
         char at[96], other[96];
         psched__exec_describe(&r->x, g, at, sizeof at);
         psched__exec_describe(&r->x, send, other, sizeof other);
-        return psched_fail(PSCHED_EINVALID, "%s: is receive %u from device %u, but send %u from "
-                           "device %u to device %u is %s (stage %u, micro-batch %u): calls "
-                           "between two devices match in posting order, so both must list them "
-                           "in the same order", at, r->rank[g] + 1, a, r->rank[g] + 1, a, b,
-                           other, s->ops[send].stage, s->ops[send].microbatch);
+        return psched_fail(PSCHED_EINVALID, "%s: %s mismatch: it is receive #%u from device %u, "
+                           "but send #%u from device %u to device %u is %s; calls between two "
+                           "devices match in posting order, so both sides must list them in "
+                           "the same order", at, same_pair ? "micro-batch" : "stage",
+                           r->rank[g] + 1, a, r->rank[g] + 1, a, b, other);
     }
     return PSCHED_OK;
 }

@@ -227,6 +227,33 @@ static void test_v_zb_zero_bubble_and_peak_2p_for_m_at_least_2p_minus_1(void)
     }
 }
 
+/* reference/README.md, V-ZB column of the published spans (zero-bubble
+ * repo, costs per chunk, comm 0). */
+static void test_v_zb_span_equals_published_table(void)
+{
+    static const struct {
+        uint32_t p, m;
+        double f, b, w, span;
+    } rows[] = {{4, 8, 1, 1, 1, 48}, {8, 16, 1, 1, 1, 96}, {4, 8, 3, 2, 1, 107}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        psched_plan *plan = NULL;
+        psched_schedule *s = NULL;
+        psched_report *r = NULL;
+        CHECK_OK(psched_plan_create(&plan));
+        CHECK_OK(psched_plan_set_devices(plan, rows[i].p));
+        CHECK_OK(psched_plan_set_microbatches(plan, rows[i].m));
+        CHECK_OK(psched_plan_set_cost(plan, rows[i].f, rows[i].b, rows[i].w));
+        CHECK_OK(psched_generate(plan, "v-zb", &s));
+        if (s)
+            CHECK_OK(psched_simulate(s, NULL, &r));
+        if (r)
+            CHECK_EQ_DBL(psched_report_span(r), rows[i].span);
+        psched_report_destroy(r);
+        psched_schedule_destroy(s);
+        psched_plan_destroy(plan);
+    }
+}
+
 /* ---- validity over a grid ---- */
 
 static void test_v_zb_validates_for_every_m(void)
@@ -402,6 +429,7 @@ int main(void)
     RUN(test_dualpipev_matches_pytorch_csv_p4_m10);
     RUN(test_dualpipe_matches_deepseek_p2_m4);
     RUN(test_v_zb_zero_bubble_and_peak_2p_for_m_at_least_2p_minus_1);
+    RUN(test_v_zb_span_equals_published_table);
     RUN(test_v_zb_validates_for_every_m);
     RUN(test_dualpipev_validates_for_m_at_least_2p);
     RUN(test_dualpipe_validates_for_even_p_and_m);

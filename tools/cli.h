@@ -93,4 +93,9 @@ int cli_report_text(FILE *f, const psched_schedule *schedule, const psched_repor
 /* Name of a placement: "loop", "vshape", "custom" or "auto". */
 const char *cli_placement_name(psched_placement placement);
 
+/* ---- partition (cli_partition.c) ---- */
+extern const char cli_help_partition[];
+/* `pipesched partition`: parses argv[first..] itself. */
+int cli_partition_main(int argc, char **argv, int first);
+
 #endif /* PIPESCHED_CLI_H */

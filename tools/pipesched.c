@@ -20,6 +20,7 @@ static const char help_main[] =
     "  generate   build a schedule and print it (csv, ascii or json)\n"
     "  simulate   build a schedule and print its simulated time and memory\n"
     "  validate   check a schedule read from a PyTorch compute_only CSV file\n"
+    "  partition  split a layer profile over the stages of a schedule (optimizer)\n"
     "\n"
     "Options:\n"
     "  --help     show this help ('pipesched <command> --help' for a command)\n"
@@ -449,6 +450,8 @@ int main(int argc, char **argv)
         printf("pipesched %s\n", psched_version());
         return cli_write_stdout("", 0);
     }
+    if (strcmp(name, "partition") == 0)
+        return cli_partition_main(argc, argv, 2);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         const struct command *c = &commands[i];
         if (strcmp(name, c->name) != 0)

@@ -1,0 +1,90 @@
+"""docs/schedules.md agrees with the simulator, and the simulator agrees with
+the published closed forms, at p = 8, m = 32 with unit costs.
+
+The expected values below are the papers' formulas (1F1B, Megatron
+interleaved, ZB-H1/H2, ZB1P, V-shape, DualPipe), not the code's output; the
+page is then checked against the simulator so it cannot drift."""
+import json
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+CLI = os.environ.get("PIPESCHED_CLI", "")
+DOCS = os.environ.get("PIPESCHED_DOCS", "")
+P, M = 8, 32
+F = B = W = 1  # per-stage unit costs; BW = B + W = 2; an F&B pair = F + BW = 3
+
+# schedule -> (span, peak memory in chunk units on the worst device)
+FORMULAS = {
+    "gpipe": (M * 3 + (P - 1) * (F + B + W), M),
+    "1f1b": (M * 3 + (P - 1) * (F + B + W), P),
+    # per-chunk costs, v = 2: work 2·3m; Megatron's bubble (p-1)·(stage time)/v
+    "interleaved": (2 * M * 3 + (P - 1) * 2 * (F + B + W) // 2, 2 * (P - 1) + (2 - 1) * P + 1),
+    "looped-bfs": (2 * M * 3 + (P - 1) * (F + B + W), M * 2),
+    # ZB1P in DualPipe's table: (PP-1)(F + B - 2W) with B the full backward
+    "interleaved-zb": (2 * M * 3 + (P - 1) * (F + (B + W) - 2 * W), (P - 1) + (2 - 1) * P + 1),
+    "zb-h1": (M * 3 + (P - 1) * (F + B - W), P),
+    "zb-h2": (M * 3, 2 * P - 1),
+    "v-zb": (2 * M * 3, 2 * P),
+    "v-min": (None, 2 * ((P + 4) // 3)),
+    "v-half": (None, 2 * ((P + 2) // 2)),
+    # DualPipe: (PP/2 - 1)(F&B + B - 3W) with B the full backward (2), F&B = 3
+    "dualpipev": (2 * M * 3 + (2 * P // 2 - 1) * (3 + 2 - 3 * W), 2 * P + 1),
+    "dualpipe": (M * 3 + (P // 2 - 1) * (3 + 2 - 3 * W), P + 1),
+}
+
+
+def simulate(name):
+    out = subprocess.run([CLI, "simulate", "--schedule", name, "--devices", str(P),
+                          "--microbatches", str(M), "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def page_rows():
+    rows = {}
+    with open(os.path.join(DOCS, "schedules.md"), encoding="utf-8") as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 10 and re.fullmatch(r"[a-z0-9-]+", cells[0]) and cells[1].isdigit():
+                rows[cells[0]] = cells
+    return rows
+
+
+class SchedulesPage(unittest.TestCase):
+    def test_simulator_meets_the_published_formulas(self):
+        for name, (span, peak) in FORMULAS.items():
+            with self.subTest(schedule=name):
+                r = simulate(name)
+                if span is not None:
+                    self.assertEqual(r["span"], span)
+                self.assertEqual(max(r["peak_memory"]), peak)
+
+    def test_page_lists_every_schedule_with_the_simulated_figures(self):
+        rows = page_rows()
+        names = [g["name"] for g in json.loads(subprocess.run(
+            [CLI, "list", "--json"], capture_output=True, text=True, check=True).stdout)]
+        builtin = [n for n in names if n in FORMULAS or n == "zb"]
+        self.assertEqual(sorted(rows), sorted(builtin))
+        for name, cells in rows.items():
+            with self.subTest(schedule=name):
+                r = simulate(name)
+                v, span, bubble = int(cells[1]), float(cells[2]), float(cells[3])
+                self.assertEqual(r["chunks"], v)
+                self.assertEqual(r["span"], span)
+                # work per device: m·v·(F+B+W), except that DualPipe's two
+                # chains split m between them
+                work = M * 3 * v // (2 if name == "dualpipe" else 1)
+                self.assertEqual(span - bubble, work)
+                self.assertEqual(r["makespan"], float(cells[5]))
+                self.assertEqual(round(r["bubble_ratio"], 4), float(cells[6]))
+                self.assertEqual(max(r["peak_memory"]), float(cells[7]))
+                self.assertEqual(round(r["peak_memory_M"], 4), float(cells[9]))
+
+
+if __name__ == "__main__":
+    if not CLI or not DOCS:
+        sys.exit("PIPESCHED_CLI and PIPESCHED_DOCS must be set")
+    unittest.main()

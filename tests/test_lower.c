@@ -1,0 +1,625 @@
+/* Comm lowering and the rendezvous validator: the hand example of issue 4
+ * exactly, its deadlock without batched groups, every generator over a
+ * grid, one error per broken rule, simulated times, the comms CSV round
+ * trip and PyTorch's own comms file. argv[1]: the shared reference dir. */
+#include "testsched.h"
+#include "testutil.h"
+
+static const char *ref_dir = ".";
+
+/* ---- schedules with comm ops written as text: "0F0,0SEND_F1+0RECV_B0,0B0";
+ * '+' joins a batched group, ';' an overlapped pair; B is PyTorch's B (BW). */
+
+static const struct {
+    const char *text;
+    psched_op_kind kind;
+} kinds[] = {
+    {"SEND_F", PSCHED_OP_SEND_F}, {"RECV_F", PSCHED_OP_RECV_F}, {"SEND_B", PSCHED_OP_SEND_B},
+    {"RECV_B", PSCHED_OP_RECV_B}, {"F", PSCHED_OP_F},           {"I", PSCHED_OP_B},
+    {"W", PSCHED_OP_W},           {"B", PSCHED_OP_BW},
+};
+
+static psched_schedule *build_rows(const psched_plan *plan, const char *const *rows)
+{
+    psched_plan *copy;
+    psched_builder *b;
+    if (psched_plan_clone(plan, &copy))
+        return NULL;
+    if (psched__builder_create(copy, &b)) {
+        psched_plan_destroy(copy);
+        return NULL;
+    }
+    for (uint32_t d = 0; d < psched_plan_devices(plan); d++) {
+        for (const char *s = rows[d]; *s;) {
+            char *end;
+            uint32_t stage = (uint32_t)strtoul(s, &end, 10);
+            size_t k = 0;
+            while (strncmp(end, kinds[k].text, strlen(kinds[k].text)) != 0)
+                k++;
+            uint32_t mb = (uint32_t)strtoul(end + strlen(kinds[k].text), &end, 10);
+            uint32_t flags = *end == '+' ? PSCHED_OP_BATCH_NEXT
+                             : *end == ';' ? PSCHED_OP_OVERLAP_NEXT : 0;
+            psched_builder_append(b, d, kinds[k].kind, stage, mb, flags);
+            s = *end ? end + 1 : end;
+        }
+    }
+    psched_schedule *out = NULL;
+    if (psched__builder_finish(b, copy, "test", &out))
+        psched_plan_destroy(copy);
+    psched__builder_destroy(b);
+    return out;
+}
+
+/* Device d in the notation above. */
+static const char *render(const psched_schedule *s, uint32_t d)
+{
+    static char buf[8192];
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t g = s->offset[d]; g < s->offset[d + 1] && at < sizeof buf - 64; g++) {
+        at += (size_t)psched__op_text(&s->ops[g], buf + at, sizeof buf - at);
+        if (g + 1 < s->offset[d + 1])
+            buf[at++] = (s->ops[g].flags & PSCHED_OP_BATCH_NEXT) ? '+'
+                        : (s->ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? ';' : ',';
+        buf[at] = '\0';
+    }
+    return buf;
+}
+
+/* Issue 4's example: 2 devices, compute 0F0,0F1,0B0,0B1 / 1F0,1B0,1F1,1B1. */
+static const char *const hand_compute[] = {"0F0,0F1,0B0,0B1", "1F0,1B0,1F1,1B1"};
+static const char *const hand_lowered[] = {
+    "0F0,0SEND_F0,0F1,0SEND_F1+0RECV_B0,0B0,0RECV_B1,0B1",
+    "1RECV_F0,1F0,1B0,1SEND_B0+1RECV_F1,1F1,1B1,1SEND_B1",
+};
+
+static psched_status validate_rows(const char *row0, const char *row1)
+{
+    const char *rows[] = {row0, row1};
+    psched_plan *plan = ts_plan(2, 2, 1, PSCHED_PLACEMENT_LOOP);
+    psched_schedule *s = build_rows(plan, rows);
+    psched_status st = s ? psched_validate(s) : PSCHED_ENOMEM;
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+    return st;
+}
+
+static void test_hand_example_lowers_exactly(void)
+{
+    psched_plan *plan = ts_plan(2, 2, 1, PSCHED_PLACEMENT_LOOP);
+    psched_schedule *s = ts_build(plan, hand_compute), *l = NULL;
+    CHECK_OK(psched_lower_comm(s, NULL, &l));
+    CHECK(l != NULL);
+    if (l) {
+        CHECK_STR(render(l, 0), hand_lowered[0]);
+        CHECK_STR(render(l, 1), hand_lowered[1]);
+        CHECK_EQ_INT(l->ops[l->offset[0] + 3].flags, PSCHED_OP_BATCH_NEXT);
+        CHECK_EQ_INT(l->ops[l->offset[0] + 4].flags, 0);
+        CHECK_EQ_INT(l->ops[l->offset[1] + 3].flags, PSCHED_OP_BATCH_NEXT);
+        CHECK_EQ_INT(l->ops[l->offset[1] + 4].flags, 0);
+        CHECK_STR(psched_schedule_name(l), "test");
+        CHECK_OK(psched_validate(l));
+    }
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+static void test_hand_example_without_groups_is_a_deadlock_cycle(void)
+{
+    psched_plan *plan = ts_plan(2, 2, 1, PSCHED_PLACEMENT_LOOP);
+    psched_schedule *s = ts_build(plan, hand_compute), *l = NULL;
+    CHECK_OK(psched_lower_comm(s, NULL, &l));
+    for (size_t g = 0; l && g < psched_schedule_total_ops(l); g++)
+        l->ops[g].flags &= (uint8_t)~PSCHED_OP_BATCH_NEXT;
+    /* Each device sends first and receives second; each send waits for a
+     * receive the peer only posts after its own send completes. */
+    CHECK_EQ_INT(psched_validate(l), PSCHED_EDEADLOCK);
+    CHECK_STR(psched_last_error(),
+              "deadlock: device 0 op 3 (0SEND_F1) waits for device 1 op 4 (1RECV_F1); "
+              "device 1 op 3 (1SEND_B0) waits for device 0 op 4 (0RECV_B0)");
+    psched_report *r = NULL;
+    CHECK_EQ_INT(psched_simulate(l, NULL, &r), PSCHED_EDEADLOCK);
+    CHECK(r == NULL);
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+/* ---- every generator over a grid */
+
+/* Cross-device dependency edges, from the placement alone: each pair of
+ * consecutive stages of a chain on two devices carries one forward and one
+ * backward tensor per micro-batch. */
+static size_t cross_device_edges(const psched_plan *plan)
+{
+    uint32_t S = psched_plan_stages(plan), chains = psched_plan_chains(plan);
+    uint32_t per = S / chains, mbs = psched_plan_microbatches(plan) / chains;
+    size_t pairs = 0;
+    for (uint32_t s = 0; s + 1 < S; s++)
+        if (s % per != per - 1 &&
+            psched_plan_stage_device(plan, s) != psched_plan_stage_device(plan, s + 1))
+            pairs++;
+    return pairs * 2 * mbs;
+}
+
+/* The lowered lists minus comm ops are the compute lists, op for op. */
+static int same_compute_order(const psched_schedule *s, const psched_schedule *l)
+{
+    for (uint32_t d = 0; d < s->devices; d++) {
+        size_t g = s->offset[d];
+        for (size_t h = l->offset[d]; h < l->offset[d + 1]; h++) {
+            if (l->ops[h].kind >= PSCHED_OP_SEND_F)
+                continue;
+            if (g == s->offset[d + 1] || memcmp(&s->ops[g], &l->ops[h], sizeof s->ops[g]) != 0)
+                return 0;
+            g++;
+        }
+        if (g != s->offset[d + 1])
+            return 0;
+    }
+    return 1;
+}
+
+static size_t count_comm_ops(const psched_schedule *l)
+{
+    size_t n = 0;
+    for (size_t g = 0; g < psched_schedule_total_ops(l); g++)
+        n += l->ops[g].kind >= PSCHED_OP_SEND_F;
+    return n;
+}
+
+/* 0: not accepted by the generator; 1: checked; -1: failed (reported). */
+static int lower_one(const char *name, uint32_t p, uint32_t v, uint32_t m)
+{
+    psched_plan *plan;
+    psched_schedule *s = NULL, *l = NULL;
+    if (psched_plan_create(&plan))
+        return -1;
+    psched_plan_set_devices(plan, p);
+    psched_plan_set_chunks(plan, v);
+    psched_plan_set_microbatches(plan, m);
+    int result = 0;
+    if (psched_generate(plan, name, &s) == PSCHED_OK) {
+        int before = tu_failed_checks;
+        CHECK_OK(psched_lower_comm(s, NULL, &l));
+        if (l) {
+            CHECK_OK(psched_validate(l));
+            CHECK(same_compute_order(s, l));
+            CHECK_EQ_INT(count_comm_ops(l), 2 * cross_device_edges(psched_schedule_plan(s)));
+        }
+        result = tu_failed_checks == before ? 1 : -1;
+        if (result < 0)
+            fprintf(stderr, "  in %s p=%u v=%u m=%u\n", name, p, v, m);
+    }
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+    return result;
+}
+
+static void test_every_generator_lowers_validates_and_keeps_its_compute_order(void)
+{
+    for (size_t i = 0; i < psched_generator_count(); i++) {
+        const char *name = psched_generator_at(i)->name;
+        int checked = 0;
+        for (uint32_t p = 1; p <= 4; p++) {
+            uint32_t ms[] = {1, p, 2 * p + 1, 4 * p};
+            for (uint32_t v = 1; v <= 3; v++)
+                for (size_t k = 0; k < 4; k++)
+                    checked += lower_one(name, p, v, ms[k]) != 0;
+        }
+        if (checked == 0)
+            fprintf(stderr, "  %s accepted no configuration of the grid\n", name);
+        CHECK(checked > 0);
+    }
+}
+
+static void test_vshape_tip_needs_no_comm(void)
+{
+    /* v-zb, p = 2: stages 0,1 down and 2,3 back; 1 -> 2 stays on device 1. */
+    psched_plan *plan;
+    psched_schedule *s = NULL, *l = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    psched_plan_set_devices(plan, 2);
+    psched_plan_set_microbatches(plan, 4);
+    CHECK_OK(psched_generate(plan, "v-zb", &s));
+    CHECK_OK(psched_lower_comm(s, NULL, &l));
+    /* edges 0->1 and 2->3 cross devices: 2 pairs x 2 directions x 4 mbs x 2 ops */
+    CHECK_EQ_INT(count_comm_ops(l), 32);
+    for (size_t g = 0; g < psched_schedule_total_ops(l); g++)
+        CHECK(l->ops[g].kind < PSCHED_OP_SEND_F ||
+              !((l->ops[g].kind == PSCHED_OP_SEND_F && l->ops[g].stage == 1) ||
+                (l->ops[g].kind == PSCHED_OP_RECV_F && l->ops[g].stage == 2)));
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+static void test_single_device_lowers_to_itself(void)
+{
+    psched_plan *plan = ts_plan(1, 2, 2, PSCHED_PLACEMENT_LOOP);
+    const char *rows[] = {"0F0,1F0,0F1,1F1,1B0,0B0,1B1,0B1"};
+    psched_schedule *s = ts_build(plan, rows), *l = NULL;
+    CHECK_OK(psched_lower_comm(s, NULL, &l));
+    CHECK_STR(render(l, 0), rows[0]);
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+static void test_out_of_order_consumption_still_lowers(void)
+{
+    /* Device 1 consumes micro-batch 1 before 0: a SEND placed right after
+     * its producer would wait forever for 1RECV_F0. */
+    const char *rows[] = {"0F0,0F1,0B1,0B0", "1F1,1F0,1B1,1B0"};
+    psched_plan *plan = ts_plan(2, 2, 1, PSCHED_PLACEMENT_LOOP);
+    psched_schedule *s = ts_build(plan, rows), *l = NULL;
+    CHECK_OK(psched_validate(s));
+    CHECK_OK(psched_lower_comm(s, NULL, &l));
+    if (l) {
+        CHECK_OK(psched_validate(l));
+        CHECK(same_compute_order(s, l));
+    }
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+/* ---- one error per broken rule */
+
+static void test_send_without_recv_is_reported(void)
+{
+    CHECK_EQ_INT(validate_rows(hand_lowered[0], "1F0,1B0,1SEND_B0+1RECV_F1,1F1,1B1,1SEND_B1"),
+                 PSCHED_EINVALID);
+    CHECK_STR(psched_last_error(), "device 0 op 1 (0SEND_F0): no matching 1RECV_F0 on device 1 "
+                                   "(every send needs exactly one receive)");
+}
+
+static void test_recv_without_send_is_reported(void)
+{
+    CHECK_EQ_INT(validate_rows("0F0,0F1,0SEND_F1+0RECV_B0,0B0,0RECV_B1,0B1", hand_lowered[1]),
+                 PSCHED_EINVALID);
+    CHECK_STR(psched_last_error(), "device 1 op 0 (1RECV_F0): no matching 0SEND_F0 on device 0 "
+                                   "(every receive needs exactly one send)");
+}
+
+static void test_recv_after_its_consumer_is_reported(void)
+{
+    CHECK_EQ_INT(validate_rows(hand_lowered[0], "1F0,1RECV_F0,1B0,1SEND_B0+1RECV_F1,1F1,1B1,"
+                                                "1SEND_B1"),
+                 PSCHED_EINVALID);
+    CHECK_STR(psched_last_error(),
+              "device 1 op 1 (1RECV_F0): comes after its consumer device 1 op 0 (1F0)");
+}
+
+static void test_send_before_its_producer_is_reported(void)
+{
+    CHECK_EQ_INT(validate_rows("0SEND_F0,0F0,0F1,0SEND_F1+0RECV_B0,0B0,0RECV_B1,0B1",
+                               hand_lowered[1]),
+                 PSCHED_EINVALID);
+    CHECK_STR(psched_last_error(),
+              "device 0 op 0 (0SEND_F0): comes before its producer device 0 op 1 (0F0)");
+}
+
+static void test_mismatched_microbatch_is_reported(void)
+{
+    /* Both receives exist, but device 1 posts them in the other order: NCCL
+     * would hand micro-batch 0's activations to the receive of 1. */
+    CHECK_EQ_INT(validate_rows(hand_lowered[0], "1RECV_F1,1F0,1B0,1SEND_B0+1RECV_F0,1F1,1B1,"
+                                                "1SEND_B1"),
+                 PSCHED_EINVALID);
+    CHECK_STR(psched_last_error(),
+              "device 1 op 0 (1RECV_F1): micro-batch mismatch: it is receive #1 from device 0, "
+              "but send #1 from device 0 to device 1 is device 0 op 1 (0SEND_F0); calls "
+              "between two devices match in posting order, so both sides must list them in "
+              "the same order");
+}
+
+static void test_compute_op_without_its_recv_is_reported(void)
+{
+    CHECK_EQ_INT(validate_rows("0F0,0F1,0SEND_F1+0RECV_B0,0B0,0RECV_B1,0B1",
+                               "1F0,1B0,1SEND_B0+1RECV_F1,1F1,1B1,1SEND_B1"),
+                 PSCHED_EINVALID);
+    CHECK_STR(psched_last_error(),
+              "device 1 op 0 (1F0): needs device 0 op 0 (0F0) from device 0, but no 1RECV_F0 "
+              "receives it");
+}
+
+static void test_comm_between_stages_of_one_device_is_refused(void)
+{
+    /* p = 1, v = 2: stages 0 and 1 share device 0. */
+    psched_plan *plan = ts_plan(1, 1, 2, PSCHED_PLACEMENT_LOOP);
+    const char *rows[] = {"0F0,0SEND_F0,1RECV_F0,1F0,1B0,0B0"};
+    psched_schedule *s = build_rows(plan, rows);
+    CHECK_EQ_INT(psched_validate(s), PSCHED_EINVALID);
+    CHECK_STR(psched_last_error(), "device 0 op 1 (0SEND_F0): stages 0 and 1 are both on "
+                                   "device 0; only dependencies that cross devices are "
+                                   "communicated");
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+static void test_send_from_the_last_stage_is_refused(void)
+{
+    CHECK_EQ_INT(validate_rows(hand_lowered[0], "1RECV_F0,1F0,1SEND_F0,1B0,1SEND_B0+1RECV_F1,"
+                                                "1F1,1B1,1SEND_B1"),
+                 PSCHED_EINVALID);
+    CHECK_STR(psched_last_error(), "device 1 op 2 (1SEND_F0): stage 1 is the last stage of its "
+                                   "chain, so there is no stage to send to");
+}
+
+static void test_batch_flag_on_a_compute_op_is_refused(void)
+{
+    CHECK_EQ_INT(validate_rows("0F0+0SEND_F0,0F1,0SEND_F1+0RECV_B0,0B0,0RECV_B1,0B1",
+                               hand_lowered[1]),
+                 PSCHED_EINVALID);
+    CHECK_STR(psched_last_error(), "device 0 op 0 (0F0): BATCH_NEXT joins comm ops into one "
+                                   "batched group; a compute op cannot carry it");
+}
+
+static void test_duplicate_comm_op_is_refused(void)
+{
+    CHECK_EQ_INT(validate_rows("0F0,0SEND_F0,0SEND_F0,0F1,0SEND_F1+0RECV_B0,0B0,0RECV_B1,0B1",
+                               hand_lowered[1]),
+                 PSCHED_EINVALID);
+    CHECK_STR(psched_last_error(), "device 0 op 2 (0SEND_F0): duplicate of device 0 op 1 (0SEND_F0)");
+}
+
+/* ---- simulation */
+
+static void test_lowered_1f1b_keeps_the_compute_makespan(void)
+{
+    /* unit costs, comm 0: 1F1B makespan 3(m + p - 1) (DESIGN §3) */
+    for (uint32_t p = 2; p <= 4; p++) {
+        uint32_t ms[] = {1, p, 2 * p + 1, 4 * p};
+        for (size_t k = 0; k < 4; k++) {
+            psched_plan *plan;
+            psched_schedule *s = NULL, *l = NULL;
+            psched_report *rs = NULL, *rl = NULL;
+            CHECK_OK(psched_plan_create(&plan));
+            psched_plan_set_devices(plan, p);
+            psched_plan_set_microbatches(plan, ms[k]);
+            CHECK_OK(psched_generate(plan, "1f1b", &s));
+            CHECK_OK(psched_lower_comm(s, plan, &l));
+            CHECK_OK(psched_simulate(s, NULL, &rs));
+            CHECK_OK(psched_simulate(l, NULL, &rl));
+            CHECK_EQ_DBL(psched_report_makespan(rs), 3.0 * (ms[k] + p - 1));
+            CHECK_EQ_DBL(psched_report_makespan(rl), 3.0 * (ms[k] + p - 1));
+            CHECK_EQ_DBL(psched_report_bubble_ratio(rl), psched_report_bubble_ratio(rs));
+            psched_report_destroy(rs);
+            psched_report_destroy(rl);
+            psched_schedule_destroy(l);
+            psched_schedule_destroy(s);
+            psched_plan_destroy(plan);
+        }
+    }
+}
+
+/* Unit costs, comm 0: wherever both devices are idle at the moment a tensor
+ * moves, the rendezvous costs nothing; these generators (orders fixed by the
+ * reference frameworks) always leave such a moment. */
+static void test_lowering_keeps_the_makespan_of_reference_orders(void)
+{
+    const char *names[] = {"gpipe", "1f1b", "looped-bfs", "interleaved-zb", "zb-h1", "zb-h2",
+                           "v-zb", "dualpipev", "dualpipe"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        for (uint32_t p = 2; p <= 4; p++) {
+            uint32_t ms[] = {p, 2 * p + 1, 4 * p};
+            for (uint32_t v = 1; v <= 3; v++) {
+                for (size_t k = 0; k < 3; k++) {
+                    psched_plan *plan;
+                    psched_schedule *s = NULL, *l = NULL;
+                    psched_report *rs = NULL, *rl = NULL;
+                    CHECK_OK(psched_plan_create(&plan));
+                    psched_plan_set_devices(plan, p);
+                    psched_plan_set_chunks(plan, v);
+                    psched_plan_set_microbatches(plan, ms[k]);
+                    if (psched_generate(plan, names[i], &s) == PSCHED_OK) {
+                        CHECK_OK(psched_lower_comm(s, NULL, &l));
+                        CHECK_OK(psched_simulate(s, NULL, &rs));
+                        CHECK_OK(psched_simulate(l, NULL, &rl));
+                        CHECK_EQ_DBL(psched_report_makespan(rl), psched_report_makespan(rs));
+                    }
+                    psched_report_destroy(rs);
+                    psched_report_destroy(rl);
+                    psched_schedule_destroy(l);
+                    psched_schedule_destroy(s);
+                    psched_plan_destroy(plan);
+                }
+            }
+        }
+    }
+}
+
+static void test_rendezvous_times_put_the_latency_on_the_transfer(void)
+{
+    /* Hand example with t_comm = 1. A transfer completes 1 after the later
+     * of its two posts and both devices wait for it: device 0 posts 0SEND_F0
+     * at 1, matched by 1RECV_F0 (posted at 0), done at 2; the groups are
+     * posted at 3 (device 0) and 5 (device 1), done at 6; 0RECV_B1 posted at
+     * 8, 1SEND_B1 at 9, done at 10; 0B1 runs 10..12. */
+    psched_plan *plan = ts_plan(2, 2, 1, PSCHED_PLACEMENT_LOOP);
+    psched_plan_set_comm(plan, 1);
+    psched_schedule *s = build_rows(plan, hand_lowered);
+    psched_report *r = NULL;
+    CHECK_OK(psched_simulate(s, NULL, &r));
+    double start[8], end[8];
+    const double want_start[8] = {0, 2, 2, 6, 6, 6, 10, 10};
+    const double want_end[8] = {1, 2, 3, 6, 6, 8, 10, 12};
+    CHECK_OK(psched_report_op_times(r, 0, 0, 8, start, end));
+    for (int i = 0; i < 8; i++) {
+        CHECK_EQ_DBL(start[i], want_start[i]);
+        CHECK_EQ_DBL(end[i], want_end[i]);
+    }
+    double busy;
+    CHECK_OK(psched_report_device(r, 0, &busy, NULL, NULL));
+    CHECK_EQ_DBL(busy, 6); /* comm ops take no device time */
+    CHECK_EQ_DBL(psched_report_makespan(r), 12);
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+/* ---- formats */
+
+static void test_comms_csv_round_trip_drops_the_groups(void)
+{
+    psched_plan *plan = ts_plan(2, 2, 1, PSCHED_PLACEMENT_LOOP);
+    psched_schedule *s = ts_build(plan, hand_compute), *l = NULL, *back = NULL;
+    char *text = NULL;
+    CHECK_OK(psched_lower_comm(s, NULL, &l));
+    CHECK_OK(psched_export(l, NULL, PSCHED_FORMAT_CSV_COMMS, 0, &text, NULL));
+    CHECK_STR(text, "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+                    "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1\n");
+    CHECK_OK(psched_import_csv(text, strlen(text), NULL, &back));
+    if (back) {
+        CHECK_STR(render(back, 0), "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1");
+        CHECK_STR(render(back, 1), "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1");
+        /* CSV cannot say "batched", so the steady state deadlocks again. */
+        CHECK_EQ_INT(psched_validate(back), PSCHED_EDEADLOCK);
+    }
+    psched_free(text);
+    psched_schedule_destroy(back);
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = malloc(1 << 20);
+    *len = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    return buf;
+}
+
+static void test_pytorch_comms_file_is_valid_under_rendezvous(void)
+{
+    /* PyTorch's runtime posts each SEND/RECV as an asynchronous isend/irecv
+     * and needs no batched groups, so its file could have been invalid under
+     * strict rendezvous. It is valid: PyTorch's lowering (_add_send_recv)
+     * emits a RECV only in a simulation step after the one that emitted its
+     * SEND, so every device lists its comm ops in one global step order;
+     * with no two devices waiting on each other at the same step, nothing
+     * can deadlock (the same argument lower.c relies on). */
+    char path[4096];
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/pytorch/zb1p_2rank_2stagep_comms.csv", ref_dir);
+    char *text = read_file(path, &len);
+    CHECK(text != NULL);
+    if (!text)
+        return;
+    psched_schedule *s = NULL;
+    CHECK_OK(psched_import_csv(text, len, NULL, &s));
+    if (s) {
+        CHECK_EQ_INT(psched_plan_devices(psched_schedule_plan(s)), 2);
+        CHECK_EQ_INT(psched_plan_chunks(psched_schedule_plan(s)), 2);
+        CHECK_EQ_INT(psched_plan_microbatches(psched_schedule_plan(s)), 8);
+        /* 3 stage pairs (0-1, 1-2, 2-3) x 2 directions x 8 mbs x 2 ops */
+        CHECK_EQ_INT(count_comm_ops(s), 96);
+        CHECK_OK(psched_validate(s));
+    }
+    psched_schedule_destroy(s);
+    free(text);
+}
+
+/* ---- arguments */
+
+static void test_lowering_refuses_bad_input(void)
+{
+    psched_plan *plan = ts_plan(2, 2, 1, PSCHED_PLACEMENT_LOOP), *other = ts_plan(3, 2, 1,
+                                                                                   PSCHED_PLACEMENT_LOOP);
+    psched_schedule *s = ts_build(plan, hand_compute), *l = NULL, *again = NULL;
+    CHECK_EQ_INT(psched_lower_comm(NULL, NULL, &l), PSCHED_EINVAL);
+    CHECK(l == NULL);
+    CHECK_EQ_INT(psched_lower_comm(s, NULL, NULL), PSCHED_EINVAL);
+    CHECK_EQ_INT(psched_lower_comm(s, other, &l), PSCHED_EINVAL);
+    CHECK_STR(psched_last_error(), "psched_lower_comm: cost plan has 3 stages (devices x chunks) "
+                                   "but the schedule has 2");
+    CHECK_OK(psched_lower_comm(s, NULL, &l));
+    CHECK_EQ_INT(psched_lower_comm(l, NULL, &again), PSCHED_EINVAL);
+    CHECK_STR(psched_last_error(), "psched_lower_comm: device 0 op 1 (0SEND_F0) is already a "
+                                   "comm op; lower a compute schedule");
+    CHECK(again == NULL);
+    const char *broken[] = {"0F0,0F1,0B0,0B1", "1F0,1B0,1F1"};
+    psched_schedule *bad = ts_build(plan, broken);
+    psched_schedule *out = NULL;
+    CHECK_EQ_INT(psched_lower_comm(bad, NULL, &out), PSCHED_EINVALID);
+    CHECK_STR(psched_last_error(), "device 0 op 3 (0B1): needs 1B1 which never runs");
+    CHECK(out == NULL);
+    psched_schedule_destroy(bad);
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(other);
+    psched_plan_destroy(plan);
+}
+
+static void test_lowering_and_rendezvous_survive_every_allocation_failure(void)
+{
+    psched_plan *plan;
+    psched_schedule *s = NULL, *l = NULL;
+    psched_report *r = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    psched_plan_set_devices(plan, 3);
+    psched_plan_set_microbatches(plan, 6);
+    psched_plan_set_chunks(plan, 2);
+    CHECK_OK(psched_generate(plan, "interleaved", &s));
+    int lowered = 0, simulated = 0;
+    for (long n = 0; n < 10000 && !lowered; n++) {
+        psched__alloc_fail_after(n);
+        psched_status st = psched_lower_comm(s, NULL, &l);
+        psched__alloc_fail_after(-1);
+        lowered = st == PSCHED_OK;
+        if (!lowered) {
+            CHECK_EQ_INT(st, PSCHED_ENOMEM);
+            CHECK(l == NULL);
+        }
+    }
+    for (long n = 0; n < 10000 && lowered && !simulated; n++) {
+        psched__alloc_fail_after(n);
+        psched_status st = psched_simulate(l, NULL, &r);
+        psched__alloc_fail_after(-1);
+        simulated = st == PSCHED_OK;
+        if (!simulated)
+            CHECK_EQ_INT(st, PSCHED_ENOMEM);
+    }
+    CHECK(lowered && simulated);
+    psched_report_destroy(r);
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        ref_dir = argv[1];
+    RUN(test_hand_example_lowers_exactly);
+    RUN(test_hand_example_without_groups_is_a_deadlock_cycle);
+    RUN(test_every_generator_lowers_validates_and_keeps_its_compute_order);
+    RUN(test_vshape_tip_needs_no_comm);
+    RUN(test_single_device_lowers_to_itself);
+    RUN(test_out_of_order_consumption_still_lowers);
+    RUN(test_send_without_recv_is_reported);
+    RUN(test_recv_without_send_is_reported);
+    RUN(test_recv_after_its_consumer_is_reported);
+    RUN(test_send_before_its_producer_is_reported);
+    RUN(test_mismatched_microbatch_is_reported);
+    RUN(test_compute_op_without_its_recv_is_reported);
+    RUN(test_comm_between_stages_of_one_device_is_refused);
+    RUN(test_send_from_the_last_stage_is_refused);
+    RUN(test_batch_flag_on_a_compute_op_is_refused);
+    RUN(test_duplicate_comm_op_is_refused);
+    RUN(test_lowered_1f1b_keeps_the_compute_makespan);
+    RUN(test_lowering_keeps_the_makespan_of_reference_orders);
+    RUN(test_rendezvous_times_put_the_latency_on_the_transfer);
+    RUN(test_comms_csv_round_trip_drops_the_groups);
+    RUN(test_pytorch_comms_file_is_valid_under_rendezvous);
+    RUN(test_lowering_refuses_bad_input);
+    RUN(test_lowering_and_rendezvous_survive_every_allocation_failure);
+    TEST_MAIN_END();
+}

@@ -1,0 +1,287 @@
+/* `pipesched partition`: split a layer profile over the stages of a
+ * schedule with the library's optimizer and print the plan. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char cli_help_partition[] =
+    "Usage: pipesched partition --model FILE.csv --devices P --microbatches M\n"
+    "                           --schedule NAME [options]\n"
+    "\n"
+    "Assign every virtual stage a contiguous range of layers and every layer a\n"
+    "recompute choice so the schedule's step time is smallest while each\n"
+    "device's parameters and activations fit the memory limit.\n"
+    "\n"
+    "  --model FILE          layer profile, CSV rows type,count,f,b,w,act,param\n"
+    "                        [,act_selective,extra_selective][,act_full,extra_full]\n"
+    "                        after a header row ('#' comments)\n"
+    "  --devices P           pipeline devices (required)\n"
+    "  --microbatches M      micro-batches per step (required)\n"
+    "  --chunks V            model chunks per device; 0 = the schedule's default (0)\n"
+    "  --schedule NAME       generator name, see 'pipesched list' (required)\n"
+    "  --mem-limit BYTES     device memory, > 0 (unlimited)\n"
+    "  --method M            ilp (default), dp, even, even-accounted or dp-time\n"
+    "  --time-limit S        seconds for the ilp method (10)\n"
+    "  --allow-empty         a stage may receive no layer\n"
+    "  --json                print one JSON object: method, schedule, status,\n"
+    "                        gap, objective, solve_time, makespan, even_makespan,\n"
+    "                        speedup, min_memory, stages [{stage, device, chunk,\n"
+    "                        first, count, recompute {none, selective, full},\n"
+    "                        time, memory}], devices [{device, params, memory,\n"
+    "                        peak_memory}]\n"
+    "\n"
+    "Exit status: 0 a plan fits, 1 no plan fits the memory limit, 2 bad usage.\n";
+
+typedef struct part_opts {
+    const char *model, *schedule;
+    uint32_t devices, microbatches, chunks;
+    double mem_limit;
+    psched_partition_options options;
+    bool json, help;
+} part_opts;
+
+static const char *const method_names[] = {"ilp", "dp", "even", "even-accounted", "dp-time"};
+static const char *const status_names[] = {"optimal", "feasible", "infeasible"};
+
+static int parse_value(const char *flag, const char *value, part_opts *o)
+{
+    bool ok = true;
+    if (strcmp(flag, "--model") == 0) {
+        o->model = value;
+    } else if (strcmp(flag, "--schedule") == 0) {
+        o->schedule = value;
+    } else if (strcmp(flag, "--devices") == 0) {
+        ok = cli_strtou32(value, &o->devices) == 0;
+    } else if (strcmp(flag, "--microbatches") == 0) {
+        ok = cli_strtou32(value, &o->microbatches) == 0;
+    } else if (strcmp(flag, "--chunks") == 0) {
+        ok = cli_strtou32(value, &o->chunks) == 0;
+    } else if (strcmp(flag, "--mem-limit") == 0) {
+        ok = cli_strtod(value, &o->mem_limit) == 0 && o->mem_limit > 0;
+    } else if (strcmp(flag, "--time-limit") == 0) {
+        ok = cli_strtod(value, &o->options.time_limit) == 0 && o->options.time_limit > 0;
+    } else if (strcmp(flag, "--method") == 0) {
+        ok = false;
+        for (size_t i = 0; i < sizeof method_names / sizeof method_names[0]; i++)
+            if (strcmp(value, method_names[i]) == 0) {
+                o->options.method = (psched_partition_method)i;
+                ok = true;
+            }
+    } else {
+        cli_error("partition: unknown option %s (see 'pipesched partition --help')", flag);
+        return CLI_USAGE;
+    }
+    if (!ok) {
+        cli_error("partition: invalid value for %s: '%s'", flag, value);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+static int parse(int argc, char **argv, int first, part_opts *o)
+{
+    static const psched_partition_options defaults = PSCHED_PARTITION_OPTIONS_INIT;
+    memset(o, 0, sizeof *o);
+    o->options = defaults;
+    o->mem_limit = INFINITY;
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            o->help = true;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = true;
+        } else if (strcmp(a, "--allow-empty") == 0) {
+            o->options.flags |= PSCHED_PARTITION_ALLOW_EMPTY;
+        } else if (i + 1 >= argc) {
+            cli_error("partition: option %s needs a value", a);
+            return CLI_USAGE;
+        } else {
+            int rc = parse_value(a, argv[++i], o);
+            if (rc != CLI_OK)
+                return rc;
+        }
+    }
+    if (o->help)
+        return CLI_OK;
+    if (!o->model || !o->schedule || !o->devices || !o->microbatches) {
+        cli_error("partition: --model, --schedule, --devices and --microbatches are required");
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+static int load_model(const char *path, psched_model **model)
+{
+    char *text;
+    size_t length;
+    int rc = cli_read_file(path, &text, &length);
+    if (rc != CLI_OK)
+        return rc;
+    psched_status st = psched_model_load_csv(text, length, model);
+    free(text);
+    return st == PSCHED_OK ? CLI_OK : cli_fail(st, path);
+}
+
+static void count_choices(const psched_partition_result *r, uint32_t first, uint32_t count,
+                          uint32_t n[3])
+{
+    n[0] = n[1] = n[2] = 0;
+    for (uint32_t l = first; l < first + count; l++)
+        n[psched_partition_layer_recompute(r, l)]++;
+}
+
+static void print_json(FILE *f, const part_opts *o, const psched_partition_result *r,
+                       double even)
+{
+    fprintf(f, "{\n  \"method\": \"%s\",\n  \"schedule\": ", method_names[o->options.method]);
+    cli_json_string(f, o->schedule);
+    fprintf(f, ",\n  \"status\": \"%s\",\n  \"gap\": ", status_names[psched_partition_status(r)]);
+    cli_json_number(f, psched_partition_gap(r));
+    fputs(",\n  \"objective\": ", f);
+    cli_json_number(f, psched_partition_objective(r));
+    fputs(",\n  \"solve_time\": ", f);
+    cli_json_number(f, psched_partition_solve_time(r));
+    fputs(",\n  \"makespan\": ", f);
+    cli_json_number(f, psched_partition_makespan(r));
+    fputs(",\n  \"even_makespan\": ", f);
+    cli_json_number(f, even);
+    fputs(",\n  \"speedup\": ", f);
+    cli_json_number(f, even / psched_partition_makespan(r));
+    fputs(",\n  \"min_memory\": ", f);
+    cli_json_number(f, psched_partition_min_memory(r));
+    const psched_plan *plan = psched_partition_plan(r);
+    fputs(",\n  \"stages\": [", f);
+    for (uint32_t s = 0; plan && s < psched_partition_stages(r); s++) {
+        uint32_t first, count, n[3];
+        double time, mem;
+        psched_partition_stage(r, s, &first, &count, &time, &mem);
+        count_choices(r, first, count, n);
+        fprintf(f, "%s\n    {\"stage\": %u, \"device\": %u, \"chunk\": %u, \"first\": %u, "
+                   "\"count\": %u, \"recompute\": {\"none\": %u, \"selective\": %u, "
+                   "\"full\": %u}, \"time\": ",
+                s ? "," : "", s, psched_plan_stage_device(plan, s),
+                psched_plan_stage_chunk(plan, s), first, count, n[0], n[1], n[2]);
+        cli_json_number(f, time);
+        fputs(", \"memory\": ", f);
+        cli_json_number(f, mem);
+        fputs("}", f);
+    }
+    fputs(plan ? "\n  ],\n  \"devices\": [" : "],\n  \"devices\": [", f);
+    for (uint32_t d = 0; plan && d < psched_plan_devices(plan); d++) {
+        double params, mem, peak;
+        psched_partition_device(r, d, &params, &mem, &peak);
+        fprintf(f, "%s\n    {\"device\": %u, \"params\": ", d ? "," : "", d);
+        cli_json_number(f, params);
+        fputs(", \"memory\": ", f);
+        cli_json_number(f, mem);
+        fputs(", \"peak_memory\": ", f);
+        cli_json_number(f, peak);
+        fputs("}", f);
+    }
+    fputs(plan ? "\n  ]\n}\n" : "]\n}\n", f);
+}
+
+static void print_text(FILE *f, const part_opts *o, const psched_partition_result *r,
+                       double even)
+{
+    const psched_plan *plan = psched_partition_plan(r);
+    psched_solve_status status = psched_partition_status(r);
+    if (plan) {
+        fprintf(f, "%-6s %-6s %-5s %-13s %-26s %12s %14s\n", "stage", "device", "chunk",
+                "layers", "recompute (none/sel/full)", "time", "memory");
+        for (uint32_t s = 0; s < psched_partition_stages(r); s++) {
+            uint32_t first, count, n[3];
+            double time, mem;
+            char range[32], rec[32];
+            psched_partition_stage(r, s, &first, &count, &time, &mem);
+            count_choices(r, first, count, n);
+            if (count)
+                snprintf(range, sizeof range, "%u-%u (%u)", first, first + count - 1, count);
+            else
+                snprintf(range, sizeof range, "empty");
+            snprintf(rec, sizeof rec, "%u/%u/%u", n[0], n[1], n[2]);
+            fprintf(f, "%-6u %-6u %-5u %-13s %-26s %12.6g %14.6g\n", s,
+                    psched_plan_stage_device(plan, s), psched_plan_stage_chunk(plan, s), range,
+                    rec, time, mem);
+        }
+        fputs("\ndevice  params          memory (bound)  peak memory (simulated)\n", f);
+        for (uint32_t d = 0; d < psched_plan_devices(plan); d++) {
+            double params, mem, peak;
+            psched_partition_device(r, d, &params, &mem, &peak);
+            fprintf(f, "%-7u %-15.6g %-15.6g %.6g\n", d, params, mem, peak);
+        }
+        fprintf(f, "\nsimulated makespan: %.6g\n", psched_partition_makespan(r));
+        if (isfinite(even))
+            fprintf(f, "even split makespan: %.6g (speed-up %.3fx)\n", even,
+                    even / psched_partition_makespan(r));
+        fprintf(f, "objective: %.6g\n", psched_partition_objective(r));
+    }
+    fprintf(f, "method: %s, status: %s", method_names[o->options.method], status_names[status]);
+    if (status == PSCHED_SOLVE_FEASIBLE && isfinite(psched_partition_gap(r)))
+        fprintf(f, " (gap %.3g%%)", 100 * psched_partition_gap(r));
+    fprintf(f, ", solve time %.3f s\n", psched_partition_solve_time(r));
+    if (status == PSCHED_SOLVE_INFEASIBLE && isfinite(psched_partition_min_memory(r)))
+        fprintf(f, "no partition fits; the smallest memory limit that fits is %.6g\n",
+                psched_partition_min_memory(r));
+}
+
+/* Makespan of Megatron's even split for comparison (NAN when it does not
+ * apply to this model or does not fit). */
+static double even_makespan(const psched_model *model, const psched_plan *plan, const part_opts *o)
+{
+    psched_partition_options eo = o->options;
+    eo.method = PSCHED_PARTITION_EVEN;
+    psched_partition_result *r = NULL;
+    double x = NAN;
+    if (psched_partition(model, plan, o->schedule, &eo, &r) == PSCHED_OK &&
+        psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
+        x = psched_partition_makespan(r);
+    psched_partition_result_destroy(r);
+    return x;
+}
+
+int cli_partition_main(int argc, char **argv, int first)
+{
+    part_opts o;
+    int rc = parse(argc, argv, first, &o);
+    if (rc != CLI_OK || o.help)
+        return rc != CLI_OK ? rc : cli_write_stdout(cli_help_partition, strlen(cli_help_partition));
+    psched_model *model = NULL;
+    psched_plan *plan = NULL;
+    psched_partition_result *r = NULL;
+    if ((rc = load_model(o.model, &model)) != CLI_OK)
+        return rc;
+    psched_status st = psched_plan_create(&plan);
+    if (!st)
+        st = psched_plan_set_devices(plan, o.devices);
+    if (!st)
+        st = psched_plan_set_microbatches(plan, o.microbatches);
+    if (!st)
+        st = psched_plan_set_chunks(plan, o.chunks);
+    if (!st)
+        st = psched_plan_set_memory_limit(plan, o.mem_limit);
+    if (!st)
+        st = psched_partition(model, plan, o.schedule, &o.options, &r);
+    if (st) {
+        rc = cli_fail(st, "partition");
+    } else {
+        double even = even_makespan(model, plan, &o);
+        cli_membuf out;
+        rc = cli_membuf_open(&out);
+        if (rc == CLI_OK) {
+            if (o.json)
+                print_json(out.f, &o, r, even);
+            else
+                print_text(out.f, &o, r, even);
+            rc = cli_membuf_finish(&out, true);
+        }
+        if (rc == CLI_OK && psched_partition_status(r) == PSCHED_SOLVE_INFEASIBLE)
+            rc = CLI_INVALID;
+    }
+    psched_partition_result_destroy(r);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+    return rc;
+}
