@@ -53,11 +53,7 @@
 #include "execute.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-
-#define NONE PSCHED_EXEC_NONE
 
 /* One comm op to insert: where, in which order, and what. */
 typedef struct comm_rec {
@@ -96,8 +92,10 @@ static psched_status find_units_and_transfers(lower *l)
     l->unit_of = psched__reallocarray(NULL, total + 1, sizeof *l->unit_of);
     l->unit_first = psched__reallocarray(NULL, total + 1, sizeof *l->unit_first);
     l->dev_unit = psched__reallocarray(NULL, (size_t)s->devices + 1, sizeof *l->dev_unit);
-    l->producer = psched__reallocarray(NULL, 2 * total + 1, sizeof *l->producer);
-    l->consumer = psched__reallocarray(NULL, 2 * total + 1, sizeof *l->consumer);
+    /* at most one input of an op comes from another device: a backward's
+     * other input, its own F, runs on its own device */
+    l->producer = psched__reallocarray(NULL, total + 1, sizeof *l->producer);
+    l->consumer = psched__reallocarray(NULL, total + 1, sizeof *l->consumer);
     if (!l->unit_of || !l->unit_first || !l->dev_unit || !l->producer || !l->consumer)
         return PSCHED_ENOMEM_FAIL();
     uint32_t u = 0;
@@ -310,6 +308,34 @@ static void transfer_key(const lower *l, uint32_t t, double *time, uint32_t *ran
     *rank = l->x.end[l->consumer[t]] == when ? l->order[uc] : UINT32_MAX;
 }
 
+/* Orders the comm ops by device and gap (counting sort: most gaps hold
+ * zero to two), then each gap by key. */
+static psched_status sort_recs(lower *l)
+{
+    size_t n = 2 * (size_t)l->transfers, gaps = (size_t)l->units + l->x.p;
+    size_t *first = psched__calloc(gaps + 2, sizeof *first);
+    comm_rec *sorted = psched__reallocarray(NULL, n + 1, sizeof *sorted);
+    if (!first || !sorted) {
+        psched__dealloc(first);
+        psched__dealloc(sorted);
+        return PSCHED_ENOMEM_FAIL();
+    }
+    for (size_t i = 0; i < n; i++)
+        first[l->dev_unit[l->recs[i].device] + l->recs[i].device + l->recs[i].gap + 2]++;
+    for (size_t g = 0; g < gaps; g++)
+        first[g + 2] += first[g + 1];
+    for (size_t i = 0; i < n; i++)
+        sorted[first[l->dev_unit[l->recs[i].device] + l->recs[i].device + l->recs[i].gap + 1]++] =
+            l->recs[i];
+    for (size_t g = 0; g < gaps; g++)
+        if (first[g + 1] - first[g] > 1)
+            qsort(sorted + first[g], first[g + 1] - first[g], sizeof *sorted, rec_cmp);
+    psched__dealloc(first);
+    psched__dealloc(l->recs);
+    l->recs = sorted;
+    return PSCHED_OK;
+}
+
 static psched_status place_comm_ops(lower *l)
 {
     const psched_op *ops = l->x.s->ops;
@@ -328,8 +354,7 @@ static psched_status place_comm_ops(lower *l)
                                         co->stage, co->microbatch,
                                         fwd ? PSCHED_OP_RECV_F : PSCHED_OP_RECV_B};
     }
-    qsort(l->recs, 2 * (size_t)l->transfers, sizeof *l->recs, rec_cmp);
-    return PSCHED_OK;
+    return sort_recs(l);
 }
 
 /* Appends every device's units with its comm ops in their gaps. */
