@@ -500,6 +500,16 @@ PSCHED_API psched_status psched_schedule_hash(const psched_schedule *schedule, u
  * @brief Check a schedule against the dependency rules (counts, placement,
  * per-stage order, W after B on the same device) and run it in order on
  * every device to detect deadlock.
+ *
+ * A lowered schedule (one with SEND/RECV ops, see psched_lower_comm()) is
+ * checked under rendezvous semantics: every SEND has exactly one matching
+ * RECV (stage pair, micro-batch, direction) and the reverse; a compute op
+ * whose producer is on another device has its RECV earlier on its own
+ * device, and each SEND comes after its producer; between two devices,
+ * sends and receives appear in the same order (NCCL pairs calls by posting
+ * order); a send completes only when its receive is posted, and a batched
+ * group (#PSCHED_OP_BATCH_NEXT) is posted at once and completes when all its
+ * ops are matched. A deadlock names the cycle of waiting devices and ops.
  * @return ::PSCHED_OK; ::PSCHED_EINVALID or ::PSCHED_EDEADLOCK with the first
  *         violated rule, device, position and op in psched_last_error(),
  *         e.g. "device 1 op 7 (3B2): needs 4B2 which never runs";

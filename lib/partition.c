@@ -786,7 +786,8 @@ static psched_status solve_ilp(psched__problem *pb, double time_limit, evaluatio
 
 /* Smallest device memory any split fits in, every layer at its most
  * memory-saving variant. Exact by DP with one chunk per device, by MILP
- * otherwise; NAN when v > 1 and the build has no GLPK. */
+ * otherwise; NAN when v > 1 and the build has no GLPK or GLPK cannot prove
+ * the minimum within 10 s. */
 static psched_status min_memory(const psched__problem *pb, double *out)
 {
     psched_status st;
@@ -823,8 +824,9 @@ static psched_status min_memory(const psched__problem *pb, double *out)
                            INFINITY, 0, 0, true, NULL};
         bool found = false, optimal = false;
         double gap = 0;
-        st = psched__milp_solve(&in, 60.0, chosen, &found, &optimal, &gap);
-        if (!st && found) {
+        st = psched__milp_solve(&in, 10.0, chosen, &found, &optimal, &gap);
+        /* Only a proven minimum may declare a limit infeasible. */
+        if (!st && found && optimal) {
             double *mem = psched__calloc(pb->devices, sizeof *mem);
             if (!mem) {
                 st = PSCHED_ENOMEM_FAIL();

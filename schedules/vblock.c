@@ -105,12 +105,13 @@ static int32_t vb_walk(vb *v, uint32_t d, int64_t from, int64_t settle, bool sto
             pend--;
         }
         peak = run > peak ? run : peak;
-        bool same = run == v->run[base + t] && pend == v->pend[base + t];
+        /* stored values are only meaningful (and only read) from `settle` on */
+        bool same = t >= settle && run == v->run[base + t] && pend == v->pend[base + t];
         if (store) {
             v->run[base + t] = run;
             v->pend[base + t] = pend;
         }
-        if (same && t >= settle)
+        if (same)
             break;
     }
     return peak;
