@@ -371,7 +371,9 @@ static psched_status op_fail(const csv_op *op, const char *fmt, ...)
 /* p, m, chains and v of the plan, from the file where the plan leaves them open. */
 static psched_status resolve_shape(const csv_file *f, psched_plan *plan, bool given)
 {
-    const csv_op *top_stage = &f->ops[f->max_stage_at], *top_mb = &f->ops[f->max_mb_at];
+    /* A file of blank rows has no ops array at all (not even an element 0). */
+    const csv_op *top_stage = f->count ? &f->ops[f->max_stage_at] : NULL;
+    const csv_op *top_mb = f->count ? &f->ops[f->max_mb_at] : NULL;
     psched_status st;
     if (given && plan->devices != f->rows)
         return psched_fail(PSCHED_EINVAL, "the file has %u rows (devices) but the plan has %u "

@@ -7,57 +7,7 @@
  * mirrored chunk v-1-c. Device d warms up with 2(p-d-1) + (v-1)N forwards. */
 #include "phases.h"
 
-#include <inttypes.h>
-
 #define NAME "interleaved"
-
-/* Group size from the "group-size" option, with Megatron's limits: a group
- * must fill the pipeline, and so must the last (remainder) group. */
-static psched_status explicit_group(uint32_t p, uint32_t m, int64_t n, uint32_t *out)
-{
-    if (n < (int64_t)p)
-        return psched_fail(PSCHED_EINVAL, "group-size (%" PRId64 ") must be >= devices (%u) for %s",
-                           n, p, NAME);
-    if (n > (int64_t)m)
-        return psched_fail(PSCHED_EINVAL,
-                           "group-size (%" PRId64 ") must be <= microbatches (%u) for %s", n, m,
-                           NAME);
-    uint32_t rem = m % (uint32_t)n;
-    if (rem != 0 && rem < p)
-        return psched_fail(PSCHED_EINVAL,
-                           "microbatches (%u) mod group-size (%" PRId64 ") = %u must be 0 or "
-                           ">= devices (%u) for %s: the last group would not fill the pipeline",
-                           m, n, rem, p, NAME);
-    *out = (uint32_t)n;
-    return PSCHED_OK;
-}
-
-/* PyTorch's default: rounds = max(1, m div p) groups of m / rounds
- * micro-batches, which is Megatron's N = p whenever p divides m. */
-static psched_status default_group(uint32_t p, uint32_t m, uint32_t *out)
-{
-    uint32_t rounds = m / p > 1 ? m / p : 1;
-    if (m % rounds != 0)
-        return psched_fail(PSCHED_EINVAL,
-                           "microbatches (%u) must be a multiple of rounds (%u) = max(1, "
-                           "microbatches / devices) for %s with the default group size; use "
-                           "microbatches %u or set the group-size option",
-                           m, rounds, NAME, m - m % rounds);
-    *out = m / rounds;
-    return PSCHED_OK;
-}
-
-static psched_status group_size(const psched_plan *plan, uint32_t *out)
-{
-    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
-    int64_t n;
-    psched_status st = psched_plan_get_option(plan, "group-size", &n);
-    if (st == PSCHED_OK)
-        return explicit_group(p, m, n, out);
-    if (st != PSCHED_ENOTFOUND)
-        return st;
-    return default_group(p, m, out);
-}
 
 static psched_status check(const psched_plan *plan)
 {
@@ -68,7 +18,7 @@ static psched_status check(const psched_plan *plan)
         st = psched_fail(PSCHED_EINVAL, "microbatches (%u) must be >= devices (%u) for %s", m, p,
                          NAME);
     if (st == PSCHED_OK)
-        st = group_size(plan, &n);
+        st = psched__interleaved_group(plan, NAME, &n);
     return st;
 }
 
@@ -77,7 +27,7 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
     uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
     uint32_t v = psched_plan_chunks(plan);
     uint32_t n;
-    psched_status st = group_size(plan, &n);
+    psched_status st = psched__interleaved_group(plan, NAME, &n);
     if (st != PSCHED_OK)
         return st;
     psched_seq fwd = psched__seq_grouped(m, v, n);

@@ -2,6 +2,8 @@
  * warm-up / steady / cool-down emitter. See phases.h. */
 #include "phases.h"
 
+#include <inttypes.h>
+
 psched_seq psched__seq_grouped(uint32_t microbatches, uint32_t chunks, uint32_t group)
 {
     psched_seq seq = {0};
@@ -125,4 +127,53 @@ psched_status psched__check_chunks(const psched_plan *plan, uint32_t min, uint32
     if (max != 0 && v > max)
         return psched_fail(PSCHED_EINVAL, "chunks (%u) must be <= %u for %s", v, max, name);
     return PSCHED_OK;
+}
+
+/* Group size from the "group-size" option, with Megatron's limits: a group
+ * must fill the pipeline, and so must the last (remainder) group. */
+static psched_status explicit_group(uint32_t p, uint32_t m, int64_t n, const char *name,
+                                    uint32_t *out)
+{
+    if (n < (int64_t)p)
+        return psched_fail(PSCHED_EINVAL, "group-size (%" PRId64 ") must be >= devices (%u) for %s",
+                           n, p, name);
+    if (n > (int64_t)m)
+        return psched_fail(PSCHED_EINVAL,
+                           "group-size (%" PRId64 ") must be <= microbatches (%u) for %s", n, m,
+                           name);
+    uint32_t rem = m % (uint32_t)n;
+    if (rem != 0 && rem < p)
+        return psched_fail(PSCHED_EINVAL,
+                           "microbatches (%u) mod group-size (%" PRId64 ") = %u must be 0 or "
+                           ">= devices (%u) for %s: the last group would not fill the pipeline",
+                           m, n, rem, p, name);
+    *out = (uint32_t)n;
+    return PSCHED_OK;
+}
+
+/* PyTorch's default: rounds = max(1, m div p) groups of m / rounds
+ * micro-batches, which is Megatron's N = p whenever p divides m. */
+static psched_status default_group(uint32_t p, uint32_t m, const char *name, uint32_t *out)
+{
+    uint32_t rounds = m / p > 1 ? m / p : 1;
+    if (m % rounds != 0)
+        return psched_fail(PSCHED_EINVAL,
+                           "microbatches (%u) must be a multiple of rounds (%u) = max(1, "
+                           "microbatches / devices) for %s with the default group size; use "
+                           "microbatches %u or set the group-size option",
+                           m, rounds, name, m - m % rounds);
+    *out = m / rounds;
+    return PSCHED_OK;
+}
+
+psched_status psched__interleaved_group(const psched_plan *plan, const char *name, uint32_t *out)
+{
+    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
+    int64_t n;
+    psched_status st = psched_plan_get_option(plan, "group-size", &n);
+    if (st == PSCHED_OK)
+        return explicit_group(p, m, n, name, out);
+    if (st != PSCHED_ENOTFOUND)
+        return st;
+    return default_group(p, m, name, out);
 }

@@ -96,4 +96,12 @@ PSCHED_INTERNAL psched_status psched__check_placement(const psched_plan *plan,
 PSCHED_INTERNAL psched_status psched__check_chunks(const psched_plan *plan, uint32_t min,
                                                    uint32_t max, const char *name);
 
+/* Micro-batch group size N of the interleaved schedules (Megatron table):
+ * the "group-size" option when set (p <= N <= m, and the last group must
+ * fill the pipeline: m mod N = 0 or >= p), else PyTorch's default
+ * rounds = max(1, m div p), N = m / rounds (rounds must divide m). Messages
+ * name the generator. */
+PSCHED_INTERNAL psched_status psched__interleaved_group(const psched_plan *plan,
+                                                        const char *name, uint32_t *out);
+
 #endif

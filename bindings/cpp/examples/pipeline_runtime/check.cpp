@@ -1,0 +1,329 @@
+/*
+ * The execution check and the negative check's breakages.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#include "check.hpp"
+
+#include "runtime.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+namespace rt {
+
+namespace {
+
+using OpLists = std::vector<std::vector<psched_op>>;
+
+/* ---- turning edited op lists back into a schedule the validator reads ----
+ * A generator only receives the plan and a builder, so the lists to replay
+ * are handed over through this variable; the check runs on one thread. */
+const OpLists *g_replay = nullptr;
+
+psched_status replay_generate(const psched_plan *, psched_builder *builder)
+{
+    psched_status st = PSCHED_OK;
+    for (std::uint32_t d = 0; d < g_replay->size() && !st; d++)
+        for (const psched_op &op : (*g_replay)[d])
+            st = psched_builder_append(builder, d, static_cast<psched_op_kind>(op.kind), op.stage,
+                                       op.microbatch, op.flags);
+    return st;
+}
+
+/* Registered through the public plug-in interface, one per chain count
+ * because a generator fixes the chains; custom placement keeps the plan's. */
+pipesched::Schedule replay(const pipesched::Plan &plan, const OpLists &lists)
+{
+    static const psched_generator one = {PSCHED_GENERATOR_ABI, "runtime-replay",
+        "replays op lists edited by pipeline_runtime", "any plan", PSCHED_PLACEMENT_CUSTOM, 0, 1,
+        nullptr, replay_generate};
+    static const psched_generator two = {PSCHED_GENERATOR_ABI, "runtime-replay-dual",
+        "replays op lists edited by pipeline_runtime (two chains)", "any plan",
+        PSCHED_PLACEMENT_CUSTOM, 0, 2, nullptr, replay_generate};
+    static const bool registered = [] {
+        pipesched::detail::check(psched_register_generator(&one));
+        pipesched::detail::check(psched_register_generator(&two));
+        return true;
+    }();
+    (void)registered;
+    g_replay = &lists;
+    pipesched::Schedule s = pipesched::generate(plan, plan.chains() == 2 ? two.name : one.name);
+    g_replay = nullptr;
+    return s;
+}
+
+/* ---- breakages: each returns what it changed, or "" when it found no
+ * place to apply ---- */
+
+std::size_t find_op(const std::vector<psched_op> &ops, std::uint8_t kind, std::uint32_t stage,
+                    std::uint32_t mb)
+{
+    for (std::size_t i = 0; i < ops.size(); i++)
+        if (ops[i].kind == kind && ops[i].stage == stage && ops[i].microbatch == mb)
+            return i;
+    return ops.size();
+}
+
+/* Move the first W of the schedule right before its B. */
+std::string break_w_before_b(OpLists &lists)
+{
+    for (std::size_t d = 0; d < lists.size(); d++) {
+        std::vector<psched_op> &ops = lists[d];
+        for (std::size_t j = 0; j < ops.size(); j++) {
+            if (ops[j].kind != PSCHED_OP_W)
+                continue;
+            std::size_t i = find_op(ops, PSCHED_OP_B, ops[j].stage, ops[j].microbatch);
+            if (i >= j)
+                continue;
+            psched_op w = ops[j];
+            std::string what = "moved " + op_text(w) + " on device " + std::to_string(d) +
+                               " from op " + std::to_string(j) + " to op " + std::to_string(i) +
+                               ", before its " + op_text(ops[i]);
+            ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(j));
+            ops.insert(ops.begin() + static_cast<std::ptrdiff_t>(i), w);
+            return what;
+        }
+    }
+    return "";
+}
+
+/* Every comm op becomes a lone blocking call: the sends a group posted
+ * together with its receives now block first. */
+std::string break_unbatch(OpLists &lists)
+{
+    std::size_t cleared = 0;
+    for (std::vector<psched_op> &ops : lists)
+        for (psched_op &op : ops)
+            if (op.flags & PSCHED_OP_BATCH_NEXT) {
+                op.flags &= static_cast<std::uint8_t>(~PSCHED_OP_BATCH_NEXT);
+                cleared++;
+            }
+    return cleared ? "cleared BATCH_NEXT on " + std::to_string(cleared) +
+                         " ops: every SEND is posted alone, before the RECV it was batched with"
+                   : "";
+}
+
+bool is_send(std::uint8_t kind) { return kind == PSCHED_OP_SEND_F || kind == PSCHED_OP_SEND_B; }
+
+/* The device at the other end of a comm op. */
+std::uint32_t peer(const Topology &t, const psched_op &op)
+{
+    bool next = op.kind == PSCHED_OP_SEND_F || op.kind == PSCHED_OP_RECV_B;
+    return t.device_of[next ? op.stage + 1 : op.stage - 1];
+}
+
+/* Position of the compute op producing a SEND's tensor (F for SEND_F, B or
+ * BW for SEND_B). */
+std::size_t producer(const std::vector<psched_op> &ops, const psched_op &send)
+{
+    if (send.kind == PSCHED_OP_SEND_F)
+        return find_op(ops, PSCHED_OP_F, send.stage, send.microbatch);
+    std::size_t b = find_op(ops, PSCHED_OP_B, send.stage, send.microbatch);
+    return b < ops.size() ? b : find_op(ops, PSCHED_OP_BW, send.stage, send.microbatch);
+}
+
+/* Swap two SENDs to the same peer whose tensors both exist at the first
+ * one's place, with no other traffic to that peer between them: the sender
+ * still runs, but the receiver takes the tensors in the other order. Flags
+ * stay in place, so groups keep their shape. */
+std::string break_send_order(OpLists &lists, const Topology &t)
+{
+    for (std::size_t d = 0; d < lists.size(); d++) {
+        std::vector<psched_op> &ops = lists[d];
+        for (std::size_t i = 0; i < ops.size(); i++) {
+            if (!is_send(ops[i].kind))
+                continue;
+            for (std::size_t j = i + 1; j < ops.size(); j++) {
+                if (ops[j].kind < PSCHED_OP_SEND_F || peer(t, ops[j]) != peer(t, ops[i]))
+                    continue;
+                if (!is_send(ops[j].kind) || producer(ops, ops[j]) > i)
+                    break;
+                std::string what = "swapped " + op_text(ops[i]) + " and " + op_text(ops[j]) +
+                                   " (device " + std::to_string(d) + " ops " + std::to_string(i) +
+                                   " and " + std::to_string(j) + ", both to device " +
+                                   std::to_string(peer(t, ops[i])) + ")";
+                std::swap(ops[i].kind, ops[j].kind);
+                std::swap(ops[i].stage, ops[j].stage);
+                std::swap(ops[i].microbatch, ops[j].microbatch);
+                std::swap(ops[i].chunk, ops[j].chunk);
+                return what;
+            }
+        }
+    }
+    return "";
+}
+
+std::string apply_breakage(const std::string &name, OpLists &lists, const Topology &t)
+{
+    if (name == "w-before-b")
+        return break_w_before_b(lists);
+    if (name == "unbatch")
+        return break_unbatch(lists);
+    return break_send_order(lists, t);
+}
+
+/* ---- reports ---- */
+
+/* A device's list with batched groups in braces and overlapped pairs in
+ * parentheses. */
+std::string show_list(const std::vector<psched_op> &ops)
+{
+    std::string s;
+    bool in_group = false, in_pair = false;
+    for (const psched_op &op : ops) {
+        bool batch = op.flags & PSCHED_OP_BATCH_NEXT, pair = op.flags & PSCHED_OP_OVERLAP_NEXT;
+        s += (in_group || in_pair) ? ";" : (s.empty() ? "" : " ");
+        if (batch && !in_group)
+            s += "{";
+        if (pair && !in_pair)
+            s += "(";
+        s += op_text(op);
+        if (in_group && !batch)
+            s += "}";
+        if (in_pair && !pair)
+            s += ")";
+        in_group = batch;
+        in_pair = pair;
+    }
+    return s;
+}
+
+std::string join(const std::vector<std::uint32_t> &v)
+{
+    std::string s;
+    for (std::uint32_t x : v)
+        s += (s.empty() ? "" : " ") + std::to_string(x);
+    return s;
+}
+
+/* Σ over micro-batches, in order, of the gradients the W ops of each chain
+ * wrote, against the reference; "" or why the gradients are missing. */
+std::string compare_gradients(const Topology &t, const StepResult &r,
+                              const std::vector<Model> &models, double &diff, double &largest)
+{
+    diff = largest = 0.0;
+    for (std::uint32_t c = 0; c < t.chains; c++) {
+        std::vector<std::vector<LayerGrad>> per_mb(t.microbatches);
+        for (std::uint32_t k = 0; k < t.microbatches; k++) {
+            for (std::uint32_t s = c * t.per_chain(); s < (c + 1) * t.per_chain(); s++) {
+                const std::vector<LayerGrad> &g = r.grads[s][k];
+                if (g.size() != t.layers(s).count)
+                    return "no W ran for stage " + std::to_string(s) + " micro-batch " +
+                           std::to_string(k);
+                per_mb[k].insert(per_mb[k].end(), g.begin(), g.end());
+            }
+        }
+        std::vector<LayerGrad> reference = reference_step(models[c], c, t.microbatches);
+        double d = max_abs_diff(sum_in_order(per_mb), reference);
+        diff = (d > diff || d != d) ? d : diff;
+        largest = std::max(largest, max_abs(reference));
+    }
+    return "";
+}
+
+struct Counts {
+    std::size_t compute = 0, comm = 0, groups = 0;
+};
+
+Counts count(const OpLists &lists)
+{
+    Counts n;
+    for (const std::vector<psched_op> &ops : lists) {
+        for (std::size_t i = 0; i < ops.size(); i++) {
+            (ops[i].kind >= PSCHED_OP_SEND_F ? n.comm : n.compute)++;
+            bool batch = ops[i].flags & PSCHED_OP_BATCH_NEXT;
+            if (batch && (i == 0 || !(ops[i - 1].flags & PSCHED_OP_BATCH_NEXT)))
+                n.groups++;
+        }
+    }
+    return n;
+}
+
+} // namespace
+
+bool known_breakage(const std::string &name)
+{
+    return name == "w-before-b" || name == "send-order" || name == "unbatch";
+}
+
+bool check_schedule(const pipesched::Schedule &compute, const pipesched::Plan *costs,
+                    const std::string &label, const CheckOptions &options, std::ostream &out)
+{
+    std::ostringstream detail;
+    pipesched::Schedule lowered = compute.lower(costs);
+    pipesched::Plan plan = lowered.plan();
+    Topology topo = Topology::of(plan.get());
+    OpLists lists;
+    for (std::uint32_t d = 0; d < topo.devices; d++)
+        lists.push_back(lowered.ops(d));
+    if (!options.breakage.empty()) {
+        std::string what = apply_breakage(options.breakage, lists, topo);
+        if (what.empty()) {
+            out << "FAIL " << label << ": no place to apply --break " << options.breakage << "\n";
+            return false;
+        }
+        detail << "  broken: " << what << "\n";
+        lowered = replay(plan, lists);
+    }
+    Counts n = count(lists);
+    detail << "  lowered: " << n.compute << " compute ops, " << n.comm << " comm ops, " << n.groups
+           << " batched groups\n";
+    if (options.show)
+        for (std::uint32_t d = 0; d < topo.devices; d++)
+            detail << "  device " << d << ": " << show_list(lists[d]) << "\n";
+
+    std::vector<std::uint32_t> sim_peak;
+    try {
+        lowered.validate();
+        pipesched::Report report = lowered.simulate();
+        for (std::uint32_t d = 0; d < topo.devices; d++)
+            sim_peak.push_back(static_cast<std::uint32_t>(report.peak_memory(d)));
+        detail << "  validator: ok\n";
+    } catch (const pipesched::Error &e) {
+        detail << "  validator: " << e.status_name() << ": " << e.what() << "\n";
+        if (!options.force) {
+            out << "FAIL " << label << ": rejected by the validator\n" << detail.str();
+            return false;
+        }
+        detail << "  --force: running it anyway\n";
+    }
+
+    std::vector<Model> models(topo.chains, Model::init(2024));
+    StepResult r = run_step(topo, lists, models, options.timeout_s);
+    bool ok = r.status == StepResult::Status::ok;
+    if (!ok)
+        detail << "  runtime: " << r.message << "\n";
+    double diff = 0.0, largest = 0.0;
+    std::string missing = ok ? compare_gradients(topo, r, models, diff, largest) : "";
+    if (!missing.empty()) {
+        ok = false;
+        detail << "  gradients: " << missing << "\n";
+    } else if (r.status == StepResult::Status::ok) {
+        bool match = diff <= kGradTolerance;
+        ok = ok && match;
+        detail << "  gradients: max |pipelined - reference| = " << diff << " over " << topo.chains
+               << (topo.chains == 1 ? " chain" : " chains") << " (largest gradient " << largest
+               << ")" << (match ? "" : ": MISMATCH") << "\n";
+    }
+    if (r.status == StepResult::Status::ok) {
+        bool leaked = *std::max_element(r.live_at_end.begin(), r.live_at_end.end()) > 0;
+        bool mem_ok = r.peak == sim_peak && !leaked;
+        ok = ok && mem_ok;
+        detail << "  peak live activations per device: runtime " << join(r.peak) << ", simulator "
+               << (sim_peak.empty() ? "n/a (invalid schedule)" : join(sim_peak))
+               << (leaked ? " (buffers left: " + join(r.live_at_end) + ")" : "")
+               << (mem_ok || sim_peak.empty() ? "" : ": MISMATCH") << "\n";
+    }
+    if (options.brief && ok)
+        out << "ok   " << label << ": gradient diff " << diff << ", peak " << join(r.peak)
+            << " = simulator\n";
+    else
+        out << (ok ? "OK   " : "FAIL ") << label << "\n" << detail.str();
+    return ok;
+}
+
+} // namespace rt

@@ -1,0 +1,169 @@
+/* Helpers shared by the libFuzzer targets; see fuzz_common.h. */
+#include "fuzz_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void fuzz_fail(const char *what, psched_status status)
+{
+    fprintf(stderr, "fuzz invariant broken: %s (%s: %s)\n", what, psched_status_str(status),
+            psched_last_error());
+    abort();
+}
+
+uint8_t fuzz_byte(fuzz_input *in)
+{
+    return in->at < in->size ? in->data[in->at++] : 0;
+}
+
+uint32_t fuzz_u32(fuzz_input *in)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)fuzz_byte(in) << (8 * i);
+    return v;
+}
+
+double fuzz_double(fuzz_input *in)
+{
+    uint64_t bits = 0;
+    for (int i = 0; i < 8; i++)
+        bits |= (uint64_t)fuzz_byte(in) << (8 * i);
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
+static const psched_format all_formats[] = {
+    PSCHED_FORMAT_CSV,       PSCHED_FORMAT_ASCII,  PSCHED_FORMAT_JSON,
+    PSCHED_FORMAT_CSV_COMMS, PSCHED_FORMAT_CHROME, PSCHED_FORMAT_SVG,
+};
+
+/* Every export must succeed on a valid schedule and must not crash on an
+ * invalid one; the text must be as long as the reported length. */
+static void export_all(const psched_schedule *s, const psched_report *r, bool valid)
+{
+    for (size_t f = 0; f < sizeof all_formats / sizeof *all_formats; f++) {
+        for (uint32_t flags = 0; flags <= PSCHED_EXPORT_COLOR; flags++) {
+            char *text = NULL;
+            size_t length = 0;
+            psched_status st = psched_export(s, r, all_formats[f], flags, &text, &length);
+            if (st == PSCHED_OK && strlen(text) != length)
+                fuzz_fail("export length differs from strlen", st);
+            if (valid && st != PSCHED_OK)
+                fuzz_fail("export of a valid schedule failed", st);
+            psched_free(text);
+        }
+    }
+}
+
+static void read_ops(const psched_schedule *s)
+{
+    uint32_t p = psched_schedule_devices(s);
+    for (uint32_t d = 0; d < p; d++) {
+        size_t n = psched_schedule_op_count(s, d);
+        /* A caller built against a newer header passes a larger record. */
+        size_t size = sizeof(psched_op) + 8;
+        unsigned char *buf = malloc(n * size + 1);
+        if (!buf)
+            abort();
+        psched_status st = psched_schedule_ops(s, d, 0, n, (psched_op *)(void *)buf, size);
+        if (st != PSCHED_OK)
+            fuzz_fail("copying every op of a device failed", st);
+        free(buf);
+    }
+}
+
+static void read_report(const psched_report *r)
+{
+    uint32_t p = psched_report_devices(r);
+    (void)psched_report_makespan(r);
+    (void)psched_report_span(r);
+    (void)psched_report_bubble_ratio(r);
+    (void)psched_report_peak_memory_M(r);
+    for (uint32_t d = 0; d < p; d++) {
+        double busy, idle, peak;
+        if (psched_report_device(r, d, &busy, &idle, &peak) != PSCHED_OK)
+            fuzz_fail("report of an existing device failed", PSCHED_EINVAL);
+    }
+}
+
+/* Exported CSV read back against the schedule's own plan is the same
+ * schedule: same hash. */
+static void csv_round_trip(const psched_schedule *s, uint64_t hash)
+{
+    char *text;
+    size_t length;
+    psched_status st = psched_export(s, NULL, PSCHED_FORMAT_CSV, 0, &text, &length);
+    if (st != PSCHED_OK)
+        fuzz_fail("CSV export of a valid schedule failed", st);
+    psched_schedule *back;
+    st = psched_import_csv(text, length, psched_schedule_plan(s), &back);
+    psched_free(text);
+    if (st != PSCHED_OK)
+        fuzz_fail("re-import of an exported CSV failed", st);
+    uint64_t again;
+    if (psched_schedule_hash(back, &again) != PSCHED_OK || again != hash)
+        fuzz_fail("CSV round trip changed the schedule hash", PSCHED_OK);
+    psched_schedule_destroy(back);
+}
+
+static void lower(const psched_schedule *s, bool valid)
+{
+    psched_schedule *l = NULL;
+    psched_status st = psched_lower_comm(s, NULL, &l);
+    if (valid && st != PSCHED_OK)
+        fuzz_fail("lowering a valid schedule failed", st);
+    if (st != PSCHED_OK)
+        return;
+    st = psched_validate(l);
+    if (st != PSCHED_OK)
+        fuzz_fail("a lowered schedule does not validate", st);
+    export_all(l, NULL, true);
+    psched_schedule_destroy(l);
+}
+
+/* Lowered schedules (comm ops) are not lowered again, and their batched
+ * groups do not survive the compute CSV, so neither applies to them. */
+static bool has_comm_or_batch(const psched_schedule *s)
+{
+    uint32_t p = psched_schedule_devices(s);
+    for (uint32_t d = 0; d < p; d++) {
+        size_t n = psched_schedule_op_count(s, d);
+        for (size_t i = 0; i < n; i++) {
+            psched_op op;
+            if (psched_schedule_ops(s, d, i, 1, &op, sizeof op) != PSCHED_OK)
+                fuzz_fail("copying one op failed", PSCHED_EINVAL);
+            if (op.kind > PSCHED_OP_BW || (op.flags & PSCHED_OP_BATCH_NEXT))
+                return true;
+        }
+    }
+    return false;
+}
+
+psched_status fuzz_exercise(const psched_schedule *s)
+{
+    psched_status valid = psched_validate(s);
+    psched_report *r = NULL;
+    psched_status sim = psched_simulate(s, NULL, &r);
+    if ((valid == PSCHED_OK) != (sim == PSCHED_OK))
+        fuzz_fail("simulate and validate disagree", sim);
+    uint64_t hash;
+    psched_status st = psched_schedule_hash(s, &hash);
+    if (st != PSCHED_OK)
+        fuzz_fail("hash failed", st);
+    read_ops(s);
+    export_all(s, NULL, valid == PSCHED_OK);
+    if (r) {
+        read_report(r);
+        export_all(s, r, true);
+        psched_report_destroy(r);
+    }
+    if (!has_comm_or_batch(s)) {
+        if (valid == PSCHED_OK)
+            csv_round_trip(s, hash);
+        lower(s, valid == PSCHED_OK);
+    }
+    return valid;
+}

@@ -1,0 +1,869 @@
+/* Bad input, everywhere: every class of bad value a caller can pass through
+ * the public API, one table row each, with the exact status code and a
+ * piece of the message that names the offending value. A row's call builds
+ * what it needs, makes the one failing call last (so no later call can
+ * overwrite the thread's message), cleans up and returns the status.
+ *
+ * Usage: test-bad-input PLUGIN_NO_INIT.so PLUGIN_NEW_ABI.so */
+#include "pipesched.h"
+#include "testutil.h"
+
+#include <stdint.h>
+
+static const char *plugin_no_init, *plugin_new_abi;
+/* A handle output that is not NULL after a failure is a leak to the caller. */
+static int non_null_outputs;
+
+#define BIG (1u << 31) /* 2^31: beyond every limit, still a valid uint32_t */
+#define TEN_MB ((size_t)10 << 20)
+
+static psched_plan *plan_new(uint32_t p, uint32_t m, uint32_t v)
+{
+    psched_plan *plan = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, p));
+    CHECK_OK(psched_plan_set_microbatches(plan, m));
+    CHECK_OK(psched_plan_set_chunks(plan, v));
+    return plan;
+}
+
+/* Generate and expect failure: the output must come back NULL. */
+static psched_status generate_fails(psched_plan *plan, const char *name)
+{
+    psched_schedule *s = (psched_schedule *)&non_null_outputs; /* poison */
+    psched_status st = psched_generate(plan, name, &s);
+    if (s) {
+        non_null_outputs++;
+        if (st == PSCHED_OK)
+            psched_schedule_destroy(s);
+    }
+    psched_plan_destroy(plan);
+    return st;
+}
+
+static psched_status import_text(const char *text, size_t length, const psched_plan *plan)
+{
+    psched_schedule *s = NULL;
+    psched_status st = psched_import_csv(text, length, plan, &s);
+    if (s) {
+        non_null_outputs++;
+        psched_schedule_destroy(s);
+    }
+    return st;
+}
+
+static psched_status import_str(const char *text)
+{
+    return import_text(text, strlen(text), NULL);
+}
+
+static psched_status load_model(const char *text, size_t length)
+{
+    psched_model *m = NULL;
+    psched_status st = psched_model_load_csv(text, length, &m);
+    if (m) {
+        non_null_outputs++;
+        psched_model_destroy(m);
+    }
+    return st;
+}
+
+static psched_status load_model_str(const char *text)
+{
+    return load_model(text, strlen(text));
+}
+
+/* A 10 MB line: `fill` repeated, between `head` and `tail`. */
+static psched_status with_long_line(const char *head, char fill, const char *tail,
+                                    psched_status (*use)(const char *, size_t))
+{
+    size_t h = strlen(head), t = strlen(tail), n = h + TEN_MB + t;
+    char *text = malloc(n);
+    if (!text)
+        return PSCHED_ENOMEM;
+    memcpy(text, head, h);
+    memset(text + h, fill, TEN_MB);
+    memcpy(text + h + TEN_MB, tail, t);
+    psched_status st = use(text, n);
+    free(text);
+    return st;
+}
+
+static psched_status import_plain(const char *text, size_t length)
+{
+    return import_text(text, length, NULL);
+}
+
+/* ---------------------------------------------------------- plan values */
+
+static psched_status devices_zero(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_devices(p, 0);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status devices_2_31(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_devices(p, BIG);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status devices_one_above_max(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_devices(p, PSCHED_MAX_DEVICES + 1);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status microbatches_zero(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_microbatches(p, 0);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status microbatches_2_31(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_microbatches(p, BIG);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status chunks_2_31(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_chunks(p, BIG);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status chunks_one_above_max(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_chunks(p, PSCHED_MAX_CHUNKS + 1);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status chains_three(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_chains(p, 3);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status placement_out_of_enum(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_placement(p, (psched_placement)7);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status cost_nan(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_cost(p, NAN, 1, 1);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status cost_infinite(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_cost(p, 1, INFINITY, 1);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status cost_negative(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_cost(p, 1, 1, -1);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status stage_cost_negative(void)
+{
+    psched_plan *p = plan_new(2, 4, 2);
+    psched_status st = psched_plan_set_stage_cost(p, 3, -0.5, 1, 1);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status stage_cost_stage_out_of_range(void)
+{
+    psched_plan *p = plan_new(2, 4, 2);
+    psched_status st = psched_plan_set_stage_cost(p, 4, 1, 1, 1);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status stage_cost_stage_2_31(void)
+{
+    psched_plan *p = plan_new(2, 4, 2);
+    psched_status st = psched_plan_set_stage_cost(p, BIG, 1, 1, 1);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status mem_negative_infinity(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_mem(p, 1, -INFINITY, -1);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status stage_mem_nan(void)
+{
+    psched_plan *p = plan_new(2, 2, 1);
+    psched_status st = psched_plan_set_stage_mem(p, 1, 1, 0, NAN);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status comm_negative(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_comm(p, -2);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status comm_nan(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_comm(p, NAN);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status memory_limit_zero(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_memory_limit(p, 0);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status memory_limit_nan(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_memory_limit(p, NAN);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status option_key_uppercase(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_option(p, "Group-size", 4);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status option_key_non_utf8(void)
+{
+    psched_plan *p = plan_new(1, 1, 0);
+    psched_status st = psched_plan_set_option(p, "group\xff\xfe", 4);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status custom_placement_before_chunks(void)
+{
+    psched_plan *p = plan_new(2, 2, 0);
+    psched_status st = psched_plan_set_placement(p, PSCHED_PLACEMENT_CUSTOM);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status stage_device_out_of_range(void)
+{
+    psched_plan *p = plan_new(4, 4, 2);
+    CHECK_OK(psched_plan_set_placement(p, PSCHED_PLACEMENT_CUSTOM));
+    psched_status st = psched_plan_set_stage_device(p, 1, 4);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status stage_device_without_custom(void)
+{
+    psched_plan *p = plan_new(4, 4, 2);
+    psched_status st = psched_plan_set_stage_device(p, 5, 0);
+    psched_plan_destroy(p);
+    return st;
+}
+
+/* ------------------------------------------------------------ generate */
+
+static psched_status unknown_schedule_name(void)
+{
+    return generate_fails(plan_new(2, 4, 0), "1f1c");
+}
+
+static psched_status null_schedule_name(void)
+{
+    return generate_fails(plan_new(2, 4, 0), NULL);
+}
+
+static psched_status non_utf8_schedule_name(void)
+{
+    return generate_fails(plan_new(2, 4, 0), "gpipe\xff\xfe");
+}
+
+static psched_status op_count_over_2_31(void)
+{
+    /* 3 x 1024 stages x 2^21 micro-batches = 3 * 2^31 ops: more than an
+     * int32 op index, more than a uint32 too. */
+    return generate_fails(plan_new(1024, 1u << 21, 0), "gpipe");
+}
+
+static psched_status op_count_of_the_largest_plan(void)
+{
+    /* p, v and m at their maxima: S = 2^26, S x m = 2^50. */
+    return generate_fails(plan_new(PSCHED_MAX_DEVICES, PSCHED_MAX_MICROBATCHES,
+                                   PSCHED_MAX_CHUNKS), "looped-bfs");
+}
+
+static psched_status chunks_that_1f1b_cannot_use(void)
+{
+    return generate_fails(plan_new(2, 4, 2), "1f1b");
+}
+
+static psched_status placement_that_1f1b_cannot_use(void)
+{
+    psched_plan *p = plan_new(2, 4, 2);
+    CHECK_OK(psched_plan_set_placement(p, PSCHED_PLACEMENT_VSHAPE));
+    return generate_fails(p, "1f1b");
+}
+
+static psched_status dualpipe_odd_devices(void)
+{
+    return generate_fails(plan_new(3, 12, 0), "dualpipe");
+}
+
+static psched_status dualpipev_too_few_microbatches(void)
+{
+    return generate_fails(plan_new(4, 6, 0), "dualpipev");
+}
+
+/* zb's memory check: with deltas (+1, 0, 0) nothing is ever freed, so one
+ * micro-batch at a time still peaks at m = 8 units, above the limit 4. */
+static psched_status zb_memory_deltas_that_do_not_sum_to_zero(void)
+{
+    psched_plan *p = plan_new(2, 8, 0);
+    CHECK_OK(psched_plan_set_mem(p, 1, 0, 0));
+    CHECK_OK(psched_plan_set_memory_limit(p, 4));
+    return generate_fails(p, "zb");
+}
+
+static psched_status trivial_generate(const psched_plan *plan, psched_builder *b)
+{
+    (void)plan;
+    return psched_builder_reserve(b, 0, 0);
+}
+
+static const psched_generator custom_generator = {
+    PSCHED_GENERATOR_ABI, "bad-input-custom", "test generator with a custom placement",
+    "custom placement", PSCHED_PLACEMENT_CUSTOM, 2, 1, NULL, trivial_generate,
+};
+
+/* p = 2, v = 2, stages 0, 1, 2 on device 0 and stage 3 on device 1: device 0
+ * gets three chunks, device 1 one. */
+static psched_status custom_map_with_three_chunks_on_one_device(void)
+{
+    psched_status st = psched_register_generator(&custom_generator);
+    if (st != PSCHED_OK && st != PSCHED_EEXIST)
+        return st;
+    psched_plan *p = plan_new(2, 2, 2);
+    CHECK_OK(psched_plan_set_placement(p, PSCHED_PLACEMENT_CUSTOM));
+    CHECK_OK(psched_plan_set_stage_device(p, 1, 0));
+    CHECK_OK(psched_plan_set_stage_device(p, 2, 0));
+    CHECK_OK(psched_plan_set_stage_device(p, 3, 1));
+    return generate_fails(p, "bad-input-custom");
+}
+
+/* ------------------------------------------------ schedule, report, export */
+
+static psched_schedule *small_schedule(void)
+{
+    psched_plan *p = plan_new(2, 2, 0);
+    psched_schedule *s = NULL;
+    CHECK_OK(psched_generate(p, "1f1b", &s));
+    psched_plan_destroy(p);
+    return s;
+}
+
+static psched_status ops_range_wraps_around(void)
+{
+    psched_schedule *s = small_schedule();
+    psched_op op;
+    psched_status st = psched_schedule_ops(s, 0, 1, SIZE_MAX, &op, sizeof op);
+    psched_schedule_destroy(s);
+    return st;
+}
+
+static psched_status ops_device_2_31(void)
+{
+    psched_schedule *s = small_schedule();
+    psched_op op;
+    psched_status st = psched_schedule_ops(s, BIG, 0, 1, &op, sizeof op);
+    psched_schedule_destroy(s);
+    return st;
+}
+
+static psched_status ops_record_too_small(void)
+{
+    psched_schedule *s = small_schedule();
+    psched_op op;
+    psched_status st = psched_schedule_ops(s, 0, 0, 1, &op, 4);
+    psched_schedule_destroy(s);
+    return st;
+}
+
+static psched_status export_unknown_format(void)
+{
+    psched_schedule *s = small_schedule();
+    char *text = NULL;
+    psched_status st = psched_export(s, NULL, (psched_format)99, 0, &text, NULL);
+    non_null_outputs += text != NULL;
+    psched_schedule_destroy(s);
+    return st;
+}
+
+static psched_status export_unknown_flags(void)
+{
+    psched_schedule *s = small_schedule();
+    char *text = NULL;
+    psched_status st = psched_export(s, NULL, PSCHED_FORMAT_ASCII, 0x80, &text, NULL);
+    non_null_outputs += text != NULL;
+    psched_schedule_destroy(s);
+    return st;
+}
+
+static psched_status simulate_with_costs_of_another_shape(void)
+{
+    psched_schedule *s = small_schedule();
+    psched_plan *costs = plan_new(3, 2, 1);
+    psched_report *r = NULL;
+    psched_status st = psched_simulate(s, costs, &r);
+    non_null_outputs += r != NULL;
+    psched_plan_destroy(costs);
+    psched_schedule_destroy(s);
+    return st;
+}
+
+static psched_status report_device_2_31(void)
+{
+    psched_schedule *s = small_schedule();
+    psched_report *r = NULL;
+    CHECK_OK(psched_simulate(s, NULL, &r));
+    double busy;
+    psched_status st = psched_report_device(r, BIG, &busy, NULL, NULL);
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+    return st;
+}
+
+static psched_status lower_a_lowered_schedule(void)
+{
+    psched_schedule *s = small_schedule(), *l = NULL, *again = NULL;
+    CHECK_OK(psched_lower_comm(s, NULL, &l));
+    psched_status st = psched_lower_comm(l, NULL, &again);
+    non_null_outputs += again != NULL;
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(s);
+    return st;
+}
+
+/* ----------------------------------------------------------- CSV import */
+
+static psched_status csv_empty(void)
+{
+    return import_str("");
+}
+
+static psched_status csv_10mb_line_of_digits(void)
+{
+    return with_long_line("", '0', "\n", import_plain);
+}
+
+static psched_status csv_10mb_number(void)
+{
+    return with_long_line("0F0,", '9', "F0\n", import_plain);
+}
+
+static psched_status csv_non_utf8(void)
+{
+    return import_str("0F0,\xff\xfe\n");
+}
+
+static psched_status csv_nul_byte(void)
+{
+    return import_text("0F0\0,0I0\n", 9, NULL);
+}
+
+static psched_status csv_truncated_in_an_action(void)
+{
+    return import_str("0F0,0I0,0W0\n1F");
+}
+
+static psched_status csv_truncated_in_a_pair(void)
+{
+    return import_str("(0F0;0I");
+}
+
+static psched_status csv_unsupported_action(void)
+{
+    return import_str("0UNSHARD0\n");
+}
+
+static psched_status csv_stage_beyond_32_bits(void)
+{
+    return import_str("4294967296F0\n");
+}
+
+static psched_status csv_stage_beyond_max_chunks(void)
+{
+    return import_str("1024F0\n");
+}
+
+static psched_status csv_microbatch_beyond_max(void)
+{
+    return import_str("0F16777216\n");
+}
+
+/* 1024 stages on one row, m = 699052: 3 * 1024 * 699052 > 2^31 - 1. */
+static psched_status csv_op_count_over_the_limit(void)
+{
+    return import_str("1023F0,0F699051\n");
+}
+
+/* Regression (found by fuzz-csv-import): a file of blank rows with a plan
+ * whose chunks are 0 took the address of element 0 of a NULL op array. */
+static psched_status csv_blank_rows_with_a_plan(void)
+{
+    psched_plan *p = plan_new(2, 1, 0);
+    psched_status st = import_text(" \n\t\n", 4, p);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status csv_rows_do_not_match_the_plan(void)
+{
+    psched_plan *p = plan_new(3, 1, 1);
+    psched_status st = import_text("0F0\n1F0\n", 8, p);
+    psched_plan_destroy(p);
+    return st;
+}
+
+/* Custom map stage 0 -> device 1, stage 1 -> device 0, but the file runs
+ * stage 0 in row 0. */
+static psched_status csv_stage_on_the_wrong_device_of_a_custom_map(void)
+{
+    psched_plan *p = plan_new(2, 1, 1);
+    CHECK_OK(psched_plan_set_placement(p, PSCHED_PLACEMENT_CUSTOM));
+    CHECK_OK(psched_plan_set_stage_device(p, 0, 1));
+    CHECK_OK(psched_plan_set_stage_device(p, 1, 0));
+    const char *text = "0F0,0B0\n1F0,1B0\n";
+    psched_status st = import_text(text, strlen(text), p);
+    psched_plan_destroy(p);
+    return st;
+}
+
+/* ---------------------------------------------------- layer-profile CSV */
+
+#define PROFILE_HEADER "type,count,f,b,w,act,param\n"
+
+static psched_status profile_empty(void)
+{
+    return load_model_str("");
+}
+
+static psched_status profile_10mb_type_name(void)
+{
+    return with_long_line(PROFILE_HEADER, 'x', ",1,1,1,1,1,1\n", load_model);
+}
+
+static psched_status profile_nan(void)
+{
+    return load_model_str(PROFILE_HEADER "layer,2,nan,1,1,1,1\n");
+}
+
+static psched_status profile_infinite(void)
+{
+    return load_model_str(PROFILE_HEADER "layer,2,1,inf,1,1,1\n");
+}
+
+static psched_status profile_negative(void)
+{
+    return load_model_str(PROFILE_HEADER "layer,2,1,1,-3,1,1\n");
+}
+
+static psched_status profile_count_zero(void)
+{
+    return load_model_str(PROFILE_HEADER "layer,0,1,1,1,1,1\n");
+}
+
+static psched_status profile_count_2_32(void)
+{
+    return load_model_str(PROFILE_HEADER "layer,4294967296,1,1,1,1,1\n");
+}
+
+static psched_status profile_truncated(void)
+{
+    return load_model_str(PROFILE_HEADER "layer,2,1,1");
+}
+
+static psched_status profile_non_utf8_type(void)
+{
+    return load_model_str(PROFILE_HEADER "lay\xff\xfe,2,1,1,1,1,1\n");
+}
+
+static psched_status profile_nul_byte(void)
+{
+    static const char text[] = PROFILE_HEADER "lay\0er,2,1,1,1,1,1\n";
+    return load_model(text, sizeof text - 1);
+}
+
+/* ------------------------------------------------------------- plug-ins */
+
+static psched_status plugin_path_that_does_not_exist(void)
+{
+    return psched_plugin_load("/nonexistent/pipesched-plugin.so");
+}
+
+static psched_status plugin_empty_path(void)
+{
+    return psched_plugin_load("");
+}
+
+static psched_status plugin_without_init_symbol(void)
+{
+    return psched_plugin_load(plugin_no_init);
+}
+
+static psched_status plugin_with_a_newer_abi(void)
+{
+    return psched_plugin_load(plugin_new_abi);
+}
+
+static psched_status register_newer_abi(void)
+{
+    psched_generator g = custom_generator;
+    g.name = "bad-input-abi";
+    g.abi_version = PSCHED_GENERATOR_ABI + 1;
+    return psched_register_generator(&g);
+}
+
+static psched_status register_abi_zero(void)
+{
+    psched_generator g = custom_generator;
+    g.name = "bad-input-abi";
+    g.abi_version = 0;
+    return psched_register_generator(&g);
+}
+
+static psched_status register_bad_name(void)
+{
+    psched_generator g = custom_generator;
+    g.name = "Bad_Name";
+    return psched_register_generator(&g);
+}
+
+static psched_status register_taken_name(void)
+{
+    psched_generator g = custom_generator;
+    g.name = "1f1b";
+    return psched_register_generator(&g);
+}
+
+static psched_status register_auto_placement(void)
+{
+    psched_generator g = custom_generator;
+    g.name = "bad-input-auto";
+    g.placement = PSCHED_PLACEMENT_AUTO;
+    return psched_register_generator(&g);
+}
+
+/* ---------------------------------------------------------------- table */
+
+typedef struct bad_case {
+    const char *what;
+    psched_status (*call)(void);
+    psched_status status;
+    const char *names; /* the message must contain this: the offending value */
+} bad_case;
+
+static const bad_case cases[] = {
+    {"devices 0", devices_zero, PSCHED_EINVAL, "devices (0)"},
+    {"devices 2^31", devices_2_31, PSCHED_EINVAL, "devices (2147483648)"},
+    {"devices 65537", devices_one_above_max, PSCHED_EINVAL, "devices (65537)"},
+    {"microbatches 0", microbatches_zero, PSCHED_EINVAL, "microbatches (0)"},
+    {"microbatches 2^31", microbatches_2_31, PSCHED_EINVAL, "microbatches (2147483648)"},
+    {"chunks 2^31", chunks_2_31, PSCHED_EINVAL, "chunks (2147483648)"},
+    {"chunks 1025", chunks_one_above_max, PSCHED_EINVAL, "chunks (1025)"},
+    {"chains 3", chains_three, PSCHED_EINVAL, "chains (3)"},
+    {"placement 7", placement_out_of_enum, PSCHED_EINVAL, "placement (7)"},
+    {"cost NaN", cost_nan, PSCHED_EINVAL, "cost of F (nan)"},
+    {"cost infinite", cost_infinite, PSCHED_EINVAL, "cost of B (inf)"},
+    {"cost negative", cost_negative, PSCHED_EINVAL, "cost of W (-1)"},
+    {"stage cost negative", stage_cost_negative, PSCHED_EINVAL, "cost of F (-0.5)"},
+    {"stage cost of stage S", stage_cost_stage_out_of_range, PSCHED_EINVAL, "stage (4)"},
+    {"stage cost of stage 2^31", stage_cost_stage_2_31, PSCHED_EINVAL, "stage (2147483648)"},
+    {"memory delta -inf", mem_negative_infinity, PSCHED_EINVAL, "memory delta of B (-inf)"},
+    {"stage memory delta NaN", stage_mem_nan, PSCHED_EINVAL, "memory delta of W (nan)"},
+    {"comm negative", comm_negative, PSCHED_EINVAL, "comm latency (-2)"},
+    {"comm NaN", comm_nan, PSCHED_EINVAL, "comm latency (nan)"},
+    {"memory limit 0", memory_limit_zero, PSCHED_EINVAL, "memory limit (0)"},
+    {"memory limit NaN", memory_limit_nan, PSCHED_EINVAL, "memory limit (nan)"},
+    {"option key uppercase", option_key_uppercase, PSCHED_EINVAL, "\"Group-size\""},
+    {"option key non-UTF-8", option_key_non_utf8, PSCHED_EINVAL, "\"group\xff\xfe\""},
+    {"custom placement before chunks", custom_placement_before_chunks, PSCHED_EINVAL,
+     "chunks is 0"},
+    {"stage on device p", stage_device_out_of_range, PSCHED_EINVAL, "device (4) for stage 1"},
+    {"stage map without custom placement", stage_device_without_custom, PSCHED_EINVAL,
+     "stage 5"},
+    {"unknown schedule", unknown_schedule_name, PSCHED_ENOTFOUND, "\"1f1c\""},
+    {"NULL schedule name", null_schedule_name, PSCHED_EINVAL, "name"},
+    {"non-UTF-8 schedule name", non_utf8_schedule_name, PSCHED_ENOTFOUND, "\"gpipe\xff\xfe\""},
+    {"op count 3 * 2^31", op_count_over_2_31, PSCHED_EINVAL,
+     "3 x stages (1024) x microbatches (2097152) exceeds 2147483647"},
+    {"op count of p, v, m at their maxima", op_count_of_the_largest_plan, PSCHED_EINVAL,
+     "stages (67108864) x microbatches (16777216)"},
+    {"1f1b with v = 2", chunks_that_1f1b_cannot_use, PSCHED_EINVAL, "chunks (2) must be 1"},
+    {"1f1b with vshape", placement_that_1f1b_cannot_use, PSCHED_EINVAL, "placement vshape"},
+    {"dualpipe with p = 3", dualpipe_odd_devices, PSCHED_EINVAL, "devices (3)"},
+    {"dualpipev with m < 2p", dualpipev_too_few_microbatches, PSCHED_EINVAL,
+     "microbatches (6) must be >= 2*devices (8)"},
+    {"zb, deltas (+1, 0, 0), limit 4", zb_memory_deltas_that_do_not_sum_to_zero,
+     PSCHED_EINFEASIBLE, "memory limit (4) is below the smallest feasible peak (8"},
+    {"custom map with 3 chunks on device 0", custom_map_with_three_chunks_on_one_device,
+     PSCHED_EINVAL, "puts 3 stages on device 0"},
+    {"ops range first + count wraps", ops_range_wraps_around, PSCHED_EINVAL,
+     "device 0 has 4 ops"},
+    {"ops of device 2^31", ops_device_2_31, PSCHED_EINVAL, "device (2147483648)"},
+    {"op record of 4 bytes", ops_record_too_small, PSCHED_EINVAL, "op_size (4)"},
+    {"export format 99", export_unknown_format, PSCHED_EINVAL, "unknown format 99"},
+    {"export flags 0x80", export_unknown_flags, PSCHED_EINVAL, "unknown flags 0x80"},
+    {"simulate with a 3-stage cost plan", simulate_with_costs_of_another_shape, PSCHED_EINVAL,
+     "cost plan has 3 stages"},
+    {"report of device 2^31", report_device_2_31, PSCHED_EINVAL, "device (2147483648)"},
+    {"lowering a lowered schedule", lower_a_lowered_schedule, PSCHED_EINVAL,
+     "is already a comm op"},
+    {"CSV empty", csv_empty, PSCHED_EPARSE, "line 1 column 1: empty input"},
+    {"CSV 10 MB line of digits", csv_10mb_line_of_digits, PSCHED_EPARSE,
+     "line 1 column 10485761"},
+    {"CSV 10 MB number", csv_10mb_number, PSCHED_EPARSE,
+     "line 1 column 5: \"9999999999999999999999999999999999999999...\""},
+    {"CSV non-UTF-8 cell", csv_non_utf8, PSCHED_EPARSE, "line 1 column 5: \"\xff\xfe\""},
+    {"CSV NUL byte", csv_nul_byte, PSCHED_EPARSE, "line 1 column 4: NUL byte"},
+    {"CSV truncated in an action", csv_truncated_in_an_action, PSCHED_EPARSE,
+     "line 2 column 3: \"1F\""},
+    {"CSV truncated in a pair", csv_truncated_in_a_pair, PSCHED_EPARSE,
+     "line 1 column 8: \"(0F0;0I\""},
+    {"CSV UNSHARD action", csv_unsupported_action, PSCHED_EPARSE, "UNSHARD is not supported"},
+    {"CSV stage 2^32", csv_stage_beyond_32_bits, PSCHED_EPARSE,
+     "\"4294967296F0\" is not a whole action: the number does not fit in 32 bits"},
+    {"CSV 1025 stages on one row", csv_stage_beyond_max_chunks, PSCHED_EINVAL,
+     "1024F0 has the largest stage, so the file has 1025 stages"},
+    {"CSV micro-batch 2^24", csv_microbatch_beyond_max, PSCHED_EINVAL,
+     "0F16777216 has micro-batch 16777216"},
+    {"CSV op count over the limit", csv_op_count_over_the_limit, PSCHED_EINVAL,
+     "stages (1024) x microbatches (699052)"},
+    {"CSV blank rows, plan chunks 0", csv_blank_rows_with_a_plan, PSCHED_EINVAL,
+     "chunks at 0"},
+    {"CSV 2 rows, plan 3 devices", csv_rows_do_not_match_the_plan, PSCHED_EINVAL,
+     "the file has 2 rows (devices) but the plan has 3"},
+    {"CSV stage on the wrong device of a custom map",
+     csv_stage_on_the_wrong_device_of_a_custom_map, PSCHED_EINVAL,
+     "line 1 column 1: 0F0 is on device 0 (its row) but the plan's custom placement puts "
+     "stage 0 on device 1"},
+    {"profile empty", profile_empty, PSCHED_EPARSE, "no header row"},
+    {"profile 10 MB type name", profile_10mb_type_name, PSCHED_EPARSE,
+     "line 2, column 1: type must have 1..31 characters"},
+    {"profile NaN", profile_nan, PSCHED_EPARSE, "f must be a finite number >= 0, got \"nan\""},
+    {"profile infinite", profile_infinite, PSCHED_EPARSE,
+     "b must be a finite number >= 0, got \"inf\""},
+    {"profile negative", profile_negative, PSCHED_EPARSE,
+     "w must be a finite number >= 0, got \"-3\""},
+    {"profile count 0", profile_count_zero, PSCHED_EPARSE, "got 0"},
+    {"profile count 2^32", profile_count_2_32, PSCHED_EPARSE, "got 4294967296"},
+    {"profile truncated", profile_truncated, PSCHED_EPARSE, "line 2, column 1: row has 4 cells"},
+    {"profile non-UTF-8 type", profile_non_utf8_type, PSCHED_EPARSE, "line 2, column 1"},
+    {"profile NUL byte", profile_nul_byte, PSCHED_EPARSE, "line 2"},
+    {"plug-in path that does not exist", plugin_path_that_does_not_exist, PSCHED_EPLUGIN,
+     "\"/nonexistent/pipesched-plugin.so\""},
+    {"plug-in path empty", plugin_empty_path, PSCHED_EINVAL, "empty"},
+    {"plug-in without init symbol", plugin_without_init_symbol, PSCHED_EPLUGIN,
+     "does not export psched_plugin_init"},
+    {"plug-in with a newer ABI", plugin_with_a_newer_abi, PSCHED_EPLUGIN,
+     "generator abi_version (2) is not supported"},
+    {"register abi_version 2", register_newer_abi, PSCHED_EPLUGIN, "abi_version (2)"},
+    {"register abi_version 0", register_abi_zero, PSCHED_EPLUGIN, "abi_version (0)"},
+    {"register name Bad_Name", register_bad_name, PSCHED_EINVAL, "\"Bad_Name\""},
+    {"register name 1f1b twice", register_taken_name, PSCHED_EEXIST, "\"1f1b\""},
+    {"register auto placement", register_auto_placement, PSCHED_EINVAL, "placement (0)"},
+};
+
+static void test_every_bad_input_fails_with_its_status_and_names_the_value(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const bad_case *c = &cases[i];
+        non_null_outputs = 0;
+        psched_status st = c->call();
+        const char *msg = psched_last_error();
+        if (st != c->status || !strstr(msg, c->names) || non_null_outputs) {
+            fprintf(stderr, "%s: got %s \"%s\"%s\n  expected %s naming \"%s\"\n", c->what,
+                    psched_status_str(st), msg, non_null_outputs ? " and a non-NULL output" : "",
+                    psched_status_str(c->status), c->names);
+            tu_failed_checks++;
+        }
+    }
+}
+
+/* The plug-in paths are quoted in the messages, so the table's needles
+ * cannot hold them: check them here. */
+static void test_plugin_messages_name_the_path(void)
+{
+    CHECK_EQ_INT(psched_plugin_load(plugin_no_init), PSCHED_EPLUGIN);
+    CHECK_CONTAINS(psched_last_error(), plugin_no_init);
+    CHECK_EQ_INT(psched_plugin_load(plugin_new_abi), PSCHED_EPLUGIN);
+    CHECK_CONTAINS(psched_last_error(), plugin_new_abi);
+    /* Nothing of the refused plug-in was registered. */
+    const psched_generator *g;
+    CHECK_EQ_INT(psched_generator_find("future-abi", &g), PSCHED_ENOTFOUND);
+}
+
+/* After every refusal the library still works: errors latch nothing. */
+static void test_library_still_works_after_bad_input(void)
+{
+    psched_schedule *s = small_schedule();
+    CHECK_OK(psched_validate(s));
+    psched_schedule_destroy(s);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: test-bad-input PLUGIN_NO_INIT.so PLUGIN_NEW_ABI.so\n");
+        return 2;
+    }
+    plugin_no_init = argv[1];
+    plugin_new_abi = argv[2];
+    RUN(test_every_bad_input_fails_with_its_status_and_names_the_value);
+    RUN(test_plugin_messages_name_the_path);
+    RUN(test_library_still_works_after_bad_input);
+    TEST_MAIN_END();
+}
