@@ -1,10 +1,22 @@
-/* The builder generators write through: per-device growable lists, moved
- * into one contiguous array when the schedule is made. Errors latch so a
- * generator can append freely and return the builder's status once. */
+/* The builder generators write through. Errors latch so a generator can
+ * append freely and return the builder's status once.
+ *
+ * Generators append device by device (every op of device 0, then of device
+ * 1, ...), so the ops go straight into one contiguous array that becomes
+ * the schedule's: no per-device lists, no copy at the end, and the peak
+ * memory of a generation is one op record per op. A generator that goes
+ * back to an earlier device turns the builder into per-device lists (the
+ * ops so far are copied once) and the schedule is assembled from them. */
 #include "internal.h"
 
 #include <stdio.h>
 #include <string.h>
+
+#if defined(__GNUC__)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define UNLIKELY(x) (x)
+#endif
 
 typedef struct dev_list {
     psched_op *ops;
@@ -16,7 +28,14 @@ struct psched_builder {
     uint32_t devices, stages, mbs;
     uint32_t *stage_device; /* resolved once: appends never walk the placement */
     uint16_t *stage_chunk;
-    dev_list *dev;
+    /* Contiguous mode: devices before `tail` are complete, `tail` is being
+     * appended at ops[len], later devices have no ops yet. first[d] is the
+     * first op of device d <= tail; it becomes the schedule's offsets. */
+    psched_op *ops;
+    size_t len, cap;
+    uint32_t tail; /* UINT32_MAX in list mode */
+    size_t *first; /* devices + 1 entries */
+    dev_list *dev; /* list mode: per-device lists; NULL while contiguous */
     psched_status status;
 };
 
@@ -29,10 +48,10 @@ psched_status psched__builder_create(const psched_plan *plan, psched_builder **o
     b->devices = plan->devices;
     b->stages = plan->devices * plan->chunks;
     b->mbs = psched__plan_chain_mbs(plan);
-    b->dev = psched__calloc(b->devices, sizeof *b->dev);
+    b->first = psched__calloc((size_t)b->devices + 1, sizeof *b->first);
     b->stage_device = psched__calloc(b->stages, sizeof *b->stage_device);
     b->stage_chunk = psched__calloc(b->stages, sizeof *b->stage_chunk);
-    if (!b->dev || !b->stage_device || !b->stage_chunk) {
+    if (!b->first || !b->stage_device || !b->stage_chunk) {
         psched__builder_destroy(b);
         return PSCHED_ENOMEM_FAIL();
     }
@@ -63,25 +82,84 @@ void psched__builder_destroy(psched_builder *b)
             psched__dealloc(b->dev[d].ops);
     }
     psched__dealloc(b->dev);
+    psched__dealloc(b->ops);
+    psched__dealloc(b->first);
     psched__dealloc(b->stage_device);
     psched__dealloc(b->stage_chunk);
     psched__dealloc(b);
 }
 
-static bool grow(psched_builder *b, dev_list *l, size_t extra)
+/* Room for `extra` more ops in *ops (length len, capacity *cap): exactly
+ * when `exact` (a reservation), else at least doubling. */
+static bool grow(psched_builder *b, psched_op **ops, size_t len, size_t *cap, size_t extra,
+                 bool exact)
 {
-    if (l->len + extra <= l->cap)
+    if (len + extra <= *cap)
         return true;
-    size_t cap = l->cap ? l->cap * 2 : 64;
-    if (cap < l->len + extra)
-        cap = l->len + extra;
-    psched_op *ops = psched__reallocarray(l->ops, cap, sizeof *ops);
-    if (!ops) {
+    size_t want = exact ? len + extra : (*cap ? *cap * 2 : 64);
+    if (want < len + extra)
+        want = len + extra;
+    psched_op *grown = psched__reallocarray(*ops, want, sizeof *grown);
+    if (!grown) {
         b->status = PSCHED_ENOMEM_FAIL();
         return false;
     }
-    l->ops = ops;
-    l->cap = cap;
+    *ops = grown;
+    *cap = want;
+    return true;
+}
+
+size_t psched_builder_count(const psched_builder *b, uint32_t device)
+{
+    if (!b || device >= b->devices)
+        return 0;
+    if (b->dev)
+        return b->dev[device].len;
+    if (device < b->tail)
+        return b->first[device + 1] - b->first[device];
+    return device == b->tail ? b->len - b->first[device] : 0;
+}
+
+/* Leaves contiguous mode: every device's ops so far into its own list. */
+static bool to_lists(psched_builder *b)
+{
+    dev_list *dev = psched__calloc(b->devices, sizeof *dev);
+    if (!dev) {
+        b->status = PSCHED_ENOMEM_FAIL();
+        return false;
+    }
+    for (uint32_t d = 0; d < b->devices; d++) {
+        size_t n = psched_builder_count(b, d);
+        if (n && !grow(b, &dev[d].ops, 0, &dev[d].cap, n, true)) {
+            for (uint32_t e = 0; e < d; e++)
+                psched__dealloc(dev[e].ops);
+            psched__dealloc(dev);
+            return false;
+        }
+        if (n)
+            memcpy(dev[d].ops, b->ops + b->first[d], n * sizeof *b->ops);
+        dev[d].len = n;
+    }
+    psched__dealloc(b->ops);
+    b->ops = NULL;
+    b->len = b->cap = 0;
+    b->tail = UINT32_MAX;
+    b->dev = dev;
+    return true;
+}
+
+/* Makes `device` the device appended at the end of the contiguous array
+ * (devices skipped on the way have no ops), or leaves contiguous mode when
+ * the generator goes back to an earlier device. */
+static bool select_device(psched_builder *b, uint32_t device)
+{
+    if (b->dev || device == b->tail)
+        return true;
+    if (device < b->tail)
+        return to_lists(b);
+    for (uint32_t d = b->tail + 1; d <= device; d++)
+        b->first[d] = b->len;
+    b->tail = device;
     return true;
 }
 
@@ -94,15 +172,16 @@ psched_status psched_builder_reserve(psched_builder *b, uint32_t device, size_t 
     if (device >= b->devices)
         return b->status = psched_fail(PSCHED_EINVAL, "reserve: device (%u) must be < devices (%u)",
                                        device, b->devices);
-    dev_list *l = &b->dev[device];
-    if (l->len + count > l->cap) {
-        psched_op *ops = psched__reallocarray(l->ops, l->len + count, sizeof *ops);
-        if (!ops)
-            return b->status = PSCHED_ENOMEM_FAIL();
-        l->ops = ops;
-        l->cap = l->len + count;
+    if (!b->dev && device >= b->tail) {
+        /* the reservation is for the tail device or one about to follow it */
+        grow(b, &b->ops, b->len, &b->cap, count, true);
+        return b->status;
     }
-    return PSCHED_OK;
+    if (b->dev) {
+        dev_list *l = &b->dev[device];
+        grow(b, &l->ops, l->len, &l->cap, count, true);
+    }
+    return b->status; /* an earlier device: it turns into lists when appended to */
 }
 
 static psched_status check_op(psched_builder *b, uint32_t device, psched_op_kind kind,
@@ -127,21 +206,40 @@ static psched_status check_op(psched_builder *b, uint32_t device, psched_op_kind
     return PSCHED_OK;
 }
 
+/* Any append that is not "room left on the tail device". */
+static psched_status append_slow(psched_builder *b, uint32_t device, psched_op op)
+{
+    if (!select_device(b, device))
+        return b->status;
+    if (b->dev) {
+        dev_list *l = &b->dev[device];
+        if (!grow(b, &l->ops, l->len, &l->cap, 1, false))
+            return b->status;
+        l->ops[l->len++] = op;
+        return PSCHED_OK;
+    }
+    if (!grow(b, &b->ops, b->len, &b->cap, 1, false))
+        return b->status;
+    b->ops[b->len++] = op;
+    return PSCHED_OK;
+}
+
 psched_status psched_builder_append(psched_builder *b, uint32_t device, psched_op_kind kind,
                                     uint32_t stage, uint32_t microbatch, uint32_t flags)
 {
-    if (!b)
+    if (UNLIKELY(!b))
         return psched_fail(PSCHED_EINVAL, "builder is NULL");
-    if (b->status)
+    if (UNLIKELY(b->status))
         return b->status;
-    psched_status st = check_op(b, device, kind, stage, microbatch, flags);
-    if (st)
-        return b->status = st;
-    dev_list *l = &b->dev[device];
-    if (!grow(b, l, 1))
-        return b->status;
-    l->ops[l->len++] = (psched_op){stage, microbatch, b->stage_chunk[stage], (uint8_t)kind,
-                                   (uint8_t)flags};
+    if (UNLIKELY(device >= b->devices || (unsigned)kind > PSCHED_OP_RECV_B ||
+                 stage >= b->stages || microbatch >= b->mbs ||
+                 (flags & ~(uint32_t)(PSCHED_OP_OVERLAP_NEXT | PSCHED_OP_BATCH_NEXT)) ||
+                 b->stage_device[stage] != device))
+        return b->status = check_op(b, device, kind, stage, microbatch, flags);
+    psched_op op = {stage, microbatch, b->stage_chunk[stage], (uint8_t)kind, (uint8_t)flags};
+    if (UNLIKELY(device != b->tail || b->len == b->cap))
+        return append_slow(b, device, op);
+    b->ops[b->len++] = op;
     return PSCHED_OK;
 }
 
@@ -162,9 +260,27 @@ const psched_plan *psched_builder_plan(const psched_builder *b)
     return b ? b->plan : NULL;
 }
 
-size_t psched_builder_count(const psched_builder *b, uint32_t device)
+/* List mode: one array from the per-device lists, offsets into b->first. */
+static bool gather_lists(psched_builder *b)
 {
-    return (b && device < b->devices) ? b->dev[device].len : 0;
+    size_t total = 0;
+    for (uint32_t d = 0; d < b->devices; d++)
+        total += b->dev[d].len;
+    psched_op *ops = psched__reallocarray(NULL, total ? total : 1, sizeof *ops);
+    if (!ops) {
+        b->status = PSCHED_ENOMEM_FAIL();
+        return false;
+    }
+    size_t at = 0;
+    for (uint32_t d = 0; d < b->devices; d++) {
+        b->first[d] = at;
+        if (b->dev[d].len)
+            memcpy(ops + at, b->dev[d].ops, b->dev[d].len * sizeof *ops);
+        at += b->dev[d].len;
+    }
+    b->ops = ops;
+    b->len = b->cap = total;
+    return true;
 }
 
 psched_status psched__builder_finish(psched_builder *b, psched_plan *plan, const char *name,
@@ -172,28 +288,28 @@ psched_status psched__builder_finish(psched_builder *b, psched_plan *plan, const
 {
     if (b->status)
         return b->status;
-    size_t total = 0;
-    for (uint32_t d = 0; d < b->devices; d++)
-        total += b->dev[d].len;
     psched_schedule *s = psched__calloc(1, sizeof *s);
     if (!s)
         return PSCHED_ENOMEM_FAIL();
-    s->offset = psched__calloc((size_t)b->devices + 1, sizeof *s->offset);
-    s->ops = psched__reallocarray(NULL, total ? total : 1, sizeof *s->ops);
-    if (!s->offset || !s->ops) {
-        psched__dealloc(s->offset);
-        psched__dealloc(s->ops);
+    if (b->dev ? !gather_lists(b) : !grow(b, &b->ops, 0, &b->cap, 1, true)) {
         psched__dealloc(s);
-        return PSCHED_ENOMEM_FAIL();
+        return b->status;
     }
-    size_t at = 0;
-    for (uint32_t d = 0; d < b->devices; d++) {
-        s->offset[d] = at;
-        if (b->dev[d].len)
-            memcpy(s->ops + at, b->dev[d].ops, b->dev[d].len * sizeof *s->ops);
-        at += b->dev[d].len;
+    if (!b->dev) {
+        for (uint32_t d = b->tail + 1; d < b->devices; d++)
+            b->first[d] = b->len;
+        if (b->cap > b->len && b->len > 0) {
+            /* hand back the unused tail of a reservation; keep it if that fails */
+            psched_op *fit = psched__reallocarray(b->ops, b->len, sizeof *fit);
+            if (fit)
+                b->ops = fit;
+        }
     }
-    s->offset[b->devices] = at;
+    b->first[b->devices] = b->len;
+    s->offset = b->first;
+    s->ops = b->ops;
+    b->first = NULL;
+    b->ops = NULL;
     s->devices = b->devices;
     s->plan = plan;
     snprintf(s->name, sizeof s->name, "%s", name);

@@ -4,7 +4,16 @@
  * order; a device blocked on a dependency parks until that op finishes, so
  * the whole run is O(ops). Anything that cannot finish is a deadlock,
  * reported with its cycle. The structure checks and messages are shared
- * through execute.h with rendezvous.c (lowered schedules) and lower.c. */
+ * through execute.h with rendezvous.c (lowered schedules) and lower.c.
+ *
+ * Speed: the checks run as tight loops that only test; the code that names
+ * the offending op and rule runs once something failed, and recomputes
+ * what it needs. When the first failure is ambiguous (several rules broken
+ * at once) the same rule wins as in a check-everything-in-order design:
+ * pass 1 (structure), then pass 2 (every dependency runs, first in list
+ * order), then pass 3 (counts), then the run. psched__execute folds pass 2
+ * into the run, which looks at every dependency anyway, and runs the pass
+ * on its own only to name a failure. */
 #include "execute.h"
 
 #include <math.h>
@@ -15,20 +24,15 @@
 
 typedef psched_exec exec;
 
-static uint32_t slot_of(uint8_t kind)
-{
-    switch (kind) {
-    case PSCHED_OP_F: return PSCHED_SLOT_F;
-    case PSCHED_OP_B: return PSCHED_SLOT_B;
-    case PSCHED_OP_W: return PSCHED_SLOT_W;
-    case PSCHED_OP_BW: return PSCHED_SLOT_BW;
-    default: return NONE;
-    }
-}
+#if defined(__GNUC__)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define UNLIKELY(x) (x)
+#endif
 
 static uint32_t *slot_ptr(exec *x, uint32_t stage, uint32_t mb, uint32_t slot)
 {
-    return &x->pos[((size_t)stage * x->mbs + mb) * PSCHED_SLOTS + slot];
+    return &x->pos[((size_t)mb * x->S + stage) * PSCHED_SLOTS + slot];
 }
 
 static uint32_t device_of_index(const exec *x, size_t g)
@@ -51,71 +55,108 @@ static void name_op(uint32_t stage, uint32_t mb, uint8_t kind, char *buf, size_t
     psched__op_text(&o, buf, size);
 }
 
+/* The message for op g of device d, which pass 1 refused. */
+static psched_status index_fail(exec *x, uint32_t d, size_t g)
+{
+    const psched_schedule *s = x->s;
+    const psched_op *o = &s->ops[g];
+    char t[48], where[96];
+    psched__op_text(o, t, sizeof t);
+    size_t i = g - s->offset[d];
+    if (o->kind > PSCHED_OP_BW)
+        return psched_fail(PSCHED_EUNSUPPORTED,
+                           "device %u op %zu (%s): comm ops are not checked here; "
+                           "validate the compute schedule before lowering", d, i, t);
+    if (o->stage >= x->S || o->microbatch >= x->mbs)
+        return psched_fail(PSCHED_EINVALID,
+                           "device %u op %zu (%s): stage must be < %u and micro-batch < %u",
+                           d, i, t, x->S, x->mbs);
+    if (x->stage_device[o->stage] != d)
+        return psched_fail(PSCHED_EINVALID,
+                           "device %u op %zu (%s): stage %u is placed on device %u", d, i,
+                           t, o->stage, x->stage_device[o->stage]);
+    if ((o->flags & PSCHED_OP_OVERLAP_NEXT) &&
+        (g + 1 >= s->offset[d + 1] || (s->ops[g + 1].flags & PSCHED_OP_OVERLAP_NEXT)))
+        return psched_fail(PSCHED_EINVALID,
+                           "device %u op %zu (%s): an overlapped pair needs exactly one "
+                           "next op to pair with", d, i, t);
+    psched__exec_describe(x, *slot_ptr(x, o->stage, o->microbatch, o->kind), where,
+                          sizeof where);
+    return psched_fail(PSCHED_EINVALID, "device %u op %zu (%s): duplicate of %s", d, i, t,
+                       where);
+}
+
 /* Pass 1: every op is a known compute op on its placement's device, no
  * duplicates, pairs well formed. Fills the position index. */
 static psched_status index_ops(exec *x)
 {
     const psched_schedule *s = x->s;
+    const psched_op *ops = s->ops;
     for (uint32_t d = 0; d < x->p; d++) {
-        for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
-            const psched_op *o = &s->ops[g];
-            char t[48], where[96];
-            psched__op_text(o, t, sizeof t);
-            size_t i = g - s->offset[d];
-            uint32_t slot = slot_of(o->kind);
-            if (slot == NONE && x->comm_ok)
+        size_t last = s->offset[d + 1];
+        for (size_t g = s->offset[d]; g < last; g++) {
+            const psched_op *o = &ops[g];
+            if (o->kind > PSCHED_OP_BW && x->comm_ok)
                 continue; /* rendezvous.c checks comm ops */
-            if (slot == NONE)
-                return psched_fail(PSCHED_EUNSUPPORTED,
-                                   "device %u op %zu (%s): comm ops are not checked here; "
-                                   "validate the compute schedule before lowering", d, i, t);
-            if (o->stage >= x->S || o->microbatch >= x->mbs)
-                return psched_fail(PSCHED_EINVALID,
-                                   "device %u op %zu (%s): stage must be < %u and micro-batch < %u",
-                                   d, i, t, x->S, x->mbs);
-            if (x->stage_device[o->stage] != d)
-                return psched_fail(PSCHED_EINVALID,
-                                   "device %u op %zu (%s): stage %u is placed on device %u", d, i,
-                                   t, o->stage, x->stage_device[o->stage]);
-            if ((o->flags & PSCHED_OP_OVERLAP_NEXT) &&
-                (g + 1 >= s->offset[d + 1] || (s->ops[g + 1].flags & PSCHED_OP_OVERLAP_NEXT)))
-                return psched_fail(PSCHED_EINVALID,
-                                   "device %u op %zu (%s): an overlapped pair needs exactly one "
-                                   "next op to pair with", d, i, t);
-            uint32_t *at = slot_ptr(x, o->stage, o->microbatch, slot);
-            if (*at != NONE) {
-                psched__exec_describe(x, *at, where, sizeof where);
-                return psched_fail(PSCHED_EINVALID, "device %u op %zu (%s): duplicate of %s", d, i,
-                                   t, where);
-            }
+            if (UNLIKELY(o->kind > PSCHED_OP_BW || o->stage >= x->S ||
+                         o->microbatch >= x->mbs || x->stage_device[o->stage] != d))
+                return index_fail(x, d, g);
+            if (UNLIKELY((o->flags & PSCHED_OP_OVERLAP_NEXT) &&
+                         (g + 1 >= last || (ops[g + 1].flags & PSCHED_OP_OVERLAP_NEXT))))
+                return index_fail(x, d, g);
+            uint32_t *at = slot_ptr(x, o->stage, o->microbatch, o->kind);
+            if (UNLIKELY(*at != NONE))
+                return index_fail(x, d, g);
             *at = (uint32_t)g;
         }
     }
     return PSCHED_OK;
 }
 
-/* Pass 3: every (stage, micro-batch) has one F and either BW or B + W. */
+/* What is wrong with one cell's counts, or NULL; *kind gets the op named. */
+static const char *cell_problem(const uint32_t *e, uint8_t *kind)
+{
+    *kind = PSCHED_OP_F;
+    if (e[PSCHED_SLOT_F] == NONE)
+        return "is missing";
+    if (e[PSCHED_SLOT_BW] != NONE && (e[PSCHED_SLOT_B] != NONE || e[PSCHED_SLOT_W] != NONE)) {
+        *kind = e[PSCHED_SLOT_B] != NONE ? PSCHED_OP_B : PSCHED_OP_W;
+        return "runs although the fused backward (BW, PyTorch B) also runs";
+    }
+    if (e[PSCHED_SLOT_BW] == NONE && e[PSCHED_SLOT_B] == NONE) {
+        *kind = PSCHED_OP_B;
+        return "is missing (and no fused BW runs either)";
+    }
+    if (e[PSCHED_SLOT_BW] == NONE && e[PSCHED_SLOT_W] == NONE) {
+        *kind = PSCHED_OP_W;
+        return "is missing (its B runs, so its W must too)";
+    }
+    return NULL;
+}
+
+/* Pass 3: every (stage, micro-batch) has one F and either BW or B + W. A
+ * cell is good when F is there and exactly one of BW, (B and W) is; the
+ * scan tests that in memory order, and only a failure walks the cells
+ * stage by stage to name the first bad one. */
 static psched_status check_counts(exec *x)
 {
+    size_t cells = (size_t)x->S * x->mbs;
+    bool bad = false;
+    for (size_t c = 0; c < cells; c++) {
+        const uint32_t *e = &x->pos[c * PSCHED_SLOTS];
+        bool split = (e[PSCHED_SLOT_B] != NONE) & (e[PSCHED_SLOT_W] != NONE);
+        bool any_split = (e[PSCHED_SLOT_B] != NONE) | (e[PSCHED_SLOT_W] != NONE);
+        bool fused = e[PSCHED_SLOT_BW] != NONE;
+        bad |= (e[PSCHED_SLOT_F] == NONE) | (fused ? any_split : !split);
+    }
+    if (!bad)
+        return PSCHED_OK;
     for (uint32_t st = 0; st < x->S; st++) {
         for (uint32_t k = 0; k < x->mbs; k++) {
-            uint32_t *e = slot_ptr(x, st, k, 0);
-            char t[48];
-            const char *problem = NULL;
-            uint8_t kind = PSCHED_OP_F;
-            if (e[PSCHED_SLOT_F] == NONE) {
-                problem = "is missing";
-            } else if (e[PSCHED_SLOT_BW] != NONE && (e[PSCHED_SLOT_B] != NONE || e[PSCHED_SLOT_W] != NONE)) {
-                kind = e[PSCHED_SLOT_B] != NONE ? PSCHED_OP_B : PSCHED_OP_W;
-                problem = "runs although the fused backward (BW, PyTorch B) also runs";
-            } else if (e[PSCHED_SLOT_BW] == NONE && e[PSCHED_SLOT_B] == NONE) {
-                kind = PSCHED_OP_B;
-                problem = "is missing (and no fused BW runs either)";
-            } else if (e[PSCHED_SLOT_BW] == NONE && e[PSCHED_SLOT_W] == NONE) {
-                kind = PSCHED_OP_W;
-                problem = "is missing (its B runs, so its W must too)";
-            }
+            uint8_t kind;
+            const char *problem = cell_problem(slot_ptr(x, st, k, 0), &kind);
             if (problem) {
+                char t[48];
                 name_op(st, k, kind, t, sizeof t);
                 return psched_fail(PSCHED_EINVALID, "%s %s: expected on device %u", t, problem,
                                    x->stage_device[st]);
@@ -123,30 +164,6 @@ static psched_status check_counts(exec *x)
         }
     }
     return PSCHED_OK;
-}
-
-/* Dependencies of one op (global indices), DESIGN §2. A dependency that
- * never runs is reported here; counts were checked already. */
-int psched__exec_deps(const exec *x, const psched_op *o, uint32_t dep[2])
-{
-    int n = 0;
-    uint32_t s = o->stage, k = o->microbatch;
-    switch (o->kind) {
-    case PSCHED_OP_F:
-        if (!psched__stage_first(x->plan, s))
-            dep[n++] = psched__exec_at(x, s - 1, k, PSCHED_SLOT_F);
-        break;
-    case PSCHED_OP_B:
-    case PSCHED_OP_BW:
-        dep[n++] = psched__exec_at(x, s, k, PSCHED_SLOT_F);
-        if (!psched__stage_last(x->plan, s))
-            dep[n++] = psched__exec_backward(x, s + 1, k);
-        break;
-    case PSCHED_OP_W:
-        dep[n++] = psched__exec_at(x, s, k, PSCHED_SLOT_B);
-        break;
-    }
-    return n;
 }
 
 /* Pass 2: every dependency of every op runs somewhere; reported in list
@@ -181,18 +198,15 @@ static psched_status check_deps_exist(exec *x)
             }
         }
     }
+    x->deps_checked = true;
     return PSCHED_OK;
 }
 
 double psched__exec_cost(const exec *x, const psched_op *o)
 {
-    psched_cost3 c = psched__plan_cost(x->costs, o->stage);
-    switch (o->kind) {
-    case PSCHED_OP_F: return c.f;
-    case PSCHED_OP_B: return c.b;
-    case PSCHED_OP_W: return c.w;
-    default: return c.b + c.w;
-    }
+    /* comm kinds never reach here; anything past BW costs like BW */
+    uint32_t k = o->kind <= PSCHED_OP_BW ? o->kind : PSCHED_OP_BW;
+    return x->stage_cost[(size_t)o->stage * PSCHED_SLOTS + k];
 }
 
 void psched__exec_enqueue(exec *x, uint32_t d)
@@ -203,65 +217,111 @@ void psched__exec_enqueue(exec *x, uint32_t d)
     x->queue[(x->qhead + x->qlen++) % x->p] = d;
 }
 
-/* Wakes the devices whose ops depend on op g across devices. */
-static void notify(exec *x, size_t g)
+/* Wakes the device whose op depends across devices on op g of device d: the
+ * next stage's F for an F, the previous stage's backward for a B/BW. A
+ * device parks on exactly the op it needs, so the test is one compare. */
+static void notify(exec *x, const psched_op *o, size_t g, uint32_t d)
 {
-    const psched_op *o = &x->s->ops[g];
-    uint32_t dependent = NONE;
-    if (o->kind == PSCHED_OP_F && !psched__stage_last(x->plan, o->stage))
-        dependent = *slot_ptr(x, o->stage + 1, o->microbatch, PSCHED_SLOT_F);
+    uint32_t other;
+    if (o->kind == PSCHED_OP_F && !(x->stage_flags[o->stage] & PSCHED_EXEC_LAST))
+        other = x->stage_device[o->stage + 1];
     else if ((o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW) &&
-             !psched__stage_first(x->plan, o->stage)) {
-        dependent = *slot_ptr(x, o->stage - 1, o->microbatch, PSCHED_SLOT_B);
-        if (dependent == NONE)
-            dependent = *slot_ptr(x, o->stage - 1, o->microbatch, PSCHED_SLOT_BW);
-    }
-    if (dependent == NONE)
+             !(x->stage_flags[o->stage] & PSCHED_EXEC_FIRST))
+        other = x->stage_device[o->stage - 1];
+    else
         return;
-    uint32_t d = device_of_index(x, dependent);
-    if (x->waiting[d] == g) {
-        x->waiting[d] = NONE;
-        psched__exec_enqueue(x, d);
+    if (other != d && x->waiting[other] == g) {
+        x->waiting[other] = NONE;
+        psched__exec_enqueue(x, other);
     }
+}
+
+/* Outcome of looking at one dependency of the unit [g, g + n) of device d. */
+enum { DEP_READY, DEP_PARK, DEP_MISSING, DEP_IN_PAIR };
+
+/* Dependency `dep`, which runs on device `dd` (NONE: never runs), folded
+ * into *ready with the edge latency when it has run. */
+static inline int take_dep(exec *x, uint32_t d, size_t g, size_t n, uint32_t dep, uint32_t dd,
+                           double *ready)
+{
+    if (UNLIKELY(dep == NONE))
+        return DEP_MISSING;
+    if (UNLIKELY(n == 2 && (dep == g || dep == g + 1)))
+        return DEP_IN_PAIR;
+    if (dep >= x->cursor[dd]) {
+        x->waiting[d] = dep;
+        return DEP_PARK;
+    }
+    if (x->end) {
+        double t = x->end[dep] + (dd == d ? 0 : x->costs->comm);
+        if (t > *ready)
+            *ready = t;
+    }
+    return DEP_READY;
+}
+
+/* The dependencies of op o (on device d) in the order psched__exec_deps
+ * lists them, with the device each runs on taken from the stage map rather
+ * than from the op record; the first that is not ready decides. */
+static inline int take_deps(exec *x, uint32_t d, size_t g, size_t n, const psched_op *o,
+                            double *ready)
+{
+    uint32_t s = o->stage, k = o->microbatch;
+    uint8_t flags = x->stage_flags[s];
+    int r = DEP_READY;
+    switch (o->kind) {
+    case PSCHED_OP_F:
+        if (!(flags & PSCHED_EXEC_FIRST))
+            r = take_dep(x, d, g, n, psched__exec_at(x, s - 1, k, PSCHED_SLOT_F),
+                         x->stage_device[s - 1], ready);
+        break;
+    case PSCHED_OP_B:
+    case PSCHED_OP_BW:
+        r = take_dep(x, d, g, n, psched__exec_at(x, s, k, PSCHED_SLOT_F), d, ready);
+        if (r == DEP_READY && !(flags & PSCHED_EXEC_LAST))
+            r = take_dep(x, d, g, n, psched__exec_backward(x, s + 1, k), x->stage_device[s + 1],
+                         ready);
+        break;
+    case PSCHED_OP_W:
+        r = take_dep(x, d, g, n, psched__exec_at(x, s, k, PSCHED_SLOT_B), d, ready);
+        break;
+    }
+    return r;
 }
 
 /* Runs device d until its list ends or it needs an op that has not run. */
 static psched_status run_device(exec *x, uint32_t d)
 {
-    const psched_schedule *s = x->s;
-    size_t last = s->offset[d + 1];
+    const psched_op *ops = x->s->ops;
+    size_t last = x->s->offset[d + 1];
     while (x->cursor[d] < last) {
         size_t g = x->cursor[d];
-        size_t n = (s->ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
+        size_t n = (ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
         double ready = x->free_at[d], cost = 0;
         for (size_t u = g; u < g + n; u++) {
-            uint32_t dep[2];
-            int nd = psched__exec_deps(x, &s->ops[u], dep);
-            for (int i = 0; i < nd; i++) {
-                if (n == 2 && (dep[i] == g || dep[i] == g + 1)) {
-                    char a[96];
-                    psched__exec_describe(x, u, a, sizeof a);
-                    return psched_fail(PSCHED_EINVALID,
-                                       "%s: overlapped with the op it depends on", a);
-                }
-                if (x->end[dep[i]] < 0) {
-                    x->waiting[d] = dep[i];
-                    return PSCHED_OK;
-                }
-                double lat = device_of_index(x, dep[i]) == d ? 0 : x->costs->comm;
-                if (x->end[dep[i]] + lat > ready)
-                    ready = x->end[dep[i]] + lat;
+            int r = take_deps(x, d, g, n, &ops[u], &ready);
+            if (r == DEP_PARK)
+                return PSCHED_OK;
+            if (UNLIKELY(r == DEP_MISSING))
+                return check_deps_exist(x);
+            if (UNLIKELY(r == DEP_IN_PAIR)) {
+                char a[96];
+                psched__exec_describe(x, u, a, sizeof a);
+                return psched_fail(PSCHED_EINVALID, "%s: overlapped with the op it depends on",
+                                   a);
             }
-            cost += psched__exec_cost(x, &s->ops[u]);
+            cost += x->stage_cost[(size_t)ops[u].stage * PSCHED_SLOTS + ops[u].kind];
         }
-        for (size_t u = g; u < g + n; u++) {
-            x->start[u] = ready;
-            x->end[u] = ready + cost;
+        if (x->end) {
+            for (size_t u = g; u < g + n; u++) {
+                x->start[u] = ready;
+                x->end[u] = ready + cost;
+            }
         }
         x->free_at[d] = ready + cost;
         x->cursor[d] = g + n;
         for (size_t u = g; u < g + n; u++)
-            notify(x, u);
+            notify(x, &ops[u], u, d);
     }
     return PSCHED_OK;
 }
@@ -314,7 +374,7 @@ static psched_status check_self_waits(exec *x)
     return PSCHED_OK;
 }
 
-psched_status psched__exec_run(exec *x)
+static psched_status run_all(exec *x)
 {
     for (uint32_t d = 0; d < x->p; d++)
         psched__exec_enqueue(x, d);
@@ -336,10 +396,24 @@ psched_status psched__exec_run(exec *x)
     return PSCHED_OK;
 }
 
+psched_status psched__exec_run(exec *x)
+{
+    psched_status st = run_all(x);
+    /* A dependency that never runs outranks whatever stopped the run. */
+    if (st && !x->deps_checked) {
+        psched_status missing = check_deps_exist(x);
+        if (missing)
+            return missing;
+    }
+    return st;
+}
+
 void psched__exec_free(exec *x)
 {
     psched__dealloc(x->pos);
     psched__dealloc(x->stage_device);
+    psched__dealloc(x->stage_flags);
+    psched__dealloc(x->stage_cost);
     psched__dealloc(x->cursor);
     psched__dealloc(x->free_at);
     psched__dealloc(x->waiting);
@@ -352,8 +426,26 @@ void psched__exec_free(exec *x)
     memset(x, 0, sizeof *x);
 }
 
-psched_status psched__exec_setup(exec *x, const psched_schedule *s, const psched_plan *costs,
-                                 double *start, double *end, bool comm_ok)
+/* Device, chain ends and op times of every stage. */
+static void fill_stages(exec *x)
+{
+    uint32_t per = x->S / (x->plan->chains ? x->plan->chains : 1);
+    for (uint32_t st = 0; st < x->S; st++) {
+        x->stage_device[st] = psched_plan_stage_device(x->plan, st);
+        x->stage_flags[st] = (uint8_t)((st % per == 0 ? PSCHED_EXEC_FIRST : 0) |
+                                       (st % per == per - 1 ? PSCHED_EXEC_LAST : 0));
+        psched_cost3 c = psched__plan_cost(x->costs, st);
+        double *t = &x->stage_cost[(size_t)st * PSCHED_SLOTS];
+        t[PSCHED_OP_F] = c.f;
+        t[PSCHED_OP_B] = c.b;
+        t[PSCHED_OP_W] = c.w;
+        t[PSCHED_OP_BW] = c.b + c.w;
+    }
+}
+
+/* Allocation and the per-stage tables; times only when `timed`. */
+static psched_status exec_alloc(exec *x, const psched_schedule *s, const psched_plan *costs,
+                                double *start, double *end, bool comm_ok, bool timed)
 {
     memset(x, 0, sizeof *x);
     x->s = s;
@@ -363,46 +455,69 @@ psched_status psched__exec_setup(exec *x, const psched_schedule *s, const psched
     x->S = s->plan->devices * s->plan->chunks;
     x->mbs = psched__plan_chain_mbs(s->plan);
     x->comm_ok = comm_ok;
-    size_t total = s->offset[s->devices];
-    x->own_times = !start || !end;
-    x->start = x->own_times ? psched__reallocarray(NULL, total + 1, sizeof(double)) : start;
-    x->end = x->own_times ? psched__reallocarray(NULL, total + 1, sizeof(double)) : end;
-    x->pos = psched__reallocarray(NULL, (size_t)x->S * x->mbs * PSCHED_SLOTS + 1, sizeof *x->pos);
+    size_t total = s->offset[s->devices], cells = (size_t)x->S * x->mbs;
+    if (timed) {
+        x->own_times = !start || !end;
+        x->start = x->own_times ? psched__reallocarray(NULL, total + 1, sizeof(double)) : start;
+        x->end = x->own_times ? psched__reallocarray(NULL, total + 1, sizeof(double)) : end;
+    }
+    x->pos = psched__reallocarray(NULL, cells * PSCHED_SLOTS + 1, sizeof *x->pos);
     x->stage_device = psched__reallocarray(NULL, x->S + 1, sizeof *x->stage_device);
+    x->stage_flags = psched__reallocarray(NULL, x->S + 1, sizeof *x->stage_flags);
+    x->stage_cost = psched__reallocarray(NULL, (size_t)x->S * PSCHED_SLOTS + 1, sizeof(double));
     x->cursor = psched__reallocarray(NULL, x->p, sizeof *x->cursor);
     x->free_at = psched__calloc(x->p, sizeof *x->free_at);
     x->waiting = psched__reallocarray(NULL, x->p, sizeof *x->waiting);
     x->queue = psched__reallocarray(NULL, x->p, sizeof *x->queue);
     x->queued = psched__calloc(x->p, sizeof *x->queued);
-    if (!x->start || !x->end || !x->pos || !x->stage_device || !x->cursor || !x->free_at ||
-        !x->waiting || !x->queue || !x->queued) {
+    if ((timed && (!x->start || !x->end)) || !x->pos || !x->stage_device || !x->stage_flags ||
+        !x->stage_cost || !x->cursor || !x->free_at || !x->waiting || !x->queue || !x->queued) {
         psched__exec_free(x);
         return PSCHED_ENOMEM_FAIL();
     }
-    memset(x->pos, 0xff, ((size_t)x->S * x->mbs * PSCHED_SLOTS) * sizeof *x->pos);
-    for (uint32_t st = 0; st < x->S; st++)
-        x->stage_device[st] = psched_plan_stage_device(s->plan, st);
-    for (size_t g = 0; g < total; g++)
-        x->end[g] = -1;
+    memset(x->pos, 0xff, cells * PSCHED_SLOTS * sizeof *x->pos);
+    fill_stages(x);
     for (uint32_t d = 0; d < x->p; d++) {
         x->cursor[d] = s->offset[d];
         x->waiting[d] = NONE;
     }
+    return PSCHED_OK;
+}
+
+/* Passes 1 and 3, and pass 2 unless the run is left to find a missing
+ * dependency (`defer_deps`); the order of the messages is the passes'. */
+static psched_status exec_check(exec *x, bool defer_deps)
+{
     psched_status st = index_ops(x);
-    if (!st)
+    if (!st && !defer_deps)
         st = check_deps_exist(x);
-    if (!st)
+    if (!st) {
         st = check_counts(x);
+        if (st && !x->deps_checked) {
+            psched_status missing = check_deps_exist(x);
+            if (missing)
+                st = missing;
+        }
+    }
     if (st)
         psched__exec_free(x);
     return st;
+}
+
+psched_status psched__exec_setup(exec *x, const psched_schedule *s, const psched_plan *costs,
+                                 double *start, double *end, bool comm_ok)
+{
+    psched_status st = exec_alloc(x, s, costs, start, end, comm_ok, true);
+    return st ? st : exec_check(x, false);
 }
 
 psched_status psched__execute(const psched_schedule *s, const psched_plan *costs, double *start,
                               double *end)
 {
     exec x;
-    psched_status st = psched__exec_setup(&x, s, costs, start, end, false);
+    psched_status st = exec_alloc(&x, s, costs, start, end, false, start || end);
+    if (!st)
+        st = exec_check(&x, true);
     if (st)
         return st;
     st = psched__exec_run(&x);

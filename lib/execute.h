@@ -10,7 +10,13 @@
 /* "no op" in the position index and in wait slots */
 #define PSCHED_EXEC_NONE UINT32_MAX
 
+/* Slots of a (stage, micro-batch) cell; equal to the op kinds F, B, W, BW. */
 enum { PSCHED_SLOT_F, PSCHED_SLOT_B, PSCHED_SLOT_W, PSCHED_SLOT_BW, PSCHED_SLOTS };
+
+/* Per-stage facts the hot loops read instead of recomputing them from the
+ * plan (placement switch, chain divisions, per-stage cost lookup). */
+#define PSCHED_EXEC_FIRST 0x1u /* first stage of its chain: F has no input */
+#define PSCHED_EXEC_LAST 0x2u  /* last stage of its chain: B has no input */
 
 typedef struct psched_exec {
     const psched_schedule *s;
@@ -19,10 +25,16 @@ typedef struct psched_exec {
     uint32_t p, S, mbs;
     bool comm_ok;       /* comm ops are skipped by the compute checks, not refused */
     bool own_times;     /* start/end were allocated here */
-    uint32_t *pos;      /* [(stage*mbs + mb)*PSCHED_SLOTS + slot] -> global op index */
+    bool deps_checked;  /* every dependency is known to run (setup's pass 2 ran) */
+    /* [(mb*S + stage)*PSCHED_SLOTS + slot] -> global op index: the cells of
+     * one micro-batch are adjacent, so an op, its input from the stage
+     * before and its consumer on the stage after share cache lines */
+    uint32_t *pos;
     uint32_t *stage_device;
-    double *start, *end; /* per op, -1 until it has run */
-    size_t *cursor;     /* next op per device (global index) */
+    uint8_t *stage_flags;   /* PSCHED_EXEC_FIRST / PSCHED_EXEC_LAST per stage */
+    double *stage_cost;     /* [stage*PSCHED_SLOTS + kind]: F, B, W, BW times */
+    double *start, *end; /* per op; NULL when not timed (validation only) */
+    size_t *cursor;     /* next op per device (global index): op g of device d ran iff g < cursor[d] */
     double *free_at;
     uint32_t *waiting;  /* global op index a device is parked on, or NONE */
     uint32_t *queue;    /* ring of devices ready to run */
@@ -46,9 +58,6 @@ PSCHED_INTERNAL void psched__exec_free(psched_exec *x);
 /* "device 1 op 7 (3I2)" for global op index g */
 PSCHED_INTERNAL void psched__exec_describe(const psched_exec *x, size_t g, char *buf,
                                            size_t size);
-/* DESIGN §2 dependencies of a compute op as global indices (NONE for one
- * that never runs); returns how many (0..2). */
-PSCHED_INTERNAL int psched__exec_deps(const psched_exec *x, const psched_op *o, uint32_t dep[2]);
 /* Compute time of one op under x->costs. */
 PSCHED_INTERNAL double psched__exec_cost(const psched_exec *x, const psched_op *o);
 PSCHED_INTERNAL void psched__exec_enqueue(psched_exec *x, uint32_t d);
@@ -60,7 +69,7 @@ PSCHED_INTERNAL psched_status psched__exec_deadlock(psched_exec *x, const size_t
 static inline uint32_t psched__exec_at(const psched_exec *x, uint32_t stage, uint32_t mb,
                                        uint32_t slot)
 {
-    return x->pos[((size_t)stage * x->mbs + mb) * PSCHED_SLOTS + slot];
+    return x->pos[((size_t)mb * x->S + stage) * PSCHED_SLOTS + slot];
 }
 
 /* The backward (B, else BW) of a (stage, micro-batch), or NONE. */
@@ -68,6 +77,30 @@ static inline uint32_t psched__exec_backward(const psched_exec *x, uint32_t stag
 {
     uint32_t b = psched__exec_at(x, stage, mb, PSCHED_SLOT_B);
     return b != PSCHED_EXEC_NONE ? b : psched__exec_at(x, stage, mb, PSCHED_SLOT_BW);
+}
+
+/* DESIGN §2 dependencies of a compute op as global indices (NONE for one
+ * that never runs); returns how many (0..2). */
+static inline int psched__exec_deps(const psched_exec *x, const psched_op *o, uint32_t dep[2])
+{
+    int n = 0;
+    uint32_t s = o->stage, k = o->microbatch;
+    switch (o->kind) {
+    case PSCHED_OP_F:
+        if (!(x->stage_flags[s] & PSCHED_EXEC_FIRST))
+            dep[n++] = psched__exec_at(x, s - 1, k, PSCHED_SLOT_F);
+        break;
+    case PSCHED_OP_B:
+    case PSCHED_OP_BW:
+        dep[n++] = psched__exec_at(x, s, k, PSCHED_SLOT_F);
+        if (!(x->stage_flags[s] & PSCHED_EXEC_LAST))
+            dep[n++] = psched__exec_backward(x, s + 1, k);
+        break;
+    case PSCHED_OP_W:
+        dep[n++] = psched__exec_at(x, s, k, PSCHED_SLOT_B);
+        break;
+    }
+    return n;
 }
 
 #endif

@@ -21,11 +21,18 @@ struct psched_partition_result {
     psched_plan *plan;
 };
 
-static double now_seconds(void)
+double psched__now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Seconds left before the call's deadline, at least 1 ms so that a
+ * solver called late still returns its incumbent. */
+static double time_left(const psched__problem *pb)
+{
+    return fmax(1e-3, pb->deadline - psched__now());
 }
 
 /* ---- the problem ---- */
@@ -258,8 +265,8 @@ static psched_status build_fronts(psched__problem *pb, double tau_max)
     return PSCHED_OK;
 }
 
-static void fill_choices(const psched__problem *pb, uint32_t i, uint32_t len, int32_t k,
-                         uint8_t *choice)
+void psched__fill_choices(const psched__problem *pb, uint32_t i, uint32_t len, int32_t k,
+                          uint8_t *choice)
 {
     for (uint32_t l = len; l >= 1; l--) {
         const psched__point *pt = &pb->front[psched__front_index(pb, i, l)][k];
@@ -313,6 +320,15 @@ static void solution_free(psched__solution *sol)
     psched__dealloc(sol->count);
     psched__dealloc(sol->choice);
     memset(sol, 0, sizeof *sol);
+}
+
+static void copy_solution(const psched__problem *pb, const psched__solution *from,
+                          psched__solution *to)
+{
+    memcpy(to->first, from->first, pb->stages * sizeof *to->first);
+    memcpy(to->count, from->count, pb->stages * sizeof *to->count);
+    memcpy(to->choice, from->choice, pb->layers);
+    to->found = from->found;
 }
 
 /* Figures of a solution; arrays may be NULL. Returns the objective. */
@@ -443,7 +459,7 @@ static void dp_rebuild(const psched__problem *pb, dp_list *lists, int32_t best,
         const dp_state *st = &lists[(size_t)(s + 1) * (pb->layers + 1) + j].v[best];
         sol->first[s] = st->prev_i;
         sol->count[s] = j - st->prev_i;
-        fill_choices(pb, st->prev_i, j - st->prev_i, st->point, sol->choice);
+        psched__fill_choices(pb, st->prev_i, j - st->prev_i, st->point, sol->choice);
         best = st->prev_state;
         j = st->prev_i;
     }
@@ -724,7 +740,7 @@ static void solution_from_columns(const psched__problem *pb, const column_list *
         const psched__column *col = &cols->v[chosen[s]];
         sol->first[s] = col->first;
         sol->count[s] = col->len;
-        fill_choices(pb, col->first, col->len, col->point, sol->choice);
+        psched__fill_choices(pb, col->first, col->len, col->point, sol->choice);
     }
     sol->found = true;
 }
@@ -736,7 +752,7 @@ typedef struct ilp_outcome {
 
 /* The MILP seeded with the DP's solution; its objective bounds every
  * column's time, which keeps the column count near S·L·(a few lengths). */
-static psched_status solve_ilp(psched__problem *pb, double time_limit, evaluation *ev,
+static psched_status solve_ilp(psched__problem *pb, evaluation *ev,
                                psched__solution *sol, ilp_outcome *res)
 {
     psched__solution seed;
@@ -764,16 +780,13 @@ static psched_status solve_ilp(psched__problem *pb, double time_limit, evaluatio
                            seeded ? seed_cols : NULL};
         bool found = false;
         res->gap = NAN;
-        st = psched__milp_solve(&in, time_limit, chosen, &found, &res->optimal, &res->gap);
+        st = psched__milp_solve(&in, time_left(pb), chosen, &found, &res->optimal, &res->gap);
         res->optimal = res->optimal && !pb->thinned;
         if (!st && found) {
             solution_from_columns(pb, &cols, chosen, sol);
         } else if (!st && seed.found) {
             /* GLPK stopped before accepting any solution: keep the seed. */
-            memcpy(sol->first, seed.first, pb->stages * sizeof *sol->first);
-            memcpy(sol->count, seed.count, pb->stages * sizeof *sol->count);
-            memcpy(sol->choice, seed.choice, pb->layers);
-            sol->found = true;
+            copy_solution(pb, &seed, sol);
             res->optimal = false;
         }
     }
@@ -785,9 +798,9 @@ static psched_status solve_ilp(psched__problem *pb, double time_limit, evaluatio
 }
 
 /* Smallest device memory any split fits in, every layer at its most
- * memory-saving variant. Exact by DP with one chunk per device, by MILP
- * otherwise; NAN when v > 1 and the build has no GLPK or GLPK cannot prove
- * the minimum within 10 s. */
+ * memory-saving variant. Exact by DP with one chunk per device and with
+ * the two-chunk layouts; by MILP otherwise, given a third of the time
+ * left. NAN when unknown: no GLPK, or the time ran out first. */
 static psched_status min_memory(const psched__problem *pb, double *out)
 {
     psched_status st;
@@ -795,8 +808,10 @@ static psched_status min_memory(const psched__problem *pb, double *out)
         *out = minmax_split(pb, true, NULL, &st);
         return st;
     }
+    if (psched__pair_applies(pb))
+        return psched__pair_min_memory(pb, out);
     *out = NAN;
-    if (!psched__have_glpk())
+    if (!psched__have_glpk() || psched__expired(pb))
         return PSCHED_OK;
     column_list cols = {0};
     st = PSCHED_OK;
@@ -824,7 +839,7 @@ static psched_status min_memory(const psched__problem *pb, double *out)
                            INFINITY, 0, 0, true, NULL};
         bool found = false, optimal = false;
         double gap = 0;
-        st = psched__milp_solve(&in, 10.0, chosen, &found, &optimal, &gap);
+        st = psched__milp_solve(&in, time_left(pb) / 3, chosen, &found, &optimal, &gap);
         /* Only a proven minimum may declare a limit infeasible. */
         if (!st && found && optimal) {
             double *mem = psched__calloc(pb->devices, sizeof *mem);
@@ -977,6 +992,92 @@ static psched_status check_options(const psched_partition_options *o)
     return PSCHED_OK;
 }
 
+/* Two chunks per device in a loop or V layout: the exact two-walker DP
+ * (partition_pair.c), started from the stage DP's solution when it has
+ * one. */
+static psched_status solve_pair(psched__problem *pb, evaluation *ev, psched__solution *sol,
+                                psched_solve_status *status, double *gap)
+{
+    psched__solution seed;
+    psched_status st = solution_init(&seed, pb->stages, pb->layers);
+    if (!st)
+        st = solve_dp(pb, &seed);
+    double incumbent = INFINITY;
+    if (!st && seed.found) {
+        evaluate(pb, &seed, ev);
+        incumbent = ev->objective;
+        copy_solution(pb, &seed, sol);
+    }
+    psched__pair_outcome res;
+    if (!st)
+        st = psched__pair_solve(pb, incumbent, sol, &res);
+    solution_free(&seed);
+    if (st)
+        return st;
+    if (!sol->found)
+        *status = PSCHED_SOLVE_INFEASIBLE;
+    else if (res.complete)
+        *status = PSCHED_SOLVE_OPTIMAL, *gap = 0;
+    else
+        *status = PSCHED_SOLVE_FEASIBLE, *gap = (res.objective - res.bound) / res.objective;
+    return PSCHED_OK;
+}
+
+/* The ILP and DP methods. Which solver proves what: one chunk per device,
+ * the stage DP (and the MILP confirms it); two chunks in a loop or V
+ * layout, the two-walker DP; anything else, the column MILP seeded with
+ * the stage DP's heuristic solution. */
+static psched_status solve_optimizer(psched__problem *pb, psched_partition_method method,
+                                     evaluation *ev, psched__solution *sol,
+                                     psched_solve_status *status, double *gap, double *min_mem)
+{
+    psched_status st;
+    bool pair = pb->chunks == 2 && pb->kappa >= 0 && psched__pair_applies(pb);
+    /* A limit below the smallest fitting memory needs no search. */
+    if (isfinite(pb->limit) && (method == PSCHED_PARTITION_ILP || pb->chunks == 1 || pair)) {
+        if ((st = min_memory(pb, min_mem)))
+            return st;
+        if (*min_mem > pb->limit * (1 + 1e-12)) {
+            *status = PSCHED_SOLVE_INFEASIBLE;
+            return PSCHED_OK;
+        }
+        *min_mem = NAN;
+    }
+    if ((st = build_fronts(pb, INFINITY)))
+        return st;
+    if (pair)
+        return solve_pair(pb, ev, sol, status, gap);
+    if (method == PSCHED_PARTITION_ILP && psched__have_glpk()) {
+        ilp_outcome res = {false, NAN};
+        if ((st = solve_ilp(pb, ev, sol, &res)))
+            return st;
+        *status = !sol->found ? PSCHED_SOLVE_INFEASIBLE
+                  : res.optimal ? PSCHED_SOLVE_OPTIMAL
+                                : PSCHED_SOLVE_FEASIBLE;
+        *gap = res.optimal ? 0 : res.gap;
+        return PSCHED_OK;
+    }
+    if (method == PSCHED_PARTITION_ILP && pb->chunks > 1)
+        return psched_fail(PSCHED_EUNSUPPORTED,
+                           "the ILP needs GLPK for %u chunks per device in this layout and this "
+                           "build has none; use v <= 2 with loop or V placement, or the dp method",
+                           pb->chunks);
+    if ((st = solve_dp(pb, sol)))
+        return st;
+    if (sol->found && pb->chunks == 1) {
+        *status = PSCHED_SOLVE_OPTIMAL;
+        *gap = 0;
+        return PSCHED_OK;
+    }
+    if (!sol->found) {
+        *status = PSCHED_SOLVE_INFEASIBLE;
+        return PSCHED_OK;
+    }
+    evaluate(pb, sol, ev);
+    *status = fits(pb, ev->max_mem) ? PSCHED_SOLVE_FEASIBLE : PSCHED_SOLVE_INFEASIBLE;
+    return PSCHED_OK;
+}
+
 /* Run the method; sets *status. */
 static psched_status run_method(psched__problem *pb, const psched_partition_options *o,
                                 evaluation *ev, psched__solution *sol, psched_solve_status *status,
@@ -998,42 +1099,7 @@ static psched_status run_method(psched__problem *pb, const psched_partition_opti
         break;
     case PSCHED_PARTITION_DP:
     case PSCHED_PARTITION_ILP:
-        /* A limit below the smallest fitting memory needs no search. */
-        if (isfinite(pb->limit) &&
-            (o->method == PSCHED_PARTITION_ILP || pb->chunks == 1)) {
-            if ((st = min_memory(pb, min_mem)))
-                return st;
-            if (*min_mem > pb->limit * (1 + 1e-12)) {
-                *status = PSCHED_SOLVE_INFEASIBLE;
-                return PSCHED_OK;
-            }
-            *min_mem = NAN;
-        }
-        if ((st = build_fronts(pb, INFINITY)))
-            return st;
-        if (o->method == PSCHED_PARTITION_ILP && psched__have_glpk()) {
-            ilp_outcome res = {false, NAN};
-            if ((st = solve_ilp(pb, o->time_limit, ev, sol, &res)))
-                return st;
-            *status = !sol->found ? PSCHED_SOLVE_INFEASIBLE
-                      : res.optimal ? PSCHED_SOLVE_OPTIMAL
-                                    : PSCHED_SOLVE_FEASIBLE;
-            *gap = res.optimal ? 0 : res.gap;
-            return PSCHED_OK;
-        }
-        if (o->method == PSCHED_PARTITION_ILP && pb->chunks > 1)
-            return psched_fail(PSCHED_EUNSUPPORTED,
-                               "the ILP needs GLPK for %u chunks per device and this build has "
-                               "none; use v = 1 or the dp method",
-                               pb->chunks);
-        if ((st = solve_dp(pb, sol)))
-            return st;
-        if (sol->found && pb->chunks == 1) {
-            *status = PSCHED_SOLVE_OPTIMAL;
-            *gap = 0;
-            return PSCHED_OK;
-        }
-        break;
+        return solve_optimizer(pb, o->method, ev, sol, status, gap, min_mem);
     }
     if (!sol->found) {
         *status = PSCHED_SOLVE_INFEASIBLE;
@@ -1103,10 +1169,11 @@ psched_status psched_partition(const psched_model *model, const psched_plan *pla
     psched_status st = check_args(model, plan, schedule, out);
     if (st || (st = check_options(o)))
         return st;
-    double t0 = now_seconds();
+    double t0 = psched__now();
     psched__problem pb = {0};
     psched_plan *resolved = NULL;
     pb.allow_empty = (o->flags & PSCHED_PARTITION_ALLOW_EMPTY) != 0;
+    pb.deadline = t0 + o->time_limit;
     pb.limit = psched_plan_memory_limit(plan);
     st = probe_schedule(plan, schedule, &pb, &resolved);
     if (!st && !pb.allow_empty && model->layer_count < pb.stages)
@@ -1123,7 +1190,7 @@ psched_status psched_partition(const psched_model *model, const psched_plan *pla
     problem_free(&pb);
     if (st)
         return st;
-    r->solve_time = now_seconds() - t0;
+    r->solve_time = psched__now() - t0;
     *out = r;
     return PSCHED_OK;
 }

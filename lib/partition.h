@@ -57,6 +57,7 @@ typedef struct psched__problem {
     psched__point **front;
     uint32_t *front_len; /* indexed (i * (L+1) + len) */
     uint32_t *maxlen;    /* per start i */
+    double deadline;     /* psched__now() value the whole call must end by */
 } psched__problem;
 
 /* A complete solution: per stage a layer range, per layer a recompute
@@ -81,6 +82,46 @@ static inline double psched__range_param(const psched__problem *pb, uint32_t i, 
 {
     return pb->param_prefix[i + len] - pb->param_prefix[i];
 }
+
+/* Monotonic wall-clock seconds. */
+PSCHED_INTERNAL double psched__now(void);
+
+static inline bool psched__expired(const psched__problem *pb)
+{
+    return psched__now() > pb->deadline;
+}
+
+/* Per-layer recompute choices of frontier point k of [i, i+len). */
+PSCHED_INTERNAL void psched__fill_choices(const psched__problem *pb, uint32_t i, uint32_t len,
+                                          int32_t k, uint8_t *choice);
+
+/* ---- the exact DP for two chunks per device (partition_pair.c) ---- */
+
+/* True when every device holds stage k (k < p) and either stage p+k (loop)
+ * or stage 2p-1-k (V shape): the layouts the two-walker DP handles. */
+PSCHED_INTERNAL bool psched__pair_applies(const psched__problem *pb);
+
+/* Outcome of the two-walker DP. `complete` says whether the search ended
+ * before the deadline; when it did, `found` means the solution is optimal
+ * and !found means no partition fits. When it did not, `bound` is a proven
+ * lower bound of the objective. */
+typedef struct psched__pair_outcome {
+    bool found, complete;
+    double objective, bound;
+} psched__pair_outcome;
+
+/* Minimize the objective exactly over the pair layouts. `incumbent` is the
+ * objective of a known feasible partition (INFINITY when none); sol gets
+ * a solution at least as good when one is found. */
+PSCHED_INTERNAL psched_status psched__pair_solve(const psched__problem *pb, double incumbent,
+                                                 psched__solution *sol,
+                                                 psched__pair_outcome *out);
+
+/* Smallest largest device memory over the pair layouts, every layer at its
+ * leanest variant. When the limit is met, *value may be any fitting figure
+ * <= limit (the exact minimum is only needed for infeasible limits);
+ * otherwise the exact minimum. NAN when the deadline passed first. */
+PSCHED_INTERNAL psched_status psched__pair_min_memory(const psched__problem *pb, double *value);
 
 /* One MILP column: stage `stage` takes layers [first, first+len) with the
  * recompute mix of frontier point `point`, costing `time` per micro-batch

@@ -460,9 +460,12 @@ static psched_status alloc_rv(rv *r)
         !r->pending || !r->group_done || !r->stuck)
         return PSCHED_ENOMEM_FAIL();
     memset(r->comm, 0xff, comm * sizeof *r->comm);
+    /* report_deadlock finds a parked group's first unmatched op by its
+     * unset end time */
     for (size_t g = 0; g < total; g++) {
         r->peer[g] = NONE;
         r->post[g] = -1;
+        r->x.end[g] = -1;
     }
     return PSCHED_OK;
 }

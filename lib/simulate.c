@@ -37,35 +37,48 @@ static psched_report *report_alloc(uint32_t p, size_t total)
     return r;
 }
 
-static double mem_delta(const psched_plan *costs, const psched_op *o)
+/* Memory delta of every (stage, kind) under `costs`, indexed
+ * [stage*8 + kind]: comm ops hold no activations. One table lookup per op
+ * instead of a per-op walk through the plan's per-stage overrides. */
+static double *mem_table(const psched_plan *costs, uint32_t stages)
 {
-    psched_cost3 m = psched__plan_mem(costs, o->stage);
-    switch (o->kind) {
-    case PSCHED_OP_F: return m.f;
-    case PSCHED_OP_B: return m.b;
-    case PSCHED_OP_W: return m.w;
-    case PSCHED_OP_BW: return m.b + m.w;
-    default: return 0; /* comm ops hold no activations */
+    double *t = psched__calloc((size_t)stages * 8 + 1, sizeof *t);
+    if (!t)
+        return NULL;
+    for (uint32_t st = 0; st < stages; st++) {
+        psched_cost3 m = psched__plan_mem(costs, st);
+        double *row = &t[(size_t)st * 8];
+        row[PSCHED_OP_F] = m.f;
+        row[PSCHED_OP_B] = m.b;
+        row[PSCHED_OP_W] = m.w;
+        row[PSCHED_OP_BW] = m.b + m.w;
     }
+    return t;
 }
 
-/* Busy time, span and peak memory of one device. An overlapped pair is
- * one unit: its time counts once. */
-static double device_figures(psched_report *r, const psched_schedule *s,
-                             const psched_plan *costs, uint32_t d)
+/* Busy time, span, peak memory and latest end of one device. An
+ * overlapped pair is one unit: its time counts once. */
+static double device_figures(psched_report *r, const psched_schedule *s, const double *mem_of,
+                             uint32_t d, double *latest)
 {
-    double busy = 0, mem = 0, peak = 0;
+    double busy = 0, mem = 0, peak = 0, last_end = *latest;
     size_t first = s->offset[d], last = s->offset[d + 1];
+    bool paired = false; /* the previous op opened an overlapped pair */
     for (size_t g = first; g < last; g++) {
         const psched_op *o = &s->ops[g];
-        if (g == first || !(s->ops[g - 1].flags & PSCHED_OP_OVERLAP_NEXT))
-            busy += r->end[g] - r->start[g];
-        mem += mem_delta(costs, o);
+        double end = r->end[g];
+        if (!paired)
+            busy += end - r->start[g];
+        paired = (o->flags & PSCHED_OP_OVERLAP_NEXT) != 0;
+        if (end > last_end)
+            last_end = end;
+        mem += mem_of[(size_t)o->stage * 8 + (o->kind & 7u)];
         if (mem > peak)
             peak = mem;
     }
     r->busy[d] = busy;
     r->peak[d] = peak;
+    *latest = last_end;
     return last > first ? r->end[last - 1] - r->start[first] : 0;
 }
 
@@ -95,14 +108,18 @@ psched_status psched_simulate(const psched_schedule *s, const psched_plan *costs
         psched_report_destroy(r);
         return st;
     }
+    double *mem_of = mem_table(costs, S);
+    if (!mem_of) {
+        psched_report_destroy(r);
+        return PSCHED_ENOMEM_FAIL();
+    }
     memcpy(r->offset, s->offset, ((size_t)s->devices + 1) * sizeof *r->offset);
     double makespan = 0, span = 0, busy = 0;
-    for (size_t g = 0; g < total; g++)
-        makespan = fmax(makespan, r->end[g]);
     for (uint32_t d = 0; d < s->devices; d++) {
-        span = fmax(span, device_figures(r, s, costs, d));
+        span = fmax(span, device_figures(r, s, mem_of, d, &makespan));
         busy += r->busy[d];
     }
+    psched__dealloc(mem_of);
     double peak = 0, model = 0;
     for (uint32_t d = 0; d < s->devices; d++) {
         r->idle[d] = makespan - r->busy[d];

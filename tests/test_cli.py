@@ -554,6 +554,66 @@ class TestUsage(CliCase):
         self.assertIn("Usage:", r.stderr)
 
 
+class TestHash(CliCase):
+    # Pinned in tests/test_hash_golden.c from an encoding built independently
+    # of the library, from the hand-derived 1F1B order and PyTorch's DualPipeV CSV.
+    GOLDEN_1F1B_P4_M8 = "e806250ca75c090a"
+    GOLDEN_DUALPIPEV_P4_M10 = "9fbbf9faa18a168c"
+
+    def test_hash_of_1f1b_p4_m8_is_the_golden_value(self):
+        self.assertEqual(self.ok("hash", *PLAN_1F1B_P4_M8), self.GOLDEN_1F1B_P4_M8 + "\n")
+
+    def test_hash_equals_the_hash_key_of_simulate_json(self):
+        self.assertEqual(self.simulate_json(*PLAN_1F1B_P4_M8)["hash"], self.GOLDEN_1F1B_P4_M8)
+
+    def test_hash_of_the_exported_csv_file_is_the_same(self):
+        path = os.path.join(self.tmpdir(), "1f1b.csv")
+        self.ok("generate", *PLAN_1F1B_P4_M8, "--format", "csv", "--output", path)
+        self.assertEqual(self.ok("hash", "--file", path), self.GOLDEN_1F1B_P4_M8 + "\n")
+        with open(path) as f:
+            self.assertEqual(self.ok("hash", "--file", "-", stdin=f.read()),
+                             self.GOLDEN_1F1B_P4_M8 + "\n")
+
+    def test_pytorch_dualpipev_csv_hashes_like_the_generated_schedule(self):
+        # A rank that loads PyTorch's file and one that generates agree.
+        path = self.reference("pytorch", "dualpipev_4rank_10mb.csv")
+        want = self.GOLDEN_DUALPIPEV_P4_M10 + "\n"
+        self.assertEqual(self.ok("hash", "--file", path), want)
+        self.assertEqual(self.ok("hash", "--schedule", "dualpipev", "--devices", "4",
+                                 "--microbatches", "10"), want)
+
+    def test_hash_ignores_costs_and_latency(self):
+        out = self.ok("hash", *PLAN_1F1B_P4_M8, "--cost", "3,2,1", "--comm", "0.5",
+                      "--mem", "2,0,-2")
+        self.assertEqual(out, self.GOLDEN_1F1B_P4_M8 + "\n")
+
+    def test_hash_json_is_the_hash_and_the_schedule_export(self):
+        doc = json.loads(self.ok("hash", *PLAN_1F1B_P4_M8, "--json"))
+        self.assertEqual(set(doc), {"hash", "schedule"})
+        self.assertEqual(doc["hash"], self.GOLDEN_1F1B_P4_M8)
+        sched = doc["schedule"]
+        self.assertEqual(sched["schedule"], "1f1b")
+        self.assertEqual(sched["hash"], self.GOLDEN_1F1B_P4_M8)
+        self.assertEqual([len(ops) for ops in sched["ops"]], [16] * 4)
+        self.assertNotIn("report", sched)
+
+    def test_hash_usage_errors_exit_2(self):
+        self.assertIn("--file", self.fails(2, "hash"))
+        self.assertIn("exclude", self.fails(2, "hash", "--file", "x.csv", "--schedule", "1f1b"))
+        self.assertIn("/nonexistent.csv", self.fails(2, "hash", "--file", "/nonexistent.csv"))
+
+    def test_hash_of_an_invalid_file_exits_1(self):
+        # Device 1 runs 1B0 before its own 1F0.
+        msg = self.fails(1, "hash", "--file", "-", stdin="0F0,0B0\n1B0,1F0\n")
+        self.assertIn("1B0", msg)
+
+    def test_hash_help(self):
+        out = self.ok("hash", "--help")
+        self.assertTrue(out.startswith("Usage: pipesched hash"), out)
+        self.assertIn("--file", out)
+        self.assertIn("hash", self.ok("--help"))
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit("usage: test_cli.py PATH/TO/pipesched REFERENCE_DIR")

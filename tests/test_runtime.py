@@ -163,6 +163,20 @@ class TestBrokenSchedules(RuntimeCase):
         self.assertGreater(float(m.group(1)), 1e-6)
 
 
+class TestGuidePage(unittest.TestCase):
+    ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+    def test_code_quoted_in_the_guide_is_the_example_code(self):
+        src_dir = os.path.join(self.ROOT, "bindings", "cpp", "examples", "pipeline_runtime")
+        sources = "\n".join(open(os.path.join(src_dir, f), encoding="utf-8").read()
+                            for f in sorted(os.listdir(src_dir)) if f.endswith((".cpp", ".hpp")))
+        with open(os.path.join(self.ROOT, "docs", "runtime.md"), encoding="utf-8") as f:
+            blocks = re.findall(r"^```cpp\n(.*?)^```$", f.read(), re.S | re.M)
+        self.assertGreaterEqual(len(blocks), 5)
+        for block in blocks:
+            self.assertIn(block, sources, "docs/runtime.md quotes code the example no longer has")
+
+
 class TestUsage(unittest.TestCase):
     def test_bad_usage_exits_2(self):
         for args in [[], ["--schedule", "1f1b"], ["--all", "--break", "nope"],

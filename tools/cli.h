@@ -21,7 +21,13 @@
  * malformed input files). */
 enum { CLI_OK = 0, CLI_INVALID = 1, CLI_USAGE = 2 };
 
-enum cli_command { CMD_LIST = 1u, CMD_GENERATE = 2u, CMD_SIMULATE = 4u, CMD_VALIDATE = 8u };
+enum cli_command {
+    CMD_LIST = 1u,
+    CMD_GENERATE = 2u,
+    CMD_SIMULATE = 4u,
+    CMD_VALIDATE = 8u,
+    CMD_HASH = 16u
+};
 
 /* Everything the command line can say; "have_*" marks flags that were given. */
 typedef struct cli_opts {

@@ -26,10 +26,11 @@ enum opt_id {
     OPT_MEM_LIMIT,
     OPT_FORMAT,
     OPT_OUTPUT,
-    OPT_PLACEMENT
+    OPT_PLACEMENT,
+    OPT_FILE
 };
 
-#define PLAN_CMDS (CMD_GENERATE | CMD_SIMULATE)
+#define PLAN_CMDS (CMD_GENERATE | CMD_SIMULATE | CMD_HASH)
 
 static const struct opt_def {
     const char *name;
@@ -38,7 +39,7 @@ static const struct opt_def {
     unsigned commands;
 } opt_defs[] = {
     {"help", OPT_HELP, false, CMD_LIST | PLAN_CMDS | CMD_VALIDATE},
-    {"json", OPT_JSON, false, CMD_LIST | CMD_SIMULATE | CMD_VALIDATE},
+    {"json", OPT_JSON, false, CMD_LIST | CMD_SIMULATE | CMD_VALIDATE | CMD_HASH},
     {"schedule", OPT_SCHEDULE, true, PLAN_CMDS},
     {"devices", OPT_DEVICES, true, PLAN_CMDS | CMD_VALIDATE},
     {"microbatches", OPT_MICROBATCHES, true, PLAN_CMDS | CMD_VALIDATE},
@@ -52,6 +53,7 @@ static const struct opt_def {
     {"format", OPT_FORMAT, true, CMD_GENERATE},
     {"output", OPT_OUTPUT, true, CMD_GENERATE},
     {"placement", OPT_PLACEMENT, true, CMD_VALIDATE},
+    {"file", OPT_FILE, true, CMD_HASH},
 };
 
 static const char *command_name(enum cli_command command)
@@ -65,6 +67,8 @@ static const char *command_name(enum cli_command command)
         return "simulate";
     case CMD_VALIDATE:
         return "validate";
+    case CMD_HASH:
+        return "hash";
     }
     return "?";
 }
@@ -189,6 +193,9 @@ static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
     }
     case OPT_OUTPUT:
         o->output = v;
+        return CLI_OK;
+    case OPT_FILE:
+        o->file = v;
         return CLI_OK;
     case OPT_PLACEMENT:
         if (strcmp(v, "loop") != 0 && strcmp(v, "vshape") != 0) {

@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@ static const char help_main[] =
     "  generate   build a schedule and print it (csv, ascii or json)\n"
     "  simulate   build a schedule and print its simulated time and memory\n"
     "  validate   check a schedule read from a PyTorch compute_only CSV file\n"
+    "  hash       print the 64-bit hash ranks compare before training\n"
     "  partition  split a layer profile over the stages of a schedule (optimizer)\n"
     "\n"
     "Options:\n"
@@ -88,6 +90,21 @@ static const char help_validate[] =
     "                        else vshape, else a custom map)\n"
     "  --json                print {\"valid\": ..., \"error\": ..., and the simulate\n"
     "                        keys when valid}\n";
+
+static const char help_hash[] =
+    "Usage: pipesched hash --schedule NAME --devices P --microbatches M [options]\n"
+    "       pipesched hash --file FILE.csv [--devices P] [--microbatches M] [--json]\n"
+    "\n"
+    "Print the schedule's 64-bit hash as 16 hex digits: XXH3-64 of its shape\n"
+    "(p, m, v, chains, stage placement) and every device's op list. It is the\n"
+    "same on every platform and for every library version with the same soname,\n"
+    "so ranks can compare it before step 0. Costs, memory and latency do not\n"
+    "enter it.\n"
+    "\n" HELP_PLAN
+    "  --file FILE           hash a schedule read from a PyTorch compute_only CSV\n"
+    "                        file instead ('-' reads standard input); its shape\n"
+    "                        is inferred unless --devices/--microbatches are given\n"
+    "  --json                print {\"hash\": ..., \"schedule\": the JSON export}\n";
 
 /* ---- building a schedule from the plan flags ---- */
 
@@ -418,6 +435,80 @@ static int cmd_validate(const cli_opts *o)
     return rc;
 }
 
+/* The schedule `hash` names: imported from --file (and validated, as
+ * `validate` would), or generated from the plan flags. */
+static int hash_input(const cli_opts *o, psched_schedule **s)
+{
+    if (!o->file && !o->schedule) {
+        cli_error("hash: --schedule or --file is required (see 'pipesched hash --help')");
+        return CLI_USAGE;
+    }
+    if (!o->file) {
+        psched_report *r = NULL;
+        int rc = build("hash", o, s, &r);
+        psched_report_destroy(r);
+        return rc;
+    }
+    if (o->schedule) {
+        cli_error("hash: --file and --schedule exclude each other");
+        return CLI_USAGE;
+    }
+    char *text;
+    size_t length;
+    int rc = cli_read_file(o->file, &text, &length);
+    if (rc != CLI_OK)
+        return rc;
+    psched_status st = import(o, text, length, s, &rc);
+    free(text);
+    if (rc == CLI_OK && st == PSCHED_OK)
+        st = psched_validate(*s);
+    if (rc == CLI_OK && st != PSCHED_OK)
+        rc = cli_fail(st, file_label(o));
+    return rc;
+}
+
+/* --json: the export, indented one level, as the "schedule" value. */
+static int hash_json(FILE *f, const psched_schedule *s, uint64_t hash)
+{
+    char *text = NULL;
+    psched_status st = psched_export(s, NULL, PSCHED_FORMAT_JSON, 0, &text, NULL);
+    if (st != PSCHED_OK)
+        return cli_fail(st, "export");
+    fprintf(f, "{\n  \"hash\": \"%016" PRIx64 "\",\n  \"schedule\": ", hash);
+    size_t n = strlen(text);
+    while (n && text[n - 1] == '\n')
+        n--;
+    for (size_t i = 0; i < n; i++) {
+        fputc(text[i], f);
+        if (text[i] == '\n')
+            fputs("  ", f);
+    }
+    fputs("\n}\n", f);
+    psched_free(text);
+    return CLI_OK;
+}
+
+static int cmd_hash(const cli_opts *o)
+{
+    psched_schedule *s = NULL;
+    int rc = hash_input(o, &s);
+    uint64_t hash = 0;
+    psched_status st = rc == CLI_OK ? psched_schedule_hash(s, &hash) : PSCHED_OK;
+    if (st != PSCHED_OK)
+        rc = cli_fail(st, "hash");
+    cli_membuf out;
+    if (rc == CLI_OK && (rc = cli_membuf_open(&out)) == CLI_OK) {
+        if (o->json)
+            rc = hash_json(out.f, s, hash);
+        else
+            fprintf(out.f, "%016" PRIx64 "\n", hash);
+        int wrc = cli_membuf_finish(&out, rc == CLI_OK);
+        rc = rc != CLI_OK ? rc : wrc;
+    }
+    psched_schedule_destroy(s);
+    return rc;
+}
+
 /* ---- main ---- */
 
 static const struct command {
@@ -430,6 +521,7 @@ static const struct command {
     {"generate", CMD_GENERATE, help_generate, cmd_generate},
     {"simulate", CMD_SIMULATE, help_simulate, cmd_simulate},
     {"validate", CMD_VALIDATE, help_validate, cmd_validate},
+    {"hash", CMD_HASH, help_hash, cmd_hash},
 };
 
 static int print_text(const char *text)

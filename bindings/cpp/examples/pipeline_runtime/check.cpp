@@ -44,12 +44,12 @@ pipesched::Schedule replay(const pipesched::Plan &plan, const OpLists &lists)
     static const psched_generator two = {PSCHED_GENERATOR_ABI, "runtime-replay-dual",
         "replays op lists edited by pipeline_runtime (two chains)", "any plan",
         PSCHED_PLACEMENT_CUSTOM, 0, 2, nullptr, replay_generate};
-    static const bool registered = [] {
-        pipesched::detail::check(psched_register_generator(&one));
-        pipesched::detail::check(psched_register_generator(&two));
-        return true;
+    static const psched_status registered = [] {
+        psched_status st = psched_register_generator(&one);
+        return st ? st : psched_register_generator(&two);
     }();
-    (void)registered;
+    if (registered)
+        throw pipesched::Error(registered, "registering the replay generators failed");
     g_replay = &lists;
     pipesched::Schedule s = pipesched::generate(plan, plan.chains() == 2 ? two.name : one.name);
     g_replay = nullptr;
@@ -243,6 +243,34 @@ Counts count(const OpLists &lists)
     return n;
 }
 
+/* Judges a finished step: gradients against the reference, each device's
+ * peak against the simulator's (empty when the validator rejected it). */
+bool judge(const Topology &t, const StepResult &r, const std::vector<Model> &models,
+           const std::vector<std::uint32_t> &sim_peak, std::ostream &detail, double &diff)
+{
+    if (r.status != StepResult::Status::ok) {
+        detail << "  runtime: " << r.message << "\n";
+        return false;
+    }
+    double largest = 0.0;
+    std::string missing = compare_gradients(t, r, models, diff, largest);
+    if (!missing.empty()) {
+        detail << "  gradients: " << missing << "\n";
+        return false;
+    }
+    bool match = diff <= kGradTolerance;
+    detail << "  gradients: max |pipelined - reference| = " << diff << " over " << t.chains
+           << (t.chains == 1 ? " chain" : " chains") << " (largest gradient " << largest << ")"
+           << (match ? "" : ": MISMATCH") << "\n";
+    bool leaked = *std::max_element(r.live_at_end.begin(), r.live_at_end.end()) > 0;
+    bool mem_ok = r.peak == sim_peak && !leaked;
+    detail << "  peak live activations per device: runtime " << join(r.peak) << ", simulator "
+           << (sim_peak.empty() ? "n/a (invalid schedule)" : join(sim_peak))
+           << (leaked ? " (buffers left: " + join(r.live_at_end) + ")" : "")
+           << (mem_ok || sim_peak.empty() ? "" : ": MISMATCH") << "\n";
+    return match && mem_ok;
+}
+
 } // namespace
 
 bool known_breakage(const std::string &name)
@@ -294,30 +322,8 @@ bool check_schedule(const pipesched::Schedule &compute, const pipesched::Plan *c
 
     std::vector<Model> models(topo.chains, Model::init(2024));
     StepResult r = run_step(topo, lists, models, options.timeout_s);
-    bool ok = r.status == StepResult::Status::ok;
-    if (!ok)
-        detail << "  runtime: " << r.message << "\n";
-    double diff = 0.0, largest = 0.0;
-    std::string missing = ok ? compare_gradients(topo, r, models, diff, largest) : "";
-    if (!missing.empty()) {
-        ok = false;
-        detail << "  gradients: " << missing << "\n";
-    } else if (r.status == StepResult::Status::ok) {
-        bool match = diff <= kGradTolerance;
-        ok = ok && match;
-        detail << "  gradients: max |pipelined - reference| = " << diff << " over " << topo.chains
-               << (topo.chains == 1 ? " chain" : " chains") << " (largest gradient " << largest
-               << ")" << (match ? "" : ": MISMATCH") << "\n";
-    }
-    if (r.status == StepResult::Status::ok) {
-        bool leaked = *std::max_element(r.live_at_end.begin(), r.live_at_end.end()) > 0;
-        bool mem_ok = r.peak == sim_peak && !leaked;
-        ok = ok && mem_ok;
-        detail << "  peak live activations per device: runtime " << join(r.peak) << ", simulator "
-               << (sim_peak.empty() ? "n/a (invalid schedule)" : join(sim_peak))
-               << (leaked ? " (buffers left: " + join(r.live_at_end) + ")" : "")
-               << (mem_ok || sim_peak.empty() ? "" : ": MISMATCH") << "\n";
-    }
+    double diff = 0.0;
+    bool ok = judge(topo, r, models, sim_peak, detail, diff);
     if (options.brief && ok)
         out << "ok   " << label << ": gradient diff " << diff << ", peak " << join(r.peak)
             << " = simulator\n";
