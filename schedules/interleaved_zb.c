@@ -40,21 +40,12 @@ static psched_status emit_device(psched_builder *b, uint32_t d, const psched_seq
     size_t cool_bare = d > steady ? d - steady : 0;
     if (cool_bare > w)
         cool_bare = w;
-    psched_split dev;
-    psched_status st = psched__split_begin(&dev, b, d, fwd, bwd);
-    if (st == PSCHED_OK)
-        st = psched__split_run(&dev, "F", w);
-    if (st == PSCHED_OK)
-        st = psched__split_run(&dev, "FB", steady_bare);
-    if (st == PSCHED_OK)
-        st = psched__split_run(&dev, "FBW", steady - steady_bare);
-    if (st == PSCHED_OK)
-        st = psched__split_run(&dev, "B", cool_bare);
-    if (st == PSCHED_OK)
-        st = psched__split_run(&dev, "BW", w - cool_bare);
-    if (st == PSCHED_OK)
-        st = psched__split_drain(&dev);
-    return st;
+    const psched_split_phase word[] = {{"F", w},
+                                       {"FB", steady_bare},
+                                       {"FBW", steady - steady_bare},
+                                       {"B", cool_bare},
+                                       {"BW", w - cool_bare}};
+    return psched__split_device(b, d, fwd, bwd, word, 5);
 }
 
 static psched_status generate(const psched_plan *plan, psched_builder *b)

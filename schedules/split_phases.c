@@ -55,3 +55,14 @@ psched_status psched__split_drain(psched_split *s)
 {
     return psched__split_run(s, "W", s->b - s->w);
 }
+
+psched_status psched__split_device(psched_builder *b, uint32_t device, const psched_seq *fwd,
+                                   const psched_seq *bwd, const psched_split_phase *phases,
+                                   size_t count)
+{
+    psched_split dev;
+    psched_status st = psched__split_begin(&dev, b, device, fwd, bwd);
+    for (size_t i = 0; i < count && st == PSCHED_OK; i++)
+        st = psched__split_run(&dev, phases[i].pattern, phases[i].repeat);
+    return st == PSCHED_OK ? psched__split_drain(&dev) : st;
+}

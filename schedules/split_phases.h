@@ -41,4 +41,18 @@ PSCHED_INTERNAL psched_status psched__split_run(psched_split *s, const char *pat
 /* Appends every W still pending (B done, W not yet), oldest first. */
 PSCHED_INTERNAL psched_status psched__split_drain(psched_split *s);
 
+/* One phase of a device's word: `pattern` repeated `repeat` times. */
+typedef struct psched_split_phase {
+    const char *pattern;
+    size_t repeat;
+} psched_split_phase;
+
+/* A whole device: begin, every phase in order, then drain the pending W.
+ * Generators describe their order as data: ZB-H1 is
+ * {{"F", w}, {"BF", r}, {"BWF", s}, {"BW", w}}. */
+PSCHED_INTERNAL psched_status psched__split_device(psched_builder *b, uint32_t device,
+                                                   const psched_seq *fwd, const psched_seq *bwd,
+                                                   const psched_split_phase *phases,
+                                                   size_t count);
+
 #endif

@@ -44,18 +44,8 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
         size_t w = m < fill ? m : fill;
         size_t r = 2 * (size_t)d < m - w ? 2 * (size_t)d : m - w;
         size_t s = m - w - r;
-        psched_split dev;
-        st = psched__split_begin(&dev, b, d, &mbs, &mbs);
-        if (st == PSCHED_OK)
-            st = psched__split_run(&dev, "F", w);
-        if (st == PSCHED_OK)
-            st = psched__split_run(&dev, "BWF", s);
-        if (st == PSCHED_OK)
-            st = psched__split_run(&dev, "BF", r);
-        if (st == PSCHED_OK)
-            st = psched__split_run(&dev, "BW", w);
-        if (st == PSCHED_OK)
-            st = psched__split_drain(&dev);
+        const psched_split_phase word[] = {{"F", w}, {"BWF", s}, {"BF", r}, {"BW", w}};
+        st = psched__split_device(b, d, &mbs, &mbs, word, 4);
     }
     return st;
 }
