@@ -279,13 +279,5 @@ static psched_status render(const psched_schedule *s, const psched_report *r, ui
 psched_status psched__export_ascii(const psched_schedule *s, const psched_report *report,
                                    uint32_t flags, char **text, size_t *length)
 {
-    if (report)
-        return render(s, report, flags, text, length);
-    psched_report *own = NULL;
-    psched_status st = psched_simulate(s, NULL, &own);
-    if (st != PSCHED_OK)
-        return st;
-    st = render(s, own, flags, text, length);
-    psched_report_destroy(own);
-    return st;
+    return render(s, report, flags, text, length);
 }

@@ -118,13 +118,5 @@ static psched_status render(const psched_schedule *s, const psched_report *r, ch
 psched_status psched__export_chrome(const psched_schedule *s, const psched_report *report,
                                     char **text, size_t *length)
 {
-    if (report)
-        return render(s, report, text, length);
-    psched_report *own = NULL;
-    psched_status st = psched_simulate(s, NULL, &own);
-    if (st != PSCHED_OK)
-        return st;
-    st = render(s, own, text, length);
-    psched_report_destroy(own);
-    return st;
+    return render(s, report, text, length);
 }

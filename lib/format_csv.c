@@ -38,22 +38,30 @@ psched_status psched_export(const psched_schedule *schedule, const psched_report
         return psched_fail(PSCHED_EINVAL, "psched_export: the report has %u devices but the "
                            "schedule has %u; pass the report of this schedule",
                            psched_report_devices(report), schedule->devices);
-    switch (format) {
-    case PSCHED_FORMAT_CSV:
-        return psched__export_csv(schedule, text, length);
-    case PSCHED_FORMAT_ASCII:
-        return psched__export_ascii(schedule, report, flags, text, length);
-    case PSCHED_FORMAT_JSON:
+    if (format == PSCHED_FORMAT_CSV || format == PSCHED_FORMAT_CSV_COMMS)
+        return psched__export_csv(schedule, text, length); /* comm ops print as SEND_F etc. */
+    if (format == PSCHED_FORMAT_JSON)
         return psched__export_json(schedule, report, text, length);
-    case PSCHED_FORMAT_CSV_COMMS: /* the same writer: comm ops print as SEND_F etc. */
-        return psched__export_csv(schedule, text, length);
-    case PSCHED_FORMAT_CHROME:
-        return psched__export_chrome(schedule, report, text, length);
-    case PSCHED_FORMAT_SVG:
-        return psched__export_svg(schedule, report, text, length);
+    if (format != PSCHED_FORMAT_ASCII && format != PSCHED_FORMAT_CHROME &&
+        format != PSCHED_FORMAT_SVG)
+        return psched_fail(PSCHED_EINVAL, "psched_export: unknown format %d (csv 0, ascii 1, "
+                                          "json 2, csv-comms 3, chrome 4, svg 5)", (int)format);
+    /* The timeline formats draw simulated times: simulate once here when
+     * the caller has no report. */
+    psched_report *own = NULL;
+    if (!report) {
+        psched_status st = psched_simulate(schedule, NULL, &own);
+        if (st != PSCHED_OK)
+            return st;
+        report = own;
     }
-    return psched_fail(PSCHED_EINVAL, "psched_export: unknown format %d (csv 0, ascii 1, json 2, csv-comms 3, chrome 4, svg 5)",
-                       (int)format);
+    psched_status st = format == PSCHED_FORMAT_ASCII
+                           ? psched__export_ascii(schedule, report, flags, text, length)
+                       : format == PSCHED_FORMAT_CHROME
+                           ? psched__export_chrome(schedule, report, text, length)
+                           : psched__export_svg(schedule, report, text, length);
+    psched_report_destroy(own);
+    return st;
 }
 
 /* ---------------------------------------------------------------- export */

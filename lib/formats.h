@@ -1,6 +1,8 @@
 /* Per-format exporters behind psched_export() (format_csv.c). Private to
  * lib/: each takes validated arguments (schedule non-NULL, report NULL or of
- * the same device count, text non-NULL). */
+ * the same device count, text non-NULL); the timeline formats (ascii,
+ * chrome, svg) always get a report: psched_export simulates when the caller
+ * passes none. */
 #ifndef PSCHED_FORMATS_H
 #define PSCHED_FORMATS_H
 
