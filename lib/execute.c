@@ -21,6 +21,8 @@
 #include <string.h>
 
 #define NONE PSCHED_EXEC_NONE
+/* ops ahead of a device's cursor to prefetch (a few cache lines of records) */
+#define PREFETCH_AHEAD 16
 
 typedef psched_exec exec;
 
@@ -297,6 +299,24 @@ static psched_status run_device(exec *x, uint32_t d)
     while (x->cursor[d] < last) {
         size_t g = x->cursor[d];
         size_t n = (ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
+#if defined(__GNUC__)
+        /* Devices take turns after an op or two, so each device's list is
+         * one of p interleaved streams, too many for the hardware
+         * prefetcher to follow: fetch this device's next lines ahead. */
+        if (g + PREFETCH_AHEAD < last) {
+            __builtin_prefetch(&ops[g + PREFETCH_AHEAD]);
+            if (x->end) {
+                __builtin_prefetch(&x->start[g + PREFETCH_AHEAD], 1);
+                __builtin_prefetch(&x->end[g + PREFETCH_AHEAD], 1);
+            }
+            /* the record fetched half as far ahead is in cache by now: its
+             * cell, next to its neighbour stages' cells, is what it will
+             * look up */
+            const psched_op *soon = &ops[g + PREFETCH_AHEAD / 2];
+            __builtin_prefetch(&x->pos[((size_t)soon->microbatch * x->S + soon->stage) *
+                                       PSCHED_SLOTS]);
+        }
+#endif
         double ready = x->free_at[d], cost = 0;
         for (size_t u = g; u < g + n; u++) {
             int r = take_deps(x, d, g, n, &ops[u], &ready);

@@ -28,6 +28,13 @@ double psched__now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static _Thread_local bool force_milp;
+
+void psched__partition_force_milp(bool on)
+{
+    force_milp = on;
+}
+
 /* Seconds left before the call's deadline, at least 1 ms so that a
  * solver called late still returns its incumbent. */
 static double time_left(const psched__problem *pb)
@@ -1023,18 +1030,21 @@ static psched_status solve_pair(psched__problem *pb, evaluation *ev, psched__sol
     return PSCHED_OK;
 }
 
-/* The ILP and DP methods. Which solver proves what: one chunk per device,
- * the stage DP (and the MILP confirms it); two chunks in a loop or V
- * layout, the two-walker DP; anything else, the column MILP seeded with
- * the stage DP's heuristic solution. */
+/* The ILP and DP methods. Where a DP is exact it proves the optimum:
+ * the stage DP with one chunk per device, the two-walker DP with two
+ * chunks in a loop or V layout. Elsewhere the ILP method solves the column
+ * MILP seeded with the stage DP's solution, and the DP method returns that
+ * heuristic solution (each stage held to 1/v of the memory). */
 static psched_status solve_optimizer(psched__problem *pb, psched_partition_method method,
                                      evaluation *ev, psched__solution *sol,
                                      psched_solve_status *status, double *gap, double *min_mem)
 {
     psched_status st;
+    bool milp = method == PSCHED_PARTITION_ILP && psched__have_glpk();
     bool pair = pb->chunks == 2 && pb->kappa >= 0 && psched__pair_applies(pb);
+    bool exact = (pb->chunks == 1 || pair) && !(milp && force_milp);
     /* A limit below the smallest fitting memory needs no search. */
-    if (isfinite(pb->limit) && (method == PSCHED_PARTITION_ILP || pb->chunks == 1 || pair)) {
+    if (isfinite(pb->limit) && (milp || pb->chunks == 1 || pair)) {
         if ((st = min_memory(pb, min_mem)))
             return st;
         if (*min_mem > pb->limit * (1 + 1e-12)) {
@@ -1045,9 +1055,9 @@ static psched_status solve_optimizer(psched__problem *pb, psched_partition_metho
     }
     if ((st = build_fronts(pb, INFINITY)))
         return st;
-    if (pair)
+    if (exact && pair)
         return solve_pair(pb, ev, sol, status, gap);
-    if (method == PSCHED_PARTITION_ILP && psched__have_glpk()) {
+    if (milp && !exact) {
         ilp_outcome res = {false, NAN};
         if ((st = solve_ilp(pb, ev, sol, &res)))
             return st;
@@ -1057,20 +1067,20 @@ static psched_status solve_optimizer(psched__problem *pb, psched_partition_metho
         *gap = res.optimal ? 0 : res.gap;
         return PSCHED_OK;
     }
-    if (method == PSCHED_PARTITION_ILP && pb->chunks > 1)
+    if (method == PSCHED_PARTITION_ILP && !exact)
         return psched_fail(PSCHED_EUNSUPPORTED,
                            "the ILP needs GLPK for %u chunks per device in this layout and this "
                            "build has none; use v <= 2 with loop or V placement, or the dp method",
                            pb->chunks);
     if ((st = solve_dp(pb, sol)))
         return st;
-    if (sol->found && pb->chunks == 1) {
-        *status = PSCHED_SOLVE_OPTIMAL;
-        *gap = 0;
-        return PSCHED_OK;
-    }
     if (!sol->found) {
         *status = PSCHED_SOLVE_INFEASIBLE;
+        return PSCHED_OK;
+    }
+    if (exact) {
+        *status = PSCHED_SOLVE_OPTIMAL;
+        *gap = 0;
         return PSCHED_OK;
     }
     evaluate(pb, sol, ev);

@@ -157,6 +157,11 @@ PSCHED_INTERNAL psched_status psched__milp_solve(const psched__milp *in, double 
  * on this thread (0 lifts the cap). */
 PSCHED_INTERNAL void psched__glpk_set_mem_limit(int mb);
 
+/* Test hook: on this thread the ILP method solves the column MILP (seeded
+ * by the stage DP) even where a DP is exact, so tests can check the MILP
+ * against the DPs and the brute-force oracle. */
+PSCHED_INTERNAL void psched__partition_force_milp(bool on);
+
 /* True when the build has GLPK. */
 PSCHED_INTERNAL bool psched__have_glpk(void);
 

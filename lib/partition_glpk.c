@@ -5,6 +5,8 @@
 #include "partition.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 static _Thread_local int glpk_mem_limit_mb;
 
@@ -164,6 +166,7 @@ static psched_status run_glpk(solve_ctx *ctx, double time_limit, int32_t *chosen
     sm.presolve = GLP_ON;
     *found = *optimal = false;
     int ret = glp_simplex(lp, &sm);
+    if (getenv("PSCHED_DBG")) fprintf(stderr, "cols %zu rows %d lp %.10g\n", in->ncols, glp_get_num_rows(lp), glp_get_obj_val(lp));
     if (ret == GLP_ENOPFS || (ret == 0 && glp_get_status(lp) == GLP_NOFEAS))
         return PSCHED_OK;
     if (ret != 0 && ret != GLP_ENOPFS)

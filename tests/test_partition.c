@@ -32,7 +32,7 @@ typedef struct oracle {
     /* search state */
     uint32_t cut[17];
     uint8_t choice[16];
-    double best;
+    double best, min_memory;
 } oracle;
 
 static void oracle_layers(oracle *o, const psched_model *model)
@@ -119,6 +119,30 @@ static void oracle_score(oracle *o)
         o->best = obj;
 }
 
+/* Largest device memory of the current split with every layer at its
+ * leanest variant. */
+static void oracle_lean_memory(oracle *o)
+{
+    double dm[16] = {0}, worst = 0;
+    for (uint32_t s = 0; s < o->S; s++) {
+        double act = 0, param = 0;
+        for (uint32_t l = o->cut[s]; l < o->cut[s + 1]; l++) {
+            const layer *x = &o->lay[l];
+            double lean = x->act[0];
+            for (int r = 1; r < 3; r++)
+                if (x->has[r] && x->act[r] < lean)
+                    lean = x->act[r];
+            act += lean;
+            param += x->param;
+        }
+        dm[o->device_of[s]] += param + o->inflight[s] * act;
+    }
+    for (uint32_t d = 0; d < o->P; d++)
+        worst = dm[d] > worst ? dm[d] : worst;
+    if (worst < o->min_memory)
+        o->min_memory = worst;
+}
+
 static void oracle_choices(oracle *o, uint32_t l)
 {
     if (l == o->L) {
@@ -136,8 +160,10 @@ static void oracle_choices(oracle *o, uint32_t l)
 static void oracle_cuts(oracle *o, uint32_t s)
 {
     if (s == o->S) {
-        if (o->cut[s] == o->L)
+        if (o->cut[s] == o->L) {
+            oracle_lean_memory(o);
             oracle_choices(o, 0);
+        }
         return;
     }
     uint32_t remaining = o->S - s - 1;
@@ -151,7 +177,7 @@ static void oracle_cuts(oracle *o, uint32_t s)
 
 static double oracle_best(oracle *o)
 {
-    o->best = INFINITY;
+    o->best = o->min_memory = INFINITY;
     o->cut[0] = 0;
     oracle_cuts(o, 0);
     return o->best;
@@ -212,24 +238,46 @@ static void check_fits(const psched_partition_result *r, uint32_t p, double limi
 
 /* ---- tests ---- */
 
-static void test_ilp_matches_brute_force_on_50_random_models(void)
+/* The result of one method on one instance against the oracle: the same
+ * optimum, or infeasible with the same smallest memory. */
+static void check_against_oracle(const psched_model *model, const psched_plan *plan,
+                                 const char *name, uint32_t p, const oracle *o)
+{
+    psched_partition_options op = opts(PSCHED_PARTITION_ILP);
+    psched_partition_result *r = NULL;
+    CHECK_OK(psched_partition(model, plan, name, &op, &r));
+    if (o->best == INFINITY) {
+        CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
+        CHECK_EQ_DBL(psched_partition_min_memory(r), o->min_memory);
+    } else {
+        CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_OPTIMAL);
+        CHECK_EQ_DBL(psched_partition_objective(r), o->best);
+        if (psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL)
+            check_fits(r, p, o->limit);
+    }
+    psched_partition_result_destroy(r);
+}
+
+/* v = 1 (1f1b: the stage DP), v = 2 (interleaved, v-half, v-zb: the
+ * two-walker DP in loop and V layouts) and v = 3 (interleaved: the MILP);
+ * every instance also through the MILP alone. */
+static void test_solvers_match_brute_force_on_50_random_models(void)
 {
     if (!psched__have_glpk())
         return;
+    static const char *const two_chunk[] = {"interleaved", "v-half", "v-zb"};
     rng_state = 20240605;
-    int infeasible = 0, agreed = 0, two_chunks = 0;
+    int infeasible = 0, agreed = 0, chunks[4] = {0};
     for (int t = 0; t < 50; t++) {
         psched_model *model = random_model(8, true);
-        uint32_t v = 1 + rnd(2), p = 1 + rnd(4);
-        while (p * v > psched_model_layers(model))
+        uint32_t v = 1 + rnd(3), p = 1 + rnd(4);
+        while (p > 1 && p * v > psched_model_layers(model))
             p--;
-        if (p == 0 || (v == 2 && p < 1))
-            p = 1;
         if (p * v > psched_model_layers(model))
             v = 1;
         uint32_t m = v == 1 ? p + rnd(4) : p * (1 + rnd(2));
-        const char *name = v == 1 ? "1f1b" : "interleaved";
-        two_chunks += v == 2;
+        const char *name = v == 1 ? "1f1b" : v == 2 ? two_chunk[rnd(3)] : "interleaved";
+        chunks[v]++;
         oracle o;
         psched_plan *plan = make_plan(p, m, v, INFINITY);
         oracle_layers(&o, model);
@@ -241,36 +289,33 @@ static void test_ilp_matches_brute_force_on_50_random_models(void)
         lim = lim / p * (0.3 + 0.2 * rnd(5));
         CHECK_OK(psched_plan_set_memory_limit(plan, lim));
         o.limit = lim;
-        double expect = oracle_best(&o);
-        psched_partition_options op = opts(PSCHED_PARTITION_ILP);
-        psched_partition_result *r = NULL;
-        CHECK_OK(psched_partition(model, plan, name, &op, &r));
-        if (expect == INFINITY) {
-            CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
+        oracle_best(&o);
+        check_against_oracle(model, plan, name, p, &o);
+        psched__partition_force_milp(true);
+        check_against_oracle(model, plan, name, p, &o);
+        psched__partition_force_milp(false);
+        if (o.best == INFINITY)
             infeasible++;
-        } else {
-            CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_OPTIMAL);
-            CHECK_EQ_DBL(psched_partition_objective(r), expect);
-            if (psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL)
-                check_fits(r, p, lim);
+        else
             agreed++;
-        }
-        psched_partition_result_destroy(r);
         psched_plan_destroy(plan);
         psched_model_destroy(model);
     }
-    printf("# %d optimal, %d infeasible, %d with two chunks\n", agreed, infeasible, two_chunks);
+    printf("# %d optimal, %d infeasible; v = 1, 2, 3: %d, %d, %d\n", agreed, infeasible,
+           chunks[1], chunks[2], chunks[3]);
     /* The seed gives every kind of instance. */
-    CHECK(infeasible > 0);
-    CHECK(two_chunks > 10);
-    CHECK(agreed > 25);
+    CHECK(infeasible > 5);
+    CHECK(agreed > 20);
+    CHECK(chunks[2] > 8 && chunks[3] > 5);
 }
 
-static void test_dp_and_ilp_agree_on_one_chunk_up_to_128_layers(void)
+/* The stage DP proves the optimum with one chunk per device; the column
+ * MILP, run alone, must reach the same objective. */
+static void test_dp_and_milp_agree_on_one_chunk_up_to_128_layers(void)
 {
     if (!psched__have_glpk())
         return;
-    static const uint32_t sizes[][3] = {{32, 4, 8}, {80, 8, 16}, {128, 8, 16}, {128, 16, 32}};
+    static const uint32_t sizes[][3] = {{32, 4, 8}, {80, 8, 16}, {128, 8, 16}};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         uint32_t L = sizes[k][0], p = sizes[k][1], m = sizes[k][2];
         psched_model *model = NULL;
@@ -286,7 +331,9 @@ static void test_dp_and_ilp_agree_on_one_chunk_up_to_128_layers(void)
         psched_partition_options od = opts(PSCHED_PARTITION_DP), oi = opts(PSCHED_PARTITION_ILP);
         psched_partition_result *rd = NULL, *ri = NULL;
         CHECK_OK(psched_partition(model, plan, "1f1b", &od, &rd));
+        psched__partition_force_milp(true);
         CHECK_OK(psched_partition(model, plan, "1f1b", &oi, &ri));
+        psched__partition_force_milp(false);
         CHECK_EQ_INT(psched_partition_status(rd), PSCHED_SOLVE_OPTIMAL);
         CHECK_EQ_INT(psched_partition_status(ri), PSCHED_SOLVE_OPTIMAL);
         CHECK_EQ_DBL(psched_partition_objective(ri), psched_partition_objective(rd));
@@ -407,8 +454,8 @@ static void test_glpk_memory_error_returns_esolver_and_process_lives(void)
         return;
     psched_model *model = NULL;
     CHECK_OK(psched_model_create(&model));
-    CHECK_OK(psched_model_add_layers(model, "layer", 64, 1, 1, 1, 1, 1));
-    psched_plan *plan = make_plan(8, 16, 2, INFINITY);
+    CHECK_OK(psched_model_add_layers(model, "layer", 48, 1, 1, 1, 1, 1));
+    psched_plan *plan = make_plan(8, 16, 3, INFINITY);
     psched_partition_options o = opts(PSCHED_PARTITION_ILP);
     psched_partition_result *r = NULL;
     psched__glpk_set_mem_limit(1);
@@ -418,26 +465,67 @@ static void test_glpk_memory_error_returns_esolver_and_process_lives(void)
     psched__glpk_set_mem_limit(0);
     CHECK_OK(psched_partition(model, plan, "interleaved", &o, &r));
     CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_OPTIMAL);
-    /* 64 equal layers over 16 stages: 4 each, device time 24 per micro-batch. */
-    for (uint32_t s = 0; s < 16; s++) {
-        uint32_t count = 0;
-        CHECK_OK(psched_partition_stage(r, s, NULL, &count, NULL, NULL));
-        CHECK_EQ_INT(count, 4);
+    /* 48 equal layers over 8 devices: 6 each, 18 per micro-batch. */
+    for (uint32_t d = 0; d < 8; d++) {
+        double t = 0;
+        for (uint32_t c = 0; c < 3; c++) {
+            double ts = 0;
+            CHECK_OK(psched_partition_stage(r, d + 8 * c, NULL, NULL, &ts, NULL));
+            t += ts;
+        }
+        CHECK_EQ_DBL(t, 18);
     }
     psched_partition_result_destroy(r);
     psched_plan_destroy(plan);
     psched_model_destroy(model);
 }
 
-static void test_ilp_without_glpk_is_unsupported_for_two_chunks(void)
+/* 64 equal layers, p = 8, v = 2: every split giving each device 8 layers
+ * has the same objective (15·24 + (9/16)·192 = 468 for interleaved), 1+7
+ * as much as 4+4, but the simulated step of 1+7 is far longer (its chunks
+ * stall each other). Ties go to the smallest largest stage: 4 layers each,
+ * and then the simulation equals the objective. */
+static void test_two_chunk_ties_go_to_balanced_stages(void)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", 64, 1, 1, 1, 1, 1));
+    psched_plan *plan = make_plan(8, 16, 2, INFINITY);
+    psched_partition_result *r = NULL;
+    static const char *const names[] = {"interleaved", "v-half"};
+    for (size_t k = 0; k < 2; k++) {
+        CHECK_OK(psched_partition(model, plan, names[k], NULL, &r));
+        CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_OPTIMAL);
+        for (uint32_t s = 0; s < 16; s++) {
+            uint32_t count = 0;
+            CHECK_OK(psched_partition_stage(r, s, NULL, &count, NULL, NULL));
+            CHECK_EQ_INT(count, 4);
+        }
+        if (k == 0) {
+            CHECK_EQ_DBL(psched_partition_objective(r), 468);
+            CHECK_EQ_DBL(psched_partition_makespan(r), 468);
+        }
+        psched_partition_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
+/* Without GLPK the DPs still cover v = 1 and v = 2 (loop, V); three
+ * chunks per device need the MILP. */
+static void test_ilp_without_glpk_is_unsupported_for_three_chunks(void)
 {
     if (psched__have_glpk())
         return;
     psched_model *model = NULL;
     CHECK_OK(psched_model_create(&model));
-    CHECK_OK(psched_model_add_layers(model, "layer", 8, 1, 1, 1, 1, 1));
+    CHECK_OK(psched_model_add_layers(model, "layer", 12, 1, 1, 1, 1, 1));
     psched_plan *plan = make_plan(2, 4, 2, INFINITY);
     psched_partition_result *r = NULL;
+    CHECK_OK(psched_partition(model, plan, "interleaved", NULL, &r));
+    CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_OPTIMAL);
+    psched_partition_result_destroy(r);
+    CHECK_OK(psched_plan_set_chunks(plan, 3));
     CHECK_EQ_INT(psched_partition(model, plan, "interleaved", NULL, &r), PSCHED_EUNSUPPORTED);
     psched_plan_destroy(plan);
     psched_model_destroy(model);
@@ -562,10 +650,11 @@ int main(void)
     RUN(test_limit_below_minimum_is_infeasible_with_minimum);
     RUN(test_head_heavy_model_beats_even);
     RUN(test_even_accounted_counts_embedding_and_head_as_layers);
-    RUN(test_ilp_matches_brute_force_on_50_random_models);
-    RUN(test_dp_and_ilp_agree_on_one_chunk_up_to_128_layers);
+    RUN(test_solvers_match_brute_force_on_50_random_models);
+    RUN(test_dp_and_milp_agree_on_one_chunk_up_to_128_layers);
     RUN(test_glpk_memory_error_returns_esolver_and_process_lives);
-    RUN(test_ilp_without_glpk_is_unsupported_for_two_chunks);
+    RUN(test_two_chunk_ties_go_to_balanced_stages);
+    RUN(test_ilp_without_glpk_is_unsupported_for_three_chunks);
     RUN(test_eight_threads_get_the_single_thread_answers);
     TEST_MAIN_END();
 }

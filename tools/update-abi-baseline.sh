@@ -28,7 +28,7 @@ baseline="$src/lib/pipesched.abi"
 
 for tool in abidw abidiff readelf; do
     command -v "$tool" >/dev/null 2>&1 || {
-        echo "update-abi-baseline: $tool not found (install libabigail-tools / binutils)" >&2
+        echo "update-abi-baseline: $tool not found (install abigail-tools / binutils)" >&2
         exit 1
     }
 done
