@@ -953,6 +953,130 @@ PSCHED_API psched_status psched_partition_device(const psched_partition_result *
                                                  uint32_t device, double *params,
                                                  double *memory, double *peak_memory);
 
+/** @brief Bubble ratio 1 − Σ busy / (p · makespan) of the schedule
+ *  generated and simulated with the partition's costs (NAN when no
+ *  partition was found). */
+PSCHED_API double psched_partition_bubble_ratio(const psched_partition_result *result);
+
+/** Version of ::psched_search_options this header describes. */
+#define PSCHED_SEARCH_OPTIONS_VERSION 1u
+
+/**
+ * Options of psched_plan_search(). Initialize with
+ * #PSCHED_SEARCH_OPTIONS_INIT; later versions only append fields.
+ */
+typedef struct psched_search_options {
+    uint32_t version;  /**< #PSCHED_SEARCH_OPTIONS_VERSION */
+    double time_limit; /**< seconds for each candidate's partition, > 0 */
+    uint32_t flags;    /**< #PSCHED_PARTITION_ALLOW_EMPTY */
+} psched_search_options;
+
+/** Default search options: 1 s per candidate, no empty stages. */
+#define PSCHED_SEARCH_OPTIONS_INIT { PSCHED_SEARCH_OPTIONS_VERSION, 1.0, 0u }
+
+/** Opaque result of psched_plan_search(): the ranked alternatives. */
+typedef struct psched_search_result psched_search_result;
+
+/**
+ * @brief Find the fastest plan that fits: search schedule × chunks ×
+ * partition × recompute.
+ *
+ * Every candidate schedule is tried with every chunk count v in {1, 2, 4}
+ * its generator accepts (only the plan's v when it is not 0), and each
+ * (schedule, v) is partitioned with the ILP method (psched_partition()),
+ * given @p options->time_limit seconds. Each alternative is then measured
+ * by the simulator: makespan, bubble ratio and peak memory (parameters
+ * plus the simulated activation peak, the largest over devices), and
+ * compared with Megatron's even split of the same schedule.
+ *
+ * Alternatives are ranked: first those that fit (a partition was found, its
+ * model bound and its simulated peak are within the memory limit) by
+ * makespan, ties in candidate order; then those that do not fit, by the
+ * smallest memory they would need; then those whose partition failed
+ * (psched_search_error(), e.g. ::PSCHED_EUNSUPPORTED for DualPipe's two
+ * chains). So alternative 0 is the answer when psched_search_fits() says
+ * so. A (schedule, v) the generator rejects (::PSCHED_EINVAL: wrong v, too
+ * few micro-batches, fewer layers than stages) is not an alternative,
+ * unless none of a named schedule's chunk counts is accepted: then one
+ * alternative records the generator's error.
+ *
+ * @param model the model.
+ * @param plan p, m, comm, memory limit (psched_plan_memory_limit(), bytes),
+ *        generator options (e.g. group-size), and v (0: search 1, 2, 4).
+ * @param schedules generator names to try, or NULL for every registered
+ *        generator.
+ * @param schedule_count number of names in @p schedules (0 with NULL).
+ * @param options options, or NULL for #PSCHED_SEARCH_OPTIONS_INIT.
+ * @param[out] out new result owned by the caller
+ *        (psched_search_result_destroy()).
+ * @return ::PSCHED_OK (even when nothing fits: see psched_search_fits()),
+ *         ::PSCHED_EINVAL (NULL arguments, bad options, no layer, limit <= 0,
+ *         an empty name list), ::PSCHED_ENOTFOUND (a name is not registered),
+ *         ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_search(const psched_model *model, const psched_plan *plan,
+                                            const char *const *schedules, size_t schedule_count,
+                                            const psched_search_options *options,
+                                            psched_search_result **out);
+
+/** @brief Destroy a search result and every partition it holds (NULL is a
+ *  no-op). */
+PSCHED_API void psched_search_result_destroy(psched_search_result *result);
+
+/** @brief Number of alternatives. */
+PSCHED_API size_t psched_search_count(const psched_search_result *result);
+
+/** @brief Wall-clock seconds the whole search took. */
+PSCHED_API double psched_search_solve_time(const psched_search_result *result);
+
+/** @brief Generator name of alternative @p index (owned by the result;
+ *  NULL when out of range). */
+PSCHED_API const char *psched_search_schedule(const psched_search_result *result, size_t index);
+
+/** @brief Chunks per device v of alternative @p index (0 when out of range). */
+PSCHED_API uint32_t psched_search_chunks(const psched_search_result *result, size_t index);
+
+/** @brief ::PSCHED_OK when alternative @p index was partitioned, else the
+ *  status its partition failed with (::PSCHED_EINVAL when out of range). */
+PSCHED_API psched_status psched_search_error(const psched_search_result *result, size_t index);
+
+/** @brief Message of the failure psched_search_error() reports ("" when
+ *  none; owned by the result). */
+PSCHED_API const char *psched_search_error_message(const psched_search_result *result,
+                                                   size_t index);
+
+/** @brief Solve status of alternative @p index's partition (optimal,
+ *  feasible with a gap, infeasible; infeasible also for a failed
+ *  alternative or an index out of range). */
+PSCHED_API psched_solve_status psched_search_status(const psched_search_result *result,
+                                                    size_t index);
+
+/** @brief 1 when alternative @p index fits the memory limit (a partition
+ *  was found, its bound and its simulated peak are within the limit), else 0. */
+PSCHED_API int psched_search_fits(const psched_search_result *result, size_t index);
+
+/** @brief Simulated makespan (step time) of alternative @p index (NAN when
+ *  it has no partition). */
+PSCHED_API double psched_search_makespan(const psched_search_result *result, size_t index);
+
+/** @brief Simulated bubble ratio of alternative @p index (NAN when it has
+ *  no partition). */
+PSCHED_API double psched_search_bubble_ratio(const psched_search_result *result, size_t index);
+
+/** @brief Largest simulated device memory (parameters plus activation
+ *  peak) of alternative @p index (NAN when it has no partition). */
+PSCHED_API double psched_search_peak_memory(const psched_search_result *result, size_t index);
+
+/** @brief Simulated makespan of Megatron's even split of the same schedule
+ *  and v (NAN when the even split does not apply or does not fit). */
+PSCHED_API double psched_search_even_makespan(const psched_search_result *result, size_t index);
+
+/** @brief The partition of alternative @p index, with its plan
+ *  (psched_partition_plan()); owned by the search result, NULL when the
+ *  alternative failed or the index is out of range. */
+PSCHED_API const psched_partition_result *psched_search_partition(const psched_search_result *result,
+                                                                  size_t index);
+
 /** @} */
 
 /** @defgroup lowering Communication lowering

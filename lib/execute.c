@@ -98,6 +98,14 @@ static psched_status index_ops(exec *x)
         size_t last = s->offset[d + 1];
         for (size_t g = s->offset[d]; g < last; g++) {
             const psched_op *o = &ops[g];
+#if defined(__GNUC__)
+            /* the cells a device's ops land in are scattered over the index */
+            if (g + PREFETCH_AHEAD < last) {
+                const psched_op *soon = &ops[g + PREFETCH_AHEAD];
+                if (soon->stage < x->S && soon->microbatch < x->mbs)
+                    __builtin_prefetch(slot_ptr(x, soon->stage, soon->microbatch, 0), 1);
+            }
+#endif
             if (o->kind > PSCHED_OP_BW && x->comm_ok)
                 continue; /* rendezvous.c checks comm ops */
             if (UNLIKELY(o->kind > PSCHED_OP_BW || o->stage >= x->S ||

@@ -263,9 +263,11 @@ static psched_status parse_row(psched_model *m, const csv_cell *cells, size_t n,
                            line, cells[0].column);
     memcpy(type, cells[0].text, cells[0].len);
     type[cells[0].len] = '\0';
-    if (check_type_name(type))
-        return psched_fail(PSCHED_EPARSE, "line %zu, column %zu: %s", line, cells[0].column,
-                           psched_last_error());
+    if (check_type_name(type)) {
+        char why[512]; /* psched_fail writes the buffer psched_last_error() returns */
+        snprintf(why, sizeof why, "%s", psched_last_error());
+        return psched_fail(PSCHED_EPARSE, "line %zu, column %zu: %s", line, cells[0].column, why);
+    }
     uint32_t count = 0;
     double v[5] = {0};
     psched_status st = parse_count(&cells[1], line, &count);
@@ -307,6 +309,10 @@ static psched_status load_lines(psched_model *m, const char *text, size_t length
         line++;
         const char *s = text + pos;
         pos = end + 1;
+        const char *nul = memchr(s, '\0', len);
+        if (nul)
+            return psched_fail(PSCHED_EPARSE, "line %zu, column %zu: NUL byte in the input", line,
+                               (size_t)(nul - s) + 1);
         if (blank_line(s, len) || s[0] == '#')
             continue;
         size_t n = split_cells(s, len, cells);

@@ -11,7 +11,7 @@
 
 struct psched_partition_result {
     psched_solve_status status;
-    double gap, objective, solve_time, min_memory, makespan;
+    double gap, objective, solve_time, min_memory, makespan, bubble;
     uint32_t stages, devices, layers;
     bool has_partition;
     uint32_t *first, *count;
@@ -131,10 +131,47 @@ static psched_status count_inflight(const psched_schedule *sched, psched__proble
     return PSCHED_OK;
 }
 
+/* lambda, the weight of the largest stage in the objective, from a
+ * second run of the unit schedule in which every device's chunk 0 costs
+ * h = (v+1)/2 and its other chunks 1/2 each: device totals stay v, only
+ * the stages are unequal. The objective then equals that run's makespan:
+ * (m-1)·lambda·3h + kappa·3S. One chunk per device: lambda = 1 (a stage is
+ * a device). Clamped to [0, v]. */
+static psched_status calibrate_lambda(const psched_plan *unit, const char *name,
+                                      double unit_makespan, psched__problem *pb)
+{
+    pb->lambda = 1;
+    if (pb->chunks == 1 || pb->microbatches == 1)
+        return PSCHED_OK;
+    double v = pb->chunks, h = (v + 1) / 2;
+    psched_plan *probe = NULL;
+    psched_schedule *sched = NULL;
+    psched_report *rep = NULL;
+    psched_status st = psched_plan_clone(unit, &probe);
+    for (uint32_t s = 0; !st && s < pb->stages; s++) {
+        double c = psched_plan_stage_chunk(unit, s) == 0 ? h : 0.5;
+        st = psched_plan_set_stage_cost(probe, s, c, c, c);
+    }
+    if (!st)
+        st = psched_generate(probe, name, &sched);
+    if (!st)
+        st = psched_simulate(sched, NULL, &rep);
+    if (!st) {
+        double lambda = (psched_report_makespan(rep) - unit_makespan) /
+                            ((pb->microbatches - 1.0) * 3 * h) + v / h;
+        pb->lambda = isfinite(lambda) ? fmin(fmax(lambda, 0), v) : 1;
+    }
+    psched_report_destroy(rep);
+    psched_schedule_destroy(sched);
+    psched_plan_destroy(probe);
+    return st;
+}
+
 /* Generate the schedule with unit costs: its stage map, the in-flight
  * counts, and kappa, chosen so that (m-1)·max_d T_d + kappa·Σ_s T_s equals
- * the simulated makespan when every stage costs the same. *resolved gets
- * a copy of the resolved plan with the caller's communication latency. */
+ * the simulated makespan when every stage costs the same; then lambda.
+ * *resolved gets a copy of the resolved plan with the caller's
+ * communication latency. */
 static psched_status probe_schedule(const psched_plan *plan, const char *name,
                                     psched__problem *pb, psched_plan **resolved)
 {
@@ -175,7 +212,8 @@ static psched_status probe_schedule(const psched_plan *plan, const char *name,
         goto out;
     double unit_device = 3.0 * pb->chunks, unit_sum = 3.0 * pb->stages;
     pb->kappa = (psched_report_makespan(rep) - (pb->microbatches - 1.0) * unit_device) / unit_sum;
-    if ((st = psched_plan_clone(rp, resolved)))
+    if ((st = calibrate_lambda(rp, name, psched_report_makespan(rep), pb)) ||
+        (st = psched_plan_clone(rp, resolved)))
         goto out;
     st = psched_plan_set_comm(*resolved, psched_plan_comm(plan));
     if (!st)
@@ -371,6 +409,8 @@ static void evaluate(const psched__problem *pb, const psched__solution *sol, eva
         tmax = fmax(tmax, ev->dev_time[d]);
         mmax = fmax(mmax, ev->dev_mem[d]);
     }
+    for (uint32_t s = 0; s < pb->stages; s++)
+        tmax = fmax(tmax, pb->lambda * ev->stage_time[s]);
     ev->objective = (pb->microbatches - 1.0) * tmax + pb->kappa * sum;
     ev->max_mem = mmax;
 }
@@ -422,7 +462,8 @@ static psched_status dp_push(dp_list *l, dp_state st)
 /* Keep the states no other state beats in both tmax and extra. */
 static void dp_prune(dp_list *l)
 {
-    qsort(l->v, l->n, sizeof *l->v, state_cmp);
+    if (l->n > 1) /* qsort of an empty (possibly NULL) array is undefined */
+        qsort(l->v, l->n, sizeof *l->v, state_cmp);
     uint32_t kept = 0;
     for (uint32_t k = 0; k < l->n; k++)
         if (kept == 0 || l->v[k].extra < l->v[kept - 1].extra)
@@ -757,20 +798,54 @@ typedef struct ilp_outcome {
     double gap;
 } ilp_outcome;
 
+/* The incumbent the exact searches start from: the best fitting of the
+ * stage DP's solution (each stage held to 1/v of the memory), Megatron's
+ * even split and the accounted even split, so no search returns a
+ * partition the baselines beat. seed->found is false when none fits;
+ * *objective is then INFINITY. */
+static psched_status best_seed(psched__problem *pb, evaluation *ev, psched__solution *seed,
+                               double *objective)
+{
+    psched__solution cand;
+    psched_status st = solution_init(&cand, pb->stages, pb->layers);
+    *objective = INFINITY;
+    seed->found = false;
+    for (int k = 0; !st && k < 3; k++) {
+        cand.found = false;
+        if (k == 0) {
+            st = solve_dp(pb, &cand);
+        } else if (even_split(pb, k == 2, &cand) == PSCHED_OK) {
+            uniform_recompute(pb, &cand, ev);
+        } else {
+            cand.found = false;
+        }
+        if (st || !cand.found)
+            continue;
+        evaluate(pb, &cand, ev);
+        if (fits(pb, ev->max_mem) && ev->objective < *objective) {
+            *objective = ev->objective;
+            copy_solution(pb, &cand, seed);
+        }
+    }
+    solution_free(&cand);
+    return st;
+}
+
 /* The MILP seeded with the DP's solution; its objective bounds every
- * column's time, which keeps the column count near S·L·(a few lengths). */
+ * column's time (by the largest device time, and by that over lambda for
+ * a single stage), which keeps the column count near S·L·(a few lengths). */
 static psched_status solve_ilp(psched__problem *pb, evaluation *ev,
                                psched__solution *sol, ilp_outcome *res)
 {
     psched__solution seed;
+    double seed_objective = INFINITY, tau_max = INFINITY;
     psched_status st = solution_init(&seed, pb->stages, pb->layers);
     if (!st)
-        st = solve_dp(pb, &seed);
-    double tau_max = INFINITY;
+        st = best_seed(pb, ev, &seed, &seed_objective);
     if (!st && seed.found) {
         evaluate(pb, &seed, ev);
         if (pb->microbatches > 1)
-            tau_max = (ev->objective - pb->kappa * pb->time_total) / (pb->microbatches - 1.0);
+            tau_max = (seed_objective - pb->kappa * pb->time_total) / (pb->microbatches - 1.0);
         tau_max += 1e-9 * fmax(1, fabs(tau_max));
     }
     column_list cols = {0};
@@ -779,22 +854,31 @@ static psched_status solve_ilp(psched__problem *pb, evaluation *ev,
     if (!st && (!chosen || !seed_cols))
         st = PSCHED_ENOMEM_FAIL();
     if (!st)
-        st = build_columns(pb, tau_max, &cols);
+        st = build_columns(pb, tau_max / fmax(1, pb->lambda), &cols);
     if (!st) {
         bool seeded = seed.found && map_seed(&cols, &seed, ev, seed_cols, pb->stages);
         psched__milp in = {pb->stages, pb->devices, pb->layers, pb->device_of, cols.v, cols.n,
-                           pb->limit, pb->microbatches - 1.0, pb->kappa, false,
+                           pb->limit, pb->microbatches - 1.0, pb->kappa, pb->lambda, false,
                            seeded ? seed_cols : NULL};
         bool found = false;
+        double bound = -INFINITY;
         res->gap = NAN;
-        st = psched__milp_solve(&in, time_left(pb), chosen, &found, &res->optimal, &res->gap);
+        st = psched__milp_solve(&in, time_left(pb), chosen, &found, &res->optimal, &bound);
         res->optimal = res->optimal && !pb->thinned;
         if (!st && found) {
             solution_from_columns(pb, &cols, chosen, sol);
-        } else if (!st && seed.found) {
-            /* GLPK stopped before accepting any solution: keep the seed. */
+            evaluate(pb, sol, ev);
+        }
+        if (!st && seed.found && (!found || ev->objective > seed_objective)) {
+            /* GLPK stopped before it had anything better: keep the seed. */
             copy_solution(pb, &seed, sol);
             res->optimal = false;
+        }
+        /* The columns left out cost more than the seed, so GLPK's bound
+         * holds for every partition unless frontiers were thinned. */
+        if (!st && sol->found && !pb->thinned && isfinite(bound)) {
+            evaluate(pb, sol, ev);
+            res->gap = fmax(0, (ev->objective - bound) / ev->objective);
         }
     }
     psched__dealloc(cols.v);
@@ -804,10 +888,37 @@ static psched_status solve_ilp(psched__problem *pb, evaluation *ev,
     return st;
 }
 
+/* Largest device memory, every layer at its leanest variant, of the
+ * split that minimizes the largest stage's (a quick witness that a limit
+ * is met, for every layout). */
+static psched_status lean_split_memory(const psched__problem *pb, double *out)
+{
+    psched__solution sol;
+    psched_status st = solution_init(&sol, pb->stages, pb->layers);
+    double *dev = psched__calloc(pb->devices, sizeof *dev);
+    if (!st && !dev)
+        st = PSCHED_ENOMEM_FAIL();
+    *out = INFINITY;
+    if (!st && minmax_split(pb, true, &sol, &st) < INFINITY && !st) {
+        *out = 0;
+        for (uint32_t s = 0; s < pb->stages; s++) {
+            uint32_t i = sol.first[s], j = i + sol.count[s];
+            dev[pb->device_of[s]] += psched__range_param(pb, i, sol.count[s]) +
+                                     pb->inflight[s] * (pb->minact_prefix[j] - pb->minact_prefix[i]);
+        }
+        for (uint32_t d = 0; d < pb->devices; d++)
+            *out = fmax(*out, dev[d]);
+    }
+    psched__dealloc(dev);
+    solution_free(&sol);
+    return st;
+}
+
 /* Smallest device memory any split fits in, every layer at its most
- * memory-saving variant. Exact by DP with one chunk per device and with
- * the two-chunk layouts; by MILP otherwise, given a third of the time
- * left. NAN when unknown: no GLPK, or the time ran out first. */
+ * memory-saving variant; when the limit is met, possibly only some fitting
+ * figure <= the limit (nothing needs more). Exact by DP with one chunk per
+ * device and with the two-chunk layouts; by MILP otherwise, given a third
+ * of the time left. NAN when unknown: no GLPK, or the time ran out first. */
 static psched_status min_memory(const psched__problem *pb, double *out)
 {
     psched_status st;
@@ -815,6 +926,8 @@ static psched_status min_memory(const psched__problem *pb, double *out)
         *out = minmax_split(pb, true, NULL, &st);
         return st;
     }
+    if ((st = lean_split_memory(pb, out)) || fits(pb, *out))
+        return st;
     if (psched__pair_applies(pb))
         return psched__pair_min_memory(pb, out);
     *out = NAN;
@@ -843,10 +956,10 @@ static psched_status min_memory(const psched__problem *pb, double *out)
         st = PSCHED_ENOMEM_FAIL();
     if (!st) {
         psched__milp in = {pb->stages, pb->devices, pb->layers, pb->device_of, cols.v, cols.n,
-                           INFINITY, 0, 0, true, NULL};
+                           INFINITY, 0, 0, 0, true, NULL};
         bool found = false, optimal = false;
-        double gap = 0;
-        st = psched__milp_solve(&in, time_left(pb) / 3, chosen, &found, &optimal, &gap);
+        double bound = 0;
+        st = psched__milp_solve(&in, time_left(pb) / 3, chosen, &found, &optimal, &bound);
         /* Only a proven minimum may declare a limit infeasible. */
         if (!st && found && optimal) {
             double *mem = psched__calloc(pb->devices, sizeof *mem);
@@ -908,7 +1021,7 @@ static psched_partition_result *result_alloc(const psched__problem *pb)
         psched_partition_result_destroy(r);
         return NULL;
     }
-    r->gap = r->objective = r->min_memory = r->makespan = NAN;
+    r->gap = r->objective = r->min_memory = r->makespan = r->bubble = NAN;
     return r;
 }
 
@@ -948,6 +1061,7 @@ static psched_status resimulate(const psched__problem *pb, const char *name,
         st = psched_simulate(sched, NULL, &rep);
     if (!st) {
         r->makespan = psched_report_makespan(rep);
+        r->bubble = psched_report_bubble_ratio(rep);
         for (uint32_t d = 0; d < pb->devices && !st; d++) {
             double peak = 0;
             st = psched_report_device(rep, d, NULL, NULL, &peak);
@@ -1000,21 +1114,17 @@ static psched_status check_options(const psched_partition_options *o)
 }
 
 /* Two chunks per device in a loop or V layout: the exact two-walker DP
- * (partition_pair.c), started from the stage DP's solution when it has
- * one. */
+ * (partition_pair.c), started from the best seed. */
 static psched_status solve_pair(psched__problem *pb, evaluation *ev, psched__solution *sol,
                                 psched_solve_status *status, double *gap)
 {
     psched__solution seed;
+    double incumbent = INFINITY;
     psched_status st = solution_init(&seed, pb->stages, pb->layers);
     if (!st)
-        st = solve_dp(pb, &seed);
-    double incumbent = INFINITY;
-    if (!st && seed.found) {
-        evaluate(pb, &seed, ev);
-        incumbent = ev->objective;
+        st = best_seed(pb, ev, &seed, &incumbent);
+    if (!st && seed.found)
         copy_solution(pb, &seed, sol);
-    }
     psched__pair_outcome res;
     if (!st)
         st = psched__pair_solve(pb, incumbent, sol, &res);
@@ -1273,6 +1383,11 @@ const psched_plan *psched_partition_plan(const psched_partition_result *r)
 double psched_partition_makespan(const psched_partition_result *r)
 {
     return r ? r->makespan : NAN;
+}
+
+double psched_partition_bubble_ratio(const psched_partition_result *r)
+{
+    return r ? r->bubble : NAN;
 }
 
 psched_status psched_partition_device(const psched_partition_result *r, uint32_t device,

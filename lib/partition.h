@@ -45,6 +45,7 @@ typedef struct psched__problem {
     bool allow_empty;
     double limit;        /* device memory, INFINITY when unconstrained */
     double kappa;        /* weight of the fill/drain term */
+    double lambda;       /* weight of the largest stage against the largest device */
     double *inflight;    /* per stage */
     uint32_t *device_of; /* per stage */
     double *time_prefix, *param_prefix; /* L + 1 prefix sums: f+b+w, param */
@@ -133,25 +134,27 @@ typedef struct psched__column {
 } psched__column;
 
 /* The column MILP: choose one column per stage such that consecutive
- * stages' ranges meet; minimize zcoef·max_d Σ time + kappa·Σ time subject
- * to Σ mem <= limit per device, or (minimize_memory) max_d Σ mem. */
+ * stages' ranges meet; minimize zcoef·max(max_d Σ time, lambda·max_s
+ * time) + kappa·Σ time subject to Σ mem <= limit per device, or
+ * (minimize_memory) max_d Σ mem. */
 typedef struct psched__milp {
     uint32_t stages, devices, layers;
     const uint32_t *device_of;
     const psched__column *cols;
     size_t ncols;
-    double limit, zcoef, kappa;
+    double limit, zcoef, kappa, lambda;
     bool minimize_memory;
     const int32_t *seed; /* per stage a column index, or NULL */
 } psched__milp;
 
 /* Solve the column MILP with GLPK. On PSCHED_OK: *found says whether a
  * solution exists (chosen[] then holds one column index per stage),
- * *optimal whether it is proven, *gap the relative gap. ESOLVER when GLPK
+ * *optimal whether it is proven, *bound the best proven lower bound of the
+ * objective (-INFINITY when none). ESOLVER when GLPK
  * fails (the process is unharmed), EUNSUPPORTED in a build without GLPK. */
 PSCHED_INTERNAL psched_status psched__milp_solve(const psched__milp *in, double time_limit,
                                                  int32_t *chosen, bool *found, bool *optimal,
-                                                 double *gap);
+                                                 double *bound);
 
 /* Test hook: cap GLPK's memory at `mb` megabytes for the following solves
  * on this thread (0 lifts the cap). */

@@ -5,8 +5,6 @@
 #include "partition.h"
 
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 static _Thread_local int glpk_mem_limit_mb;
 
@@ -23,9 +21,9 @@ bool psched__have_glpk(void)
 }
 
 psched_status psched__milp_solve(const psched__milp *in, double time_limit, int32_t *chosen,
-                                 bool *found, bool *optimal, double *gap)
+                                 bool *found, bool *optimal, double *bound)
 {
-    (void)in, (void)time_limit, (void)chosen, (void)found, (void)optimal, (void)gap;
+    (void)in, (void)time_limit, (void)chosen, (void)found, (void)optimal, (void)bound;
     return psched_fail(PSCHED_EUNSUPPORTED, "this build of pipesched has no GLPK");
 }
 
@@ -44,8 +42,31 @@ typedef struct solve_ctx {
     const psched__milp *in;
     jmp_buf jump;
     bool seed_given;
-    double gap;
+    double bound; /* proven lower bound of the objective, -INFINITY when none */
 } solve_ctx;
+
+/* Row and column layout. Rows: one column per stage; consecutive stages
+ * meet at a layer boundary; per device its time (or memory) at most z;
+ * per device its memory at most the limit; per stage its time at most w,
+ * and lambda·w at most z (the largest stage's weight, time objective
+ * only). Columns: the candidates, then z, then w. */
+typedef struct layout {
+    int flow, bottleneck, mem, stage_rows, stage_bound, z, w;
+} layout;
+
+static layout make_layout(const psched__milp *in)
+{
+    int S = (int)in->stages, P = (int)in->devices, B = (int)in->layers + 1;
+    layout y;
+    y.flow = S + 1;
+    y.bottleneck = y.flow + (S > 1 ? (S - 1) * B : 0);
+    y.mem = y.bottleneck + P;
+    y.stage_rows = y.mem + (!in->minimize_memory && isfinite(in->limit) ? P : 0);
+    y.stage_bound = y.stage_rows + (in->minimize_memory ? 0 : S);
+    y.z = (int)in->ncols + 1;
+    y.w = in->minimize_memory ? 0 : y.z + 1;
+    return y;
+}
 
 /* GLPK prints error text even with terminal output off; the library never
  * prints, so every line is swallowed here. */
@@ -61,7 +82,7 @@ static void on_glpk_error(void *info)
     longjmp(ctx->jump, 1);
 }
 
-/* Branch-and-cut callback: hand GLPK the seed once, and track the gap. */
+/* Branch-and-cut callback: hand GLPK the seed once, and track the bound. */
 static void on_branch(glp_tree *tree, void *info)
 {
     solve_ctx *ctx = info;
@@ -73,81 +94,106 @@ static void on_branch(glp_tree *tree, void *info)
         memset(x, 0, (size_t)(n + 1) * sizeof(double));
         double *dev = glp_alloc((int)in->devices + 1, sizeof(double));
         memset(dev, 0, (in->devices + 1) * sizeof(double));
-        double z = 0;
+        layout y = make_layout(in);
+        double z = 0, w = 0;
         for (uint32_t s = 0; s < in->stages; s++) {
             const psched__column *c = &in->cols[in->seed[s]];
             x[in->seed[s] + 1] = 1;
             dev[in->device_of[s]] += in->minimize_memory ? c->mem : c->time;
+            w = fmax(w, c->time);
         }
         for (uint32_t d = 0; d < in->devices; d++)
             z = fmax(z, dev[d]);
-        x[n] = z;
+        if (y.w) {
+            z = fmax(z, in->lambda * w);
+            x[y.w] = w;
+        }
+        x[y.z] = z;
         glp_ios_heur_sol(tree, x);
         glp_free(x);
         glp_free(dev);
         ctx->seed_given = true;
     }
     if (glp_ios_best_node(tree) != 0)
-        ctx->gap = glp_ios_mip_gap(tree);
+        ctx->bound = fmax(ctx->bound, glp_ios_node_bound(tree, glp_ios_best_node(tree)));
 }
 
-/* Rows: one column per stage; consecutive stages meet at a layer
- * boundary; per device its time (or memory) at most z; per device its
- * memory at most the limit. Columns: the candidates, then z. */
-static void build_rows(glp_prob *lp, const psched__milp *in)
+static void build_rows(glp_prob *lp, const psched__milp *in, const layout *y)
 {
-    uint32_t S = in->stages, P = in->devices, B = in->layers + 1;
-    int assign = glp_add_rows(lp, (int)S);
-    for (uint32_t s = 0; s < S; s++)
-        glp_set_row_bnds(lp, assign + (int)s, GLP_FX, 1, 1);
-    int flow = S > 1 ? glp_add_rows(lp, (int)((S - 1) * B)) : 0;
-    for (uint32_t r = 0; S > 1 && r < (S - 1) * B; r++)
-        glp_set_row_bnds(lp, flow + (int)r, GLP_FX, 0, 0);
-    int bottleneck = glp_add_rows(lp, (int)P);
-    for (uint32_t d = 0; d < P; d++)
-        glp_set_row_bnds(lp, bottleneck + (int)d, GLP_UP, 0, 0);
-    if (!in->minimize_memory && isfinite(in->limit)) {
-        int mem = glp_add_rows(lp, (int)P);
-        for (uint32_t d = 0; d < P; d++)
-            glp_set_row_bnds(lp, mem + (int)d, GLP_UP, 0, in->limit);
+    int S = (int)in->stages, P = (int)in->devices, B = (int)in->layers + 1;
+    glp_add_rows(lp, S);
+    for (int s = 0; s < S; s++)
+        glp_set_row_bnds(lp, 1 + s, GLP_FX, 1, 1);
+    if (S > 1)
+        glp_add_rows(lp, (S - 1) * B);
+    for (int r = 0; S > 1 && r < (S - 1) * B; r++)
+        glp_set_row_bnds(lp, y->flow + r, GLP_FX, 0, 0);
+    glp_add_rows(lp, P);
+    for (int d = 0; d < P; d++)
+        glp_set_row_bnds(lp, y->bottleneck + d, GLP_UP, 0, 0);
+    if (y->stage_rows > y->mem) {
+        glp_add_rows(lp, P);
+        for (int d = 0; d < P; d++)
+            glp_set_row_bnds(lp, y->mem + d, GLP_UP, 0, in->limit);
+    }
+    if (!in->minimize_memory) {
+        glp_add_rows(lp, S + 1);
+        for (int s = 0; s <= S; s++)
+            glp_set_row_bnds(lp, y->stage_rows + s, GLP_UP, 0, 0);
     }
 }
 
-static void build_columns(glp_prob *lp, const psched__milp *in)
+/* z and w: z against every device row (and the stage bound), w against
+ * every stage row. */
+static void build_bounds(glp_prob *lp, const psched__milp *in, const layout *y)
 {
-    uint32_t S = in->stages, P = in->devices, B = in->layers + 1;
-    int flow = (int)S + 1, bottleneck = flow + (S > 1 ? (int)((S - 1) * B) : 0);
-    int mem = bottleneck + (int)P;
-    bool mem_rows = !in->minimize_memory && isfinite(in->limit);
-    int first = glp_add_cols(lp, (int)in->ncols + 1);
-    int ind[6];
-    double val[6];
+    int S = (int)in->stages, P = (int)in->devices, n = 0;
+    int *idx = glp_alloc(P + S + 2, sizeof(int));
+    double *val = glp_alloc(P + S + 2, sizeof(double));
+    glp_set_col_bnds(lp, y->z, GLP_LO, 0, 0);
+    for (int d = 0; d < P; d++)
+        idx[++n] = y->bottleneck + d, val[n] = -1;
+    if (y->w)
+        idx[++n] = y->stage_bound, val[n] = -1;
+    glp_set_mat_col(lp, y->z, n, idx, val);
+    glp_set_obj_coef(lp, y->z, in->minimize_memory ? 1 : in->zcoef);
+    if (y->w) {
+        n = 0;
+        glp_set_col_bnds(lp, y->w, GLP_LO, 0, 0);
+        for (int s = 0; s < S; s++)
+            idx[++n] = y->stage_rows + s, val[n] = -1;
+        idx[++n] = y->stage_bound, val[n] = in->lambda;
+        glp_set_mat_col(lp, y->w, n, idx, val);
+    }
+    glp_free(idx);
+    glp_free(val);
+}
+
+static void build_columns(glp_prob *lp, const psched__milp *in, const layout *y)
+{
+    uint32_t S = in->stages, B = in->layers + 1;
+    glp_add_cols(lp, (int)in->ncols + (y->w ? 2 : 1));
+    int ind[7];
+    double val[7];
     for (size_t c = 0; c < in->ncols; c++) {
         const psched__column *col = &in->cols[c];
-        int j = first + (int)c, n = 0;
+        int j = 1 + (int)c, n = 0;
         uint32_t s = col->stage, d = in->device_of[s];
         glp_set_col_kind(lp, j, GLP_BV);
         ind[++n] = 1 + (int)s, val[n] = 1;
         if (s + 1 < S) /* leaves boundary first+len to stage s+1 */
-            ind[++n] = flow + (int)(s * B + col->first + col->len), val[n] = 1;
+            ind[++n] = y->flow + (int)(s * B + col->first + col->len), val[n] = 1;
         if (s > 0) /* takes boundary `first` from stage s-1 */
-            ind[++n] = flow + (int)((s - 1) * B + col->first), val[n] = -1;
-        ind[++n] = bottleneck + (int)d, val[n] = in->minimize_memory ? col->mem : col->time;
-        if (mem_rows)
-            ind[++n] = mem + (int)d, val[n] = col->mem;
+            ind[++n] = y->flow + (int)((s - 1) * B + col->first), val[n] = -1;
+        ind[++n] = y->bottleneck + (int)d, val[n] = in->minimize_memory ? col->mem : col->time;
+        if (y->stage_rows > y->mem)
+            ind[++n] = y->mem + (int)d, val[n] = col->mem;
+        if (y->w)
+            ind[++n] = y->stage_rows + (int)s, val[n] = col->time;
         glp_set_mat_col(lp, j, n, ind, val);
         glp_set_obj_coef(lp, j, in->minimize_memory ? 0 : in->kappa * col->time);
     }
-    int z = first + (int)in->ncols;
-    glp_set_col_bnds(lp, z, GLP_LO, 0, 0);
-    int *zi = glp_alloc((int)P + 1, sizeof(int));
-    double *zv = glp_alloc((int)P + 1, sizeof(double));
-    for (uint32_t d = 0; d < P; d++)
-        zi[d + 1] = bottleneck + (int)d, zv[d + 1] = -1;
-    glp_set_mat_col(lp, z, (int)P, zi, zv);
-    glp_free(zi);
-    glp_free(zv);
-    glp_set_obj_coef(lp, z, in->minimize_memory ? 1 : in->zcoef);
+    build_bounds(lp, in, y);
 }
 
 /* Everything that calls GLPK; a GLPK error longjmps out of it. */
@@ -155,29 +201,37 @@ static psched_status run_glpk(solve_ctx *ctx, double time_limit, int32_t *chosen
                               bool *optimal)
 {
     const psched__milp *in = ctx->in;
+    double deadline = psched__now() + time_limit;
     glp_prob *lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);
-    build_rows(lp, in);
-    build_columns(lp, in);
+    layout y = make_layout(in);
+    build_rows(lp, in, &y);
+    build_columns(lp, in, &y);
     glp_scale_prob(lp, GLP_SF_AUTO);
     glp_smcp sm;
     glp_init_smcp(&sm);
     sm.msg_lev = GLP_MSG_OFF;
     sm.presolve = GLP_ON;
+    /* Building and scaling took part of the time. */
+    sm.tm_lim = (int)fmin(fmax(1, (deadline - psched__now()) * 1000.0), 2e9);
     *found = *optimal = false;
     int ret = glp_simplex(lp, &sm);
-    if (getenv("PSCHED_DBG")) fprintf(stderr, "cols %zu rows %d lp %.10g\n", in->ncols, glp_get_num_rows(lp), glp_get_obj_val(lp));
-    if (ret == GLP_ENOPFS || (ret == 0 && glp_get_status(lp) == GLP_NOFEAS))
+    /* Out of time before the relaxation was solved: no solution, the
+     * caller keeps its seed. */
+    if (ret == GLP_ETMLIM || ret == GLP_ENOPFS || (ret == 0 && glp_get_status(lp) == GLP_NOFEAS))
         return PSCHED_OK;
     if (ret != 0 && ret != GLP_ENOPFS)
         return psched_fail(PSCHED_ESOLVER, "GLPK simplex failed (code %d) on %zu columns", ret,
                            in->ncols);
+    if (glp_get_status(lp) == GLP_OPT)
+        ctx->bound = glp_get_obj_val(lp); /* the relaxation bounds the MILP */
     glp_iocp io;
     glp_init_iocp(&io);
     io.msg_lev = GLP_MSG_OFF;
     io.cb_func = on_branch;
     io.cb_info = ctx;
-    io.tm_lim = (int)fmin(time_limit * 1000.0, 2e9);
+    /* The relaxation used part of the time; branch-and-cut gets the rest. */
+    io.tm_lim = (int)fmin(fmax(1, (deadline - psched__now()) * 1000.0), 2e9);
     ret = glp_intopt(lp, &io);
     if (ret != 0 && ret != GLP_ETMLIM && ret != GLP_ENOPFS && ret != GLP_ENODFS)
         return psched_fail(PSCHED_ESOLVER, "GLPK branch-and-cut failed (code %d) on %zu columns",
@@ -187,6 +241,8 @@ static psched_status run_glpk(solve_ctx *ctx, double time_limit, int32_t *chosen
         return PSCHED_OK;
     *found = true;
     *optimal = mst == GLP_OPT;
+    if (*optimal)
+        ctx->bound = glp_mip_obj_val(lp);
     for (uint32_t s = 0; s < in->stages; s++)
         chosen[s] = -1;
     for (size_t c = 0; c < in->ncols; c++)
@@ -199,12 +255,12 @@ static psched_status run_glpk(solve_ctx *ctx, double time_limit, int32_t *chosen
 }
 
 psched_status psched__milp_solve(const psched__milp *in, double time_limit, int32_t *chosen,
-                                 bool *found, bool *optimal, double *gap)
+                                 bool *found, bool *optimal, double *bound)
 {
     solve_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.in = in;
-    ctx.gap = NAN;
+    ctx.bound = -INFINITY;
     psched_status st;
     if (setjmp(ctx.jump)) {
         /* GLPK's state is undefined after an error: drop the whole
@@ -224,7 +280,7 @@ psched_status psched__milp_solve(const psched__milp *in, double time_limit, int3
     glp_error_hook(NULL, NULL);
     glp_term_hook(NULL, NULL);
     glp_free_env();
-    *gap = *optimal ? 0 : ctx.gap;
+    *bound = ctx.bound;
     return st;
 }
 

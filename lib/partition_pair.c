@@ -6,12 +6,14 @@
  * second half (loop: forwards from the boundary `mid` where A will stop,
  * which the DP guesses; V: backwards from the last layer until it meets A).
  * A DP state is the pair of walker positions (and mid); its value is the
- * Pareto set of (largest device time, total recompute time) so far.
+ * Pareto set of (largest device time, total recompute time, largest stage
+ * time) so far: the objective is (m-1)·max(largest device, lambda·largest
+ * stage) + kappa·(base time + recompute time).
  *
- * Given its two ranges, a device's best recompute mix is the one with the
- * least extra time that fits its memory: that lowers both its time and the
- * total, so it is found per device by merging the two ranges' frontiers
- * and the DP stays exact.
+ * Given its two ranges, a device's useful recompute mixes are those that
+ * fit its memory and that no other beats in both extra time (which is
+ * also its device time) and larger stage time; they are found by merging
+ * the two ranges' frontiers, so the DP stays exact.
  *
  * The search is bounded by a largest device time tau, raised pass by pass
  * from the average load until tau is high enough that no partition above it
@@ -30,12 +32,27 @@ typedef struct pair_entry {
     int32_t parent;     /* entry index in the previous step */
     uint32_t len1, len2;
     int32_t k1, k2;     /* frontier points of the two ranges */
+    int32_t next;       /* next entry of the same state while building */
+    bool dead;          /* beaten by a later entry of its state */
 } pair_entry;
 
+/* The entries of one device step. While the step is built, a hash table
+ * maps each state (mid, a, b) to its chain of entries, so an entry beaten
+ * by one of its state is dropped at once and a beaten one is marked dead;
+ * then the step is compacted. */
 typedef struct pair_step {
     pair_entry *v;
     size_t n, cap;
+    int32_t *slot;      /* head entry of a state, or -1 */
+    size_t slots, states;
 } pair_step;
+
+/* A device's recompute mix for its two ranges: frontier points k1, k2,
+ * their total extra time and the larger of the two stage times. */
+typedef struct pair_choice {
+    double extra, smax;
+    int32_t k1, k2;
+} pair_choice;
 
 /* What one pass searches for. */
 typedef struct pair_pass {
@@ -45,8 +62,10 @@ typedef struct pair_pass {
     double tau;         /* bound on every device's time (or memory) */
     double bound;       /* prune entries whose objective bound exceeds it */
     uint32_t minlen;    /* 0 when empty stages are allowed, else 1 */
-    double nmin;        /* fewest in-flight micro-batches of any stage */
+    double *nrest;      /* per step k: fewest in-flight micro-batches of the
+                           stages of devices k..p-1 */
     pair_step *steps;   /* p + 1 steps */
+    pair_choice *choices; /* scratch for one device's mixes */
     size_t work;        /* transitions since the last deadline check */
     bool expired;
 } pair_pass;
@@ -76,8 +95,60 @@ static bool layout_backward(const psched__problem *pb)
     return true;
 }
 
-static psched_status step_push(pair_step *st, const pair_entry *e)
+static size_t state_hash(const pair_entry *e, size_t mask)
 {
+    uint64_t h = ((uint64_t)e->mid * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)e->a << 32 | e->b);
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return (size_t)(h ^ (h >> 32)) & mask;
+}
+
+static bool same_state(const pair_entry *x, const pair_entry *y)
+{
+    return x->mid == y->mid && x->a == y->a && x->b == y->b;
+}
+
+/* x is at least as good as y in every criterion. */
+static bool beats(const pair_entry *x, const pair_entry *y)
+{
+    return x->tmax <= y->tmax && x->extra <= y->extra && x->smax <= y->smax;
+}
+
+static size_t find_slot(const pair_step *st, const pair_entry *e)
+{
+    size_t mask = st->slots - 1, h = state_hash(e, mask);
+    while (st->slot[h] >= 0 && !same_state(&st->v[st->slot[h]], e))
+        h = (h + 1) & mask;
+    return h;
+}
+
+static psched_status grow_slots(pair_step *st)
+{
+    size_t slots = st->slots ? 2 * st->slots : 1024;
+    int32_t *old = st->slot;
+    size_t old_slots = st->slots;
+    st->slot = psched__reallocarray(NULL, slots, sizeof *st->slot);
+    if (!st->slot) {
+        st->slot = old;
+        return PSCHED_ENOMEM_FAIL();
+    }
+    st->slots = slots;
+    for (size_t h = 0; h < slots; h++)
+        st->slot[h] = -1;
+    for (size_t h = 0; h < old_slots; h++)
+        if (old[h] >= 0)
+            st->slot[find_slot(st, &st->v[old[h]])] = old[h];
+    psched__dealloc(old);
+    return PSCHED_OK;
+}
+
+/* Add e to its state unless an entry of the state beats it; entries it
+ * beats are marked dead. */
+static psched_status step_insert(pair_step *st, const pair_entry *e)
+{
+    psched_status rc;
+    if ((st->states + 1) * 2 > st->slots && (rc = grow_slots(st)))
+        return rc;
     if (st->n == st->cap) {
         size_t cap = st->cap ? 2 * st->cap : 1024;
         pair_entry *v = psched__reallocarray(st->v, cap, sizeof *v);
@@ -86,61 +157,52 @@ static psched_status step_push(pair_step *st, const pair_entry *e)
         st->v = v;
         st->cap = cap;
     }
-    st->v[st->n++] = *e;
+    size_t h = find_slot(st, e);
+    int32_t head = st->slot[h];
+    for (int32_t q = head; q >= 0; q = st->v[q].next)
+        if (!st->v[q].dead && beats(&st->v[q], e))
+            return PSCHED_OK;
+    for (int32_t q = head; q >= 0; q = st->v[q].next)
+        if (beats(e, &st->v[q]))
+            st->v[q].dead = true;
+    st->v[st->n] = *e;
+    st->v[st->n].next = head;
+    st->v[st->n].dead = false;
+    st->slot[h] = (int32_t)st->n++;
+    st->states += head < 0;
     return PSCHED_OK;
 }
 
-static int entry_cmp(const void *x, const void *y)
+/* Drop the dead entries and the table once the step is complete. */
+static void step_finish(pair_step *st)
 {
-    const pair_entry *a = x, *b = y;
-    if (a->mid != b->mid)
-        return a->mid < b->mid ? -1 : 1;
-    if (a->a != b->a)
-        return a->a < b->a ? -1 : 1;
-    if (a->b != b->b)
-        return a->b < b->b ? -1 : 1;
-    if (a->tmax != b->tmax)
-        return a->tmax < b->tmax ? -1 : 1;
-    if (a->extra != b->extra)
-        return a->extra < b->extra ? -1 : 1;
-    if (a->smax != b->smax)
-        return a->smax < b->smax ? -1 : 1;
-    return 0;
-}
-
-/* Per state, keep the entries no other beats in tmax, extra and smax.
- * Sorted by tmax, an entry is dominated by a kept one of its state with
- * no more extra and no larger stage. */
-static void step_prune(pair_step *st)
-{
-    qsort(st->v, st->n, sizeof *st->v, entry_cmp);
-    size_t kept = 0, state = 0; /* first kept entry of the current state */
-    for (size_t k = 0; k < st->n; k++) {
-        const pair_entry *e = &st->v[k];
-        if (kept == 0 || st->v[state].mid != e->mid || st->v[state].a != e->a ||
-            st->v[state].b != e->b)
-            state = kept;
-        bool dominated = false;
-        for (size_t q = state; q < kept && !dominated; q++)
-            dominated = st->v[q].extra <= e->extra && st->v[q].smax <= e->smax;
-        if (!dominated)
-            st->v[kept++] = *e;
-    }
+    size_t kept = 0;
+    for (size_t q = 0; q < st->n; q++)
+        if (!st->v[q].dead)
+            st->v[kept++] = st->v[q];
     st->n = kept;
+    psched__dealloc(st->slot);
+    st->slot = NULL;
+    st->slots = st->states = 0;
 }
 
-/* Least extra time of a device holding [i1, i1+l1) as stage s1 and
- * [i2, i2+l2) as stage s2 within the memory limit, merging the two
- * frontiers (extra ascending, activations descending); -1 when none fits. */
-static double pair_extra(const psched__problem *pb, uint32_t s1, uint32_t i1, uint32_t l1,
-                         uint32_t s2, uint32_t i2, uint32_t l2, int32_t *k1_out, int32_t *k2_out)
+/* The mixes of a device holding [i1, i1+l1) as stage s1 and [i2, i2+l2)
+ * as stage s2 that fit its memory and that no other fitting mix beats in
+ * both extra time and largest stage. Frontiers are sorted by extra
+ * ascending, activations descending, so for each point of the first the
+ * fastest fitting point of the second is found by one pointer moving
+ * down; any slower point of the second would be beaten by it. Returns the
+ * number of mixes written to out (0: none fits). */
+static uint32_t pair_choices(const psched__problem *pb, uint32_t s1, uint32_t i1, uint32_t l1,
+                             uint32_t s2, uint32_t i2, uint32_t l2, pair_choice *out)
 {
     uint32_t x1 = psched__front_index(pb, i1, l1), x2 = psched__front_index(pb, i2, l2);
     const psched__point *f1 = pb->front[x1], *f2 = pb->front[x2];
-    uint32_t n1 = pb->front_len[x1], n2 = pb->front_len[x2];
+    uint32_t n1 = pb->front_len[x1], n2 = pb->front_len[x2], n = 0;
     double budget = pb->limit * (1 + 1e-12) - psched__range_param(pb, i1, l1) -
                     psched__range_param(pb, i2, l2);
-    double in1 = pb->inflight[s1], in2 = pb->inflight[s2], best = -1;
+    double base1 = psched__range_time(pb, i1, l1), base2 = psched__range_time(pb, i2, l2);
+    double in1 = pb->inflight[s1], in2 = pb->inflight[s2];
     uint32_t j = n2;
     for (uint32_t k = 0; k < n1; k++) {
         double rest = budget - in1 * f1[k].act;
@@ -148,69 +210,70 @@ static double pair_extra(const psched__problem *pb, uint32_t s1, uint32_t i1, ui
             j--;
         if (j == n2 || in2 * f2[j].act > rest)
             continue;
-        double e = f1[k].extra + f2[j].extra;
-        if (best < 0 || e < best) {
-            best = e;
-            *k1_out = (int32_t)k;
-            *k2_out = (int32_t)j;
-        }
+        pair_choice c = {f1[k].extra + f2[j].extra,
+                         fmax(base1 + f1[k].extra, base2 + f2[j].extra), (int32_t)k, (int32_t)j};
+        bool beaten = false;
+        uint32_t kept = 0;
+        for (uint32_t q = 0; q < n && !beaten; q++)
+            beaten = out[q].extra <= c.extra && out[q].smax <= c.smax;
+        if (beaten)
+            continue;
+        for (uint32_t q = 0; q < n; q++)
+            if (!(c.extra <= out[q].extra && c.smax <= out[q].smax))
+                out[kept++] = out[q];
+        out[kept++] = c;
+        n = kept;
         if (j == 0)
-            break; /* later points of f1 only add extra */
+            break; /* later points of f1 only add time to stage s1 */
     }
-    return best;
+    return n;
 }
 
-/* Layers the walkers still have to cover, and their base time (or lean
- * memory lower bound) after a transition to (mid, a, b). */
-static void remaining(const pair_pass *ps, uint32_t mid, uint32_t a, uint32_t b, uint32_t *left_a,
-                      uint32_t *left_b, double *load)
+static double entry_value(const pair_pass *ps, const pair_entry *e)
 {
     const psched__problem *pb = ps->pb;
-    uint32_t L = pb->layers;
-    double nmin = ps->nmin;
-    if (ps->backward) {
-        *left_a = *left_b = b - a;
-        *load = ps->memory ? pb->param_prefix[b] - pb->param_prefix[a] +
-                                 nmin * (pb->minact_prefix[b] - pb->minact_prefix[a])
-                           : pb->time_prefix[b] - pb->time_prefix[a];
-        return;
-    }
-    *left_a = mid - a;
-    *left_b = L - b;
     if (ps->memory)
-        *load = pb->param_prefix[mid] - pb->param_prefix[a] + pb->param_prefix[L] -
-                pb->param_prefix[b] +
-                nmin * (pb->minact_prefix[mid] - pb->minact_prefix[a] + pb->minact_prefix[L] -
-                        pb->minact_prefix[b]);
-    else
-        *load = pb->time_prefix[mid] - pb->time_prefix[a] + pb->time_prefix[L] -
-                pb->time_prefix[b];
+        return e->tmax;
+    return (pb->microbatches - 1.0) * fmax(e->tmax, pb->lambda * e->smax) +
+           pb->kappa * (pb->time_total + e->extra);
+}
+
+/* Sum of a prefix array over the layers the walkers still have to cover
+ * after reaching (mid, a, b). */
+static double left_sum(const pair_pass *ps, const double *prefix, const pair_entry *e)
+{
+    if (ps->backward)
+        return prefix[e->b] - prefix[e->a];
+    return prefix[e->mid] - prefix[e->a] + prefix[ps->pb->layers] - prefix[e->b];
 }
 
 /* Lower bound of the objective (or of the largest memory) of any
  * completion of entry e after step k+1, or INFINITY when it cannot reach
- * the end: too few layers left for the remaining stages, or more load
- * than the remaining devices can take under tau. */
+ * the end: too few layers left for the remaining stages, more time than
+ * the remaining devices can take under tau, or more parameters and lean
+ * activations than their memory holds. */
 static double completion_bound(const pair_pass *ps, uint32_t k, const pair_entry *e)
 {
     const psched__problem *pb = ps->pb;
-    uint32_t r = pb->devices - k - 1, la, lb;
-    double load;
-    remaining(ps, e->mid, e->a, e->b, &la, &lb, &load);
+    uint32_t r = pb->devices - k - 1;
+    uint32_t la = ps->backward ? e->b - e->a : e->mid - e->a;
+    uint32_t lb = ps->backward ? la : pb->layers - e->b;
     if (r == 0) {
         bool done = ps->backward ? e->a == e->b : (e->a == e->mid && e->b == pb->layers);
-        if (!done)
-            return INFINITY;
-    } else if (ps->backward ? la < 2 * r * ps->minlen
-                            : (la < r * ps->minlen || lb < r * ps->minlen)) {
-        return INFINITY;
+        return done ? (ps->memory ? e->tmax : entry_value(ps, e)) : INFINITY;
     }
-    double avg = r ? load / r : 0;
+    if (ps->backward ? la < 2 * r * ps->minlen : (la < r * ps->minlen || lb < r * ps->minlen))
+        return INFINITY;
+    double mem = left_sum(ps, pb->param_prefix, e) +
+                 ps->nrest[k + 1] * left_sum(ps, pb->minact_prefix, e);
+    if (!ps->memory && mem > r * pb->limit * (1 + rel_eps))
+        return INFINITY;
+    double avg = (ps->memory ? mem : left_sum(ps, pb->time_prefix, e)) / r;
     if (avg > ps->tau * (1 + rel_eps))
         return INFINITY;
-    double z = fmax(e->tmax, avg);
     if (ps->memory)
-        return z;
+        return fmax(e->tmax, avg);
+    double z = fmax(fmax(e->tmax, pb->lambda * e->smax), avg);
     return (pb->microbatches - 1.0) * z + pb->kappa * (pb->time_total + e->extra);
 }
 
@@ -234,9 +297,8 @@ static double single_cost(const pair_pass *ps, uint32_t s, uint32_t i, uint32_t 
 
 /* All transitions of one entry through device step k (frontier lengths
  * only bound time passes: min-memory passes run before the frontiers
- * exist). A device's cost
- * (time with its best recompute mix, or lean memory) only grows with
- * either range's length, hence the breaks. */
+ * exist). A device's cost (time with its fastest fitting mix, or lean
+ * memory) only grows with either range's length, hence the breaks. */
 static psched_status expand(pair_pass *ps, uint32_t k, int32_t parent)
 {
     const psched__problem *pb = ps->pb;
@@ -258,24 +320,31 @@ static psched_status expand(pair_pass *ps, uint32_t k, int32_t parent)
             double cost = cost1 + single_cost(ps, s2, i2, l2);
             if (cost > limit)
                 break;
-            pair_entry n = {e->mid, e->a + l1, ps->backward ? i2 : e->b + l2, 0, e->extra,
-                            e->smax, parent, l1, l2, -1, -1};
+            pair_choice lean = {0, 0, -1, -1}, *choice = &lean;
+            uint32_t nc = 1;
             if (!ps->memory) {
-                double x = pair_extra(pb, s1, e->a, l1, s2, i2, l2, &n.k1, &n.k2);
-                if (x < 0 || cost + x > limit)
+                choice = ps->choices;
+                nc = pair_choices(pb, s1, e->a, l1, s2, i2, l2, choice);
+                double fastest = INFINITY;
+                for (uint32_t q = 0; q < nc; q++)
+                    fastest = fmin(fastest, choice[q].extra);
+                if (nc == 0 || cost + fastest > limit)
                     break;
-                double x1 = pb->front[psched__front_index(pb, e->a, l1)][n.k1].extra;
-                n.smax = fmax(n.smax, fmax(cost1 + x1, cost - cost1 + x - x1));
-                cost += x;
-                n.extra += x;
             }
-            n.tmax = fmax(e->tmax, cost);
-            double reach = completion_bound(ps, k, &n);
-            if (reach == INFINITY || reach > ps->bound)
-                continue;
-            psched_status st = step_push(&ps->steps[k + 1], &n);
-            if (st)
-                return st;
+            for (uint32_t q = 0; q < nc; q++) {
+                const pair_choice *c = &choice[q];
+                pair_entry n = {e->mid, e->a + l1, ps->backward ? i2 : e->b + l2,
+                                fmax(e->tmax, cost + c->extra), e->extra + c->extra,
+                                fmax(e->smax, c->smax), parent, l1, l2, c->k1, c->k2, -1, false};
+                if (cost + c->extra > limit || pb->lambda * n.smax > limit)
+                    continue;
+                double reach = completion_bound(ps, k, &n);
+                if (reach == INFINITY || reach > ps->bound)
+                    continue;
+                psched_status st = step_insert(&ps->steps[k + 1], &n);
+                if (st)
+                    return st;
+            }
         }
     }
     return PSCHED_OK;
@@ -283,9 +352,15 @@ static psched_status expand(pair_pass *ps, uint32_t k, int32_t parent)
 
 static void pass_free(pair_pass *ps)
 {
+    psched__dealloc(ps->nrest);
+    ps->nrest = NULL;
+    psched__dealloc(ps->choices);
+    ps->choices = NULL;
     if (ps->steps)
-        for (uint32_t k = 0; k <= ps->pb->devices; k++)
+        for (uint32_t k = 0; k <= ps->pb->devices; k++) {
             psched__dealloc(ps->steps[k].v);
+            psched__dealloc(ps->steps[k].slot);
+        }
     psched__dealloc(ps->steps);
     ps->steps = NULL;
 }
@@ -296,35 +371,37 @@ static psched_status pass_run(pair_pass *ps)
 {
     const psched__problem *pb = ps->pb;
     uint32_t p = pb->devices, L = pb->layers;
+    uint32_t widest = 1;
+    for (size_t x = 0; !ps->memory && x < (size_t)(L + 1) * (L + 1); x++)
+        widest = pb->front_len[x] > widest ? pb->front_len[x] : widest;
     ps->steps = psched__calloc(p + 1, sizeof *ps->steps);
-    if (!ps->steps)
+    ps->choices = psched__calloc(widest, sizeof *ps->choices);
+    if (!ps->steps || !ps->choices)
         return PSCHED_ENOMEM_FAIL();
     psched_status st = PSCHED_OK;
     /* Starting states: V: (0, L); loop: (mid, 0, mid) for every mid that
      * leaves both halves at least p layers. */
-    ps->nmin = INFINITY;
-    for (uint32_t s = 0; s < pb->stages; s++)
-        ps->nmin = fmin(ps->nmin, pb->inflight[s]);
+    ps->nrest = psched__calloc(p + 1, sizeof *ps->nrest);
+    if (!ps->nrest)
+        return PSCHED_ENOMEM_FAIL();
+    ps->nrest[p] = INFINITY;
+    for (uint32_t k = p; k-- > 0;) {
+        uint32_t s2 = ps->backward ? 2 * p - 1 - k : p + k;
+        ps->nrest[k] = fmin(ps->nrest[k + 1], fmin(pb->inflight[k], pb->inflight[s2]));
+    }
     uint32_t lo = ps->backward ? 0 : p * ps->minlen;
     uint32_t hi = ps->backward ? 0 : L >= lo ? L - lo : 0;
     for (uint32_t mid = lo; !st && mid <= hi && L >= 2 * lo; mid++) {
-        pair_entry e = {mid, 0, ps->backward ? L : mid, 0, 0, 0, -1, 0, 0, -1, -1};
-        st = step_push(&ps->steps[0], &e);
+        pair_entry e = {mid, 0, ps->backward ? L : mid, 0, 0, 0, -1, 0, 0, -1, -1, -1, false};
+        st = step_insert(&ps->steps[0], &e);
     }
+    step_finish(&ps->steps[0]);
     for (uint32_t k = 0; !st && k < p && !ps->expired; k++) {
         for (size_t q = 0; !st && q < ps->steps[k].n && !ps->expired; q++)
             st = expand(ps, k, (int32_t)q);
-        step_prune(&ps->steps[k + 1]);
+        step_finish(&ps->steps[k + 1]);
     }
     return st;
-}
-
-static double entry_value(const pair_pass *ps, const pair_entry *e)
-{
-    const psched__problem *pb = ps->pb;
-    if (ps->memory)
-        return e->tmax;
-    return (pb->microbatches - 1.0) * e->tmax + pb->kappa * (pb->time_total + e->extra);
 }
 
 /* The best complete entry of the last step, or -1. Among entries whose
@@ -391,7 +468,7 @@ psched_status psched__pair_solve(const psched__problem *pb, double incumbent,
         double cap = c > 0 && isfinite(out->objective) ? (out->objective - kt) / c : INFINITY;
         double tau = c > 0 ? next_tau(lb, cap, round) : INFINITY;
         pair_pass ps = {pb, layout_backward(pb), false, tau, INFINITY,
-                        pb->allow_empty ? 0u : 1u, 0, NULL, 0, false};
+                        pb->allow_empty ? 0u : 1u, NULL, NULL, NULL, 0, false};
         ps.bound = out->objective * (1 + rel_eps);
         st = pass_run(&ps);
         if (!st && ps.expired) {
@@ -441,7 +518,7 @@ psched_status psched__pair_min_memory(const psched__problem *pb, double *value)
     for (int round = -1; round <= 13; round++) {
         double cap = round < 0 ? floor : round == 13 ? INFINITY : floor * (1 + 0.01 * ldexp(1, round));
         pair_pass ps = {pb, layout_backward(pb), true, cap, cap * (1 + rel_eps),
-                        pb->allow_empty ? 0u : 1u, 0, NULL, 0, false};
+                        pb->allow_empty ? 0u : 1u, NULL, NULL, NULL, 0, false};
         psched_status st = pass_run(&ps);
         double best = INFINITY;
         if (!st && !ps.expired)

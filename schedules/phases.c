@@ -66,43 +66,85 @@ psched_slot psched__seq_at(const psched_seq *seq, size_t k)
     return slot;
 }
 
-static psched_status emit_slot(psched_builder *b, const psched_plan *plan, uint32_t device,
-                               psched_op_kind kind, psched_slot slot)
+psched_seq_cursor psched__seq_cursor(const psched_seq *seq, size_t k)
 {
-    uint32_t stage = psched_plan_device_stage(plan, device, slot.chunk);
-    return psched_builder_append(b, device, kind, stage, slot.microbatch, 0);
+    psched_seq_cursor c = {0};
+    c.seq = seq;
+    if (k >= seq->count)
+        return c; /* at the end: nothing is read */
+    size_t i = seq->reverse ? seq->count - 1 - k : k;
+    if (seq->table) {
+        c.index = i;
+        return c;
+    }
+    /* grouped_slot's arithmetic, kept as state the steps update */
+    size_t m = seq->microbatches, v = seq->chunks, n = seq->group;
+    size_t last_start = ((m - 1) / n) * n;
+    if (i >= last_start * v) {
+        c.base = last_start;
+        c.size = m - last_start;
+        i -= last_start * v;
+    } else {
+        c.base = (i / (n * v)) * n;
+        c.size = n;
+        i %= n * v;
+    }
+    c.chunk = i / c.size;
+    c.off = i % c.size;
+    return c;
+}
+
+void psched__stage_map(psched_stage_map *map, const psched_plan *plan, uint32_t device)
+{
+    uint32_t v = psched_plan_chunks(plan);
+    map->chunks = v < PSCHED_MAX_CHUNKS ? v : PSCHED_MAX_CHUNKS;
+    for (uint32_t c = 0; c < map->chunks; c++)
+        map->stage[c] = psched_plan_device_stage(plan, device, c);
+}
+
+/* Appends `count` ops of `kind` from the cursor. */
+static psched_status emit_cursor(psched_builder *b, uint32_t device, psched_op_kind kind,
+                                 const psched_stage_map *map, psched_seq_cursor *c, size_t count)
+{
+    psched_status st = PSCHED_OK;
+    for (size_t k = 0; k < count && st == PSCHED_OK; k++) {
+        psched_slot slot = psched__seq_next(c);
+        st = psched_builder_append(b, device, kind, psched__stage_of(map, slot), slot.microbatch, 0);
+    }
+    return st;
 }
 
 psched_status psched__emit_run(psched_builder *b, uint32_t device, psched_op_kind kind,
                                const psched_seq *seq, size_t first, size_t count)
 {
-    const psched_plan *plan = psched_builder_plan(b);
-    psched_status st = PSCHED_OK;
-    for (size_t k = first; k < first + count && st == PSCHED_OK; k++)
-        st = emit_slot(b, plan, device, kind, psched__seq_at(seq, k));
-    return st;
+    psched_stage_map map;
+    psched__stage_map(&map, psched_builder_plan(b), device);
+    psched_seq_cursor c = psched__seq_cursor(seq, first);
+    return emit_cursor(b, device, kind, &map, &c, count);
 }
 
 psched_status psched__emit_1f1b(psched_builder *b, uint32_t device, const psched_seq *fwd,
                                 const psched_seq *bwd, size_t warmup, psched_op_kind bwd_kind)
 {
-    const psched_plan *plan = psched_builder_plan(b);
     size_t nf = fwd->count, nb = bwd->count;
     size_t w = warmup < nf ? warmup : nf;
     size_t steady = nf - w < nb ? nf - w : nb;
+    psched_stage_map map;
+    psched__stage_map(&map, psched_builder_plan(b), device);
+    psched_seq_cursor f = psched__seq_cursor(fwd, 0), k = psched__seq_cursor(bwd, 0);
 
     psched_status st = psched_builder_reserve(b, device, nf + nb);
     if (st == PSCHED_OK)
-        st = psched__emit_run(b, device, PSCHED_OP_F, fwd, 0, w);
-    for (size_t k = 0; k < steady && st == PSCHED_OK; k++) {
-        st = emit_slot(b, plan, device, PSCHED_OP_F, psched__seq_at(fwd, w + k));
+        st = emit_cursor(b, device, PSCHED_OP_F, &map, &f, w);
+    for (size_t i = 0; i < steady && st == PSCHED_OK; i++) {
+        st = emit_cursor(b, device, PSCHED_OP_F, &map, &f, 1);
         if (st == PSCHED_OK)
-            st = emit_slot(b, plan, device, bwd_kind, psched__seq_at(bwd, k));
+            st = emit_cursor(b, device, bwd_kind, &map, &k, 1);
     }
     if (st == PSCHED_OK)
-        st = psched__emit_run(b, device, PSCHED_OP_F, fwd, w + steady, nf - w - steady);
+        st = emit_cursor(b, device, PSCHED_OP_F, &map, &f, nf - w - steady);
     if (st == PSCHED_OK)
-        st = psched__emit_run(b, device, bwd_kind, bwd, steady, nb - steady);
+        st = emit_cursor(b, device, bwd_kind, &map, &k, nb - steady);
     return st;
 }
 

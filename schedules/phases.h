@@ -69,6 +69,73 @@ PSCHED_INTERNAL psched_seq psched__seq_reversed(psched_seq seq);
 /* Slot k (k < seq->count). */
 PSCHED_INTERNAL psched_slot psched__seq_at(const psched_seq *seq, size_t k);
 
+/* Reads a sequence in order from a given slot, each step O(1) without the
+ * divisions of psched__seq_at: the emitters' hot path. */
+typedef struct psched_seq_cursor {
+    const psched_seq *seq;
+    size_t index;      /* table order: position of the next slot */
+    size_t base, size; /* grouped order: first micro-batch and size of the group */
+    size_t chunk, off; /* grouped order: chunk and offset in the group of the next slot */
+} psched_seq_cursor;
+
+/* A cursor at slot k (k <= seq->count; at count nothing may be read). */
+PSCHED_INTERNAL psched_seq_cursor psched__seq_cursor(const psched_seq *seq, size_t k);
+
+/* The slot at the cursor, then one step on. The caller stays within count. */
+static inline psched_slot psched__seq_next(psched_seq_cursor *c)
+{
+    const psched_seq *s = c->seq;
+    psched_slot slot;
+    if (s->table) {
+        slot = s->table[c->index];
+        c->index = s->reverse ? c->index - 1 : c->index + 1;
+    } else {
+        slot.chunk = (uint32_t)c->chunk;
+        slot.microbatch = (uint32_t)(c->base + c->off);
+        if (!s->reverse) {
+            if (++c->off == c->size) {
+                c->off = 0;
+                if (++c->chunk == s->chunks) {
+                    c->chunk = 0;
+                    c->base += c->size;
+                    c->size = s->microbatches - c->base < s->group ? s->microbatches - c->base
+                                                                   : s->group;
+                }
+            }
+        } else if (c->off > 0) {
+            c->off--;
+        } else if (c->chunk > 0) {
+            c->chunk--;
+            c->off = c->size - 1;
+        } else if (c->base > 0) { /* every group before the last one is full */
+            c->base -= s->group;
+            c->size = s->group;
+            c->chunk = s->chunks - 1;
+            c->off = c->size - 1;
+        }
+    }
+    if (s->mirror)
+        slot.chunk = s->chunks - 1 - slot.chunk;
+    return slot;
+}
+
+/* Stage of each chunk of one device, looked up once instead of per op. */
+typedef struct psched_stage_map {
+    uint32_t chunks; /* entries filled: the plan's v */
+    uint32_t stage[PSCHED_MAX_CHUNKS];
+} psched_stage_map;
+
+/* Fills `map` for `device`. */
+PSCHED_INTERNAL void psched__stage_map(psched_stage_map *map, const psched_plan *plan,
+                                       uint32_t device);
+
+/* The stage of a slot's chunk on the mapped device; UINT32_MAX for a chunk
+ * the plan does not have, which the builder refuses with a message. */
+static inline uint32_t psched__stage_of(const psched_stage_map *map, psched_slot slot)
+{
+    return slot.chunk < map->chunks ? map->stage[slot.chunk] : UINT32_MAX;
+}
+
 /* Appends ops of `kind` for slots [first, first + count) of `seq` on
  * `device`. Returns the builder's status (stops at the first error). */
 PSCHED_INTERNAL psched_status psched__emit_run(psched_builder *b, uint32_t device,

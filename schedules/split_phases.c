@@ -9,12 +9,16 @@ psched_status psched__split_begin(psched_split *s, psched_builder *b, uint32_t d
     s->fwd = fwd;
     s->bwd = bwd;
     s->f = s->b = s->w = 0;
+    s->at_f = psched__seq_cursor(fwd, 0);
+    s->at_b = psched__seq_cursor(bwd, 0);
+    s->at_w = psched__seq_cursor(bwd, 0);
+    psched__stage_map(&s->map, psched_builder_plan(b), device);
     return psched_builder_reserve(b, device, fwd->count + 2 * bwd->count);
 }
 
 /* `limit` is the sequence length for F and B, and the B done so far for W
  * (a W never overtakes its B). */
-static psched_status append(psched_split *s, psched_op_kind kind, const psched_seq *seq,
+static psched_status append(psched_split *s, psched_op_kind kind, psched_seq_cursor *at,
                             size_t *next, size_t limit)
 {
     static const char letters[] = "FBW";
@@ -22,21 +26,21 @@ static psched_status append(psched_split *s, psched_op_kind kind, const psched_s
         return psched_fail(PSCHED_EINVAL,
                            "device %u: %c number %zu is past the %zu available (generator bug)",
                            s->device, letters[kind], *next, limit);
-    psched_slot slot = psched__seq_at(seq, (*next)++);
-    const psched_plan *plan = psched_builder_plan(s->builder);
-    uint32_t stage = psched_plan_device_stage(plan, s->device, slot.chunk);
-    return psched_builder_append(s->builder, s->device, kind, stage, slot.microbatch, 0);
+    (*next)++;
+    psched_slot slot = psched__seq_next(at);
+    return psched_builder_append(s->builder, s->device, kind, psched__stage_of(&s->map, slot),
+                                 slot.microbatch, 0);
 }
 
 static psched_status step(psched_split *s, char letter)
 {
     switch (letter) {
     case 'F':
-        return append(s, PSCHED_OP_F, s->fwd, &s->f, s->fwd->count);
+        return append(s, PSCHED_OP_F, &s->at_f, &s->f, s->fwd->count);
     case 'B':
-        return append(s, PSCHED_OP_B, s->bwd, &s->b, s->bwd->count);
+        return append(s, PSCHED_OP_B, &s->at_b, &s->b, s->bwd->count);
     case 'W':
-        return append(s, PSCHED_OP_W, s->bwd, &s->w, s->b);
+        return append(s, PSCHED_OP_W, &s->at_w, &s->w, s->b);
     default:
         return psched_fail(PSCHED_EINVAL, "phase pattern letter '%c' is not F, B or W", letter);
     }

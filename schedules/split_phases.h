@@ -23,6 +23,8 @@ typedef struct psched_split {
     const psched_seq *fwd; /* F k runs fwd[k] */
     const psched_seq *bwd; /* B k and W k run bwd[k] */
     size_t f, b, w;        /* next F, B, W index */
+    psched_seq_cursor at_f, at_b, at_w; /* the same three positions, read in O(1) */
+    psched_stage_map map;  /* the device's stage of each chunk */
 } psched_split;
 
 /* Starts device `device` and reserves exactly its fwd->count F plus

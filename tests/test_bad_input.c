@@ -815,20 +815,12 @@ static const bad_case cases[] = {
     {"register name Bad_Name", register_bad_name, PSCHED_EINVAL, "\"Bad_Name\""},
     {"register name 1f1b twice", register_taken_name, PSCHED_EEXIST, "\"1f1b\""},
     {"register auto placement", register_auto_placement, PSCHED_EINVAL, "placement (0)"},
-};
-
-/* Rows the library still gets wrong, in files of other owners (reported):
- * each prints a TAP "TODO" line while it fails, a plain "ok" once fixed. */
-static const bad_case known_bugs[] = {
-    /* lib/model.c copies the type cell with memcpy and checks it with
-     * strlen, so the NUL byte silently ends the name: the group is "lay". */
-    {"profile NUL byte in a type name", profile_nul_byte, PSCHED_EPARSE, "line 2, column 1"},
-    /* lib/model.c parse_row passes psched_last_error() as an argument of
-     * psched_fail(), which formats into that same buffer: the message
-     * comes out garbled ("line 2, column 1: line 2, column 1: ay..."). */
+    {"profile NUL byte in a type name", profile_nul_byte, PSCHED_EPARSE,
+     "line 2, column 4: NUL byte"},
     {"profile non-UTF-8 type name, whole message", profile_non_utf8_type, PSCHED_EPARSE,
      "line 2, column 1: layer type name \"lay\xff\xfe\" has character 4"},
 };
+
 
 static bool case_holds(const bad_case *c, bool report)
 {
@@ -848,16 +840,6 @@ static void test_every_bad_input_fails_with_its_status_and_names_the_value(void)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         if (!case_holds(&cases[i], true))
             tu_failed_checks++;
-}
-
-static void run_known_bugs(void)
-{
-    for (size_t i = 0; i < sizeof known_bugs / sizeof *known_bugs; i++) {
-        bool holds = case_holds(&known_bugs[i], false);
-        tu_run_tests++;
-        printf("%s %d - %s%s\n", holds ? "ok" : "not ok", tu_run_tests, known_bugs[i].what,
-               holds ? "" : " # TODO known library bug, see the comment in known_bugs[]");
-    }
 }
 
 /* The plug-in paths are quoted in the messages, so the table's needles
@@ -892,6 +874,5 @@ int main(int argc, char **argv)
     RUN(test_every_bad_input_fails_with_its_status_and_names_the_value);
     RUN(test_plugin_messages_name_the_path);
     RUN(test_library_still_works_after_bad_input);
-    run_known_bugs();
     TEST_MAIN_END();
 }

@@ -28,7 +28,7 @@ typedef struct oracle {
     layer lay[16];
     double inflight[16];
     uint32_t device_of[16];
-    double kappa, limit;
+    double kappa, lambda, limit;
     /* search state */
     uint32_t cut[17];
     uint8_t choice[16];
@@ -87,6 +87,27 @@ static void oracle_schedule(oracle *o, const psched_plan *plan, const char *name
     }
     o->kappa = (psched_report_makespan(r) - (o->m - 1.0) * 3.0 * v) / (3.0 * o->S);
     o->limit = psched_plan_memory_limit(plan);
+    /* lambda: every device's chunk 0 at (v+1)/2, its other chunks at 1/2,
+     * and (m-1)·lambda·3h + kappa·3S is that run's makespan. */
+    o->lambda = 1;
+    if (v > 1 && o->m > 1) {
+        double h = (v + 1) / 2.0;
+        psched_plan *skew = NULL;
+        psched_schedule *s2 = NULL;
+        psched_report *r2 = NULL;
+        CHECK_OK(psched_plan_clone(rp, &skew));
+        for (uint32_t st = 0; st < o->S; st++) {
+            double c = psched_plan_stage_chunk(rp, st) == 0 ? h : 0.5;
+            CHECK_OK(psched_plan_set_stage_cost(skew, st, c, c, c));
+        }
+        CHECK_OK(psched_generate(skew, name, &s2));
+        CHECK_OK(psched_simulate(s2, NULL, &r2));
+        o->lambda = (psched_report_makespan(r2) - o->kappa * 3.0 * o->S) / ((o->m - 1.0) * 3 * h);
+        o->lambda = o->lambda < 0 ? 0 : o->lambda > v ? v : o->lambda;
+        psched_report_destroy(r2);
+        psched_schedule_destroy(s2);
+        psched_plan_destroy(skew);
+    }
     psched_report_destroy(r);
     psched_schedule_destroy(s);
     psched_plan_destroy(unit);
@@ -94,7 +115,7 @@ static void oracle_schedule(oracle *o, const psched_plan *plan, const char *name
 
 static void oracle_score(oracle *o)
 {
-    double dt[16] = {0}, dm[16] = {0}, sum = 0;
+    double dt[16] = {0}, dm[16] = {0}, sum = 0, smax = 0;
     for (uint32_t s = 0; s < o->S; s++) {
         double t = 0, act = 0, param = 0;
         for (uint32_t l = o->cut[s]; l < o->cut[s + 1]; l++) {
@@ -106,8 +127,10 @@ static void oracle_score(oracle *o)
         dt[o->device_of[s]] += t;
         dm[o->device_of[s]] += param + o->inflight[s] * act;
         sum += t;
+        if (o->lambda * t > smax)
+            smax = o->lambda * t;
     }
-    double tmax = 0;
+    double tmax = smax;
     for (uint32_t d = 0; d < o->P; d++) {
         if (dm[d] > o->limit)
             return;
@@ -643,6 +666,113 @@ static void test_eight_threads_get_the_single_thread_answers(void)
     }
 }
 
+/* ---- the holistic planner ---- */
+
+static psched_model *equal_layers(uint32_t n)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", n, 1, 1, 1, 1, 1));
+    return model;
+}
+
+/* 8 equal layers (1, 1, 1), p = 2, m = 4. 1f1b splits them 4 + 4: stage
+ * costs (4, 4, 4), span (m + p - 1)·12 = 60. Interleaved and the V
+ * schedules have smaller bubbles; dualpipe's two chains are an error,
+ * ranked last. */
+static void test_plan_search_ranks_fitting_plans_by_step_time(void)
+{
+    psched_model *model = equal_layers(8);
+    psched_plan *plan = make_plan(2, 4, 0, 1e9);
+    static const char *const names[] = {"1f1b", "interleaved", "dualpipe"};
+    psched_search_result *r = NULL;
+    CHECK_OK(psched_plan_search(model, plan, names, 3, NULL, &r));
+    /* 1f1b v = 1, interleaved v = 2 and 4, dualpipe v = 2. */
+    CHECK_EQ_INT(psched_search_count(r), 4);
+    CHECK_EQ_INT(psched_search_error(r, 3), PSCHED_EUNSUPPORTED);
+    CHECK_STR(psched_search_schedule(r, 3), "dualpipe");
+    CHECK(psched_search_partition(r, 3) == NULL);
+    CHECK_CONTAINS(psched_search_error_message(r, 3), "2 chains");
+    bool saw_1f1b = false;
+    for (size_t i = 0; i < 3; i++) {
+        CHECK_OK(psched_search_error(r, i));
+        CHECK(psched_search_fits(r, i));
+        CHECK_EQ_INT(psched_search_status(r, i), PSCHED_SOLVE_OPTIMAL);
+        if (i > 0)
+            CHECK(psched_search_makespan(r, i - 1) <= psched_search_makespan(r, i));
+        const psched_partition_result *pr = psched_search_partition(r, i);
+        CHECK_EQ_DBL(psched_partition_makespan(pr), psched_search_makespan(r, i));
+        CHECK_EQ_INT(psched_plan_chunks(psched_partition_plan(pr)), psched_search_chunks(r, i));
+        if (strcmp(psched_search_schedule(r, i), "1f1b") == 0) {
+            saw_1f1b = true;
+            CHECK_EQ_DBL(psched_search_makespan(r, i), 60);
+            CHECK_EQ_DBL(psched_search_even_makespan(r, i), 60);
+        }
+    }
+    CHECK(saw_1f1b);
+    CHECK(psched_search_makespan(r, 0) < 60);
+    psched_search_result_destroy(r);
+    /* Every registered generator. */
+    CHECK_OK(psched_plan_search(model, plan, NULL, 0, NULL, &r));
+    CHECK(psched_search_count(r) > 4);
+    CHECK(psched_search_fits(r, 0));
+    psched_search_result_destroy(r);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
+/* Same model, limit 5: 1f1b's best split 3 + 5 needs max(3·(1+2), 5·(1+1))
+ * = 10 (stage 0 holds 2 micro-batches, stage 1 one); nothing fits, the
+ * misfits come ranked by the memory they need. */
+static void test_plan_search_reports_misfits_with_their_memory(void)
+{
+    psched_model *model = equal_layers(8);
+    psched_plan *plan = make_plan(2, 4, 1, 5);
+    static const char *const names[] = {"1f1b"};
+    psched_search_result *r = NULL;
+    CHECK_OK(psched_plan_search(model, plan, names, 1, NULL, &r));
+    CHECK_EQ_INT(psched_search_count(r), 1);
+    CHECK(!psched_search_fits(r, 0));
+    CHECK_EQ_INT(psched_search_status(r, 0), PSCHED_SOLVE_INFEASIBLE);
+    CHECK_EQ_DBL(psched_partition_min_memory(psched_search_partition(r, 0)), 10);
+    psched_search_result_destroy(r);
+    static const char *const unknown[] = {"no-such-schedule"};
+    CHECK_EQ_INT(psched_plan_search(model, plan, unknown, 1, NULL, &r), PSCHED_ENOTFOUND);
+    CHECK_EQ_INT(psched_plan_search(model, plan, names, 0, NULL, &r), PSCHED_EINVAL);
+    psched_search_options o = PSCHED_SEARCH_OPTIONS_INIT;
+    o.time_limit = 0;
+    CHECK_EQ_INT(psched_plan_search(model, plan, names, 1, &o, &r), PSCHED_EINVAL);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
+/* The time limit bounds the whole call, not only GLPK: a four-chunk
+ * instance (the MILP) with 0.3 s ends well within a second of it. */
+static void test_time_limit_bounds_the_whole_call(void)
+{
+    if (!psched__have_glpk())
+        return;
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.2, 0.2, 0.2, 1, 40));
+    CHECK_OK(psched_model_add_layers(model, "layer", 80, 1, 1, 1, 4, 10));
+    CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
+    CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
+    CHECK_OK(psched_model_add_layers(model, "head", 1, 3, 3, 3, 8, 40));
+    psched_plan *plan = make_plan(8, 32, 4, 400);
+    psched_partition_options o = opts(PSCHED_PARTITION_ILP);
+    o.time_limit = 0.3;
+    psched_partition_result *r = NULL;
+    CHECK_OK(psched_partition(model, plan, "interleaved", &o, &r));
+    printf("# status %d, %.3f s\n", (int)psched_partition_status(r),
+           psched_partition_solve_time(r));
+    CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
+    CHECK(psched_partition_solve_time(r) < 1.3);
+    psched_partition_result_destroy(r);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
 int main(void)
 {
     RUN(test_model_csv_reads_groups_and_variants);
@@ -656,5 +786,8 @@ int main(void)
     RUN(test_two_chunk_ties_go_to_balanced_stages);
     RUN(test_ilp_without_glpk_is_unsupported_for_three_chunks);
     RUN(test_eight_threads_get_the_single_thread_answers);
+    RUN(test_plan_search_ranks_fitting_plans_by_step_time);
+    RUN(test_plan_search_reports_misfits_with_their_memory);
+    RUN(test_time_limit_bounds_the_whole_call);
     TEST_MAIN_END();
 }

@@ -103,5 +103,16 @@ const char *cli_placement_name(psched_placement placement);
 extern const char cli_help_partition[];
 /* `pipesched partition`: parses argv[first..] itself. */
 int cli_partition_main(int argc, char **argv, int first);
+/* Read a CSV layer profile ("-" is standard input). */
+int cli_load_model(const char *path, psched_model **model);
+/* A partition's per-stage and per-device tables (text), and the same as
+ * the JSON keys "stages" and "devices", each line indented by @p indent. */
+void cli_partition_text_stages(FILE *f, const psched_partition_result *r);
+void cli_partition_json_stages(FILE *f, const psched_partition_result *r, const char *indent);
+
+/* ---- plan (cli_plan.c) ---- */
+extern const char cli_help_plan[];
+/* `pipesched plan`: parses argv[first..] itself. */
+int cli_plan_main(int argc, char **argv, int first);
 
 #endif /* PIPESCHED_CLI_H */

@@ -94,7 +94,10 @@ static int parse_line(costs_ctx *c, char *text)
     int n = split_fields(text, fields);
     uint32_t stage;
     bool numeric = cli_strtou32(fields[0], &stage) == 0;
-    if (!numeric && c->header_allowed) {
+    /* A header names its columns; a first cell that looks like a number
+     * but does not parse as a stage ("-1", "4294967296") is an error. */
+    bool looks_numeric = strchr("0123456789+-.", fields[0][0]) != NULL && fields[0][0] != '\0';
+    if (!numeric && !looks_numeric && c->header_allowed) {
         c->header_allowed = false;
         return CLI_OK;
     }

@@ -112,7 +112,7 @@ static int parse(int argc, char **argv, int first, part_opts *o)
     return CLI_OK;
 }
 
-static int load_model(const char *path, psched_model **model)
+int cli_load_model(const char *path, psched_model **model)
 {
     char *text;
     size_t length;
@@ -151,28 +151,38 @@ static void print_json(FILE *f, const part_opts *o, const psched_partition_resul
     cli_json_number(f, even / psched_partition_makespan(r));
     fputs(",\n  \"min_memory\": ", f);
     cli_json_number(f, psched_partition_min_memory(r));
+    fputs(",\n", f);
+    cli_partition_json_stages(f, r, "  ");
+    fputs("\n}\n", f);
+}
+
+void cli_partition_json_stages(FILE *f, const psched_partition_result *r, const char *in)
+{
     const psched_plan *plan = psched_partition_plan(r);
-    fputs(",\n  \"stages\": [", f);
+    fprintf(f, "%s\"stages\": [", in);
     for (uint32_t s = 0; plan && s < psched_partition_stages(r); s++) {
         uint32_t first, count, n[3];
         double time, mem;
         psched_partition_stage(r, s, &first, &count, &time, &mem);
         count_choices(r, first, count, n);
-        fprintf(f, "%s\n    {\"stage\": %u, \"device\": %u, \"chunk\": %u, \"first\": %u, "
+        fprintf(f, "%s\n%s  {\"stage\": %u, \"device\": %u, \"chunk\": %u, \"first\": %u, "
                    "\"count\": %u, \"recompute\": {\"none\": %u, \"selective\": %u, "
                    "\"full\": %u}, \"time\": ",
-                s ? "," : "", s, psched_plan_stage_device(plan, s),
+                s ? "," : "", in, s, psched_plan_stage_device(plan, s),
                 psched_plan_stage_chunk(plan, s), first, count, n[0], n[1], n[2]);
         cli_json_number(f, time);
         fputs(", \"memory\": ", f);
         cli_json_number(f, mem);
         fputs("}", f);
     }
-    fputs(plan ? "\n  ],\n  \"devices\": [" : "],\n  \"devices\": [", f);
+    if (plan)
+        fprintf(f, "\n%s],\n%s\"devices\": [", in, in);
+    else
+        fprintf(f, "],\n%s\"devices\": [", in);
     for (uint32_t d = 0; plan && d < psched_plan_devices(plan); d++) {
         double params, mem, peak;
         psched_partition_device(r, d, &params, &mem, &peak);
-        fprintf(f, "%s\n    {\"device\": %u, \"params\": ", d ? "," : "", d);
+        fprintf(f, "%s\n%s  {\"device\": %u, \"params\": ", d ? "," : "", in, d);
         cli_json_number(f, params);
         fputs(", \"memory\": ", f);
         cli_json_number(f, mem);
@@ -180,7 +190,35 @@ static void print_json(FILE *f, const part_opts *o, const psched_partition_resul
         cli_json_number(f, peak);
         fputs("}", f);
     }
-    fputs(plan ? "\n  ]\n}\n" : "]\n}\n", f);
+    fprintf(f, plan ? "\n%s]" : "]", in);
+}
+
+void cli_partition_text_stages(FILE *f, const psched_partition_result *r)
+{
+    const psched_plan *plan = psched_partition_plan(r);
+    fprintf(f, "%-6s %-6s %-5s %-13s %-26s %12s %14s\n", "stage", "device", "chunk", "layers",
+            "recompute (none/sel/full)", "time", "memory");
+    for (uint32_t s = 0; s < psched_partition_stages(r); s++) {
+        uint32_t first, count, n[3];
+        double time, mem;
+        char range[32], rec[32];
+        psched_partition_stage(r, s, &first, &count, &time, &mem);
+        count_choices(r, first, count, n);
+        if (count)
+            snprintf(range, sizeof range, "%u-%u (%u)", first, first + count - 1, count);
+        else
+            snprintf(range, sizeof range, "empty");
+        snprintf(rec, sizeof rec, "%u/%u/%u", n[0], n[1], n[2]);
+        fprintf(f, "%-6u %-6u %-5u %-13s %-26s %12.6g %14.6g\n", s,
+                psched_plan_stage_device(plan, s), psched_plan_stage_chunk(plan, s), range, rec,
+                time, mem);
+    }
+    fputs("\ndevice  params          memory (bound)  peak memory (simulated)\n", f);
+    for (uint32_t d = 0; d < psched_plan_devices(plan); d++) {
+        double params, mem, peak;
+        psched_partition_device(r, d, &params, &mem, &peak);
+        fprintf(f, "%-7u %-15.6g %-15.6g %.6g\n", d, params, mem, peak);
+    }
 }
 
 static void print_text(FILE *f, const part_opts *o, const psched_partition_result *r,
@@ -189,29 +227,7 @@ static void print_text(FILE *f, const part_opts *o, const psched_partition_resul
     const psched_plan *plan = psched_partition_plan(r);
     psched_solve_status status = psched_partition_status(r);
     if (plan) {
-        fprintf(f, "%-6s %-6s %-5s %-13s %-26s %12s %14s\n", "stage", "device", "chunk",
-                "layers", "recompute (none/sel/full)", "time", "memory");
-        for (uint32_t s = 0; s < psched_partition_stages(r); s++) {
-            uint32_t first, count, n[3];
-            double time, mem;
-            char range[32], rec[32];
-            psched_partition_stage(r, s, &first, &count, &time, &mem);
-            count_choices(r, first, count, n);
-            if (count)
-                snprintf(range, sizeof range, "%u-%u (%u)", first, first + count - 1, count);
-            else
-                snprintf(range, sizeof range, "empty");
-            snprintf(rec, sizeof rec, "%u/%u/%u", n[0], n[1], n[2]);
-            fprintf(f, "%-6u %-6u %-5u %-13s %-26s %12.6g %14.6g\n", s,
-                    psched_plan_stage_device(plan, s), psched_plan_stage_chunk(plan, s), range,
-                    rec, time, mem);
-        }
-        fputs("\ndevice  params          memory (bound)  peak memory (simulated)\n", f);
-        for (uint32_t d = 0; d < psched_plan_devices(plan); d++) {
-            double params, mem, peak;
-            psched_partition_device(r, d, &params, &mem, &peak);
-            fprintf(f, "%-7u %-15.6g %-15.6g %.6g\n", d, params, mem, peak);
-        }
+        cli_partition_text_stages(f, r);
         fprintf(f, "\nsimulated makespan: %.6g\n", psched_partition_makespan(r));
         if (isfinite(even))
             fprintf(f, "even split makespan: %.6g (speed-up %.3fx)\n", even,
@@ -251,7 +267,7 @@ int cli_partition_main(int argc, char **argv, int first)
     psched_model *model = NULL;
     psched_plan *plan = NULL;
     psched_partition_result *r = NULL;
-    if ((rc = load_model(o.model, &model)) != CLI_OK)
+    if ((rc = cli_load_model(o.model, &model)) != CLI_OK)
         return rc;
     psched_status st = psched_plan_create(&plan);
     if (!st)

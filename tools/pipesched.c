@@ -23,6 +23,7 @@ static const char help_main[] =
     "  validate   check a schedule read from a PyTorch compute_only CSV file\n"
     "  hash       print the 64-bit hash ranks compare before training\n"
     "  partition  split a layer profile over the stages of a schedule (optimizer)\n"
+    "  plan       find the fastest schedule, chunks and partition that fit in memory\n"
     "\n"
     "Options:\n"
     "  --help     show this help ('pipesched <command> --help' for a command)\n"
@@ -544,6 +545,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(name, "partition") == 0)
         return cli_partition_main(argc, argv, 2);
+    if (strcmp(name, "plan") == 0)
+        return cli_plan_main(argc, argv, 2);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         const struct command *c = &commands[i];
         if (strcmp(name, c->name) != 0)

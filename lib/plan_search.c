@@ -1,0 +1,339 @@
+/* The holistic planner: every candidate schedule × chunk count,
+ * partitioned (with recomputation) by psched_partition(), measured by the
+ * simulator, and ranked. DESIGN §6, docs/optimizer.md. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct search_alt {
+    char schedule[32];
+    uint32_t chunks;
+    size_t order;               /* candidate order, for stable ranking */
+    psched_status error;
+    char message[256];
+    psched_partition_result *partition;
+    double makespan, bubble, peak, even, need;
+    bool fits;
+} search_alt;
+
+struct psched_search_result {
+    search_alt *alts;
+    size_t count, cap;
+    double solve_time;
+};
+
+static const uint32_t chunk_choices[] = {1, 2, 4};
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void psched_search_result_destroy(psched_search_result *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->count; i++)
+        psched_partition_result_destroy(r->alts[i].partition);
+    psched__dealloc(r->alts);
+    psched__dealloc(r);
+}
+
+static psched_status push_alt(psched_search_result *r, const search_alt *a)
+{
+    if (r->count == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 16;
+        search_alt *v = psched__reallocarray(r->alts, cap, sizeof *v);
+        if (!v)
+            return PSCHED_ENOMEM_FAIL();
+        r->alts = v;
+        r->cap = cap;
+    }
+    r->alts[r->count++] = *a;
+    return PSCHED_OK;
+}
+
+/* Largest simulated device memory and whether both it and the model's
+ * bound are within the limit. */
+static void measure(search_alt *a, double limit)
+{
+    const psched_partition_result *pr = a->partition;
+    a->makespan = a->bubble = a->peak = NAN;
+    a->need = psched_partition_min_memory(pr);
+    a->fits = false;
+    const psched_plan *plan = psched_partition_plan(pr);
+    if (!plan)
+        return;
+    a->makespan = psched_partition_makespan(pr);
+    a->bubble = psched_partition_bubble_ratio(pr);
+    double peak = 0, bound = 0;
+    for (uint32_t d = 0; d < psched_plan_devices(plan); d++) {
+        double m = 0, pk = 0;
+        psched_partition_device(pr, d, NULL, &m, &pk);
+        peak = fmax(peak, pk);
+        bound = fmax(bound, m);
+    }
+    a->peak = peak;
+    a->fits = psched_partition_status(pr) != PSCHED_SOLVE_INFEASIBLE &&
+              bound <= limit * (1 + 1e-12) && peak <= limit * (1 + 1e-12);
+    if (!a->fits && isnan(a->need))
+        a->need = fmax(bound, peak);
+}
+
+/* Makespan of the even split of the same (schedule, v), NAN when it does
+ * not apply or does not fit. */
+static double even_makespan(const psched_model *model, const psched_plan *plan,
+                            const char *name, uint32_t flags)
+{
+    psched_partition_options o = PSCHED_PARTITION_OPTIONS_INIT;
+    o.method = PSCHED_PARTITION_EVEN;
+    o.flags = flags;
+    psched_partition_result *r = NULL;
+    double x = NAN;
+    if (psched_partition(model, plan, name, &o, &r) == PSCHED_OK &&
+        psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
+        x = psched_partition_makespan(r);
+    psched_partition_result_destroy(r);
+    return x;
+}
+
+/* Partition one (schedule, v). *taken says whether it became an
+ * alternative: generator rejections (EINVAL) are not, unless `keep`. */
+static psched_status try_candidate(const psched_model *model, const psched_plan *base,
+                                   const char *name, uint32_t v,
+                                   const psched_search_options *o, bool keep,
+                                   psched_search_result *r, bool *taken)
+{
+    psched_plan *plan = NULL;
+    psched_status st = psched_plan_clone(base, &plan);
+    if (!st)
+        st = psched_plan_set_chunks(plan, v);
+    if (st) {
+        psched_plan_destroy(plan);
+        return st;
+    }
+    psched_partition_options po = PSCHED_PARTITION_OPTIONS_INIT;
+    po.time_limit = o->time_limit;
+    po.flags = o->flags;
+    search_alt a;
+    memset(&a, 0, sizeof a);
+    snprintf(a.schedule, sizeof a.schedule, "%s", name);
+    a.chunks = v;
+    a.order = r->count;
+    a.error = psched_partition(model, plan, name, &po, &a.partition);
+    *taken = a.error == PSCHED_OK || (a.error != PSCHED_EINVAL && a.error != PSCHED_ENOMEM) || keep;
+    if (a.error == PSCHED_ENOMEM || !*taken) {
+        psched_plan_destroy(plan);
+        return a.error == PSCHED_ENOMEM ? a.error : PSCHED_OK;
+    }
+    if (a.error) {
+        snprintf(a.message, sizeof a.message, "%s", psched_last_error());
+        a.makespan = a.bubble = a.peak = a.even = a.need = NAN;
+    } else {
+        measure(&a, psched_plan_memory_limit(base));
+        a.even = even_makespan(model, plan, name, o->flags);
+    }
+    psched_plan_destroy(plan);
+    st = push_alt(r, &a);
+    if (st)
+        psched_partition_result_destroy(a.partition);
+    return st;
+}
+
+static psched_status search_schedule(const psched_model *model, const psched_plan *plan,
+                                     const char *name, bool named,
+                                     const psched_search_options *o, psched_search_result *r)
+{
+    uint32_t fixed = psched_plan_chunks(plan);
+    size_t n = fixed ? 1 : sizeof chunk_choices / sizeof chunk_choices[0];
+    bool any = false;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t v = fixed ? fixed : chunk_choices[k];
+        bool taken = false;
+        psched_status st = try_candidate(model, plan, name, v, o, named && !any && k == n - 1,
+                                         r, &taken);
+        if (st)
+            return st;
+        any = any || taken;
+    }
+    return PSCHED_OK;
+}
+
+/* Fitting first by makespan, then misfits by the memory they need, then
+ * failures; candidate order breaks ties. */
+static int rank(const search_alt *a)
+{
+    return a->error ? 2 : a->fits ? 0 : 1;
+}
+
+static int alt_cmp(const void *x, const void *y)
+{
+    const search_alt *a = x, *b = y;
+    int ra = rank(a), rb = rank(b);
+    if (ra != rb)
+        return ra < rb ? -1 : 1;
+    double ka = ra == 0 ? a->makespan : a->need, kb = ra == 0 ? b->makespan : b->need;
+    if (ra < 2 && ka != kb && !(isnan(ka) && isnan(kb))) {
+        if (isnan(ka) || isnan(kb))
+            return isnan(ka) ? 1 : -1;
+        return ka < kb ? -1 : 1;
+    }
+    return a->order < b->order ? -1 : a->order > b->order;
+}
+
+static psched_status check_search(const psched_model *model, const psched_plan *plan,
+                                  const char *const *schedules, size_t count,
+                                  const psched_search_options *o, psched_search_result **out)
+{
+    if (!model || !plan || !out)
+        return psched_fail(PSCHED_EINVAL, "model, plan and output must be non-NULL");
+    if (!schedules != !count)
+        return psched_fail(PSCHED_EINVAL,
+                           "schedule list (%s) and its count (%zu) must both be given or both "
+                           "be empty",
+                           schedules ? "given" : "NULL", count);
+    for (size_t i = 0; i < count; i++) {
+        const psched_generator *g;
+        if (!schedules[i])
+            return psched_fail(PSCHED_EINVAL, "schedule name %zu is NULL", i);
+        psched_status st = psched_generator_find(schedules[i], &g);
+        if (st)
+            return st;
+    }
+    if (o->version == 0 || o->version > PSCHED_SEARCH_OPTIONS_VERSION)
+        return psched_fail(PSCHED_EINVAL, "search options version (%u) must be 1..%u", o->version,
+                           PSCHED_SEARCH_OPTIONS_VERSION);
+    if (!(o->time_limit > 0) || !isfinite(o->time_limit))
+        return psched_fail(PSCHED_EINVAL, "search time limit (%g s) must be finite and > 0",
+                           o->time_limit);
+    if (o->flags & ~PSCHED_PARTITION_ALLOW_EMPTY)
+        return psched_fail(PSCHED_EINVAL, "search flags (0x%x) has unknown bits", o->flags);
+    if (psched_model_layers(model) == 0)
+        return psched_fail(PSCHED_EINVAL, "the model has no layer");
+    if (!(psched_plan_memory_limit(plan) > 0))
+        return psched_fail(PSCHED_EINVAL, "memory limit (%g) must be > 0",
+                           psched_plan_memory_limit(plan));
+    return PSCHED_OK;
+}
+
+psched_status psched_plan_search(const psched_model *model, const psched_plan *plan,
+                                 const char *const *schedules, size_t schedule_count,
+                                 const psched_search_options *options,
+                                 psched_search_result **out)
+{
+    static const psched_search_options defaults = PSCHED_SEARCH_OPTIONS_INIT;
+    const psched_search_options *o = options ? options : &defaults;
+    psched_status st = check_search(model, plan, schedules, schedule_count, o, out);
+    if (st)
+        return st;
+    double t0 = seconds();
+    psched_search_result *r = psched__calloc(1, sizeof *r);
+    if (!r)
+        return PSCHED_ENOMEM_FAIL();
+    size_t n = schedules ? schedule_count : psched_generator_count();
+    for (size_t i = 0; !st && i < n; i++) {
+        const char *name = schedules ? schedules[i] : psched_generator_at(i)->name;
+        st = search_schedule(model, plan, name, schedules != NULL, o, r);
+    }
+    if (st) {
+        psched_search_result_destroy(r);
+        return st;
+    }
+    if (r->count)
+        qsort(r->alts, r->count, sizeof *r->alts, alt_cmp);
+    r->solve_time = seconds() - t0;
+    *out = r;
+    return PSCHED_OK;
+}
+
+/* ---- getters ---- */
+
+static const search_alt *alt_at(const psched_search_result *r, size_t i)
+{
+    return r && i < r->count ? &r->alts[i] : NULL;
+}
+
+size_t psched_search_count(const psched_search_result *r)
+{
+    return r ? r->count : 0;
+}
+
+double psched_search_solve_time(const psched_search_result *r)
+{
+    return r ? r->solve_time : NAN;
+}
+
+const char *psched_search_schedule(const psched_search_result *r, size_t i)
+{
+    const search_alt *a = alt_at(r, i);
+    return a ? a->schedule : NULL;
+}
+
+uint32_t psched_search_chunks(const psched_search_result *r, size_t i)
+{
+    const search_alt *a = alt_at(r, i);
+    return a ? a->chunks : 0;
+}
+
+psched_status psched_search_error(const psched_search_result *r, size_t i)
+{
+    const search_alt *a = alt_at(r, i);
+    if (!a)
+        return psched_fail(PSCHED_EINVAL, "alternative (%zu) must be < count (%zu)", i,
+                           psched_search_count(r));
+    return a->error;
+}
+
+const char *psched_search_error_message(const psched_search_result *r, size_t i)
+{
+    const search_alt *a = alt_at(r, i);
+    return a ? a->message : "";
+}
+
+psched_solve_status psched_search_status(const psched_search_result *r, size_t i)
+{
+    const search_alt *a = alt_at(r, i);
+    return a && a->partition ? psched_partition_status(a->partition) : PSCHED_SOLVE_INFEASIBLE;
+}
+
+int psched_search_fits(const psched_search_result *r, size_t i)
+{
+    const search_alt *a = alt_at(r, i);
+    return a && a->fits;
+}
+
+double psched_search_makespan(const psched_search_result *r, size_t i)
+{
+    const search_alt *a = alt_at(r, i);
+    return a ? a->makespan : NAN;
+}
+
+double psched_search_bubble_ratio(const psched_search_result *r, size_t i)
+{
+    const search_alt *a = alt_at(r, i);
+    return a ? a->bubble : NAN;
+}
+
+double psched_search_peak_memory(const psched_search_result *r, size_t i)
+{
+    const search_alt *a = alt_at(r, i);
+    return a ? a->peak : NAN;
+}
+
+double psched_search_even_makespan(const psched_search_result *r, size_t i)
+{
+    const search_alt *a = alt_at(r, i);
+    return a ? a->even : NAN;
+}
+
+const psched_partition_result *psched_search_partition(const psched_search_result *r, size_t i)
+{
+    const search_alt *a = alt_at(r, i);
+    return a ? a->partition : NULL;
+}

@@ -1,0 +1,321 @@
+/* `pipesched plan`: the holistic planner — every schedule × chunk count,
+ * partitioned with recomputation, ranked by simulated step time. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char cli_help_plan[] =
+    "Usage: pipesched plan --model FILE.csv --devices P --microbatches M\n"
+    "                      --mem-limit BYTES [options]\n"
+    "\n"
+    "Find the fastest plan that fits in memory: try every schedule (or those\n"
+    "given) with every chunk count v in {1, 2, 4} it accepts, partition the\n"
+    "layers over its stages with recomputation (as 'pipesched partition'\n"
+    "does), simulate each, and rank them. Prints the ranked alternatives and\n"
+    "the best plan's stages.\n"
+    "\n"
+    "  --model FILE          layer profile, CSV rows type,count,f,b,w,act,param\n"
+    "                        [,act_selective,extra_selective][,act_full,extra_full]\n"
+    "  --devices P           pipeline devices (required)\n"
+    "  --microbatches M      micro-batches per step (required)\n"
+    "  --mem-limit BYTES     device memory, > 0 (required)\n"
+    "  --schedules A,B,...   generators to try (default: every registered one)\n"
+    "  --chunks V            only this v (default: 1, 2 and 4)\n"
+    "  --time-limit S        seconds for each candidate's partition (1)\n"
+    "  --allow-empty         a stage may receive no layer\n"
+    "  --json                print one JSON object: solve_time, memory_limit,\n"
+    "                        best (index of the best alternative or null),\n"
+    "                        alternatives [{rank, schedule, chunks, fits, status,\n"
+    "                        gap, makespan, bubble_ratio, peak_memory,\n"
+    "                        even_makespan, speedup, min_memory, solve_time,\n"
+    "                        error}], and plan: the best alternative's {schedule,\n"
+    "                        chunks, status, objective, stages [...], devices\n"
+    "                        [...]} as in 'pipesched partition --json', or null\n"
+    "\n"
+    "Status: optimal (the partition is proven best for that schedule and v\n"
+    "under the optimizer's model), feasible (time limit: gap shown), infeasible\n"
+    "(does not fit), error (the partitioner cannot handle it, e.g. dualpipe).\n"
+    "\n"
+    "Exit status: 0 a plan fits, 1 nothing fits the memory limit, 2 bad usage.\n";
+
+static const char *const status_names[] = {"optimal", "feasible", "infeasible"};
+
+typedef struct plan_opts {
+    const char *model;
+    char *schedules;      /* comma-separated copy, split in place */
+    const char **names;
+    size_t name_count;
+    uint32_t devices, microbatches, chunks;
+    double mem_limit;
+    psched_search_options options;
+    bool json, help, have_limit;
+} plan_opts;
+
+static int split_names(plan_opts *o, const char *list)
+{
+    free(o->schedules);
+    free(o->names);
+    o->schedules = strdup(list);
+    o->names = calloc(strlen(list) / 2 + 2, sizeof *o->names);
+    o->name_count = 0;
+    if (!o->schedules || !o->names) {
+        cli_error("plan: out of memory");
+        return CLI_USAGE;
+    }
+    for (char *save = NULL, *t = strtok_r(o->schedules, ",", &save); t;
+         t = strtok_r(NULL, ",", &save))
+        o->names[o->name_count++] = t;
+    if (o->name_count == 0) {
+        cli_error("plan: --schedules needs at least one name");
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+static int parse_value(const char *flag, const char *value, plan_opts *o)
+{
+    bool ok = true;
+    if (strcmp(flag, "--model") == 0)
+        o->model = value;
+    else if (strcmp(flag, "--schedules") == 0)
+        return split_names(o, value);
+    else if (strcmp(flag, "--devices") == 0)
+        ok = cli_strtou32(value, &o->devices) == 0;
+    else if (strcmp(flag, "--microbatches") == 0)
+        ok = cli_strtou32(value, &o->microbatches) == 0;
+    else if (strcmp(flag, "--chunks") == 0)
+        ok = cli_strtou32(value, &o->chunks) == 0;
+    else if (strcmp(flag, "--mem-limit") == 0)
+        ok = o->have_limit = cli_strtod(value, &o->mem_limit) == 0 && o->mem_limit > 0;
+    else if (strcmp(flag, "--time-limit") == 0)
+        ok = cli_strtod(value, &o->options.time_limit) == 0 && o->options.time_limit > 0;
+    else {
+        cli_error("plan: unknown option %s (see 'pipesched plan --help')", flag);
+        return CLI_USAGE;
+    }
+    if (!ok) {
+        cli_error("plan: invalid value for %s: '%s'", flag, value);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+static int parse(int argc, char **argv, int first, plan_opts *o)
+{
+    static const psched_search_options defaults = PSCHED_SEARCH_OPTIONS_INIT;
+    memset(o, 0, sizeof *o);
+    o->options = defaults;
+    o->mem_limit = INFINITY;
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        int rc = CLI_OK;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            o->help = true;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = true;
+        } else if (strcmp(a, "--allow-empty") == 0) {
+            o->options.flags |= PSCHED_PARTITION_ALLOW_EMPTY;
+        } else if (i + 1 >= argc) {
+            cli_error("plan: option %s needs a value", a);
+            rc = CLI_USAGE;
+        } else {
+            rc = parse_value(a, argv[++i], o);
+        }
+        if (rc != CLI_OK)
+            return rc;
+    }
+    if (!o->help && (!o->model || !o->devices || !o->microbatches || !o->have_limit)) {
+        cli_error("plan: --model, --devices, --microbatches and --mem-limit are required");
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+/* Word for an alternative's outcome. */
+static const char *outcome(const psched_search_result *r, size_t i)
+{
+    if (psched_search_error(r, i) != PSCHED_OK)
+        return "error";
+    return status_names[psched_search_status(r, i)];
+}
+
+static void print_alternative_json(FILE *f, const psched_search_result *r, size_t i)
+{
+    const psched_partition_result *pr = psched_search_partition(r, i);
+    fprintf(f, "%s\n    {\"rank\": %zu, \"schedule\": ", i ? "," : "", i + 1);
+    cli_json_string(f, psched_search_schedule(r, i));
+    fprintf(f, ", \"chunks\": %u, \"fits\": %s, \"status\": \"%s\", \"gap\": ",
+            psched_search_chunks(r, i), psched_search_fits(r, i) ? "true" : "false",
+            outcome(r, i));
+    cli_json_number(f, pr ? psched_partition_gap(pr) : NAN);
+    fputs(", \"makespan\": ", f);
+    cli_json_number(f, psched_search_makespan(r, i));
+    fputs(", \"bubble_ratio\": ", f);
+    cli_json_number(f, psched_search_bubble_ratio(r, i));
+    fputs(", \"peak_memory\": ", f);
+    cli_json_number(f, psched_search_peak_memory(r, i));
+    fputs(", \"even_makespan\": ", f);
+    cli_json_number(f, psched_search_even_makespan(r, i));
+    fputs(", \"speedup\": ", f);
+    cli_json_number(f, psched_search_even_makespan(r, i) / psched_search_makespan(r, i));
+    fputs(", \"min_memory\": ", f);
+    cli_json_number(f, pr ? psched_partition_min_memory(pr) : NAN);
+    fputs(", \"solve_time\": ", f);
+    cli_json_number(f, pr ? psched_partition_solve_time(pr) : NAN);
+    fputs(", \"error\": ", f);
+    if (psched_search_error(r, i) != PSCHED_OK)
+        cli_json_string(f, psched_search_error_message(r, i));
+    else
+        fputs("null", f);
+    fputs("}", f);
+}
+
+static void print_json(FILE *f, const plan_opts *o, const psched_search_result *r)
+{
+    size_t n = psched_search_count(r);
+    bool found = n > 0 && psched_search_fits(r, 0);
+    fputs("{\n  \"solve_time\": ", f);
+    cli_json_number(f, psched_search_solve_time(r));
+    fputs(",\n  \"memory_limit\": ", f);
+    cli_json_number(f, o->mem_limit);
+    fputs(found ? ",\n  \"best\": 0,\n  \"alternatives\": [" : ",\n  \"best\": null,\n  \"alternatives\": [", f);
+    for (size_t i = 0; i < n; i++)
+        print_alternative_json(f, r, i);
+    fputs(n ? "\n  ],\n  \"plan\": " : "],\n  \"plan\": ", f);
+    if (!found) {
+        fputs("null\n}\n", f);
+        return;
+    }
+    const psched_partition_result *pr = psched_search_partition(r, 0);
+    fputs("{\n    \"schedule\": ", f);
+    cli_json_string(f, psched_search_schedule(r, 0));
+    fprintf(f, ",\n    \"chunks\": %u,\n    \"status\": \"%s\",\n    \"objective\": ",
+            psched_search_chunks(r, 0), outcome(r, 0));
+    cli_json_number(f, psched_partition_objective(pr));
+    fputs(",\n", f);
+    cli_partition_json_stages(f, pr, "    ");
+    fputs("\n  }\n}\n", f);
+}
+
+/* The status column: the outcome, with the gap of a partition stopped by
+ * its time limit, or the memory a misfit would need. */
+static void describe(const psched_search_result *r, size_t i, char *out, size_t size)
+{
+    const psched_partition_result *pr = psched_search_partition(r, i);
+    double gap = pr ? psched_partition_gap(pr) : NAN;
+    double need = pr ? psched_partition_min_memory(pr) : NAN;
+    if (!pr)
+        snprintf(out, size, "error: %s", psched_search_error_message(r, i));
+    else if (psched_search_status(r, i) == PSCHED_SOLVE_INFEASIBLE && isfinite(need))
+        snprintf(out, size, "infeasible (needs %.4g)", need);
+    else if (!psched_search_fits(r, i) && psched_search_status(r, i) != PSCHED_SOLVE_INFEASIBLE)
+        snprintf(out, size, "%s (simulated peak above the limit)", outcome(r, i));
+    else if (psched_search_status(r, i) == PSCHED_SOLVE_FEASIBLE && isfinite(gap))
+        snprintf(out, size, "feasible (gap %.2g%%)", 100 * gap);
+    else
+        snprintf(out, size, "%s", outcome(r, i));
+}
+
+static void print_table(FILE *f, const psched_search_result *r)
+{
+    fprintf(f, "%-5s %-15s %-3s %12s %8s %13s %9s  %s\n", "rank", "schedule", "v", "step time",
+            "bubble", "peak memory", "vs even", "status");
+    for (size_t i = 0; i < psched_search_count(r); i++) {
+        char status[320];
+        describe(r, i, status, sizeof status);
+        fprintf(f, "%-5zu %-15s %-3u %12.6g %7.1f%% %13.4g %8.3fx  %s\n", i + 1,
+                psched_search_schedule(r, i), psched_search_chunks(r, i),
+                psched_search_makespan(r, i), 100 * psched_search_bubble_ratio(r, i),
+                psched_search_peak_memory(r, i),
+                psched_search_even_makespan(r, i) / psched_search_makespan(r, i), status);
+    }
+}
+
+static void print_text(FILE *f, const plan_opts *o, const psched_search_result *r)
+{
+    print_table(f, r);
+    if (psched_search_count(r) == 0 || !psched_search_fits(r, 0)) {
+        fprintf(f, "\nno plan fits the memory limit %.6g\n", o->mem_limit);
+        fprintf(f, "search time %.3f s\n", psched_search_solve_time(r));
+        return;
+    }
+    const psched_partition_result *pr = psched_search_partition(r, 0);
+    double mk = psched_search_makespan(r, 0), even = psched_search_even_makespan(r, 0);
+    fprintf(f, "\nbest plan: %s, v = %u: step time %.6g, bubble %.1f%%, peak memory %.6g "
+               "(limit %.6g)\n",
+            psched_search_schedule(r, 0), psched_search_chunks(r, 0), mk,
+            100 * psched_search_bubble_ratio(r, 0), psched_search_peak_memory(r, 0),
+            o->mem_limit);
+    if (isfinite(even))
+        fprintf(f, "even split of %s, v = %u: step time %.6g (speed-up %.3fx)\n",
+                psched_search_schedule(r, 0), psched_search_chunks(r, 0), even, even / mk);
+    else
+        fprintf(f, "even split of %s, v = %u: does not fit\n", psched_search_schedule(r, 0),
+                psched_search_chunks(r, 0));
+    if (psched_partition_status(pr) == PSCHED_SOLVE_OPTIMAL)
+        fprintf(f, "partition: proven optimal for %s, v = %u (objective %.6g)\n",
+                psched_search_schedule(r, 0), psched_search_chunks(r, 0),
+                psched_partition_objective(pr));
+    else
+        fprintf(f, "partition: feasible, not proven optimal (gap %.3g%% at the time limit)\n",
+                100 * psched_partition_gap(pr));
+    fputs("\n", f);
+    cli_partition_text_stages(f, pr);
+    fprintf(f, "\nsearch time %.3f s\n", psched_search_solve_time(r));
+}
+
+static int run(const plan_opts *o, psched_model *model)
+{
+    psched_plan *plan = NULL;
+    psched_search_result *r = NULL;
+    psched_status st = psched_plan_create(&plan);
+    if (!st)
+        st = psched_plan_set_devices(plan, o->devices);
+    if (!st)
+        st = psched_plan_set_microbatches(plan, o->microbatches);
+    if (!st)
+        st = psched_plan_set_chunks(plan, o->chunks);
+    if (!st)
+        st = psched_plan_set_memory_limit(plan, o->mem_limit);
+    if (!st)
+        st = psched_plan_search(model, plan, o->names, o->name_count, &o->options, &r);
+    int rc = CLI_OK;
+    if (st) {
+        rc = cli_fail(st, "plan");
+    } else {
+        cli_membuf out;
+        rc = cli_membuf_open(&out);
+        if (rc == CLI_OK) {
+            if (o->json)
+                print_json(out.f, o, r);
+            else
+                print_text(out.f, o, r);
+            rc = cli_membuf_finish(&out, true);
+        }
+        if (rc == CLI_OK && (psched_search_count(r) == 0 || !psched_search_fits(r, 0)))
+            rc = CLI_INVALID;
+    }
+    psched_search_result_destroy(r);
+    psched_plan_destroy(plan);
+    return rc;
+}
+
+int cli_plan_main(int argc, char **argv, int first)
+{
+    plan_opts o;
+    int rc = parse(argc, argv, first, &o);
+    if (rc == CLI_OK && o.help) {
+        rc = cli_write_stdout(cli_help_plan, strlen(cli_help_plan));
+    } else if (rc == CLI_OK) {
+        psched_model *model = NULL;
+        rc = cli_load_model(o.model, &model);
+        if (rc == CLI_OK)
+            rc = run(&o, model);
+        psched_model_destroy(model);
+    }
+    free(o.schedules);
+    free(o.names);
+    return rc;
+}
