@@ -52,4 +52,25 @@ bool bench_memory_available(void);
  * Negative when the method is unavailable or the call failed. */
 double bench_peak_bytes(bench_fn fn, void *arg);
 
+/* Resident bytes of the process (VmRSS) once free heap memory is handed
+ * back to the system; negative when unavailable. Two readings around a call
+ * whose result is kept give what the result holds. */
+double bench_resident_bytes(void);
+
+/* One measured line of any section of the benchmark. */
+typedef struct bench_record {
+    const char *section, *schedule, *operation, *note;
+    unsigned p, m, v;
+    size_t ops;
+    bench_stats t;
+    double bytes; /* bytes processed per call, 0 when not a byte stream */
+    double mem;   /* peak resident bytes per call, < 0 when not measured */
+    double kept;  /* resident bytes the call's result holds, < 0 when not measured */
+    double ratio; /* scaling: time over the previous size's, 0 for the first */
+} bench_record;
+
+/* Checks the records against the targets of issue 7 and prints one line
+ * per target (text), or the "targets" member of the JSON object. */
+void bench_targets(const bench_record *records, size_t count, bool json);
+
 #endif

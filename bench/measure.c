@@ -116,3 +116,11 @@ double bench_peak_bytes(bench_fn fn, void *arg)
     double peak = status_bytes("VmHWM");
     return peak < 0 ? -1 : peak - before;
 }
+
+double bench_resident_bytes(void)
+{
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+    return status_bytes("VmRSS");
+}

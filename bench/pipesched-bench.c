@@ -173,6 +173,18 @@ static bool ctx_init(ctx *c, const char *name, size3 z, double f, double b, doub
     return true;
 }
 
+/* Resident bytes a generated schedule holds: VmRSS with it, minus before. */
+static double kept_by_generate(ctx *c)
+{
+    double before = bench_resident_bytes();
+    psched_schedule *s = NULL;
+    if (before < 0 || psched_generate(c->plan, c->name, &s) != PSCHED_OK)
+        return -1;
+    double after = bench_resident_bytes();
+    psched_schedule_destroy(s);
+    return after < 0 ? -1 : after - before;
+}
+
 static uint32_t ctx_chunks(const ctx *c)
 {
     return psched_plan_chunks(psched_schedule_plan(c->sched));
@@ -180,16 +192,24 @@ static uint32_t ctx_chunks(const ctx *c)
 
 /* ---------------------------------------------------------------- output */
 
-/* One measured line of any section. */
-typedef struct record {
-    const char *section, *schedule, *operation, *note;
-    uint32_t p, m, v;
-    size_t ops;
-    bench_stats t;
-    double bytes;   /* bytes processed per call, 0 when not a byte stream */
-    double mem;     /* peak resident bytes per call, < 0 when not measured */
-    double ratio;   /* scaling: time over the previous size's, 0 for the first */
-} record;
+typedef bench_record record;
+
+/* Every record, for the targets at the end. */
+static record *all_records;
+static size_t n_records, cap_records;
+
+static void keep(const record *r)
+{
+    if (n_records == cap_records) {
+        size_t cap = cap_records ? 2 * cap_records : 256;
+        record *grown = realloc(all_records, cap * sizeof *grown);
+        if (!grown)
+            return; /* the targets then miss this record; the table still has it */
+        all_records = grown;
+        cap_records = cap;
+    }
+    all_records[n_records++] = *r;
+}
 
 static bool json_first = true;
 
@@ -217,15 +237,16 @@ static void print_json(const record *r)
     json_num("mops_per_s", ops / r->t.median / 1e6, true);
     json_num("mb_per_s", r->bytes / r->t.median / 1e6, r->bytes > 0);
     json_num("bytes_per_op", r->mem / ops, r->mem >= 0);
+    json_num("kept_bytes_per_op", r->kept / ops, r->kept >= 0);
     json_num("ratio", r->ratio, r->ratio > 0);
     printf("}");
 }
 
 static void print_table_header(const char *title)
 {
-    printf("\n%s\n%-15s %4s %5s %2s %9s  %-10s %10s %10s %10s %9s %9s %8s %7s\n", title,
+    printf("\n%s\n%-15s %4s %5s %2s %9s  %-10s %10s %10s %10s %9s %9s %8s %7s %7s\n", title,
            "schedule", "p", "m", "v", "ops", "operation", "median ms", "min ms", "max ms",
-           "ns/op", "Mops/s", "MB/s", "B/op");
+           "ns/op", "Mops/s", "MB/s", "B/op", "kept");
 }
 
 static void print_row(const record *r)
@@ -242,6 +263,10 @@ static void print_row(const record *r)
         printf(" %7.1f", r->mem / ops);
     else
         printf(" %7s", "-");
+    if (r->kept >= 0)
+        printf(" %7.1f", r->kept / ops);
+    else
+        printf(" %7s", "-");
     if (r->note)
         printf("  %s", r->note);
     printf("\n");
@@ -249,6 +274,7 @@ static void print_row(const record *r)
 
 static void emit(const options *o, const record *r)
 {
+    keep(r);
     if (o->json)
         print_json(r);
     else
@@ -279,15 +305,18 @@ static void table_one(const options *o, const char *name, size3 z)
     for (size_t k = 0; k < N_OPERATIONS; k++) {
         record r = {.section = "table", .schedule = name, .operation = operations[k].name,
                     .p = z.p, .m = z.m, .v = ctx_chunks(&c), .ops = c.ops,
-                    .bytes = op_bytes(&c, operations[k].bytes), .mem = -1};
+                    .bytes = op_bytes(&c, operations[k].bytes), .mem = -1, .kept = -1};
         if (!bench_time(operations[k].fn, &c, &o->cfg, &r.t)) {
             if (!o->json)
                 printf("%-15s %4u %5u %2u %9zu  %-10s failed: %s\n", name, z.p, z.m, r.v, c.ops,
                        r.operation, psched_last_error());
             continue;
         }
-        if (o->memory)
+        if (o->memory) {
             r.mem = bench_peak_bytes(operations[k].fn, &c);
+            if (operations[k].fn == op_generate)
+                r.kept = kept_by_generate(&c);
+        }
         emit(o, &r);
     }
     ctx_free(&c);
@@ -300,7 +329,7 @@ static void section_table(const options *o)
                        : sizeof quick_sizes / sizeof *quick_sizes;
     if (!o->json)
         print_table_header("Throughput per generator and size (unit costs; B/op: peak resident "
-                           "bytes one call adds, per op)");
+                           "bytes one call adds, per op; kept: what a generated schedule holds)");
     for (size_t g = 0; g < psched_generator_count(); g++) {
         const char *name = psched_generator_at(g)->name;
         if (wanted(o, name))
@@ -328,10 +357,12 @@ static void section_heuristic(const options *o)
                 continue;
             record r = {.section = "heuristic", .schedule = names[i], .operation = "generate",
                         .note = uneven ? "costs F 1, B 2, W 1.5, comm 0.25" : "unit costs",
-                        .p = z.p, .m = z.m, .v = ctx_chunks(&c), .ops = c.ops, .mem = -1};
+                        .p = z.p, .m = z.m, .v = ctx_chunks(&c), .ops = c.ops, .mem = -1, .kept = -1};
             if (bench_time(op_generate, &c, &o->cfg, &r.t)) {
-                if (o->memory)
+                if (o->memory) {
                     r.mem = bench_peak_bytes(op_generate, &c);
+                    r.kept = kept_by_generate(&c);
+                }
                 emit(o, &r);
             }
             ctx_free(&c);
@@ -353,7 +384,7 @@ static void section_pipeline(const options *o)
                            "simulate + CSV export (target < 1 s)");
     record r = {.section = "pipeline", .schedule = "interleaved", .operation = "pipeline",
                 .note = "generate, simulate (validates), export csv", .p = z.p, .m = z.m,
-                .v = z.v, .ops = c.ops, .bytes = (double)c.csv_len, .mem = -1};
+                .v = z.v, .ops = c.ops, .bytes = (double)c.csv_len, .mem = -1, .kept = -1};
     bench_cfg cfg = o->cfg;
     cfg.min_samples = 3;
     if (bench_time(op_pipeline, &c, &cfg, &r.t)) {
@@ -377,16 +408,22 @@ static void scaling_series(const options *o, const char *series, const size3 *z,
             record r = {.section = "scaling", .schedule = "interleaved",
                         .operation = operations[k].name, .note = series, .p = z[i].p,
                         .m = z[i].m, .v = z[i].v, .ops = c.ops,
-                        .bytes = op_bytes(&c, operations[k].bytes), .mem = -1};
+                        .bytes = op_bytes(&c, operations[k].bytes), .mem = -1, .kept = -1};
             if (!bench_time(operations[k].fn, &c, &o->cfg, &r.t))
                 continue;
             r.ratio = prev[k] > 0 ? r.t.median / prev[k] : 0;
             prev[k] = r.t.median;
-            if (o->json)
+            if (o->json) {
                 emit(o, &r);
+                continue;
+            }
+            keep(&r);
+            printf("%s%-10s %9.3f ms ", k % 4 ? "  " : k ? "\n   " : "   ", r.operation,
+                   1e3 * r.t.median);
+            if (r.ratio > 0)
+                printf("x%-5.2f", r.ratio);
             else
-                printf("%s%-10s %9.3f ms x%-5.2f", k % 4 ? "  " : k ? "\n   " : "   ", r.operation,
-                       1e3 * r.t.median, r.ratio);
+                printf("%-6s", "-");
         }
         if (!o->json)
             printf("   [%s p=%u m=%u v=%u, %zu ops]\n", series, z[i].p, z[i].m, z[i].v, c.ops);
@@ -468,6 +505,30 @@ static bool parse_args(int argc, char **argv, options *o)
     return o->sections != 0;
 }
 
+#ifndef PSCHED_BENCH_BUILDTYPE
+#define PSCHED_BENCH_BUILDTYPE "unknown"
+#endif
+
+/* "model name" of the first CPU in /proc/cpuinfo, or "unknown". */
+static void cpu_model(char *buf, size_t size)
+{
+    snprintf(buf, size, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) == 0 && colon) {
+            colon += 1 + (colon[1] == ' ');
+            colon[strcspn(colon, "\n\"\\")] = '\0';
+            snprintf(buf, size, "%s", colon);
+            break;
+        }
+    }
+    fclose(f);
+}
+
 int main(int argc, char **argv)
 {
     options o = {.memory = true, .sections = SEC_ALL,
@@ -479,14 +540,17 @@ int main(int argc, char **argv)
     }
     o.memory = o.memory && bench_memory_available();
     const char *clock = o.cfg.clock == BENCH_CLOCK_CPU ? "thread CPU time" : "wall clock";
+    char cpu[128];
+    cpu_model(cpu, sizeof cpu);
     if (o.json)
-        printf("{\"version\":\"%s\",\"clock\":\"%s\",\"sizes\":\"%s\",\"results\":[",
-               psched_version(), o.cfg.clock == BENCH_CLOCK_CPU ? "cpu" : "wall",
-               o.full ? "full" : "quick");
+        printf("{\"version\":\"%s\",\"buildtype\":\"%s\",\"cpu\":\"%s\",\"clock\":\"%s\","
+               "\"sizes\":\"%s\",\"results\":[",
+               psched_version(), PSCHED_BENCH_BUILDTYPE, cpu,
+               o.cfg.clock == BENCH_CLOCK_CPU ? "cpu" : "wall", o.full ? "full" : "quick");
     else
-        printf("pipesched %s benchmark, %s sizes; %s, median of samples after a warm-up "
-               "(min and max shown)%s\n", psched_version(), o.full ? "full" : "quick", clock,
-               o.memory ? "" : "; memory not measured");
+        printf("pipesched %s benchmark (%s build, %s), %s sizes; %s, median of samples after a "
+               "warm-up (min and max shown)%s\n", psched_version(), PSCHED_BENCH_BUILDTYPE, cpu,
+               o.full ? "full" : "quick", clock, o.memory ? "" : "; memory not measured");
     if (o.sections & SEC_TABLE)
         section_table(&o);
     if (o.sections & SEC_HEURISTIC)
@@ -496,6 +560,10 @@ int main(int argc, char **argv)
     if (o.sections & SEC_SCALING)
         section_scaling(&o);
     if (o.json)
+        printf("\n],\n\"targets\":[");
+    bench_targets(all_records, n_records, o.json);
+    if (o.json)
         printf("\n]}\n");
+    free(all_records);
     return 0;
 }

@@ -796,12 +796,14 @@ PSCHED_API psched_status psched_model_transformer(const psched_transformer *conf
 
 /** Partitioning methods. */
 typedef enum psched_partition_method {
-    /** Mixed-integer program over per-stage columns, solved with GLPK, seeded
-     *  with the DP. Without GLPK: the exact DP when v = 1, else
-     *  ::PSCHED_EUNSUPPORTED. */
+    /** The exact optimum: a dynamic program where one is exact (one chunk
+     *  per device; two chunks in a loop or V placement), else a
+     *  mixed-integer program over per-stage columns solved with GLPK and
+     *  seeded with the best of the DP's heuristic solution and the even
+     *  splits. Without GLPK the MILP cases return ::PSCHED_EUNSUPPORTED. */
     PSCHED_PARTITION_ILP = 0,
-    /** Dynamic program over stages; exact for one chunk per device, a
-     *  heuristic (each stage gets 1/v of the memory) otherwise. */
+    /** Dynamic programs only: exact where the ILP method uses them, a
+     *  heuristic elsewhere (each stage gets 1/v of the memory). */
     PSCHED_PARTITION_DP = 1,
     /** Megatron's default: the body layers split evenly, the embedding on the
      *  first stage, the head on the last; one recompute choice for all layers
@@ -828,7 +830,9 @@ typedef enum psched_partition_method {
 typedef struct psched_partition_options {
     uint32_t version;               /**< #PSCHED_PARTITION_OPTIONS_VERSION */
     psched_partition_method method; /**< solver or baseline */
-    double time_limit;              /**< seconds for the ILP, > 0 */
+    double time_limit;              /**< seconds for the whole call, > 0 (GLPK's
+                                         LP presolver, which cannot be stopped,
+                                         may overrun it slightly) */
     uint32_t flags;                 /**< #PSCHED_PARTITION_ALLOW_EMPTY */
 } psched_partition_options;
 
@@ -844,7 +848,9 @@ typedef enum psched_solve_status {
      *  (a baseline's result is always "feasible"). */
     PSCHED_SOLVE_FEASIBLE = 1,
     /** No partition fits the memory limit (or, for a baseline, its partition
-     *  does not fit; the partition is still reported). */
+     *  does not fit; the partition is still reported). Also when the time
+     *  limit ran out before any partition was found: then
+     *  psched_partition_min_memory() is at most the limit. */
     PSCHED_SOLVE_INFEASIBLE = 2
 } psched_solve_status;
 
@@ -859,9 +865,11 @@ typedef struct psched_partition_result psched_partition_result;
  * parameter bytes plus, for each of its chunks, the chunk's activation bytes
  * times the most micro-batches that chunk holds at once in the schedule
  * (counted in op-list order from the schedule generated with unit costs).
- * The objective is `(m-1)·max_d T_d + k·Σ_s T_s` with T the forward plus
- * backward time, where k is calibrated so that the formula is exact for the
- * schedule with equal stages (@ref optimizer). The chosen partition is
+ * The objective is `(m-1)·max(max_d T_d, λ·max_s T_s) + κ·Σ_s T_s` with T
+ * the forward plus backward time of a stage or device, where κ is
+ * calibrated so that the formula is exact for the schedule with equal
+ * stages and λ so that it is exact for one with unequal chunks (@ref
+ * optimizer). The chosen partition is
  * written into a copy of the plan (per-stage costs, memory deltas
  * (act, 0, -act)), the schedule is generated again and simulated.
  *
@@ -874,7 +882,7 @@ typedef struct psched_partition_result psched_partition_result;
  *        (psched_partition_result_destroy()). An infeasible memory limit is
  *        not an error: the result says so.
  * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOTFOUND,
- *         ::PSCHED_EUNSUPPORTED (ILP without GLPK and v > 1, two chains),
+ *         ::PSCHED_EUNSUPPORTED (the MILP cases without GLPK, two chains),
  *         ::PSCHED_ESOLVER (GLPK failed; the process is unharmed),
  *         ::PSCHED_ENOMEM, or the generator's error.
  */
@@ -893,8 +901,8 @@ PSCHED_API psched_solve_status psched_partition_status(const psched_partition_re
  *  solve stopped by its time limit; 0 when optimal; NAN when infeasible. */
 PSCHED_API double psched_partition_gap(const psched_partition_result *result);
 
-/** @brief Objective value `(m-1)·max_d T_d + k·Σ_s T_s` of the partition
- *  (NAN when no partition was found). */
+/** @brief Objective value `(m-1)·max(max_d T_d, λ·max_s T_s) + κ·Σ_s T_s`
+ *  of the partition (NAN when no partition was found). */
 PSCHED_API double psched_partition_objective(const psched_partition_result *result);
 
 /** @brief Wall-clock seconds the solve took. */
@@ -902,7 +910,9 @@ PSCHED_API double psched_partition_solve_time(const psched_partition_result *res
 
 /** @brief Smallest per-device memory limit under which some partition fits
  *  (every layer with its most memory-saving variant); computed when the
- *  result is infeasible, NAN otherwise. */
+ *  result is infeasible, NAN otherwise (and NAN when it could not be proven
+ *  within the time limit; a figure at most the limit means the time ran out
+ *  before a partition was found). */
 PSCHED_API double psched_partition_min_memory(const psched_partition_result *result);
 
 /** @brief Virtual stage count S of the result. */

@@ -7,7 +7,9 @@
  * memory of a generation is one op record per op. A generator that goes
  * back to an earlier device turns the builder into per-device lists (the
  * ops so far are copied once) and the schedule is assembled from them. */
+#define _DEFAULT_SOURCE /* madvise, for memadvise.h */
 #include "internal.h"
+#include "memadvise.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +41,22 @@ struct psched_builder {
     psched_status status;
 };
 
+/* A compute schedule has at most three ops (F, B, W) per (stage,
+ * micro-batch), so its array is reserved at that bound up front and never
+ * moves: growing it would copy it (or hold old and new at once while the
+ * allocator moves it between heap and mmap). The reservation is address
+ * space: pages no op is written to are never resident, and finish trims
+ * the rest. A hint only: when it cannot be had, appends grow the array. */
+static void reserve_bound(psched_builder *b)
+{
+    size_t bound = (size_t)3 * b->stages * b->mbs;
+    if (bound == 0 || bound > PSCHED_MAX_OPS)
+        return;
+    b->ops = psched__reallocarray(NULL, bound, sizeof *b->ops);
+    b->cap = b->ops ? bound : 0;
+    psched__advise_huge(b->ops, b->cap * sizeof *b->ops);
+}
+
 psched_status psched__builder_create(const psched_plan *plan, psched_builder **out)
 {
     psched_builder *b = psched__calloc(1, sizeof *b);
@@ -69,6 +87,7 @@ psched_status psched__builder_create(const psched_plan *plan, psched_builder **o
         b->stage_chunk[s] = (uint16_t)(seen ? seen[d]++ : psched_plan_stage_chunk(plan, s));
     }
     psched__dealloc(seen);
+    reserve_bound(b);
     *out = b;
     return PSCHED_OK;
 }
@@ -173,8 +192,12 @@ psched_status psched_builder_reserve(psched_builder *b, uint32_t device, size_t 
         return b->status = psched_fail(PSCHED_EINVAL, "reserve: device (%u) must be < devices (%u)",
                                        device, b->devices);
     if (!b->dev && device >= b->tail) {
-        /* the reservation is for the tail device or one about to follow it */
-        grow(b, &b->ops, b->len, &b->cap, count, true);
+        /* The reservation is for the tail device or one about to follow
+         * it. Generators reserve device by device, so exact growth would
+         * move the whole array p times; doubling moves it O(1) times per
+         * op, and finish hands the unused capacity back (never touched, it
+         * was never resident). */
+        grow(b, &b->ops, b->len, &b->cap, count, false);
         return b->status;
     }
     if (b->dev) {

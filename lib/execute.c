@@ -14,7 +14,9 @@
  * order), then pass 3 (counts), then the run. psched__execute folds pass 2
  * into the run, which looks at every dependency anyway, and runs the pass
  * on its own only to name a failure. */
+#define _DEFAULT_SOURCE /* madvise, for memadvise.h */
 #include "execute.h"
+#include "memadvise.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -503,6 +505,11 @@ static psched_status exec_alloc(exec *x, const psched_schedule *s, const psched_
         psched__exec_free(x);
         return PSCHED_ENOMEM_FAIL();
     }
+    if (x->own_times) {
+        psched__advise_huge(x->start, (total + 1) * sizeof(double));
+        psched__advise_huge(x->end, (total + 1) * sizeof(double));
+    }
+    psched__advise_huge(x->pos, cells * PSCHED_SLOTS * sizeof *x->pos);
     memset(x->pos, 0xff, cells * PSCHED_SLOTS * sizeof *x->pos);
     fill_stages(x);
     for (uint32_t d = 0; d < x->p; d++) {

@@ -20,7 +20,9 @@
  * - an error names the line, the column of the first offending byte (both
  *   from 1) and the whole cell.
  */
+#define _DEFAULT_SOURCE /* madvise, for memadvise.h */
 #include "formats.h"
+#include "memadvise.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -66,11 +68,61 @@ psched_status psched_export(const psched_schedule *schedule, const psched_report
 
 /* ---------------------------------------------------------------- export */
 
-static void put_op(psched_buf *b, const psched_op *op)
+/* The writer sizes the text exactly in a first pass and then writes
+ * digits by hand: no snprintf, no growing buffer, one allocation. */
+
+static const char *const kind_text[] = {"F", "I", "W", "B", "SEND_F", "RECV_F", "SEND_B",
+                                        "RECV_B"};
+
+static size_t kind_len(uint8_t kind)
 {
-    char tmp[48];
-    int n = psched__op_text(op, tmp, sizeof tmp);
-    psched__buf_append(b, tmp, n > 0 ? (size_t)n : 0);
+    return kind <= PSCHED_OP_BW ? 1 : kind <= PSCHED_OP_RECV_B ? 6 : 1 /* "?" */;
+}
+
+static size_t u32_len(uint32_t x)
+{
+    size_t n = 1;
+    while (x >= 10) {
+        x /= 10;
+        n++;
+    }
+    return n;
+}
+
+/* Writes x in decimal at p; returns the end. Two digits per step. */
+static char *put_u32(char *p, uint32_t x)
+{
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+                                "31323334353637383940414243444546474849505152535455565758596061"
+                                "62636465666768697071727374757677787980818283848586878889909192"
+                                "93949596979899";
+    char *end = p + u32_len(x), *at = end;
+    while (x >= 100) {
+        at -= 2;
+        memcpy(at, &pairs[2 * (x % 100)], 2);
+        x /= 100;
+    }
+    if (x >= 10) {
+        at -= 2;
+        memcpy(at, &pairs[2 * x], 2);
+    } else {
+        *--at = (char)('0' + x);
+    }
+    return end;
+}
+
+/* psched__op_text's "<stage><TYPE><mb>". */
+static size_t op_len(const psched_op *op)
+{
+    return u32_len(op->stage) + kind_len(op->kind) + u32_len(op->microbatch);
+}
+
+static char *put_op(char *p, const psched_op *op)
+{
+    p = put_u32(p, op->stage);
+    size_t n = kind_len(op->kind);
+    memcpy(p, op->kind <= PSCHED_OP_RECV_B ? kind_text[op->kind] : "?", n);
+    return put_u32(p + n, op->microbatch);
 }
 
 /* An overlap flag must start a pair whose second op ends it: PyTorch's
@@ -78,6 +130,8 @@ static void put_op(psched_buf *b, const psched_op *op)
 static psched_status check_pair(const psched_schedule *s, uint32_t d, size_t i)
 {
     size_t first = s->offset[d], last = s->offset[d + 1];
+    if (i + 1 < last && !(s->ops[i + 1].flags & PSCHED_OP_OVERLAP_NEXT))
+        return PSCHED_OK; /* the common case: no text to format */
     char tmp[48];
     psched__op_text(&s->ops[i], tmp, sizeof tmp);
     if (i + 1 == last)
@@ -89,33 +143,67 @@ static psched_status check_pair(const psched_schedule *s, uint32_t d, size_t i)
     return PSCHED_OK;
 }
 
+#define OVERLAP_TAIL ")OVERLAP_F_B"
+
+/* Length of the text, or an error for a malformed overlapped pair. */
+static psched_status csv_length(const psched_schedule *s, size_t *out)
+{
+    size_t len = 0;
+    for (uint32_t d = 0; d < s->devices; d++) {
+        size_t first = s->offset[d], last = s->offset[d + 1];
+        for (size_t i = first; i < last; i++) {
+            len += i > first; /* the comma */
+            if (!(s->ops[i].flags & PSCHED_OP_OVERLAP_NEXT)) {
+                len += op_len(&s->ops[i]);
+                continue;
+            }
+            psched_status st = check_pair(s, d, i);
+            if (st != PSCHED_OK)
+                return st;
+            len += 2 + op_len(&s->ops[i]) + op_len(&s->ops[i + 1]) + strlen(OVERLAP_TAIL);
+            i++;
+        }
+        len++; /* the newline */
+    }
+    *out = len;
+    return PSCHED_OK;
+}
+
 psched_status psched__export_csv(const psched_schedule *s, char **text, size_t *length)
 {
-    psched_buf b = {0};
+    size_t len;
+    psched_status st = csv_length(s, &len);
+    if (st != PSCHED_OK)
+        return st;
+    char *out = psched__malloc(len + 1);
+    if (!out)
+        return PSCHED_ENOMEM_FAIL();
+    psched__advise_huge(out, len + 1);
+    char *p = out;
     for (uint32_t d = 0; d < s->devices; d++) {
         size_t first = s->offset[d], last = s->offset[d + 1];
         for (size_t i = first; i < last; i++) {
             if (i > first)
-                psched__buf_append(&b, ",", 1);
+                *p++ = ',';
             if (!(s->ops[i].flags & PSCHED_OP_OVERLAP_NEXT)) {
-                put_op(&b, &s->ops[i]);
+                p = put_op(p, &s->ops[i]);
                 continue;
             }
-            psched_status st = check_pair(s, d, i);
-            if (st != PSCHED_OK) {
-                psched__dealloc(b.data);
-                return st;
-            }
-            psched__buf_append(&b, "(", 1);
-            put_op(&b, &s->ops[i]);
-            psched__buf_append(&b, ";", 1);
-            put_op(&b, &s->ops[i + 1]);
-            psched__buf_puts(&b, ")OVERLAP_F_B");
+            *p++ = '(';
+            p = put_op(p, &s->ops[i]);
+            *p++ = ';';
+            p = put_op(p, &s->ops[i + 1]);
+            memcpy(p, OVERLAP_TAIL, strlen(OVERLAP_TAIL));
+            p += strlen(OVERLAP_TAIL);
             i++;
         }
-        psched__buf_append(&b, "\n", 1);
+        *p++ = '\n';
     }
-    return psched__buf_finish(&b, text, length);
+    *p = '\0';
+    *text = out;
+    if (length)
+        *length = len;
+    return PSCHED_OK;
 }
 
 /* ---------------------------------------------------------------- import */
@@ -167,22 +255,43 @@ static psched_status parse_number(const csv_cell *c, size_t *at, uint32_t *out, 
     return PSCHED_OK;
 }
 
+#define ACTION_TYPE(text, kind) {text, kind, sizeof text - 1}
 static const struct {
     const char *text;
     int kind; /* a psched_op_kind, or -1: a PyTorch action this library does not model */
+    size_t len;
 } action_types[] = {
-    {"SEND_F", PSCHED_OP_SEND_F}, {"RECV_F", PSCHED_OP_RECV_F},
-    {"SEND_B", PSCHED_OP_SEND_B}, {"RECV_B", PSCHED_OP_RECV_B},
-    {"UNSHARD", -1},              {"RESHARD", -1},
-    {"REDUCE_GRAD", -1},          {"F", PSCHED_OP_F},
-    {"I", PSCHED_OP_B},           {"W", PSCHED_OP_W},
-    {"B", PSCHED_OP_BW},
+    ACTION_TYPE("SEND_F", PSCHED_OP_SEND_F), ACTION_TYPE("RECV_F", PSCHED_OP_RECV_F),
+    ACTION_TYPE("SEND_B", PSCHED_OP_SEND_B), ACTION_TYPE("RECV_B", PSCHED_OP_RECV_B),
+    ACTION_TYPE("UNSHARD", -1),              ACTION_TYPE("RESHARD", -1),
+    ACTION_TYPE("REDUCE_GRAD", -1),          ACTION_TYPE("F", PSCHED_OP_F),
+    ACTION_TYPE("I", PSCHED_OP_B),           ACTION_TYPE("W", PSCHED_OP_W),
+    ACTION_TYPE("B", PSCHED_OP_BW),
 };
+
+/* The compute types are single letters that no longer type starts with,
+ * so the common case needs no walk through the table; -1 otherwise. */
+static int compute_type(char ch)
+{
+    switch (ch) {
+    case 'F': return PSCHED_OP_F;
+    case 'I': return PSCHED_OP_B;
+    case 'W': return PSCHED_OP_W;
+    case 'B': return PSCHED_OP_BW;
+    default: return -1;
+    }
+}
 
 static psched_status parse_type(const csv_cell *c, size_t *at, uint8_t *kind)
 {
+    int k = *at < c->len ? compute_type(c->p[*at]) : -1;
+    if (k >= 0) {
+        *kind = (uint8_t)k;
+        *at += 1;
+        return PSCHED_OK;
+    }
     for (size_t t = 0; t < sizeof action_types / sizeof action_types[0]; t++) {
-        size_t n = strlen(action_types[t].text);
+        size_t n = action_types[t].len;
         if (c->len - *at < n || memcmp(c->p + *at, action_types[t].text, n) != 0)
             continue;
         if (action_types[t].kind < 0) {
@@ -318,10 +427,29 @@ static psched_status parse_line(csv_file *f, const char *p, size_t len, uint32_t
     return file_end_row(f, line);
 }
 
+/* Every action takes at least four bytes of text ("0F0" and a separator),
+ * so length / 4 + 1 ops bound the file: reserved once, the op array never
+ * moves, and the pages past the last op are never written nor resident. */
+static psched_status reserve_ops(csv_file *f, size_t length)
+{
+    size_t cap = length / 4 + 2;
+    if (cap <= 256)
+        return PSCHED_OK; /* file_push's first allocation covers it */
+    f->ops = psched__reallocarray(NULL, cap, sizeof *f->ops);
+    if (!f->ops)
+        return PSCHED_ENOMEM_FAIL();
+    f->cap = cap;
+    psched__advise_huge(f->ops, cap * sizeof *f->ops);
+    return PSCHED_OK;
+}
+
 static psched_status parse_text(csv_file *f, const char *text, size_t length)
 {
     size_t pos = 0;
     uint32_t line = 1;
+    psched_status reserved = reserve_ops(f, length);
+    if (reserved != PSCHED_OK)
+        return reserved;
     while (pos < length) {
         const char *nl = memchr(text + pos, '\n', length - pos);
         size_t end = nl ? (size_t)(nl - text) : length;
@@ -340,19 +468,6 @@ static psched_status parse_text(csv_file *f, const char *text, size_t length)
         return psched_fail(PSCHED_EPARSE, "line 1 column 1: empty input, expected one row per "
                            "device");
     return PSCHED_OK;
-}
-
-static uint32_t row_of(const csv_file *f, size_t op)
-{
-    uint32_t lo = 0, hi = f->rows - 1;
-    while (lo < hi) { /* first row whose end is past op */
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (f->row_end[mid] > op)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
 }
 
 /* ------------------------------------------------------ shape of the file */
@@ -433,16 +548,18 @@ static psched_status observe_devices(const csv_file *f, uint32_t stages, uint32_
 {
     for (uint32_t s = 0; s < stages; s++)
         dev[s] = UINT32_MAX;
-    for (size_t i = 0; i < f->count; i++) {
-        uint32_t s = f->ops[i].stage, d = row_of(f, i);
-        if (dev[s] == UINT32_MAX) {
-            dev[s] = d;
-            seen_at[s] = i;
-        } else if (dev[s] != d) {
-            const csv_op *other = &f->ops[seen_at[s]];
-            return op_fail(&f->ops[i], "puts stage %u on device %u, but line %u column %u puts "
-                           "it on device %u; a stage runs on one device", s, d, other->line,
-                           other->col, dev[s]);
+    for (uint32_t d = 0; d < f->rows; d++) {
+        for (size_t i = d ? f->row_end[d - 1] : 0; i < f->row_end[d]; i++) {
+            uint32_t s = f->ops[i].stage;
+            if (dev[s] == UINT32_MAX) {
+                dev[s] = d;
+                seen_at[s] = i;
+            } else if (dev[s] != d) {
+                const csv_op *other = &f->ops[seen_at[s]];
+                return op_fail(&f->ops[i], "puts stage %u on device %u, but line %u column %u "
+                               "puts it on device %u; a stage runs on one device", s, d,
+                               other->line, other->col, dev[s]);
+            }
         }
     }
     return PSCHED_OK;
@@ -510,15 +627,26 @@ static psched_status infer_placement(const csv_file *f, psched_plan *plan)
 
 static psched_status check_devices(const csv_file *f, const psched_plan *plan)
 {
-    for (size_t i = 0; i < f->count; i++) {
-        uint32_t row = row_of(f, i);
-        uint32_t want = psched_plan_stage_device(plan, f->ops[i].stage);
-        if (want != row)
-            return op_fail(&f->ops[i], "is on device %u (its row) but the plan's %s placement "
-                           "puts stage %u on device %u", row, psched__placement_name(plan->placement),
-                           f->ops[i].stage, want);
+    uint32_t stages = plan->devices * plan->chunks;
+    uint32_t *dev = psched__reallocarray(NULL, (size_t)stages + 1, sizeof *dev);
+    if (!dev)
+        return PSCHED_ENOMEM_FAIL();
+    for (uint32_t s = 0; s < stages; s++)
+        dev[s] = psched_plan_stage_device(plan, s);
+    psched_status st = PSCHED_OK;
+    for (uint32_t row = 0; row < f->rows && st == PSCHED_OK; row++) {
+        for (size_t i = row ? f->row_end[row - 1] : 0; i < f->row_end[row]; i++) {
+            uint32_t want = dev[f->ops[i].stage]; /* check_ranges bounded the stage */
+            if (want != row) {
+                st = op_fail(&f->ops[i], "is on device %u (its row) but the plan's %s placement "
+                             "puts stage %u on device %u", row,
+                             psched__placement_name(plan->placement), f->ops[i].stage, want);
+                break;
+            }
+        }
     }
-    return PSCHED_OK;
+    psched__dealloc(dev);
+    return st;
 }
 
 static psched_status resolve_plan(const csv_file *f, const psched_plan *given, psched_plan **out)

@@ -65,6 +65,29 @@ static void put_u32(hash_stream *h, uint32_t x)
         put_u8(h, (uint8_t)(x >> (8 * i)));
 }
 
+static void store_u32(unsigned char *p, uint32_t x)
+{
+    p[0] = (uint8_t)x;
+    p[1] = (uint8_t)(x >> 8);
+    p[2] = (uint8_t)(x >> 16);
+    p[3] = (uint8_t)(x >> 24);
+}
+
+/* One op record (10 bytes), with one room check instead of one per byte.
+ * Where the blocks end does not matter: XXH3's streaming digest depends
+ * only on the bytes. */
+static void put_op(hash_stream *h, const psched_op *op)
+{
+    if (h->len + 10 > HASH_BLOCK)
+        stream_flush(h);
+    unsigned char *p = h->buf + h->len;
+    store_u32(p, op->stage);
+    store_u32(p + 4, op->microbatch);
+    p[8] = op->kind;
+    p[9] = op->flags;
+    h->len += 10;
+}
+
 static void put_plan(hash_stream *h, const psched_plan *plan)
 {
     uint32_t stages = plan->devices * plan->chunks;
@@ -99,13 +122,8 @@ psched_status psched_schedule_hash(const psched_schedule *schedule, uint64_t *ou
     for (uint32_t d = 0; d < schedule->devices; d++) {
         size_t first = schedule->offset[d], last = schedule->offset[d + 1];
         put_u32(&h, (uint32_t)(last - first));
-        for (size_t i = first; i < last; i++) {
-            const psched_op *op = &schedule->ops[i];
-            put_u32(&h, op->stage);
-            put_u32(&h, op->microbatch);
-            put_u8(&h, op->kind);
-            put_u8(&h, op->flags);
-        }
+        for (size_t i = first; i < last; i++)
+            put_op(&h, &schedule->ops[i]);
     }
     stream_flush(&h);
     *out = (uint64_t)XXH3_64bits_digest(&h.state);

@@ -131,40 +131,59 @@ static psched_status count_inflight(const psched_schedule *sched, psched__proble
     return PSCHED_OK;
 }
 
-/* lambda, the weight of the largest stage in the objective, from a
- * second run of the unit schedule in which every device's chunk 0 costs
- * h = (v+1)/2 and its other chunks 1/2 each: device totals stay v, only
- * the stages are unequal. The objective then equals that run's makespan:
- * (m-1)·lambda·3h + kappa·3S. One chunk per device: lambda = 1 (a stage is
- * a device). Clamped to [0, v]. */
-static psched_status calibrate_lambda(const psched_plan *unit, const char *name,
-                                      double unit_makespan, psched__problem *pb)
+/* Makespan of the unit schedule with skewed chunks: on every device one
+ * chunk costs h = (v+1)/2 and the others 1/2 each, so device totals stay
+ * v and only the stages differ. The heavy chunk is chunk 0 everywhere
+ * (`alternate` false) or chunk d mod v on device d. */
+static psched_status skewed_makespan(const psched_plan *unit, const char *name, bool alternate,
+                                     double *out)
 {
-    pb->lambda = 1;
-    if (pb->chunks == 1 || pb->microbatches == 1)
-        return PSCHED_OK;
-    double v = pb->chunks, h = (v + 1) / 2;
+    uint32_t v = psched_plan_chunks(unit);
+    double h = (v + 1) / 2.0;
     psched_plan *probe = NULL;
     psched_schedule *sched = NULL;
     psched_report *rep = NULL;
     psched_status st = psched_plan_clone(unit, &probe);
-    for (uint32_t s = 0; !st && s < pb->stages; s++) {
-        double c = psched_plan_stage_chunk(unit, s) == 0 ? h : 0.5;
+    for (uint32_t s = 0; !st && s < psched_plan_stages(unit); s++) {
+        uint32_t heavy = alternate ? psched_plan_stage_device(unit, s) % v : 0;
+        double c = psched_plan_stage_chunk(unit, s) == heavy ? h : 0.5;
         st = psched_plan_set_stage_cost(probe, s, c, c, c);
     }
     if (!st)
         st = psched_generate(probe, name, &sched);
     if (!st)
         st = psched_simulate(sched, NULL, &rep);
-    if (!st) {
-        double lambda = (psched_report_makespan(rep) - unit_makespan) /
-                            ((pb->microbatches - 1.0) * 3 * h) + v / h;
-        pb->lambda = isfinite(lambda) ? fmin(fmax(lambda, 0), v) : 1;
-    }
+    if (!st)
+        *out = psched_report_makespan(rep);
     psched_report_destroy(rep);
     psched_schedule_destroy(sched);
     psched_plan_destroy(probe);
     return st;
+}
+
+/* lambda, the weight of the largest stage in the objective: the larger of
+ * the values that make the objective equal the makespan of the two skewed
+ * runs, (m-1)·lambda·3h + kappa·3S. A device's time alone cannot see how it
+ * is split over its chunks; unequal chunks stall each other, and how much
+ * depends on the schedule (looped BFS suffers most when the heavy chunk
+ * changes from device to device, interleaved when it does not). One chunk
+ * per device: lambda = 1 (a stage is a device). Clamped to [0, v]. */
+static psched_status calibrate_lambda(const psched_plan *unit, const char *name,
+                                      double unit_makespan, psched__problem *pb)
+{
+    pb->lambda = 1;
+    if (pb->chunks == 1 || pb->microbatches == 1)
+        return PSCHED_OK;
+    double v = pb->chunks, h = (v + 1) / 2, lambda = 0;
+    for (int alternate = 0; alternate < 2; alternate++) {
+        double skewed = 0;
+        psched_status st = skewed_makespan(unit, name, alternate, &skewed);
+        if (st)
+            return st;
+        lambda = fmax(lambda, (skewed - unit_makespan) / ((pb->microbatches - 1.0) * 3 * h) + v / h);
+    }
+    pb->lambda = isfinite(lambda) ? fmin(fmax(lambda, 0), v) : 1;
+    return PSCHED_OK;
 }
 
 /* Generate the schedule with unit costs: its stage map, the in-flight

@@ -5,20 +5,21 @@
  * walker A covers stages 0..p-1 from layer 0 forwards, walker B covers the
  * second half (loop: forwards from the boundary `mid` where A will stop,
  * which the DP guesses; V: backwards from the last layer until it meets A).
- * A DP state is the pair of walker positions (and mid); its value is the
- * Pareto set of (largest device time, total recompute time, largest stage
- * time) so far: the objective is (m-1)·max(largest device, lambda·largest
- * stage) + kappa·(base time + recompute time).
+ * The objective is (m-1)·z + kappa·(base time + recompute time) with
+ * z = max(largest device time, lambda·largest stage time), so a DP state,
+ * the pair of walker positions (and mid), keeps the Pareto set of
+ * (z so far, recompute time so far).
  *
  * Given its two ranges, a device's useful recompute mixes are those that
- * fit its memory and that no other beats in both extra time (which is
- * also its device time) and larger stage time; they are found by merging
- * the two ranges' frontiers, so the DP stays exact.
+ * fit its memory and that no other beats in both extra time and its own z;
+ * they are found by merging the two ranges' frontiers, so the DP stays
+ * exact.
  *
- * The search is bounded by a largest device time tau, raised pass by pass
- * from the average load until tau is high enough that no partition above it
- * can beat the best one found (iterative deepening): the early passes,
- * with tight bounds, are small. */
+ * The search is bounded by tau >= z, raised pass by pass from the average
+ * load until no partition above tau can beat the best one found (iterative
+ * deepening): the early passes, with tight bounds, are small, and a pass
+ * after one that found nothing better only looks for z above the last tau
+ * (that bounds the recompute time a better partition may have). */
 #include "partition.h"
 
 #include <math.h>
@@ -27,7 +28,9 @@
 
 typedef struct pair_entry {
     uint32_t mid, a, b; /* loop: A must stop at mid; V: mid unused (0) */
-    double tmax, extra;
+    double z;           /* largest device time and lambda·stage time so far
+                           (min-memory passes: the largest device memory) */
+    double extra;       /* recompute time so far */
     double smax;        /* largest stage time: breaks ties of the objective */
     int32_t parent;     /* entry index in the previous step */
     uint32_t len1, len2;
@@ -50,7 +53,7 @@ typedef struct pair_step {
 /* A device's recompute mix for its two ranges: frontier points k1, k2,
  * their total extra time and the larger of the two stage times. */
 typedef struct pair_choice {
-    double extra, smax;
+    double extra, smax, z; /* z: max(device time, lambda·smax) */
     int32_t k1, k2;
 } pair_choice;
 
@@ -58,9 +61,12 @@ typedef struct pair_choice {
 typedef struct pair_pass {
     const psched__problem *pb;
     bool backward;      /* V shape: walker B runs downwards */
-    bool memory;        /* min-memory pass: tmax holds the largest memory */
+    bool memory;        /* min-memory pass */
     double tau;         /* bound on every device's time (or memory) */
     double bound;       /* prune entries whose objective bound exceeds it */
+    double z_done;      /* earlier passes saw every partition whose largest
+                           device time (or lambda·stage) is at most this, so
+                           a better one lies above it */
     uint32_t minlen;    /* 0 when empty stages are allowed, else 1 */
     double *nrest;      /* per step k: fewest in-flight micro-batches of the
                            stages of devices k..p-1 */
@@ -108,10 +114,13 @@ static bool same_state(const pair_entry *x, const pair_entry *y)
     return x->mid == y->mid && x->a == y->a && x->b == y->b;
 }
 
-/* x is at least as good as y in every criterion. */
+/* x is at least as good as y: no larger z and extra (the objective's
+ * only inputs), and on an exact tie no larger stage. */
 static bool beats(const pair_entry *x, const pair_entry *y)
 {
-    return x->tmax <= y->tmax && x->extra <= y->extra && x->smax <= y->smax;
+    if (x->z > y->z || x->extra > y->extra)
+        return false;
+    return x->z < y->z || x->extra < y->extra || x->smax <= y->smax;
 }
 
 static size_t find_slot(const pair_step *st, const pair_entry *e)
@@ -188,7 +197,7 @@ static void step_finish(pair_step *st)
 
 /* The mixes of a device holding [i1, i1+l1) as stage s1 and [i2, i2+l2)
  * as stage s2 that fit its memory and that no other fitting mix beats in
- * both extra time and largest stage. Frontiers are sorted by extra
+ * both extra time and z = max(device time, lambda·larger stage). Frontiers are sorted by extra
  * ascending, activations descending, so for each point of the first the
  * fastest fitting point of the second is found by one pointer moving
  * down; any slower point of the second would be beaten by it. Returns the
@@ -211,15 +220,17 @@ static uint32_t pair_choices(const psched__problem *pb, uint32_t s1, uint32_t i1
         if (j == n2 || in2 * f2[j].act > rest)
             continue;
         pair_choice c = {f1[k].extra + f2[j].extra,
-                         fmax(base1 + f1[k].extra, base2 + f2[j].extra), (int32_t)k, (int32_t)j};
+                         fmax(base1 + f1[k].extra, base2 + f2[j].extra), 0, (int32_t)k,
+                         (int32_t)j};
+        c.z = fmax(base1 + base2 + c.extra, pb->lambda * c.smax);
         bool beaten = false;
         uint32_t kept = 0;
         for (uint32_t q = 0; q < n && !beaten; q++)
-            beaten = out[q].extra <= c.extra && out[q].smax <= c.smax;
+            beaten = out[q].extra <= c.extra && out[q].z <= c.z;
         if (beaten)
             continue;
         for (uint32_t q = 0; q < n; q++)
-            if (!(c.extra <= out[q].extra && c.smax <= out[q].smax))
+            if (!(c.extra <= out[q].extra && c.z <= out[q].z))
                 out[kept++] = out[q];
         out[kept++] = c;
         n = kept;
@@ -233,9 +244,8 @@ static double entry_value(const pair_pass *ps, const pair_entry *e)
 {
     const psched__problem *pb = ps->pb;
     if (ps->memory)
-        return e->tmax;
-    return (pb->microbatches - 1.0) * fmax(e->tmax, pb->lambda * e->smax) +
-           pb->kappa * (pb->time_total + e->extra);
+        return e->z;
+    return (pb->microbatches - 1.0) * e->z + pb->kappa * (pb->time_total + e->extra);
 }
 
 /* Sum of a prefix array over the layers the walkers still have to cover
@@ -260,7 +270,7 @@ static double completion_bound(const pair_pass *ps, uint32_t k, const pair_entry
     uint32_t lb = ps->backward ? la : pb->layers - e->b;
     if (r == 0) {
         bool done = ps->backward ? e->a == e->b : (e->a == e->mid && e->b == pb->layers);
-        return done ? (ps->memory ? e->tmax : entry_value(ps, e)) : INFINITY;
+        return done ? entry_value(ps, e) : INFINITY;
     }
     if (ps->backward ? la < 2 * r * ps->minlen : (la < r * ps->minlen || lb < r * ps->minlen))
         return INFINITY;
@@ -272,8 +282,8 @@ static double completion_bound(const pair_pass *ps, uint32_t k, const pair_entry
     if (avg > ps->tau * (1 + rel_eps))
         return INFINITY;
     if (ps->memory)
-        return fmax(e->tmax, avg);
-    double z = fmax(fmax(e->tmax, pb->lambda * e->smax), avg);
+        return fmax(e->z, avg);
+    double z = fmax(e->z, fmax(avg, ps->z_done));
     return (pb->microbatches - 1.0) * z + pb->kappa * (pb->time_total + e->extra);
 }
 
@@ -295,6 +305,34 @@ static double single_cost(const pair_pass *ps, uint32_t s, uint32_t i, uint32_t 
            pb->inflight[s] * (pb->minact_prefix[i + len] - pb->minact_prefix[i]);
 }
 
+/* Smallest second-range length from which the layers left after device
+ * step k can still fit in the remaining devices' time (or memory) under
+ * tau; the load left only shrinks as the range grows, so binary search. */
+static uint32_t first_len2(const pair_pass *ps, uint32_t k, const pair_entry *e, uint32_t l1,
+                           uint32_t lo, uint32_t hi)
+{
+    const psched__problem *pb = ps->pb;
+    uint32_t r = pb->devices - k - 1;
+    if (r == 0)
+        return ps->backward ? (e->b - e->a - l1 >= lo ? e->b - e->a - l1 : hi + 1)
+                            : (pb->layers - e->b >= lo ? pb->layers - e->b : hi + 1);
+    /* Memory passes bound the parameters left only (a lower bound). */
+    const double *prefix = ps->memory ? pb->param_prefix : pb->time_prefix;
+    double cap = r * ps->tau * (1 + rel_eps);
+    uint32_t a = e->a + l1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        double left = ps->backward ? prefix[e->b - mid] - prefix[a]
+                                   : prefix[e->mid] - prefix[a] + prefix[pb->layers] -
+                                         prefix[e->b + mid];
+        if (left > cap)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* All transitions of one entry through device step k (frontier lengths
  * only bound time passes: min-memory passes run before the frontiers
  * exist). A device's cost (time with its fastest fitting mix, or lean
@@ -313,14 +351,25 @@ static psched_status expand(pair_pass *ps, uint32_t k, int32_t parent)
         if (cost1 > limit)
             break;
         uint32_t room_b = ps->backward ? e->b - e->a - l1 : L - e->b;
-        for (uint32_t l2 = ps->minlen; l2 <= room_b; l2++) {
+        if (room_b < ps->minlen)
+            break;
+        uint32_t l2_lo = first_len2(ps, k, e, l1, ps->minlen, room_b);
+        for (uint32_t l2 = l2_lo; l2 <= room_b; l2++) {
             uint32_t i2 = ps->backward ? e->b - l2 : e->b;
             if ((!ps->memory && l2 > pb->maxlen[i2]) || tick(ps))
                 break;
-            double cost = cost1 + single_cost(ps, s2, i2, l2);
+            double cost2 = single_cost(ps, s2, i2, l2), cost = cost1 + cost2;
             if (cost > limit)
                 break;
-            pair_choice lean = {0, 0, -1, -1}, *choice = &lean;
+            /* Positions alone (no recompute yet) already bound every mix:
+             * skip before merging frontiers. */
+            double zdev = ps->memory ? cost : fmax(cost, pb->lambda * fmax(cost1, cost2));
+            pair_entry probe = {e->mid, e->a + l1, ps->backward ? i2 : e->b + l2,
+                                fmax(e->z, zdev), e->extra, 0, parent, l1, l2, -1, -1, -1, false};
+            double reach0 = completion_bound(ps, k, &probe);
+            if (reach0 == INFINITY || reach0 > ps->bound || zdev > limit)
+                continue;
+            pair_choice lean = {0, 0, cost, -1, -1}, *choice = &lean;
             uint32_t nc = 1;
             if (!ps->memory) {
                 choice = ps->choices;
@@ -334,9 +383,9 @@ static psched_status expand(pair_pass *ps, uint32_t k, int32_t parent)
             for (uint32_t q = 0; q < nc; q++) {
                 const pair_choice *c = &choice[q];
                 pair_entry n = {e->mid, e->a + l1, ps->backward ? i2 : e->b + l2,
-                                fmax(e->tmax, cost + c->extra), e->extra + c->extra,
-                                fmax(e->smax, c->smax), parent, l1, l2, c->k1, c->k2, -1, false};
-                if (cost + c->extra > limit || pb->lambda * n.smax > limit)
+                                fmax(e->z, c->z), e->extra + c->extra, fmax(e->smax, c->smax),
+                                parent, l1, l2, c->k1, c->k2, -1, false};
+                if (c->z > limit)
                     continue;
                 double reach = completion_bound(ps, k, &n);
                 if (reach == INFINITY || reach > ps->bound)
@@ -448,8 +497,8 @@ static void pass_rebuild(const pair_pass *ps, int32_t best, psched__solution *so
  * never beyond `cap` (the bound that settles the search). */
 static double next_tau(double lb, double cap, int round)
 {
-    double tau = lb * (1 + 0.01 * ldexp(1.0, round));
-    return round >= 12 || tau >= cap ? cap : tau;
+    double tau = lb * (1 + 0.01 * pow(1.5, round));
+    return round >= 20 || tau >= cap ? cap : tau;
 }
 
 psched_status psched__pair_solve(const psched__problem *pb, double incumbent,
@@ -464,10 +513,11 @@ psched_status psched__pair_solve(const psched__problem *pb, double incumbent,
     out->bound = c * lb + kt;
     psched_status st = PSCHED_OK;
     double smax = INFINITY; /* of the solution in sol */
+    double z_done = 0;
     for (int round = 0; !st; round++) {
         double cap = c > 0 && isfinite(out->objective) ? (out->objective - kt) / c : INFINITY;
         double tau = c > 0 ? next_tau(lb, cap, round) : INFINITY;
-        pair_pass ps = {pb, layout_backward(pb), false, tau, INFINITY,
+        pair_pass ps = {pb, layout_backward(pb), false, tau, INFINITY, z_done,
                         pb->allow_empty ? 0u : 1u, NULL, NULL, NULL, 0, false};
         ps.bound = out->objective * (1 + rel_eps);
         st = pass_run(&ps);
@@ -488,8 +538,10 @@ psched_status psched__pair_solve(const psched__problem *pb, double incumbent,
         pass_free(&ps);
         /* Every partition with device times up to tau has been seen; one
          * above tau costs more than c·tau + kt. */
-        if (c > 0 && isfinite(tau))
+        if (c > 0 && isfinite(tau)) {
             out->bound = fmin(out->objective, c * tau + kt);
+            z_done = tau;
+        }
         if (c > 0 && isfinite(out->objective))
             cap = (out->objective - kt) / c;
         if (!isfinite(tau) || tau >= cap * (1 - rel_eps)) {
@@ -517,7 +569,7 @@ psched_status psched__pair_min_memory(const psched__problem *pb, double *value)
     double floor = isfinite(pb->limit) ? fmax(lb, pb->limit) : lb;
     for (int round = -1; round <= 13; round++) {
         double cap = round < 0 ? floor : round == 13 ? INFINITY : floor * (1 + 0.01 * ldexp(1, round));
-        pair_pass ps = {pb, layout_backward(pb), true, cap, cap * (1 + rel_eps),
+        pair_pass ps = {pb, layout_backward(pb), true, cap, cap * (1 + rel_eps), 0,
                         pb->allow_empty ? 0u : 1u, NULL, NULL, NULL, 0, false};
         psched_status st = pass_run(&ps);
         double best = INFINITY;

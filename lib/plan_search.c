@@ -86,21 +86,21 @@ static void measure(search_alt *a, double limit)
         a->need = fmax(bound, peak);
 }
 
-/* Makespan of the even split of the same (schedule, v), NAN when it does
- * not apply or does not fit. */
-static double even_makespan(const psched_model *model, const psched_plan *plan,
-                            const char *name, uint32_t flags)
+/* Makespan of the even split of the same (schedule, v) into *out, NAN
+ * when it does not apply or does not fit; only ENOMEM is an error. */
+static psched_status even_makespan(const psched_model *model, const psched_plan *plan,
+                                   const char *name, uint32_t flags, double *out)
 {
     psched_partition_options o = PSCHED_PARTITION_OPTIONS_INIT;
     o.method = PSCHED_PARTITION_EVEN;
     o.flags = flags;
     psched_partition_result *r = NULL;
-    double x = NAN;
-    if (psched_partition(model, plan, name, &o, &r) == PSCHED_OK &&
-        psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
-        x = psched_partition_makespan(r);
+    psched_status st = psched_partition(model, plan, name, &o, &r);
+    *out = NAN;
+    if (st == PSCHED_OK && psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
+        *out = psched_partition_makespan(r);
     psched_partition_result_destroy(r);
-    return x;
+    return st == PSCHED_ENOMEM ? st : PSCHED_OK;
 }
 
 /* Partition one (schedule, v). *taken says whether it became an
@@ -137,10 +137,11 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
         a.makespan = a.bubble = a.peak = a.even = a.need = NAN;
     } else {
         measure(&a, psched_plan_memory_limit(base));
-        a.even = even_makespan(model, plan, name, o->flags);
+        st = even_makespan(model, plan, name, o->flags, &a.even);
     }
     psched_plan_destroy(plan);
-    st = push_alt(r, &a);
+    if (!st)
+        st = push_alt(r, &a);
     if (st)
         psched_partition_result_destroy(a.partition);
     return st;

@@ -1,6 +1,8 @@
 /* psched_simulate: times from the execution engine, then per-device and
  * whole-run figures (DESIGN §3). */
+#define _DEFAULT_SOURCE /* madvise, for memadvise.h */
 #include "internal.h"
+#include "memadvise.h"
 
 #include <math.h>
 #include <string.h>
@@ -34,6 +36,8 @@ static psched_report *report_alloc(uint32_t p, size_t total)
         psched_report_destroy(r);
         return NULL;
     }
+    psched__advise_huge(r->start, (total + 1) * sizeof *r->start);
+    psched__advise_huge(r->end, (total + 1) * sizeof *r->end);
     return r;
 }
 

@@ -102,8 +102,9 @@ void psched__stage_map(psched_stage_map *map, const psched_plan *plan, uint32_t 
         map->stage[c] = psched_plan_device_stage(plan, device, c);
 }
 
-/* Appends `count` ops of `kind` from the cursor. */
-static psched_status emit_cursor(psched_builder *b, uint32_t device, psched_op_kind kind,
+/* Appends `count` ops of `kind` from the cursor. Inlined into the
+ * emitters so the cursor lives in registers. */
+static inline psched_status emit_cursor(psched_builder *b, uint32_t device, psched_op_kind kind,
                                  const psched_stage_map *map, psched_seq_cursor *c, size_t count)
 {
     psched_status st = PSCHED_OK;
@@ -137,9 +138,12 @@ psched_status psched__emit_1f1b(psched_builder *b, uint32_t device, const psched
     if (st == PSCHED_OK)
         st = emit_cursor(b, device, PSCHED_OP_F, &map, &f, w);
     for (size_t i = 0; i < steady && st == PSCHED_OK; i++) {
-        st = emit_cursor(b, device, PSCHED_OP_F, &map, &f, 1);
+        psched_slot sf = psched__seq_next(&f), sb = psched__seq_next(&k);
+        st = psched_builder_append(b, device, PSCHED_OP_F, psched__stage_of(&map, sf),
+                                   sf.microbatch, 0);
         if (st == PSCHED_OK)
-            st = emit_cursor(b, device, bwd_kind, &map, &k, 1);
+            st = psched_builder_append(b, device, bwd_kind, psched__stage_of(&map, sb),
+                                       sb.microbatch, 0);
     }
     if (st == PSCHED_OK)
         st = emit_cursor(b, device, PSCHED_OP_F, &map, &f, nf - w - steady);

@@ -613,6 +613,109 @@ class TestHash(CliCase):
         self.assertIn("--file", out)
         self.assertIn("hash", self.ok("--help"))
 
+HEAD_HEAVY = """type,count,f,b,w,act,param
+embedding,1,0.1,0.1,0.1,1,1
+layer,16,1,1,1,1,1
+head,1,4.6,4.6,4.6,1,1
+"""
+
+
+class TestOptimizer(CliCase):
+    """pipesched partition / plan. Model: embedding 0.1, 16 layers of 1 and a
+    head of 4.6 (each of F, B, W), p = 4, m = 8, 1f1b. Even split: emb+4 |
+    4 | 4 | 4+head, makespan 12.1 + 8·25.8 + 24.2 = 242.7; best: emb+5 | 5
+    | 5 | 1+head, 15.1 + 8·16.8 + 30.2 = 179.7 (hand derivations)."""
+
+    def head_heavy(self):
+        return self.write("head_heavy.csv", HEAD_HEAVY)
+
+    def test_partition_json_has_the_documented_keys_and_the_hand_figures(self):
+        d = json.loads(self.ok("partition", "--model", self.head_heavy(), "--devices", "4",
+                               "--microbatches", "8", "--schedule", "1f1b", "--json"))
+        for key in ("method", "schedule", "status", "gap", "objective", "solve_time",
+                    "makespan", "even_makespan", "speedup", "min_memory", "stages", "devices"):
+            self.assertIn(key, d)
+        self.assertEqual(d["status"], "optimal")
+        self.assertAlmostEqual(d["makespan"], 179.7, places=9)
+        self.assertAlmostEqual(d["even_makespan"], 242.7, places=9)
+        self.assertEqual([s["count"] for s in d["stages"]], [6, 5, 5, 2])
+        self.assertEqual(d["stages"][3]["recompute"], {"none": 2, "selective": 0, "full": 0})
+        self.assertEqual(len(d["devices"]), 4)
+
+    def test_partition_text_names_status_and_speedup(self):
+        out = self.ok("partition", "--model", self.head_heavy(), "--devices", "4",
+                      "--microbatches", "8", "--schedule", "1f1b")
+        self.assertIn("status: optimal", out)
+        self.assertIn("simulated makespan: 179.7", out)
+        self.assertIn("speed-up 1.351x", out)  # 242.7 / 179.7
+
+    def test_partition_below_the_minimum_exits_1_with_the_minimum(self):
+        # 4 layers (param 10, act 5), p = 2, m = 4: the smallest device
+        # memory is 40 (splits 1+3: 20/45, 2+2: 40/30, 3+1: 60/15).
+        model = self.write("four.csv", "type,count,f,b,w,act,param\nlayer,4,1,1,1,5,10\n")
+        r = run("partition", "--model", model, "--devices", "2", "--microbatches", "4",
+                "--schedule", "1f1b", "--mem-limit", "39", "--json")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        d = json.loads(r.stdout)
+        self.assertEqual((d["status"], d["min_memory"], d["stages"]), ("infeasible", 40, []))
+
+    def test_partition_usage_errors_exit_2(self):
+        model = self.head_heavy()
+        self.fails(2, "partition", "--model", model, "--devices", "4", "--microbatches", "8")
+        self.fails(2, "partition", "--model", model, "--devices", "4", "--microbatches", "8",
+                   "--schedule", "1f1b", "--method", "simplex")
+        bad = self.write("bad.csv", "type,count,f,b,w,act,param\nlayer,2,1,1,x1,1,1\n")
+        msg = self.fails(2, "partition", "--model", bad, "--devices", "2", "--microbatches",
+                         "4", "--schedule", "1f1b")
+        self.assertIn("line 2, column 13", msg)
+
+    def test_plan_ranks_schedules_and_prints_the_best_stages(self):
+        out = self.ok("plan", "--model", self.head_heavy(), "--devices", "4",
+                      "--microbatches", "8", "--mem-limit", "1e9",
+                      "--schedules", "1f1b,interleaved,dualpipe")
+        self.assertIn("best plan:", out)
+        self.assertIn("proven optimal", out)
+        self.assertIn("error: schedule dualpipe runs 2 chains", out)
+        table = out.split("best plan:")[0]
+        rows = [l.split() for l in table.splitlines() if re.match(r"\d+ ", l)]
+        self.assertEqual(rows[-1][1], "dualpipe")
+        self.assertIn(["1f1b", "1"], [r[1:3] for r in rows])
+
+    def test_plan_json_best_is_the_fastest_fitting_alternative(self):
+        d = json.loads(self.ok("plan", "--model", self.head_heavy(), "--devices", "4",
+                               "--microbatches", "8", "--mem-limit", "1e9", "--json",
+                               "--schedules", "1f1b,interleaved"))
+        # Without GLPK, interleaved with v = 4 (a MILP case) is an error,
+        # ranked last.
+        alts = [a for a in d["alternatives"] if a["status"] != "error"]
+        self.assertEqual(alts, d["alternatives"][:len(alts)])
+        self.assertEqual(d["best"], 0)
+        self.assertTrue(all(a["fits"] for a in alts))
+        self.assertEqual([a["makespan"] for a in alts], sorted(a["makespan"] for a in alts))
+        one = next(a for a in alts if a["schedule"] == "1f1b")
+        self.assertAlmostEqual(one["makespan"], 179.7, places=9)
+        self.assertAlmostEqual(one["even_makespan"], 242.7, places=9)
+        self.assertEqual(d["plan"]["schedule"], alts[0]["schedule"])
+        self.assertEqual(sum(s["count"] for s in d["plan"]["stages"]), 18)
+
+    def test_plan_with_nothing_fitting_exits_1(self):
+        r = run("plan", "--model", self.head_heavy(), "--devices", "4", "--microbatches", "8",
+                "--mem-limit", "1", "--schedules", "1f1b", "--json")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        d = json.loads(r.stdout)
+        self.assertIsNone(d["best"])
+        self.assertIsNone(d["plan"])
+        self.assertFalse(d["alternatives"][0]["fits"])
+
+    def test_plan_usage_errors_exit_2(self):
+        model = self.head_heavy()
+        self.fails(2, "plan", "--model", model, "--devices", "4", "--microbatches", "8")
+        msg = self.fails(2, "plan", "--model", model, "--devices", "4", "--microbatches", "8",
+                         "--mem-limit", "1e9", "--schedules", "no-such-schedule")
+        self.assertIn("no-such-schedule", msg)
+        self.assertTrue(self.ok("plan", "--help").startswith("Usage: pipesched plan"))
+        self.assertIn("plan", self.ok("--help"))
+
 
 if __name__ == "__main__":
     if len(sys.argv) < 3:

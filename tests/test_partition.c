@@ -87,27 +87,32 @@ static void oracle_schedule(oracle *o, const psched_plan *plan, const char *name
     }
     o->kappa = (psched_report_makespan(r) - (o->m - 1.0) * 3.0 * v) / (3.0 * o->S);
     o->limit = psched_plan_memory_limit(plan);
-    /* lambda: every device's chunk 0 at (v+1)/2, its other chunks at 1/2,
-     * and (m-1)·lambda·3h + kappa·3S is that run's makespan. */
+    /* lambda: one chunk per device at (v+1)/2, the others at 1/2 (chunk 0
+     * everywhere, then chunk d mod v on device d); the larger of the two
+     * values for which (m-1)·lambda·3h + kappa·3S is the run's makespan. */
     o->lambda = 1;
-    if (v > 1 && o->m > 1) {
+    for (int alternate = 0; v > 1 && o->m > 1 && alternate < 2; alternate++) {
         double h = (v + 1) / 2.0;
         psched_plan *skew = NULL;
         psched_schedule *s2 = NULL;
         psched_report *r2 = NULL;
         CHECK_OK(psched_plan_clone(rp, &skew));
         for (uint32_t st = 0; st < o->S; st++) {
-            double c = psched_plan_stage_chunk(rp, st) == 0 ? h : 0.5;
+            uint32_t heavy = alternate ? o->device_of[st] % v : 0;
+            double c = psched_plan_stage_chunk(rp, st) == heavy ? h : 0.5;
             CHECK_OK(psched_plan_set_stage_cost(skew, st, c, c, c));
         }
         CHECK_OK(psched_generate(skew, name, &s2));
         CHECK_OK(psched_simulate(s2, NULL, &r2));
-        o->lambda = (psched_report_makespan(r2) - o->kappa * 3.0 * o->S) / ((o->m - 1.0) * 3 * h);
-        o->lambda = o->lambda < 0 ? 0 : o->lambda > v ? v : o->lambda;
+        double lambda =
+            (psched_report_makespan(r2) - o->kappa * 3.0 * o->S) / ((o->m - 1.0) * 3 * h);
+        if (alternate == 0 || lambda > o->lambda)
+            o->lambda = lambda;
         psched_report_destroy(r2);
         psched_schedule_destroy(s2);
         psched_plan_destroy(skew);
     }
+    o->lambda = o->lambda < 0 ? 0 : o->lambda > v ? v : o->lambda;
     psched_report_destroy(r);
     psched_schedule_destroy(s);
     psched_plan_destroy(unit);
@@ -678,8 +683,9 @@ static psched_model *equal_layers(uint32_t n)
 
 /* 8 equal layers (1, 1, 1), p = 2, m = 4. 1f1b splits them 4 + 4: stage
  * costs (4, 4, 4), span (m + p - 1)·12 = 60. Interleaved and the V
- * schedules have smaller bubbles; dualpipe's two chains are an error,
- * ranked last. */
+ * schedules have smaller bubbles; dualpipe's two chains are an error, and
+ * so is interleaved with v = 4 in a build without GLPK (the MILP case);
+ * errors rank last. */
 static void test_plan_search_ranks_fitting_plans_by_step_time(void)
 {
     psched_model *model = equal_layers(8);
@@ -688,13 +694,20 @@ static void test_plan_search_ranks_fitting_plans_by_step_time(void)
     psched_search_result *r = NULL;
     CHECK_OK(psched_plan_search(model, plan, names, 3, NULL, &r));
     /* 1f1b v = 1, interleaved v = 2 and 4, dualpipe v = 2. */
-    CHECK_EQ_INT(psched_search_count(r), 4);
-    CHECK_EQ_INT(psched_search_error(r, 3), PSCHED_EUNSUPPORTED);
-    CHECK_STR(psched_search_schedule(r, 3), "dualpipe");
-    CHECK(psched_search_partition(r, 3) == NULL);
-    CHECK_CONTAINS(psched_search_error_message(r, 3), "2 chains");
-    bool saw_1f1b = false;
-    for (size_t i = 0; i < 3; i++) {
+    size_t n = psched_search_count(r), errors = psched__have_glpk() ? 1 : 2;
+    CHECK_EQ_INT(n, 4);
+    CHECK_EQ_INT(psched_search_error(r, n - 1), PSCHED_EUNSUPPORTED);
+    CHECK_EQ_INT(psched_search_error(r, n - errors), PSCHED_EUNSUPPORTED);
+    bool saw_dualpipe = false, saw_1f1b = false;
+    for (size_t i = n - errors; i < n; i++) {
+        CHECK(psched_search_partition(r, i) == NULL);
+        if (strcmp(psched_search_schedule(r, i), "dualpipe") == 0) {
+            saw_dualpipe = true;
+            CHECK_CONTAINS(psched_search_error_message(r, i), "2 chains");
+        }
+    }
+    CHECK(saw_dualpipe);
+    for (size_t i = 0; i < n - errors; i++) {
         CHECK_OK(psched_search_error(r, i));
         CHECK(psched_search_fits(r, i));
         CHECK_EQ_INT(psched_search_status(r, i), PSCHED_SOLVE_OPTIMAL);
@@ -760,15 +773,59 @@ static void test_time_limit_bounds_the_whole_call(void)
     CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
     CHECK_OK(psched_model_add_layers(model, "head", 1, 3, 3, 3, 8, 40));
     psched_plan *plan = make_plan(8, 32, 4, 400);
-    psched_partition_options o = opts(PSCHED_PARTITION_ILP);
-    o.time_limit = 0.3;
+    /* The DP method's time (everything but GLPK) says how fast this
+     * machine runs: under valgrind the bound cannot be timed. */
+    psched_partition_options o = opts(PSCHED_PARTITION_DP);
     psched_partition_result *r = NULL;
     CHECK_OK(psched_partition(model, plan, "interleaved", &o, &r));
-    printf("# status %d, %.3f s\n", (int)psched_partition_status(r),
-           psched_partition_solve_time(r));
-    CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
-    CHECK(psched_partition_solve_time(r) < 1.3);
+    double pace = psched_partition_solve_time(r);
     psched_partition_result_destroy(r);
+    o = opts(PSCHED_PARTITION_ILP);
+    o.time_limit = 0.3;
+    CHECK_OK(psched_partition(model, plan, "interleaved", &o, &r));
+    printf("# status %d, %.3f s (dp method %.3f s)\n", (int)psched_partition_status(r),
+           psched_partition_solve_time(r), pace);
+    CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
+    if (pace < 0.1)
+        CHECK(psched_partition_solve_time(r) < 1.3);
+    else
+        printf("# too slow a machine to time a 0.3 s limit; not checked\n");
+    psched_partition_result_destroy(r);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
+/* Every allocation of a partition and of a search may fail: the call
+ * returns PSCHED_ENOMEM (never crashes), and succeeds once memory is back. */
+static void test_allocation_failures_return_enomem(void)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", 8, 1, 1, 1, 4, 10));
+    CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
+    psched_plan *plan = make_plan(2, 4, 2, 70);
+    static const char *const names[] = {"interleaved", "v-half", "1f1b"};
+    for (int what = 0; what < 2; what++) {
+        psched_status st = PSCHED_ENOMEM;
+        int fails = 0;
+        for (long n = 0; st == PSCHED_ENOMEM && n < 100000; n++) {
+            psched_partition_result *r = NULL;
+            psched_search_result *sr = NULL;
+            psched__alloc_fail_after(n);
+            st = what == 0 ? psched_partition(model, plan, "interleaved", NULL, &r)
+                           : psched_plan_search(model, plan, names, 3, NULL, &sr);
+            psched__alloc_fail_after(-1);
+            if (st == PSCHED_ENOMEM) {
+                CHECK(r == NULL && sr == NULL);
+                fails++;
+            }
+            psched_partition_result_destroy(r);
+            psched_search_result_destroy(sr);
+        }
+        printf("# %s: %d failing allocations survived\n", what ? "search" : "partition", fails);
+        CHECK_OK(st);
+        CHECK(fails > 10);
+    }
     psched_plan_destroy(plan);
     psched_model_destroy(model);
 }
@@ -789,5 +846,6 @@ int main(void)
     RUN(test_plan_search_ranks_fitting_plans_by_step_time);
     RUN(test_plan_search_reports_misfits_with_their_memory);
     RUN(test_time_limit_bounds_the_whole_call);
+    RUN(test_allocation_failures_return_enomem);
     TEST_MAIN_END();
 }

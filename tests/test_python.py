@@ -4,7 +4,8 @@
 Run by meson with PIPESCHED_LIBRARY = the built shared library, PYTHONPATH =
 the source bindings/python directory, PIPESCHED_REFERENCE = the shared golden
 files, PIPESCHED_PLUGIN_SAMPLE = the test plug-in, PIPESCHED_EXPECTED_VERSION
-= the meson project version.
+= the meson project version, PIPESCHED_CLI = the built command-line tool and
+PIPESCHED_DOCS = the docs directory (its example layer profiles).
 
 Expected values are closed forms with unit costs (DESIGN.md section 3), hand
 derivations written out next to them, or the shared reference files; never
@@ -24,6 +25,8 @@ import pipesched
 
 REFERENCE = os.environ.get("PIPESCHED_REFERENCE", "")
 PLUGIN_SAMPLE = os.environ.get("PIPESCHED_PLUGIN_SAMPLE", "")
+CLI = os.environ.get("PIPESCHED_CLI", "")
+DOCS = os.environ.get("PIPESCHED_DOCS", "")
 
 
 def gen(name, **plan_args):
@@ -558,6 +561,132 @@ class TestHandles(Case):
             s = pipesched.generate("1f1b", devices=4, microbatches=8)
             s.simulate()
             del s
+
+def equal_layers(n, f=1.0, act=1.0, param=1.0):
+    return pipesched.Model().add_layers("layer", n, f, f, f, act, param)
+
+
+class TestOptimizer(Case):
+    def test_model_reads_a_csv_profile(self):
+        m = pipesched.Model.from_csv(textwrap.dedent("""\
+            # a profile
+            type,count,f,b,w,act,param,act_selective,extra_selective,act_full,extra_full
+            embedding,1,0,0,0,10,1e3,,,,
+            layer,30,1,1,1,8,2e9,4,0.25,1,1
+            head,1,4.6,4.6,4.6,12,1e3,,,2,4.6
+            """))
+        self.addCleanup(m.close)
+        self.assertEqual(m.layers, 32)
+        g = m.groups
+        self.assertEqual([x.type for x in g], ["embedding", "layer", "head"])
+        self.assertEqual(g[1], pipesched.LayerGroup("layer", 30, 1, 1, 1, 8, 2e9, (4, 0.25),
+                                                    (1, 1)))
+        self.assertIsNone(g[2].selective)
+        self.assertEqual(g[2].full, (2, 4.6))
+
+    def test_csv_error_is_parse_error_with_line_and_column(self):
+        with self.assertRaises(pipesched.ParseError) as cm:
+            pipesched.Model.from_csv("type,count,f,b,w,act,param\nlayer,2,1,1,x1,1,1\n")
+        self.assertIn("line 2, column 13", cm.exception.message)
+
+    def test_transformer_head_is_2bshv_flops(self):
+        # Head forward: 2·b·s·h·V FLOPs over t devices, in TFLOP.
+        m = pipesched.Model.from_transformer(hidden=4096, ffn=14336, heads=32, kv_heads=8,
+                                             layers=32, vocab=32000, sequence=4096,
+                                             tensor_parallel=4)
+        self.addCleanup(m.close)
+        g = m.groups
+        self.assertEqual([x.type for x in g], ["embedding", "layer", "head"])
+        self.assertEqual(g[1].count, 32)
+        self.assertAlmostEqual(g[2].f, 2 * 4096 * 4096 * 32000 / 4 / 1e12, places=12)
+
+    def test_head_heavy_model_beats_even(self):
+        # Embedding 0.1, 16 layers of 1, head 4.6 (each of F, B, W); p = 4,
+        # m = 8, 1f1b. Even: emb+4 | 4 | 4 | 4+head, makespan 12.1 + 8·25.8 +
+        # 24.2 = 242.7; best: emb+5 | 5 | 5 | 1+head, 15.1 + 8·16.8 + 30.2 = 179.7.
+        m = pipesched.Model()
+        self.addCleanup(m.close)
+        m.add_layers("embedding", 1, 0.1, 0.1, 0.1, 1, 1)
+        m.add_layers("layer", 16, 1, 1, 1, 1, 1)
+        m.add_layers("head", 1, 4.6, 4.6, 4.6, 1, 1)
+        with pipesched.Plan(devices=4, microbatches=8) as plan:
+            even = pipesched.partition(m, plan, "1f1b", method="even")
+            best = pipesched.partition(m, plan, "1f1b")
+        self.assertAlmostEqual(even.makespan, 242.7, places=9)
+        self.assertAlmostEqual(best.makespan, 179.7, places=9)
+        self.assertEqual(best.status, "optimal")
+        self.assertEqual([s.count for s in best.stages], [6, 5, 5, 2])
+        self.assertEqual(best.plan.stage_cost(3), (5.6, 5.6, 5.6))
+        self.assertEqual(best.recompute, ["none"] * 18)
+
+    def test_limit_below_minimum_is_infeasible_with_the_minimum(self):
+        # 4 layers (param 10, act 5), p = 2, m = 4: stage 0 holds 2
+        # micro-batches, stage 1 one; splits 1+3: 20/45, 2+2: 40/30, 3+1:
+        # 60/15, so the smallest device memory is 40.
+        m = pipesched.Model().add_layers("layer", 4, 1, 1, 1, 5, 10)
+        self.addCleanup(m.close)
+        with pipesched.Plan(devices=2, microbatches=4, mem_limit=39) as plan:
+            r = pipesched.partition(m, plan, "1f1b")
+        self.assertEqual(r.status, "infeasible")
+        self.assertEqual(r.min_memory, 40)
+        self.assertIsNone(r.plan)
+        self.assertEqual(r.stages, [])
+
+    def test_partition_argument_errors(self):
+        m = equal_layers(8)
+        self.addCleanup(m.close)
+        with pipesched.Plan(devices=2, microbatches=4) as plan:
+            with self.assertRaises(pipesched.InvalidArgument):
+                pipesched.partition(m, plan, "1f1b", method="simplex")
+            with self.assertRaises(pipesched.NotFound):
+                pipesched.partition(m, plan, "no-such-schedule")
+            with self.assertRaises(pipesched.Unsupported):
+                pipesched.partition(m, plan, "dualpipe")
+
+    def test_plan_search_ranks_and_reports_failures(self):
+        # 8 equal layers, p = 2, m = 4: 1f1b gives (m+p-1)·12 = 60; dualpipe
+        # (two chains) is an error, ranked last.
+        m = equal_layers(8)
+        self.addCleanup(m.close)
+        with pipesched.Plan(devices=2, microbatches=4, mem_limit=1e9) as plan:
+            r = pipesched.plan_search(m, plan, ["1f1b", "interleaved", "dualpipe"])
+        alts = r.alternatives
+        self.assertEqual([(a.schedule, a.chunks) for a in alts if a.schedule == "1f1b"],
+                         [("1f1b", 1)])
+        self.assertEqual(alts[-1].schedule, "dualpipe")
+        self.assertEqual(alts[-1].status, "error")
+        self.assertIn("2 chains", alts[-1].error)
+        fitting = [a.makespan for a in alts if a.fits]
+        self.assertEqual(fitting, sorted(fitting))
+        self.assertEqual(next(a for a in alts if a.schedule == "1f1b").makespan, 60)
+        self.assertIs(r.best, alts[0])
+        self.assertLess(r.best.makespan, 60)
+
+    def test_plan_search_llama70b_matches_the_command_line(self):
+        # The issue's acceptance call: the same plan from C (the CLI) and
+        # from Python, it fits, and it beats the even split.
+        profile = os.path.join(DOCS, "examples", "llama70b.csv")
+        if not CLI or not os.path.exists(profile):
+            self.skipTest("PIPESCHED_CLI / PIPESCHED_DOCS not set")
+        out = subprocess.run([CLI, "plan", "--model", profile, "--devices", "8",
+                              "--microbatches", "64", "--mem-limit", "80e9", "--json"],
+                             capture_output=True, text=True, timeout=240)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        cli = json.loads(out.stdout)
+        m = pipesched.Model.from_csv_file(profile)
+        self.addCleanup(m.close)
+        with pipesched.Plan(devices=8, microbatches=64, mem_limit=80e9) as plan:
+            best = pipesched.plan_search(m, plan).best
+        self.assertIsNotNone(best)
+        self.assertEqual((best.schedule, best.chunks),
+                         (cli["plan"]["schedule"], cli["plan"]["chunks"]))
+        self.assertEqual(best.status, cli["plan"]["status"])
+        self.assertEqual([(s.first, s.count, s.recompute) for s in best.partition.stages],
+                         [(s["first"], s["count"], s["recompute"]) for s in cli["plan"]["stages"]])
+        self.assertAlmostEqual(best.makespan, cli["alternatives"][0]["makespan"], delta=1e-9 * best.makespan)
+        self.assertLessEqual(best.peak_memory, 80e9)
+        self.assertLess(best.makespan, best.even_makespan)
+        self.assertEqual(best.status, "optimal")
 
 
 if __name__ == "__main__":

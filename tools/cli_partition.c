@@ -23,7 +23,7 @@ const char cli_help_partition[] =
     "  --schedule NAME       generator name, see 'pipesched list' (required)\n"
     "  --mem-limit BYTES     device memory, > 0 (unlimited)\n"
     "  --method M            ilp (default), dp, even, even-accounted or dp-time\n"
-    "  --time-limit S        seconds for the ilp method (10)\n"
+    "  --time-limit S        seconds the whole call may take (10)\n"
     "  --allow-empty         a stage may receive no layer\n"
     "  --json                print one JSON object: method, schedule, status,\n"
     "                        gap, objective, solve_time, makespan, even_makespan,\n"

@@ -569,3 +569,12 @@ def version():
 def library_path():
     """The path or name the library was loaded from."""
     return _lib.loaded_path()
+
+
+# The optimizer (Model, partition, plan_search) builds on Plan, so it is
+# imported once everything above exists.
+from ._optimizer import (Alternative, DeviceMemory, LayerGroup, Model,  # noqa: E402
+                         Partition, SearchResult, StagePartition, partition, plan_search)
+
+__all__ += ["Model", "LayerGroup", "Partition", "StagePartition", "DeviceMemory",
+            "Alternative", "SearchResult", "partition", "plan_search"]

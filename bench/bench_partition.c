@@ -1,0 +1,277 @@
+/* bench_partition: solve time and result of the layer partitioner.
+ *
+ *   bench_partition [--quick] [--time-limit S] [--profiles DIR]
+ *
+ * Part 1, a grid: L in {32, 80, 128} layers (an embedding, L-2 transformer
+ * layers with selective and full recomputation, a head), p in {4, 8, 16},
+ * m = 4p, v = 1 (1f1b) and v = 2 (interleaved: loop placement; v-zb: V
+ * placement), where the even split has a layer for every stage. The memory limit is 60% of the largest device memory of the
+ * even split without recomputation, so recomputation is needed. Columns:
+ * solver status, solve time, objective, simulated makespan, the even
+ * split's makespan (with Megatron's uniform recompute choice) and the
+ * speed-up. --quick: L in {32, 80}, p in {4, 8}.
+ *
+ * Part 2, the profiles of docs/examples (LLaMA-70B-like, Gemma2-9B-like,
+ * Mixtral-like) at p = 8, m = 64, 80 GB and 60 GB per device, for 1f1b,
+ * interleaved (v = 2) and v-zb, and the planner's best plan.
+ *
+ * Output: Markdown tables (docs/optimizer.md publishes them).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "pipesched.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const status_names[] = {"optimal", "feasible", "infeasible"};
+
+static psched_model *grid_model(uint32_t layers)
+{
+    psched_model *m = NULL;
+    if (psched_model_create(&m) ||
+        psched_model_add_layers(m, "embedding", 1, 0.2, 0.2, 0.2, 1, 40) ||
+        psched_model_add_layers(m, "layer", layers - 2, 1, 1, 1, 4, 10) ||
+        psched_model_set_recompute(m, 1, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25) ||
+        psched_model_set_recompute(m, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1) ||
+        psched_model_add_layers(m, "head", 1, 3, 3, 3, 8, 40)) {
+        fprintf(stderr, "bench_partition: model: %s\n", psched_last_error());
+        exit(1);
+    }
+    return m;
+}
+
+static psched_plan *make_plan(uint32_t p, uint32_t m, uint32_t v, double limit)
+{
+    psched_plan *plan = NULL;
+    if (psched_plan_create(&plan) || psched_plan_set_devices(plan, p) ||
+        psched_plan_set_microbatches(plan, m) || psched_plan_set_chunks(plan, v) ||
+        psched_plan_set_memory_limit(plan, limit)) {
+        fprintf(stderr, "bench_partition: plan: %s\n", psched_last_error());
+        exit(1);
+    }
+    return plan;
+}
+
+/* Partition with a method; NULL (message printed) on failure. */
+static psched_partition_result *run(const psched_model *model, const psched_plan *plan,
+                                    const char *schedule, psched_partition_method method,
+                                    double time_limit)
+{
+    psched_partition_options o = PSCHED_PARTITION_OPTIONS_INIT;
+    o.method = method;
+    o.time_limit = time_limit;
+    psched_partition_result *r = NULL;
+    if (psched_partition(model, plan, schedule, &o, &r)) {
+        fprintf(stderr, "bench_partition: %s: %s\n", schedule, psched_last_error());
+        return NULL;
+    }
+    return r;
+}
+
+static double makespan_if_found(const psched_partition_result *r)
+{
+    return r && psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE
+               ? psched_partition_makespan(r)
+               : NAN;
+}
+
+/* Largest device memory of the even split without recomputation. */
+static double even_memory(const psched_model *model, uint32_t p, uint32_t m, uint32_t v,
+                          const char *schedule)
+{
+    psched_plan *plan = make_plan(p, m, v, INFINITY);
+    psched_partition_result *r = run(model, plan, schedule, PSCHED_PARTITION_EVEN, 1);
+    double worst = 0;
+    for (uint32_t d = 0; r && d < p; d++) {
+        double mem = 0;
+        psched_partition_device(r, d, NULL, &mem, NULL);
+        worst = fmax(worst, mem);
+    }
+    psched_partition_result_destroy(r);
+    psched_plan_destroy(plan);
+    return worst;
+}
+
+static void print_status(const psched_partition_result *r)
+{
+    psched_solve_status s = psched_partition_status(r);
+    if (s == PSCHED_SOLVE_FEASIBLE && isfinite(psched_partition_gap(r)))
+        printf("feasible (gap %.2f%%)", 100 * psched_partition_gap(r));
+    else
+        printf("%s", status_names[s]);
+}
+
+static void grid_row(uint32_t layers, uint32_t p, uint32_t v, const char *schedule,
+                     double time_limit)
+{
+    psched_model *model = grid_model(layers);
+    uint32_t m = 4 * p;
+    double limit = 0.6 * even_memory(model, p, m, v, schedule);
+    psched_plan *plan = make_plan(p, m, v, limit);
+    psched_partition_result *r = run(model, plan, schedule, PSCHED_PARTITION_ILP, time_limit);
+    psched_partition_result *e = run(model, plan, schedule, PSCHED_PARTITION_EVEN, time_limit);
+    double mk = makespan_if_found(r), even = makespan_if_found(e);
+    printf("| %u | %u | %u | %s | %.4g | ", layers, p, v, schedule, limit);
+    if (r) {
+        print_status(r);
+        printf(" | %.3f | %.6g | %.6g | ", psched_partition_solve_time(r),
+               psched_partition_objective(r), mk);
+    } else {
+        printf("error | | | | ");
+    }
+    if (isfinite(even))
+        printf("%.6g | %.3fx |\n", even, even / mk);
+    else
+        printf("does not fit | |\n");
+    fflush(stdout);
+    psched_partition_result_destroy(r);
+    psched_partition_result_destroy(e);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
+static void grid(bool quick, double time_limit)
+{
+    static const uint32_t layer_counts[] = {32, 80, 128}, devices[] = {4, 8, 16};
+    static const struct {
+        uint32_t v;
+        const char *schedule;
+    } kinds[] = {{1, "1f1b"}, {2, "interleaved"}, {2, "v-zb"}};
+    size_t nl = quick ? 2 : 3, np = quick ? 2 : 3;
+    puts("| L | p | v | schedule | memory limit | status | solve time (s) | objective | "
+         "makespan | even makespan | speed-up |");
+    puts("|---|---|---|---|---|---|---|---|---|---|---|");
+    for (size_t i = 0; i < nl; i++)
+        for (size_t j = 0; j < np; j++)
+            for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+                if (layer_counts[i] - 2 >= devices[j] * kinds[k].v) /* even split applies */
+                    grid_row(layer_counts[i], devices[j], kinds[k].v, kinds[k].schedule,
+                             time_limit);
+}
+
+static psched_model *load_profile(const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.csv", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "bench_partition: cannot open %s\n", path);
+        return NULL;
+    }
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? 2 * cap : 65536;
+            char *t = realloc(text, cap);
+            if (!t)
+                break;
+            text = t;
+        }
+        size_t n = fread(text + len, 1, cap - len, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    fclose(f);
+    psched_model *m = NULL;
+    if (psched_model_load_csv(text, len, &m))
+        fprintf(stderr, "bench_partition: %s: %s\n", path, psched_last_error());
+    free(text);
+    return m;
+}
+
+static void profile_best(const psched_model *model, const psched_plan *plan, const char *name,
+                         double limit, double time_limit)
+{
+    psched_search_options so = PSCHED_SEARCH_OPTIONS_INIT;
+    so.time_limit = time_limit;
+    psched_search_result *s = NULL;
+    if (psched_plan_search(model, plan, NULL, 0, &so, &s) || !psched_search_count(s) ||
+        !psched_search_fits(s, 0)) {
+        printf("| %s | %.0f GB | planner | | nothing fits | | | | |\n", name, limit / 1e9);
+    } else {
+        double mk = psched_search_makespan(s, 0), even = psched_search_even_makespan(s, 0);
+        printf("| %s | %.0f GB | planner: %s | %u | %s | %.3f | %.6g | ", name, limit / 1e9,
+               psched_search_schedule(s, 0), psched_search_chunks(s, 0),
+               status_names[psched_search_status(s, 0)], psched_search_solve_time(s), mk);
+        if (isfinite(even))
+            printf("%.6g | %.3fx |\n", even, even / mk);
+        else
+            printf("does not fit | |\n");
+    }
+    psched_search_result_destroy(s);
+}
+
+static void profiles(const char *dir, bool quick, double time_limit)
+{
+    static const char *const names[] = {"llama70b", "gemma2_9b", "mixtral"};
+    static const struct {
+        uint32_t v;
+        const char *schedule;
+    } kinds[] = {{1, "1f1b"}, {2, "interleaved"}, {2, "v-zb"}};
+    static const double limits[] = {80e9, 60e9};
+    puts("\n| profile | memory | schedule | v | status | solve time (s) | makespan | "
+         "even makespan | speed-up |");
+    puts("|---|---|---|---|---|---|---|---|---|");
+    for (size_t i = 0; i < 3; i++) {
+        psched_model *model = load_profile(dir, names[i]);
+        for (size_t l = 0; model && l < (quick ? 1u : 2u); l++) {
+            for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+                psched_plan *plan = make_plan(8, 64, kinds[k].v, limits[l]);
+                psched_partition_result *r =
+                    run(model, plan, kinds[k].schedule, PSCHED_PARTITION_ILP, time_limit);
+                psched_partition_result *e =
+                    run(model, plan, kinds[k].schedule, PSCHED_PARTITION_EVEN, time_limit);
+                double mk = makespan_if_found(r), even = makespan_if_found(e);
+                printf("| %s | %.0f GB | %s | %u | ", names[i], limits[l] / 1e9,
+                       kinds[k].schedule, kinds[k].v);
+                if (r)
+                    print_status(r);
+                printf(" | %.3f | %.6g | ", r ? psched_partition_solve_time(r) : NAN, mk);
+                if (isfinite(even))
+                    printf("%.6g | %.3fx |\n", even, even / mk);
+                else
+                    printf("does not fit | |\n");
+                fflush(stdout);
+                psched_partition_result_destroy(r);
+                psched_partition_result_destroy(e);
+                psched_plan_destroy(plan);
+            }
+            psched_plan *plan = make_plan(8, 64, 0, limits[l]);
+            profile_best(model, plan, names[i], limits[l], time_limit < 1 ? time_limit : 1);
+            psched_plan_destroy(plan);
+        }
+        psched_model_destroy(model);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    bool quick = false;
+    double time_limit = 10;
+    const char *dir = "docs/examples";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            quick = true;
+        } else if (strcmp(argv[i], "--time-limit") == 0 && i + 1 < argc) {
+            time_limit = strtod(argv[++i], NULL);
+        } else if (strcmp(argv[i], "--profiles") == 0 && i + 1 < argc) {
+            dir = argv[++i];
+        } else {
+            fprintf(stderr, "usage: bench_partition [--quick] [--time-limit S] [--profiles DIR]\n");
+            return 2;
+        }
+    }
+    if (!(time_limit > 0)) {
+        fprintf(stderr, "bench_partition: --time-limit must be > 0\n");
+        return 2;
+    }
+    printf("pipesched %s, time limit %g s per partition\n\n", psched_version(), time_limit);
+    grid(quick, time_limit);
+    profiles(dir, quick, time_limit);
+    return 0;
+}

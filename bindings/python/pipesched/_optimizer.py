@@ -1,0 +1,439 @@
+"""The optimizer (issue 5): layer profiles, the partitioner and the planner.
+
+    import pipesched
+    model = pipesched.Model.from_csv(open("docs/examples/llama70b.csv").read())
+    plan = pipesched.Plan(devices=8, microbatches=64, mem_limit=80e9)
+    part = pipesched.partition(model, plan, "interleaved", chunks=2)
+    print(part.status, part.makespan, [s.count for s in part.stages])
+    best = pipesched.plan_search(model, plan).best      # fastest plan that fits
+    print(best.schedule, best.chunks, best.makespan, best.partition.status)
+
+The ctypes declarations of the optimizer's C functions live here; results
+are copied out of the C handles at once, so every object is plain Python.
+"""
+import collections
+import ctypes
+import math
+import threading
+
+from . import _lib
+from ._errors import check as _check, error as _error
+
+__all__ = ["Model", "LayerGroup", "Partition", "StagePartition", "DeviceMemory",
+           "Alternative", "SearchResult", "partition", "plan_search",
+           "METHODS", "RECOMPUTE"]
+
+# psched_recompute, psched_partition_method, psched_solve_status
+RECOMPUTE = ("none", "selective", "full")
+METHODS = ("ilp", "dp", "even", "even-accounted", "dp-time")
+_STATUS = ("optimal", "feasible", "infeasible")
+_ALLOW_EMPTY = 0x1
+_PARTITION_OPTIONS_VERSION = 1
+_SEARCH_OPTIONS_VERSION = 1
+_TRANSFORMER_VERSION = 1
+
+_u32 = ctypes.c_uint32
+_dbl = ctypes.c_double
+_vp = ctypes.c_void_p
+_st = _lib.status_t
+_dout = ctypes.POINTER(ctypes.c_double)
+_uout = ctypes.POINTER(ctypes.c_uint32)
+
+
+class _PartitionOptions(ctypes.Structure):
+    """Mirror of psched_partition_options (version 1)."""
+    _fields_ = [("version", ctypes.c_uint32), ("method", ctypes.c_int),
+                ("time_limit", ctypes.c_double), ("flags", ctypes.c_uint32)]
+
+
+class _SearchOptions(ctypes.Structure):
+    """Mirror of psched_search_options (version 1)."""
+    _fields_ = [("version", ctypes.c_uint32), ("time_limit", ctypes.c_double),
+                ("flags", ctypes.c_uint32)]
+
+
+class _Transformer(ctypes.Structure):
+    """Mirror of psched_transformer (version 1)."""
+    _fields_ = [(name, ctypes.c_uint32) for name in (
+        "version", "hidden", "ffn", "heads", "kv_heads", "layers", "vocab", "sequence",
+        "microbatch", "tensor_parallel", "dtype_bytes", "experts", "top_k", "moe_every")]
+
+
+_PROTOTYPES = {
+    "psched_model_create": (_st, [_lib.handle_out]),
+    "psched_model_destroy": (None, [_vp]),
+    "psched_model_add_layers": (_st, [_vp, ctypes.c_char_p, _u32] + [_dbl] * 5),
+    "psched_model_set_recompute": (_st, [_vp, _u32, ctypes.c_int, _dbl, _dbl]),
+    "psched_model_groups": (_u32, [_vp]),
+    "psched_model_layers": (_u32, [_vp]),
+    "psched_model_group": (_st, [_vp, _u32, ctypes.POINTER(ctypes.c_char_p), _uout]
+                           + [_dout] * 5),
+    "psched_model_group_recompute": (_st, [_vp, _u32, ctypes.c_int, _dout, _dout]),
+    "psched_model_load_csv": (_st, [ctypes.c_char_p, _lib.size_t, _lib.handle_out]),
+    "psched_model_transformer": (_st, [ctypes.POINTER(_Transformer), _lib.handle_out]),
+
+    "psched_partition": (_st, [_vp, _vp, ctypes.c_char_p, ctypes.POINTER(_PartitionOptions),
+                               _lib.handle_out]),
+    "psched_partition_result_destroy": (None, [_vp]),
+    "psched_partition_status": (ctypes.c_int, [_vp]),
+    "psched_partition_gap": (_dbl, [_vp]),
+    "psched_partition_objective": (_dbl, [_vp]),
+    "psched_partition_solve_time": (_dbl, [_vp]),
+    "psched_partition_min_memory": (_dbl, [_vp]),
+    "psched_partition_stages": (_u32, [_vp]),
+    "psched_partition_stage": (_st, [_vp, _u32, _uout, _uout, _dout, _dout]),
+    "psched_partition_layer_recompute": (ctypes.c_int, [_vp, _u32]),
+    "psched_partition_plan": (_vp, [_vp]),
+    "psched_partition_makespan": (_dbl, [_vp]),
+    "psched_partition_bubble_ratio": (_dbl, [_vp]),
+    "psched_partition_device": (_st, [_vp, _u32, _dout, _dout, _dout]),
+
+    "psched_plan_search": (_st, [_vp, _vp, ctypes.POINTER(ctypes.c_char_p), _lib.size_t,
+                                 ctypes.POINTER(_SearchOptions), _lib.handle_out]),
+    "psched_search_result_destroy": (None, [_vp]),
+    "psched_search_count": (_lib.size_t, [_vp]),
+    "psched_search_solve_time": (_dbl, [_vp]),
+    "psched_search_schedule": (ctypes.c_char_p, [_vp, _lib.size_t]),
+    "psched_search_chunks": (_u32, [_vp, _lib.size_t]),
+    "psched_search_error": (_st, [_vp, _lib.size_t]),
+    "psched_search_error_message": (ctypes.c_char_p, [_vp, _lib.size_t]),
+    "psched_search_status": (ctypes.c_int, [_vp, _lib.size_t]),
+    "psched_search_fits": (ctypes.c_int, [_vp, _lib.size_t]),
+    "psched_search_makespan": (_dbl, [_vp, _lib.size_t]),
+    "psched_search_bubble_ratio": (_dbl, [_vp, _lib.size_t]),
+    "psched_search_peak_memory": (_dbl, [_vp, _lib.size_t]),
+    "psched_search_even_makespan": (_dbl, [_vp, _lib.size_t]),
+    "psched_search_partition": (_vp, [_vp, _lib.size_t]),
+}
+
+_lock = threading.Lock()
+_ready = None
+
+
+def _c():
+    """The library with the optimizer's prototypes declared (once)."""
+    global _ready
+    if _ready is None:
+        with _lock:
+            if _ready is None:
+                lib = _lib.load()
+                for name, (restype, argtypes) in _PROTOTYPES.items():
+                    fn = getattr(lib, name, None)
+                    if fn is None:
+                        raise _error(_lib.EUNSUPPORTED,
+                                     f"{_lib.loaded_path()} has no {name}: the library "
+                                     "predates this part of the optimizer")
+                    fn.restype = restype
+                    fn.argtypes = argtypes
+                _ready = lib
+    return _ready
+
+
+def _invalid(message):
+    return _error(_lib.EINVAL, message)
+
+
+def _nan_none(x):
+    return None if x is None or math.isnan(x) else x
+
+
+LayerGroup = collections.namedtuple(
+    "LayerGroup", "type count f b w act param selective full")
+LayerGroup.__doc__ = """A group of identical layers: type name, count, per-layer
+times f, b (backward for inputs), w (backward for weights), activation bytes
+per micro-batch, parameter bytes; selective and full are (act, extra_time)
+recompute variants or None."""
+
+
+class Model:
+    """A layer profile: an ordered list of layer groups (the model order).
+
+    Build it with add_layers(), Model.from_csv(text) (the CLI's CSV layer
+    profile) or Model.from_transformer(...) (analytic formulas, see the
+    docs' optimizer page). close() frees the C handle at once; the object is
+    also a context manager.
+    """
+
+    def __init__(self):
+        lib = _c()
+        out = ctypes.c_void_p()
+        _check(lib.psched_model_create(ctypes.byref(out)))
+        self.handle = out
+
+    @classmethod
+    def _adopt(cls, ptr):
+        m = cls.__new__(cls)
+        m.handle = ptr
+        return m
+
+    @classmethod
+    def from_csv(cls, text):
+        """Read `type,count,f,b,w,act,param[,act_selective,extra_selective]
+        [,act_full,extra_full]` rows after a header row; raises ParseError
+        naming the line and column."""
+        data = text.encode() if isinstance(text, str) else bytes(text)
+        out = ctypes.c_void_p()
+        _check(_c().psched_model_load_csv(data, len(data), ctypes.byref(out)))
+        return cls._adopt(out)
+
+    @classmethod
+    def from_csv_file(cls, path):
+        with open(path, "rb") as f:
+            return cls.from_csv(f.read())
+
+    @classmethod
+    def from_transformer(cls, hidden, ffn, heads, layers, vocab, sequence, kv_heads=None,
+                         microbatch=1, tensor_parallel=1, dtype_bytes=2, experts=0, top_k=0,
+                         moe_every=0):
+        """A profile from decoder-only transformer hyper-parameters (times in
+        TFLOP per device, bytes per device): an embedding, the layers (or
+        alternating dense/moe groups) and a head; see psched_model_transformer."""
+        cfg = _Transformer(_TRANSFORMER_VERSION, hidden, ffn, heads,
+                           heads if kv_heads is None else kv_heads, layers, vocab, sequence,
+                           microbatch, tensor_parallel, dtype_bytes, experts, top_k, moe_every)
+        out = ctypes.c_void_p()
+        _check(_c().psched_model_transformer(ctypes.byref(cfg), ctypes.byref(out)))
+        return cls._adopt(out)
+
+    def _ptr(self):
+        if self.handle is None:
+            raise ValueError("operation on a closed model")
+        return self.handle
+
+    def add_layers(self, type, count, f, b, w, act, param, selective=None, full=None):
+        """Append `count` layers; selective / full are (act_bytes, extra_time)."""
+        lib = _c()
+        _check(lib.psched_model_add_layers(self._ptr(), str(type).encode(), count, float(f),
+                                           float(b), float(w), float(act), float(param)))
+        group = lib.psched_model_groups(self._ptr()) - 1
+        for kind, variant in ((1, selective), (2, full)):
+            if variant is not None:
+                a, extra = variant
+                _check(lib.psched_model_set_recompute(self._ptr(), group, kind, float(a),
+                                                      float(extra)))
+        return self
+
+    @property
+    def layers(self):
+        return _c().psched_model_layers(self._ptr())
+
+    @property
+    def groups(self):
+        """The groups as LayerGroup tuples, in model order."""
+        lib, h = _c(), self._ptr()
+        out = []
+        for g in range(lib.psched_model_groups(h)):
+            name, count = ctypes.c_char_p(), ctypes.c_uint32()
+            vals = [ctypes.c_double() for _ in range(5)]
+            _check(lib.psched_model_group(h, g, ctypes.byref(name), ctypes.byref(count),
+                                          *(ctypes.byref(v) for v in vals)))
+            variants = []
+            for kind in (1, 2):
+                a, extra = ctypes.c_double(), ctypes.c_double()
+                st = lib.psched_model_group_recompute(h, g, kind, ctypes.byref(a),
+                                                      ctypes.byref(extra))
+                variants.append((a.value, extra.value) if st == _lib.OK else None)
+            out.append(LayerGroup(name.value.decode(), count.value, *(v.value for v in vals),
+                                  *variants))
+        return out
+
+    def close(self):
+        h, self.handle = self.handle, None
+        if h is not None and h.value:
+            _c().psched_model_destroy(h)
+
+    def __enter__(self):
+        self._ptr()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        if self.handle is None:
+            return "<pipesched.Model closed>"
+        return f"<pipesched.Model layers={self.layers} groups={len(self.groups)}>"
+
+
+StagePartition = collections.namedtuple(
+    "StagePartition", "stage device chunk first count recompute time memory")
+StagePartition.__doc__ = """One virtual stage: its device and chunk, layers
+[first, first+count), recompute counts {"none": n, "selective": n, "full": n},
+time (forward + backward of one micro-batch) and memory (parameters +
+activations × in-flight micro-batches)."""
+
+DeviceMemory = collections.namedtuple("DeviceMemory", "device params memory peak_memory")
+DeviceMemory.__doc__ = """A device's parameter bytes, the model's memory bound
+(held to the limit) and the simulated peak (parameters + activation peak)."""
+
+
+class Partition:
+    """A partition (psched_partition()): everything copied out of the C result.
+
+    status "optimal", "feasible" or "infeasible"; gap (None unless stopped
+    by the time limit), objective, solve_time, min_memory (for an infeasible
+    limit), makespan and bubble_ratio (simulated), stages (StagePartition),
+    devices (DeviceMemory), recompute (per layer: "none", "selective" or
+    "full"), plan (a pipesched.Plan with the partition's costs written in).
+    Figures are None when no partition was found.
+    """
+
+    def __init__(self, ptr):
+        lib = _c()
+        self.status = _STATUS[lib.psched_partition_status(ptr)]
+        self.gap = _nan_none(lib.psched_partition_gap(ptr))
+        self.objective = _nan_none(lib.psched_partition_objective(ptr))
+        self.solve_time = lib.psched_partition_solve_time(ptr)
+        self.min_memory = _nan_none(lib.psched_partition_min_memory(ptr))
+        self.makespan = _nan_none(lib.psched_partition_makespan(ptr))
+        self.bubble_ratio = _nan_none(lib.psched_partition_bubble_ratio(ptr))
+        self.stages, self.devices, self.recompute, self.plan = [], [], [], None
+        plan = lib.psched_partition_plan(ptr)
+        if not plan:
+            return
+        from . import Plan  # the package defines Plan before importing this module
+        self.plan = Plan._adopt(self._clone(plan))
+        for s in range(lib.psched_partition_stages(ptr)):
+            first, count = ctypes.c_uint32(), ctypes.c_uint32()
+            time, mem = ctypes.c_double(), ctypes.c_double()
+            _check(lib.psched_partition_stage(ptr, s, ctypes.byref(first), ctypes.byref(count),
+                                              ctypes.byref(time), ctypes.byref(mem)))
+            kinds = [RECOMPUTE[lib.psched_partition_layer_recompute(ptr, layer)]
+                     for layer in range(first.value, first.value + count.value)]
+            self.recompute.extend(kinds)
+            self.stages.append(StagePartition(
+                s, self.plan.stage_device(s), self.plan.stage_chunk(s), first.value,
+                count.value, {k: kinds.count(k) for k in RECOMPUTE}, time.value, mem.value))
+        for d in range(self.plan.devices):
+            vals = [ctypes.c_double() for _ in range(3)]
+            _check(lib.psched_partition_device(ptr, d, *(ctypes.byref(v) for v in vals)))
+            self.devices.append(DeviceMemory(d, *(v.value for v in vals)))
+
+    @staticmethod
+    def _clone(plan):
+        out = ctypes.c_void_p()
+        _check(_lib.load().psched_plan_clone(plan, ctypes.byref(out)))
+        return out
+
+    def __repr__(self):
+        return (f"<pipesched.Partition {self.status} makespan={self.makespan} "
+                f"stages={[s.count for s in self.stages]}>")
+
+
+def _with_chunks(plan, chunks):
+    if chunks is None:
+        return plan, False
+    copy = plan.copy()
+    try:
+        _check(_lib.load().psched_plan_set_chunks(copy._ptr(), int(chunks)))
+    except BaseException:
+        copy.close()
+        raise
+    return copy, True
+
+
+def partition(model, plan, schedule, method="ilp", time_limit=10.0, allow_empty=False,
+              chunks=None):
+    """Partition `model` over the stages of `schedule` (a generator name) for
+    `plan` (devices, microbatches, chunks, mem_limit in bytes, comm).
+
+    method: "ilp" (exact where a DP is exact: v = 1, v = 2 with loop or V
+    placement; else the GLPK MILP), "dp", "even", "even-accounted" or
+    "dp-time". time_limit bounds the whole call in seconds. chunks, when
+    given, overrides the plan's v. An infeasible memory limit is not an
+    error: the Partition says so (status "infeasible", min_memory).
+    """
+    if method not in METHODS:
+        raise _invalid(f"method ({method!r}) must be one of {', '.join(METHODS)}")
+    lib = _c()
+    opts = _PartitionOptions(_PARTITION_OPTIONS_VERSION, METHODS.index(method),
+                             float(time_limit), _ALLOW_EMPTY if allow_empty else 0)
+    plan, own = _with_chunks(plan, chunks)
+    out = ctypes.c_void_p()
+    try:
+        _check(lib.psched_partition(model._ptr(), plan._ptr(), str(schedule).encode(),
+                                    ctypes.byref(opts), ctypes.byref(out)))
+    finally:
+        if own:
+            plan.close()
+    try:
+        return Partition(out)
+    finally:
+        lib.psched_partition_result_destroy(out)
+
+
+Alternative = collections.namedtuple(
+    "Alternative", "schedule chunks status fits makespan bubble_ratio peak_memory "
+                   "even_makespan error partition")
+Alternative.__doc__ = """One (schedule, v) of a search: status "optimal",
+"feasible", "infeasible" or "error"; fits (within the memory limit);
+simulated makespan, bubble_ratio, peak_memory; even_makespan (Megatron's even
+split of the same schedule, None when it does not fit); error (the library's
+message when the partitioner failed, e.g. for dualpipe's two chains);
+partition (a Partition, None on error)."""
+
+
+class SearchResult:
+    """Ranked alternatives of plan_search(): those that fit by step time,
+    then misfits by the memory they need, then failures. best is the first
+    alternative when it fits, else None."""
+
+    def __init__(self, ptr):
+        lib = _c()
+        self.solve_time = lib.psched_search_solve_time(ptr)
+        self.alternatives = []
+        for i in range(lib.psched_search_count(ptr)):
+            failed = lib.psched_search_error(ptr, i) != _lib.OK
+            part = lib.psched_search_partition(ptr, i)
+            self.alternatives.append(Alternative(
+                lib.psched_search_schedule(ptr, i).decode(),
+                lib.psched_search_chunks(ptr, i),
+                "error" if failed else _STATUS[lib.psched_search_status(ptr, i)],
+                bool(lib.psched_search_fits(ptr, i)),
+                _nan_none(lib.psched_search_makespan(ptr, i)),
+                _nan_none(lib.psched_search_bubble_ratio(ptr, i)),
+                _nan_none(lib.psched_search_peak_memory(ptr, i)),
+                _nan_none(lib.psched_search_even_makespan(ptr, i)),
+                lib.psched_search_error_message(ptr, i).decode() if failed else None,
+                Partition(part) if part else None))
+
+    @property
+    def best(self):
+        a = self.alternatives
+        return a[0] if a and a[0].fits else None
+
+    def __repr__(self):
+        b = self.best
+        head = f"{b.schedule} v={b.chunks} makespan={b.makespan}" if b else "nothing fits"
+        return f"<pipesched.SearchResult {head}, {len(self.alternatives)} alternatives>"
+
+
+def plan_search(model, plan, schedules=None, time_limit=1.0, allow_empty=False):
+    """The fastest plan that fits: every schedule (or those named) × v in
+    {1, 2, 4} (only plan.chunks when it is not 0) × partition × recompute,
+    each partition given `time_limit` seconds, simulated and ranked. The
+    memory limit is plan.mem_limit (bytes)."""
+    lib = _c()
+    names = None
+    count = 0
+    if schedules is not None:
+        if isinstance(schedules, str):
+            schedules = [schedules]
+        encoded = [str(s).encode() for s in schedules]
+        names = (ctypes.c_char_p * len(encoded))(*encoded)
+        count = len(encoded)
+    opts = _SearchOptions(_SEARCH_OPTIONS_VERSION, float(time_limit),
+                          _ALLOW_EMPTY if allow_empty else 0)
+    out = ctypes.c_void_p()
+    _check(lib.psched_plan_search(model._ptr(), plan._ptr(), names, count,
+                                  ctypes.byref(opts), ctypes.byref(out)))
+    try:
+        return SearchResult(out)
+    finally:
+        lib.psched_search_result_destroy(out)
