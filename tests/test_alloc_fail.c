@@ -1,7 +1,8 @@
 /* Allocation failure: fail the N-th allocation, for N = 0, 1, 2, ... until
- * the call succeeds, in generate, validate, simulate, hash, export and
- * import. Each failing call returns PSCHED_ENOMEM, leaves its output NULL
- * and its inputs usable (run under valgrind / ASan for the leak check). */
+ * the call succeeds, in generate, validate, simulate, hash, export,
+ * import and comm lowering (partition: tests/test_partition.c). Each
+ * failing call returns PSCHED_ENOMEM, leaves its output NULL and its inputs
+ * usable (run under valgrind / ASan for the leak check). */
 #include "internal.h"
 #include "testutil.h"
 
@@ -91,6 +92,18 @@ static void test_exports_and_import_survive_allocation_failures(void)
     psched_schedule_destroy(s);
 }
 
+static void test_lowering_survives_allocation_failures(void)
+{
+    psched_schedule *s = make("interleaved", 4, 8, 2);
+    psched_schedule *low = NULL;
+    FAIL_EACH_ALLOCATION(psched_lower_comm(s, NULL, &low),
+                         (psched_schedule_destroy(low), low = NULL));
+    CHECK_OK(psched_lower_comm(s, NULL, &low));
+    FAIL_EACH_ALLOCATION(psched_validate(low), (void)0); /* the rendezvous engine */
+    psched_schedule_destroy(low);
+    psched_schedule_destroy(s);
+}
+
 static void test_plan_setters_survive_allocation_failures(void)
 {
     psched_plan *p;
@@ -113,6 +126,7 @@ int main(void)
     RUN(test_generate_survives_every_allocation_failure);
     RUN(test_validate_simulate_hash_survive_allocation_failures);
     RUN(test_exports_and_import_survive_allocation_failures);
+    RUN(test_lowering_survives_allocation_failures);
     RUN(test_plan_setters_survive_allocation_failures);
     TEST_MAIN_END();
 }
