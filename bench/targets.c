@@ -23,8 +23,14 @@ static double mops(const bench_record *r) { return (double)r->ops / r->t.median 
 static double mb_per_s(const bench_record *r) { return r->bytes / r->t.median / 1e6; }
 static double ms(const bench_record *r) { return 1e3 * r->t.median; }
 static double seconds(const bench_record *r) { return r->t.median; }
-static double bytes_per_op(const bench_record *r) { return r->mem < 0 ? NAN : r->mem / (double)r->ops; }
-static double kept_per_op(const bench_record *r) { return r->kept < 0 ? NAN : r->kept / (double)r->ops; }
+static double bytes_per_op(const bench_record *r)
+{
+    return r->mem < 0 ? NAN : r->mem / (double)r->ops;
+}
+static double kept_per_op(const bench_record *r)
+{
+    return r->kept < 0 ? NAN : r->kept / (double)r->ops;
+}
 static double ratio(const bench_record *r) { return r->ratio > 0 ? r->ratio : NAN; }
 
 static bool deterministic(const char *name)
@@ -69,8 +75,8 @@ static void print_target(const target *t, bool json, bool first)
         snprintf(where, sizeof where, "%s %s p=%u m=%u v=%u", t->where->schedule,
                  t->where->operation, t->where->p, t->where->m, t->where->v);
     if (json) {
-        printf("%s\n  {\"target\":\"%s\",\"unit\":\"%s\",\"limit\":%g,\"at_least\":%s,", first ? "" : ",",
-               t->what, t->unit, t->limit, t->at_least ? "true" : "false");
+        printf("%s\n  {\"target\":\"%s\",\"unit\":\"%s\",\"limit\":%g,\"at_least\":%s,",
+               first ? "" : ",", t->what, t->unit, t->limit, t->at_least ? "true" : "false");
         if (known)
             printf("\"measured\":%.6g,\"met\":%s,\"where\":\"%s\"}", t->measured,
                    met ? "true" : "false", where);

@@ -301,6 +301,28 @@ static inline int take_deps(exec *x, uint32_t d, size_t g, size_t n, const psche
     return r;
 }
 
+/* Devices take turns after an op or two, so each device's list is one of
+ * p interleaved streams, too many for the hardware prefetcher to follow:
+ * fetch the lines device d will read next, op g being its current one. */
+static inline void prefetch_ahead(const exec *x, const psched_op *ops, size_t g, size_t last)
+{
+#if defined(__GNUC__)
+    if (g + PREFETCH_AHEAD >= last)
+        return;
+    __builtin_prefetch(&ops[g + PREFETCH_AHEAD]);
+    if (x->end) {
+        __builtin_prefetch(&x->start[g + PREFETCH_AHEAD], 1);
+        __builtin_prefetch(&x->end[g + PREFETCH_AHEAD], 1);
+    }
+    /* the record fetched half as far ahead is in cache by now: its cell,
+     * next to its neighbour stages' cells, is what it will look up */
+    const psched_op *soon = &ops[g + PREFETCH_AHEAD / 2];
+    __builtin_prefetch(&x->pos[((size_t)soon->microbatch * x->S + soon->stage) * PSCHED_SLOTS]);
+#else
+    (void)x, (void)ops, (void)g, (void)last;
+#endif
+}
+
 /* Runs device d until its list ends or it needs an op that has not run. */
 static psched_status run_device(exec *x, uint32_t d)
 {
@@ -309,24 +331,7 @@ static psched_status run_device(exec *x, uint32_t d)
     while (x->cursor[d] < last) {
         size_t g = x->cursor[d];
         size_t n = (ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
-#if defined(__GNUC__)
-        /* Devices take turns after an op or two, so each device's list is
-         * one of p interleaved streams, too many for the hardware
-         * prefetcher to follow: fetch this device's next lines ahead. */
-        if (g + PREFETCH_AHEAD < last) {
-            __builtin_prefetch(&ops[g + PREFETCH_AHEAD]);
-            if (x->end) {
-                __builtin_prefetch(&x->start[g + PREFETCH_AHEAD], 1);
-                __builtin_prefetch(&x->end[g + PREFETCH_AHEAD], 1);
-            }
-            /* the record fetched half as far ahead is in cache by now: its
-             * cell, next to its neighbour stages' cells, is what it will
-             * look up */
-            const psched_op *soon = &ops[g + PREFETCH_AHEAD / 2];
-            __builtin_prefetch(&x->pos[((size_t)soon->microbatch * x->S + soon->stage) *
-                                       PSCHED_SLOTS]);
-        }
-#endif
+        prefetch_ahead(x, ops, g, last);
         double ready = x->free_at[d], cost = 0;
         for (size_t u = g; u < g + n; u++) {
             int r = take_deps(x, d, g, n, &ops[u], &ready);
@@ -486,6 +491,14 @@ static psched_status exec_alloc(exec *x, const psched_schedule *s, const psched_
     x->mbs = psched__plan_chain_mbs(s->plan);
     x->comm_ok = comm_ok;
     size_t total = s->offset[s->devices], cells = (size_t)x->S * x->mbs;
+    /* The index has a slot per (stage, micro-batch): when a schedule claims
+     * far more of them than it has ops (a few bytes of CSV can name
+     * micro-batch 5 000 000), say so instead of allocating for it. */
+    if (cells > 4 * total + 4096)
+        return psched_fail(PSCHED_EINVALID,
+                           "schedule has %zu ops, but stages (%u) x micro-batches (%u) need at "
+                           "least %zu (one F and one backward each)",
+                           total, x->S, x->mbs, 2 * cells);
     if (timed) {
         x->own_times = !start || !end;
         x->start = x->own_times ? psched__reallocarray(NULL, total + 1, sizeof(double)) : start;

@@ -34,7 +34,8 @@ typedef struct psched_exec {
     uint8_t *stage_flags;   /* PSCHED_EXEC_FIRST / PSCHED_EXEC_LAST per stage */
     double *stage_cost;     /* [stage*PSCHED_SLOTS + kind]: F, B, W, BW times */
     double *start, *end; /* per op; NULL when not timed (validation only) */
-    size_t *cursor;     /* next op per device (global index): op g of device d ran iff g < cursor[d] */
+    size_t *cursor;     /* next op per device (global index); op g of device d ran iff
+                           g < cursor[d] */
     double *free_at;
     uint32_t *waiting;  /* global op index a device is parked on, or NONE */
     uint32_t *queue;    /* ring of devices ready to run */

@@ -246,7 +246,7 @@ static psched_status parse_variant(psched_model *m, const csv_cell *cells, size_
     char what_act[32], what_extra[32];
     snprintf(what_act, sizeof what_act, "act_%s", name);
     snprintf(what_extra, sizeof what_extra, "extra_%s", name);
-    double act, extra;
+    double act = 0, extra = 0;
     psched_status st;
     if ((st = parse_number(&cells[k], line, what_act, &act)) ||
         (st = parse_number(&cells[k + 1], line, what_extra, &extra)))

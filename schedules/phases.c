@@ -104,13 +104,15 @@ void psched__stage_map(psched_stage_map *map, const psched_plan *plan, uint32_t 
 
 /* Appends `count` ops of `kind` from the cursor. Inlined into the
  * emitters so the cursor lives in registers. */
-static inline psched_status emit_cursor(psched_builder *b, uint32_t device, psched_op_kind kind,
-                                 const psched_stage_map *map, psched_seq_cursor *c, size_t count)
+static inline psched_status emit_cursor(psched_builder *b, uint32_t device,
+                                        psched_op_kind kind, const psched_stage_map *map,
+                                        psched_seq_cursor *c, size_t count)
 {
     psched_status st = PSCHED_OK;
     for (size_t k = 0; k < count && st == PSCHED_OK; k++) {
         psched_slot slot = psched__seq_next(c);
-        st = psched_builder_append(b, device, kind, psched__stage_of(map, slot), slot.microbatch, 0);
+        st = psched_builder_append(b, device, kind, psched__stage_of(map, slot), slot.microbatch,
+                                   0);
     }
     return st;
 }

@@ -9,6 +9,7 @@ files; never the tool's own earlier output.
 """
 import json
 import os
+import stat
 import re
 import subprocess
 import sys
@@ -140,6 +141,13 @@ class TestGenerate(CliCase):
         with open(path) as f:
             self.assertEqual(f.read(), self.ok("generate", *PLAN_1F1B_P4_M8))
         self.assertEqual(os.listdir(d), ["sched.csv"])
+
+    def test_output_to_a_device_writes_in_place(self):
+        # Renaming a temporary over /dev/null (as root) would replace the
+        # device with a regular file: devices and pipes are written in place.
+        r = run("generate", *PLAN_1F1B_P4_M8, "--output", "/dev/null")
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "", ""))
+        self.assertTrue(stat.S_ISCHR(os.stat("/dev/null").st_mode))
 
     def test_output_replaces_an_existing_file(self):
         d = self.tmpdir()

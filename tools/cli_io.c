@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 
+#include <fcntl.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -118,6 +119,19 @@ static char *temp_template(const char *path)
     return tmpl;
 }
 
+static int write_in_place(const char *path, const char *data, size_t length)
+{
+    int fd = open(path, O_WRONLY);
+    if (fd < 0 || write_all(fd, data, length) != 0) {
+        cli_error("--output '%s': cannot write: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return CLI_USAGE;
+    }
+    close(fd);
+    return CLI_OK;
+}
+
 int cli_write_atomic(const char *path, const char *data, size_t length)
 {
     const char *slash = strrchr(path, '/');
@@ -125,6 +139,11 @@ int cli_write_atomic(const char *path, const char *data, size_t length)
         cli_error("--output '%s': not a file name", path);
         return CLI_USAGE;
     }
+    /* A device or pipe (/dev/null, /dev/stdout, a FIFO) is written in place:
+     * renaming a temporary over it would replace the device with a file. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return write_in_place(path, data, length);
     char *tmp = temp_template(path);
     if (!tmp) {
         cli_error("--output '%s': out of memory", path);
