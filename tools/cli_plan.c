@@ -225,11 +225,17 @@ static void print_table(FILE *f, const psched_search_result *r)
     for (size_t i = 0; i < psched_search_count(r); i++) {
         char status[320];
         describe(r, i, status, sizeof status);
-        fprintf(f, "%-5zu %-15s %-3u %12.6g %7.1f%% %13.4g %8.3fx  %s\n", i + 1,
-                psched_search_schedule(r, i), psched_search_chunks(r, i),
-                psched_search_makespan(r, i), 100 * psched_search_bubble_ratio(r, i),
-                psched_search_peak_memory(r, i),
-                psched_search_even_makespan(r, i) / psched_search_makespan(r, i), status);
+        double t = psched_search_makespan(r, i);
+        if (isnan(t)) { /* the candidate failed: no figures, only its reason */
+            fprintf(f, "%-5zu %-15s %-3u %12s %8s %13s %9s  %s\n", i + 1,
+                    psched_search_schedule(r, i), psched_search_chunks(r, i), "-", "-", "-", "-",
+                    status);
+            continue;
+        }
+        fprintf(f, "%-5zu %-15s %-3u %12.2f %7.1f%% %13.4g %8.3fx  %s\n", i + 1,
+                psched_search_schedule(r, i), psched_search_chunks(r, i), t,
+                100 * psched_search_bubble_ratio(r, i), psched_search_peak_memory(r, i),
+                psched_search_even_makespan(r, i) / t, status);
     }
 }
 
