@@ -47,9 +47,8 @@ struct psched_builder {
  * allocator moves it between heap and mmap). The reservation is address
  * space: pages no op is written to are never resident, and finish trims
  * the rest. A hint only: when it cannot be had, appends grow the array. */
-static void reserve_bound(psched_builder *b)
+static void reserve_bound(psched_builder *b, size_t bound)
 {
-    size_t bound = (size_t)3 * b->stages * b->mbs;
     if (bound == 0 || bound > PSCHED_MAX_OPS)
         return;
     b->ops = psched__reallocarray(NULL, bound, sizeof *b->ops);
@@ -58,6 +57,13 @@ static void reserve_bound(psched_builder *b)
 }
 
 psched_status psched__builder_create(const psched_plan *plan, psched_builder **out)
+{
+    return psched__builder_create_for(plan, (size_t)3 * plan->devices * plan->chunks *
+                                                psched__plan_chain_mbs(plan), out);
+}
+
+psched_status psched__builder_create_for(const psched_plan *plan, size_t ops,
+                                         psched_builder **out)
 {
     psched_builder *b = psched__calloc(1, sizeof *b);
     if (!b)
@@ -87,7 +93,7 @@ psched_status psched__builder_create(const psched_plan *plan, psched_builder **o
         b->stage_chunk[s] = (uint16_t)(seen ? seen[d]++ : psched_plan_stage_chunk(plan, s));
     }
     psched__dealloc(seen);
-    reserve_bound(b);
+    reserve_bound(b, ops);
     *out = b;
     return PSCHED_OK;
 }

@@ -675,7 +675,8 @@ static psched_status resolve_plan(const csv_file *f, const psched_plan *given, p
 static psched_status build(const csv_file *f, psched_plan *plan, psched_schedule **out)
 {
     psched_builder *b = NULL;
-    psched_status st = psched__builder_create(plan, &b);
+    size_t total = f->rows ? f->row_end[f->rows - 1] : 0;
+    psched_status st = psched__builder_create_for(plan, total, &b);
     if (st != PSCHED_OK)
         return st;
     for (uint32_t d = 0; d < f->rows && st == PSCHED_OK; d++) {

@@ -128,6 +128,11 @@ struct psched_schedule {
 
 /* Creates an empty builder for a resolved plan (the builder borrows it). */
 PSCHED_INTERNAL psched_status psched__builder_create(const psched_plan *plan, psched_builder **out);
+/* The same, reserving room for `ops` ops (0: none) instead of the compute
+ * bound 3·S·m: for callers that know their count, such as the CSV importer,
+ * whose few bytes may name a huge micro-batch. */
+PSCHED_INTERNAL psched_status psched__builder_create_for(const psched_plan *plan, size_t ops,
+                                                         psched_builder **out);
 PSCHED_INTERNAL void psched__builder_destroy(psched_builder *b);
 /* Moves the builder's ops into a new schedule that takes ownership of
  * `plan`; on failure `plan` is still the caller's. */
