@@ -5,6 +5,7 @@
  * torchtitan/ inside). */
 #include "testsched.h"
 #include "testutil.h"
+#include "textcheck.h"
 
 #include <xxhash.h>
 
@@ -585,115 +586,6 @@ static void test_ascii_color_wraps_labels_in_ansi(void)
 }
 
 /* ------------------------------------------------------------------ JSON */
-
-/* A strict JSON syntax check (RFC 8259), enough to know a parser accepts
- * the export. Returns the position after the value or NULL. */
-static const char *json_value(const char *p, int depth);
-
-static const char *json_ws(const char *p)
-{
-    while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
-        p++;
-    return p;
-}
-
-static const char *json_string(const char *p)
-{
-    if (*p++ != '"')
-        return NULL;
-    while (*p != '"') {
-        if ((unsigned char)*p < 0x20)
-            return NULL;
-        if (*p == '\\') {
-            p++;
-            if (*p == 'u') {
-                for (int i = 1; i <= 4; i++)
-                    if (!strchr("0123456789abcdefABCDEF", p[i]) || !p[i])
-                        return NULL;
-                p += 4;
-            } else if (!*p || !strchr("\"\\/bfnrt", *p)) {
-                return NULL;
-            }
-        }
-        p++;
-    }
-    return p + 1;
-}
-
-static const char *json_number(const char *p)
-{
-    if (*p == '-')
-        p++;
-    if (*p == '0')
-        p++;
-    else if (*p >= '1' && *p <= '9')
-        while (*p >= '0' && *p <= '9')
-            p++;
-    else
-        return NULL;
-    if (*p == '.') {
-        if (*++p < '0' || *p > '9')
-            return NULL;
-        while (*p >= '0' && *p <= '9')
-            p++;
-    }
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        if (*p == '+' || *p == '-')
-            p++;
-        if (*p < '0' || *p > '9')
-            return NULL;
-        while (*p >= '0' && *p <= '9')
-            p++;
-    }
-    return p;
-}
-
-static const char *json_members(const char *p, char close, int depth)
-{
-    p = json_ws(p + 1);
-    if (*p == close)
-        return p + 1;
-    for (;;) {
-        if (close == '}') {
-            p = json_string(json_ws(p));
-            if (!p || *(p = json_ws(p)) != ':')
-                return NULL;
-            p++;
-        }
-        p = json_value(p, depth + 1);
-        if (!p)
-            return NULL;
-        p = json_ws(p);
-        if (*p == close)
-            return p + 1;
-        if (*p != ',')
-            return NULL;
-        p++;
-    }
-}
-
-static const char *json_value(const char *p, int depth)
-{
-    if (depth > 64)
-        return NULL;
-    p = json_ws(p);
-    if (*p == '{' || *p == '[')
-        return json_members(p, *p == '{' ? '}' : ']', depth);
-    if (*p == '"')
-        return json_string(p);
-    if (!strncmp(p, "true", 4) || !strncmp(p, "null", 4))
-        return p + 4;
-    if (!strncmp(p, "false", 5))
-        return p + 5;
-    return json_number(p);
-}
-
-static int json_valid(const char *text)
-{
-    const char *end = text ? json_value(text, 0) : NULL;
-    return end && *json_ws(end) == '\0';
-}
 
 static void test_json_checker_rejects_broken_json(void)
 {
