@@ -60,3 +60,14 @@ void psched_free(void *p)
 {
     free(p);
 }
+
+void *psched__grow(void *array, size_t *cap, size_t len, size_t elem, size_t first)
+{
+    if (len < *cap)
+        return array;
+    size_t n = *cap ? 2 * *cap : first;
+    void *v = psched__reallocarray(array, n, elem);
+    if (v)
+        *cap = n;
+    return v;
+}

@@ -219,7 +219,8 @@ typedef struct csv_file {
     csv_op *ops;
     size_t count, cap;
     size_t *row_end; /* ops of row r are [row_end[r-1], row_end[r]) */
-    uint32_t rows, rows_cap;
+    uint32_t rows;
+    size_t rows_cap;
     size_t max_stage_at, max_mb_at; /* index of an op with the largest value */
 } csv_file;
 
@@ -359,14 +360,10 @@ static psched_status parse_cell(const csv_cell *c, csv_op ops[2], size_t *n)
 
 static psched_status file_push(csv_file *f, const csv_op *op)
 {
-    if (f->count == f->cap) {
-        size_t cap = f->cap ? 2 * f->cap : 256;
-        csv_op *ops = psched__reallocarray(f->ops, cap, sizeof *ops);
-        if (!ops)
-            return PSCHED_ENOMEM_FAIL();
-        f->ops = ops;
-        f->cap = cap;
-    }
+    csv_op *ops = psched__grow(f->ops, &f->cap, f->count, sizeof *f->ops, 256);
+    if (!ops)
+        return PSCHED_ENOMEM_FAIL();
+    f->ops = ops;
     if (f->count == 0 || op->stage > f->ops[f->max_stage_at].stage)
         f->max_stage_at = f->count;
     if (f->count == 0 || op->mb > f->ops[f->max_mb_at].mb)
@@ -380,14 +377,10 @@ static psched_status file_end_row(csv_file *f, uint32_t line)
     if (f->rows == PSCHED_MAX_DEVICES)
         return psched_fail(PSCHED_EINVAL, "line %u: more than %u rows (devices)", line,
                            PSCHED_MAX_DEVICES);
-    if (f->rows == f->rows_cap) {
-        uint32_t cap = f->rows_cap ? 2 * f->rows_cap : 16;
-        size_t *ends = psched__reallocarray(f->row_end, cap, sizeof *ends);
-        if (!ends)
-            return PSCHED_ENOMEM_FAIL();
-        f->row_end = ends;
-        f->rows_cap = cap;
-    }
+    size_t *ends = psched__grow(f->row_end, &f->rows_cap, f->rows, sizeof *f->row_end, 16);
+    if (!ends)
+        return PSCHED_ENOMEM_FAIL();
+    f->row_end = ends;
     f->row_end[f->rows++] = f->count;
     return PSCHED_OK;
 }

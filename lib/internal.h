@@ -24,6 +24,13 @@ PSCHED_INTERNAL void *psched__realloc(void *p, size_t size);
 /* realloc of n*size with overflow check */
 PSCHED_INTERNAL void *psched__reallocarray(void *p, size_t n, size_t size);
 PSCHED_INTERNAL void psched__dealloc(void *p);
+/* Room for one more element in a growable array: when len == *cap the
+ * array doubles (starting at `first` elements). Returns the array, moved or
+ * not, or NULL when the allocation fails (the old array and *cap are then
+ * unchanged). Usage: p = psched__grow(a, &cap, n, sizeof *a, 16); if (!p)
+ * fail; a = p; */
+PSCHED_INTERNAL void *psched__grow(void *array, size_t *cap, size_t len, size_t elem,
+                                   size_t first);
 /* Test hook: after `count` more successful allocations, every allocation on
  * this thread fails; a negative count disables the failure. */
 PSCHED_INTERNAL void psched__alloc_fail_after(long count);

@@ -451,7 +451,8 @@ typedef struct dp_state {
 
 typedef struct dp_list {
     dp_state *v;
-    uint32_t n, cap;
+    uint32_t n;
+    size_t cap;
 } dp_list;
 
 static int state_cmp(const void *a, const void *b)
@@ -466,14 +467,10 @@ static int state_cmp(const void *a, const void *b)
 
 static psched_status dp_push(dp_list *l, dp_state st)
 {
-    if (l->n == l->cap) {
-        uint32_t cap = l->cap ? 2 * l->cap : 8;
-        dp_state *v = psched__reallocarray(l->v, cap, sizeof *v);
-        if (!v)
-            return PSCHED_ENOMEM_FAIL();
-        l->v = v;
-        l->cap = cap;
-    }
+    dp_state *v = psched__grow(l->v, &l->cap, l->n, sizeof *l->v, 8);
+    if (!v)
+        return PSCHED_ENOMEM_FAIL();
+    l->v = v;
     l->v[l->n++] = st;
     return PSCHED_OK;
 }
@@ -696,14 +693,10 @@ typedef struct column_list {
 
 static psched_status column_push(column_list *c, psched__column col)
 {
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? 2 * c->cap : 256;
-        psched__column *v = psched__reallocarray(c->v, cap, sizeof *v);
-        if (!v)
-            return PSCHED_ENOMEM_FAIL();
-        c->v = v;
-        c->cap = cap;
-    }
+    psched__column *v = psched__grow(c->v, &c->cap, c->n, sizeof *c->v, 256);
+    if (!v)
+        return PSCHED_ENOMEM_FAIL();
+    c->v = v;
     c->v[c->n++] = col;
     return PSCHED_OK;
 }

@@ -158,14 +158,10 @@ static psched_status step_insert(pair_step *st, const pair_entry *e)
     psched_status rc;
     if ((st->states + 1) * 2 > st->slots && (rc = grow_slots(st)))
         return rc;
-    if (st->n == st->cap) {
-        size_t cap = st->cap ? 2 * st->cap : 1024;
-        pair_entry *v = psched__reallocarray(st->v, cap, sizeof *v);
-        if (!v)
-            return PSCHED_ENOMEM_FAIL();
-        st->v = v;
-        st->cap = cap;
-    }
+    pair_entry *v = psched__grow(st->v, &st->cap, st->n, sizeof *st->v, 1024);
+    if (!v)
+        return PSCHED_ENOMEM_FAIL();
+    st->v = v;
     size_t h = find_slot(st, e);
     int32_t head = st->slot[h];
     for (int32_t q = head; q >= 0; q = st->v[q].next)

@@ -47,14 +47,10 @@ void psched_search_result_destroy(psched_search_result *r)
 
 static psched_status push_alt(psched_search_result *r, const search_alt *a)
 {
-    if (r->count == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 16;
-        search_alt *v = psched__reallocarray(r->alts, cap, sizeof *v);
-        if (!v)
-            return PSCHED_ENOMEM_FAIL();
-        r->alts = v;
-        r->cap = cap;
-    }
+    search_alt *v = psched__grow(r->alts, &r->cap, r->count, sizeof *r->alts, 16);
+    if (!v)
+        return PSCHED_ENOMEM_FAIL();
+    r->alts = v;
     r->alts[r->count++] = *a;
     return PSCHED_OK;
 }
