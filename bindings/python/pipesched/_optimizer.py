@@ -18,6 +18,7 @@ import threading
 
 from . import _lib
 from ._errors import check as _check, error as _error
+from ._handle import _Handle
 
 __all__ = ["Model", "LayerGroup", "Partition", "StagePartition", "DeviceMemory",
            "Alternative", "SearchResult", "partition", "plan_search",
@@ -145,7 +146,7 @@ per micro-batch, parameter bytes; selective and full are (act, extra_time)
 recompute variants or None."""
 
 
-class Model:
+class Model(_Handle):
     """A layer profile: an ordered list of layer groups (the model order).
 
     Build it with add_layers(), Model.from_csv(text) (the CLI's CSV layer
@@ -154,16 +155,19 @@ class Model:
     also a context manager.
     """
 
+    _destroy_name = "psched_model_destroy"
+    _what = "model"
+
     def __init__(self):
-        lib = _c()
         out = ctypes.c_void_p()
-        _check(lib.psched_model_create(ctypes.byref(out)))
-        self.handle = out
+        _check(_c().psched_model_create(ctypes.byref(out)))
+        super().__init__(out)
 
     @classmethod
     def _adopt(cls, ptr):
         m = cls.__new__(cls)
-        m.handle = ptr
+        _c()  # declares psched_model_destroy's prototype before _Handle looks it up
+        _Handle.__init__(m, ptr)
         return m
 
     @classmethod
@@ -194,11 +198,6 @@ class Model:
         out = ctypes.c_void_p()
         _check(_c().psched_model_transformer(ctypes.byref(cfg), ctypes.byref(out)))
         return cls._adopt(out)
-
-    def _ptr(self):
-        if self.handle is None:
-            raise ValueError("operation on a closed model")
-        return self.handle
 
     def add_layers(self, type, count, f, b, w, act, param, selective=None, full=None):
         """Append `count` layers; selective / full are (act_bytes, extra_time)."""
@@ -236,24 +235,6 @@ class Model:
             out.append(LayerGroup(name.value.decode(), count.value, *(v.value for v in vals),
                                   *variants))
         return out
-
-    def close(self):
-        h, self.handle = self.handle, None
-        if h is not None and h.value:
-            _c().psched_model_destroy(h)
-
-    def __enter__(self):
-        self._ptr()
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         if self.handle is None:
