@@ -345,6 +345,9 @@ static void test_checkers_reject_malformed_text(void)
     CHECK(!json_valid("{\"a\": 1,}"));
     CHECK(!json_valid("[01]"));
     CHECK(!json_valid("{\"a\": 1} x"));
+    CHECK(!json_valid("{\"a\": 1.}"));
+    CHECK(!json_valid("{\"a\": nan}"));
+    CHECK(!json_valid("{\"a\": \"\n\"}"));
     CHECK(xml_well_formed("<?xml version=\"1.0\"?>\n<a x=\"1 &amp; 2\"><b/>t&#38;</a>\n"));
     CHECK(!xml_well_formed("<a><b></a></b>"));
     CHECK(!xml_well_formed("<a x=\"<\"/>"));

@@ -1,4 +1,5 @@
-/* Strict syntax checkers for the text exports, shared by the tests: JSON
+/* Strict syntax checkers for the text exports, shared by the tests (their
+ * own test: test_checkers_reject_malformed_text in test_exports.c): JSON
  * (RFC 8259 grammar, no extensions) and XML well-formedness (elements,
  * attributes, entities). Enough to know that Python's json module,
  * Perfetto and an SVG viewer accept what we write, with no dependency. */
