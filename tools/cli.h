@@ -105,6 +105,21 @@ extern const char cli_help_partition[];
 int cli_partition_main(int argc, char **argv, int first);
 /* Read a CSV layer profile ("-" is standard input). */
 int cli_load_model(const char *path, psched_model **model);
+/* The flags `partition` and `plan` share: the layer profile and the
+ * pipeline shape. */
+typedef struct cli_model_flags {
+    const char *model;
+    uint32_t devices, microbatches, chunks;
+    double mem_limit; /* INFINITY until --mem-limit */
+    bool have_limit;
+} cli_model_flags;
+/* Reads --model, --devices, --microbatches, --chunks or --mem-limit into
+ * @p f: returns true when @p flag is one of them, with *ok false when its
+ * value does not parse. */
+bool cli_model_flag(cli_model_flags *f, const char *flag, const char *value, bool *ok);
+/* A new plan with the shape and memory limit of @p f (the caller destroys
+ * it); the library's status on failure. */
+psched_status cli_model_plan(const cli_model_flags *f, psched_plan **plan);
 /* A partition's per-stage and per-device tables (text), and the same as
  * the JSON keys "stages" and "devices", each line indented by @p indent. */
 void cli_partition_text_stages(FILE *f, const psched_partition_result *r);

@@ -35,9 +35,8 @@ const char cli_help_partition[] =
     "Exit status: 0 a plan fits, 1 no plan fits the memory limit, 2 bad usage.\n";
 
 typedef struct part_opts {
-    const char *model, *schedule;
-    uint32_t devices, microbatches, chunks;
-    double mem_limit;
+    cli_model_flags shape;
+    const char *schedule;
     psched_partition_options options;
     bool json, help;
 } part_opts;
@@ -48,18 +47,10 @@ static const char *const status_names[] = {"optimal", "feasible", "infeasible"};
 static int parse_value(const char *flag, const char *value, part_opts *o)
 {
     bool ok = true;
-    if (strcmp(flag, "--model") == 0) {
-        o->model = value;
+    if (cli_model_flag(&o->shape, flag, value, &ok)) {
+        /* read into o->shape */
     } else if (strcmp(flag, "--schedule") == 0) {
         o->schedule = value;
-    } else if (strcmp(flag, "--devices") == 0) {
-        ok = cli_strtou32(value, &o->devices) == 0;
-    } else if (strcmp(flag, "--microbatches") == 0) {
-        ok = cli_strtou32(value, &o->microbatches) == 0;
-    } else if (strcmp(flag, "--chunks") == 0) {
-        ok = cli_strtou32(value, &o->chunks) == 0;
-    } else if (strcmp(flag, "--mem-limit") == 0) {
-        ok = cli_strtod(value, &o->mem_limit) == 0 && o->mem_limit > 0;
     } else if (strcmp(flag, "--time-limit") == 0) {
         ok = cli_strtod(value, &o->options.time_limit) == 0 && o->options.time_limit > 0;
     } else if (strcmp(flag, "--method") == 0) {
@@ -85,7 +76,7 @@ static int parse(int argc, char **argv, int first, part_opts *o)
     static const psched_partition_options defaults = PSCHED_PARTITION_OPTIONS_INIT;
     memset(o, 0, sizeof *o);
     o->options = defaults;
-    o->mem_limit = INFINITY;
+    o->shape.mem_limit = INFINITY;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -105,11 +96,42 @@ static int parse(int argc, char **argv, int first, part_opts *o)
     }
     if (o->help)
         return CLI_OK;
-    if (!o->model || !o->schedule || !o->devices || !o->microbatches) {
+    if (!o->shape.model || !o->schedule || !o->shape.devices || !o->shape.microbatches) {
         cli_error("partition: --model, --schedule, --devices and --microbatches are required");
         return CLI_USAGE;
     }
     return CLI_OK;
+}
+
+bool cli_model_flag(cli_model_flags *f, const char *flag, const char *value, bool *ok)
+{
+    if (strcmp(flag, "--model") == 0)
+        f->model = value;
+    else if (strcmp(flag, "--devices") == 0)
+        *ok = cli_strtou32(value, &f->devices) == 0;
+    else if (strcmp(flag, "--microbatches") == 0)
+        *ok = cli_strtou32(value, &f->microbatches) == 0;
+    else if (strcmp(flag, "--chunks") == 0)
+        *ok = cli_strtou32(value, &f->chunks) == 0;
+    else if (strcmp(flag, "--mem-limit") == 0)
+        *ok = f->have_limit = cli_strtod(value, &f->mem_limit) == 0 && f->mem_limit > 0;
+    else
+        return false;
+    return true;
+}
+
+psched_status cli_model_plan(const cli_model_flags *f, psched_plan **plan)
+{
+    psched_status st = psched_plan_create(plan);
+    if (!st)
+        st = psched_plan_set_devices(*plan, f->devices);
+    if (!st)
+        st = psched_plan_set_microbatches(*plan, f->microbatches);
+    if (!st)
+        st = psched_plan_set_chunks(*plan, f->chunks);
+    if (!st)
+        st = psched_plan_set_memory_limit(*plan, f->mem_limit);
+    return st;
 }
 
 int cli_load_model(const char *path, psched_model **model)
@@ -267,17 +289,9 @@ int cli_partition_main(int argc, char **argv, int first)
     psched_model *model = NULL;
     psched_plan *plan = NULL;
     psched_partition_result *r = NULL;
-    if ((rc = cli_load_model(o.model, &model)) != CLI_OK)
+    if ((rc = cli_load_model(o.shape.model, &model)) != CLI_OK)
         return rc;
-    psched_status st = psched_plan_create(&plan);
-    if (!st)
-        st = psched_plan_set_devices(plan, o.devices);
-    if (!st)
-        st = psched_plan_set_microbatches(plan, o.microbatches);
-    if (!st)
-        st = psched_plan_set_chunks(plan, o.chunks);
-    if (!st)
-        st = psched_plan_set_memory_limit(plan, o.mem_limit);
+    psched_status st = cli_model_plan(&o.shape, &plan);
     if (!st)
         st = psched_partition(model, plan, o.schedule, &o.options, &r);
     if (st) {

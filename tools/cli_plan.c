@@ -43,14 +43,12 @@ const char cli_help_plan[] =
 static const char *const status_names[] = {"optimal", "feasible", "infeasible"};
 
 typedef struct plan_opts {
-    const char *model;
+    cli_model_flags shape;
     char *schedules;      /* comma-separated copy, split in place */
     const char **names;
     size_t name_count;
-    uint32_t devices, microbatches, chunks;
-    double mem_limit;
     psched_search_options options;
-    bool json, help, have_limit;
+    bool json, help;
 } plan_opts;
 
 static int split_names(plan_opts *o, const char *list)
@@ -77,18 +75,10 @@ static int split_names(plan_opts *o, const char *list)
 static int parse_value(const char *flag, const char *value, plan_opts *o)
 {
     bool ok = true;
-    if (strcmp(flag, "--model") == 0)
-        o->model = value;
+    if (cli_model_flag(&o->shape, flag, value, &ok))
+        ; /* read into o->shape */
     else if (strcmp(flag, "--schedules") == 0)
         return split_names(o, value);
-    else if (strcmp(flag, "--devices") == 0)
-        ok = cli_strtou32(value, &o->devices) == 0;
-    else if (strcmp(flag, "--microbatches") == 0)
-        ok = cli_strtou32(value, &o->microbatches) == 0;
-    else if (strcmp(flag, "--chunks") == 0)
-        ok = cli_strtou32(value, &o->chunks) == 0;
-    else if (strcmp(flag, "--mem-limit") == 0)
-        ok = o->have_limit = cli_strtod(value, &o->mem_limit) == 0 && o->mem_limit > 0;
     else if (strcmp(flag, "--time-limit") == 0)
         ok = cli_strtod(value, &o->options.time_limit) == 0 && o->options.time_limit > 0;
     else {
@@ -107,7 +97,7 @@ static int parse(int argc, char **argv, int first, plan_opts *o)
     static const psched_search_options defaults = PSCHED_SEARCH_OPTIONS_INIT;
     memset(o, 0, sizeof *o);
     o->options = defaults;
-    o->mem_limit = INFINITY;
+    o->shape.mem_limit = INFINITY;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         int rc = CLI_OK;
@@ -126,7 +116,8 @@ static int parse(int argc, char **argv, int first, plan_opts *o)
         if (rc != CLI_OK)
             return rc;
     }
-    if (!o->help && (!o->model || !o->devices || !o->microbatches || !o->have_limit)) {
+    if (!o->help && (!o->shape.model || !o->shape.devices || !o->shape.microbatches ||
+                     !o->shape.have_limit)) {
         cli_error("plan: --model, --devices, --microbatches and --mem-limit are required");
         return CLI_USAGE;
     }
@@ -179,7 +170,7 @@ static void print_json(FILE *f, const plan_opts *o, const psched_search_result *
     fputs("{\n  \"solve_time\": ", f);
     cli_json_number(f, psched_search_solve_time(r));
     fputs(",\n  \"memory_limit\": ", f);
-    cli_json_number(f, o->mem_limit);
+    cli_json_number(f, o->shape.mem_limit);
     fputs(found ? ",\n  \"best\": 0,\n  \"alternatives\": [" : ",\n  \"best\": null,\n  \"alternatives\": [", f);
     for (size_t i = 0; i < n; i++)
         print_alternative_json(f, r, i);
@@ -243,7 +234,7 @@ static void print_text(FILE *f, const plan_opts *o, const psched_search_result *
 {
     print_table(f, r);
     if (psched_search_count(r) == 0 || !psched_search_fits(r, 0)) {
-        fprintf(f, "\nno plan fits the memory limit %.6g\n", o->mem_limit);
+        fprintf(f, "\nno plan fits the memory limit %.6g\n", o->shape.mem_limit);
         fprintf(f, "search time %.3f s\n", psched_search_solve_time(r));
         return;
     }
@@ -253,7 +244,7 @@ static void print_text(FILE *f, const plan_opts *o, const psched_search_result *
                "(limit %.6g)\n",
             psched_search_schedule(r, 0), psched_search_chunks(r, 0), mk,
             100 * psched_search_bubble_ratio(r, 0), psched_search_peak_memory(r, 0),
-            o->mem_limit);
+            o->shape.mem_limit);
     if (isfinite(even))
         fprintf(f, "even split of %s, v = %u: step time %.6g (speed-up %.3fx)\n",
                 psched_search_schedule(r, 0), psched_search_chunks(r, 0), even, even / mk);
@@ -276,15 +267,7 @@ static int run(const plan_opts *o, psched_model *model)
 {
     psched_plan *plan = NULL;
     psched_search_result *r = NULL;
-    psched_status st = psched_plan_create(&plan);
-    if (!st)
-        st = psched_plan_set_devices(plan, o->devices);
-    if (!st)
-        st = psched_plan_set_microbatches(plan, o->microbatches);
-    if (!st)
-        st = psched_plan_set_chunks(plan, o->chunks);
-    if (!st)
-        st = psched_plan_set_memory_limit(plan, o->mem_limit);
+    psched_status st = cli_model_plan(&o->shape, &plan);
     if (!st)
         st = psched_plan_search(model, plan, o->names, o->name_count, &o->options, &r);
     int rc = CLI_OK;
@@ -316,7 +299,7 @@ int cli_plan_main(int argc, char **argv, int first)
         rc = cli_write_stdout(cli_help_plan, strlen(cli_help_plan));
     } else if (rc == CLI_OK) {
         psched_model *model = NULL;
-        rc = cli_load_model(o.model, &model);
+        rc = cli_load_model(o.shape.model, &model);
         if (rc == CLI_OK)
             rc = run(&o, model);
         psched_model_destroy(model);
