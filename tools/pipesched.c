@@ -425,8 +425,7 @@ static int cmd_validate(const cli_opts *o)
     psched_report *r = NULL;
     psched_status st = import(o, text, length, &s, &rc);
     free(text);
-    if (rc == CLI_OK && st == PSCHED_OK)
-        st = psched_validate(s);
+    /* psched_simulate validates first, with psched_validate's errors */
     if (rc == CLI_OK && st == PSCHED_OK)
         st = psched_simulate(s, NULL, &r);
     if (rc == CLI_OK)
