@@ -255,8 +255,8 @@ static void put_legend(psched_buf *b, const grid *g)
     psched__buf_puts(b, "; a/b = overlapped pair; . idle; - the op goes on\n");
 }
 
-static psched_status render(const psched_schedule *s, const psched_report *r, uint32_t flags,
-                            char **text, size_t *length)
+psched_status psched__export_ascii(const psched_schedule *s, const psched_report *r,
+                                   uint32_t flags, char **text, size_t *length)
 {
     grid g = {s, r, s->plan->chunks, 1.0, 1, 0, (flags & PSCHED_EXPORT_COLOR) != 0};
     psched_status st = choose_quantum(&g);
@@ -274,10 +274,4 @@ static psched_status render(const psched_schedule *s, const psched_report *r, ui
         return st;
     }
     return psched__buf_finish(&b, text, length);
-}
-
-psched_status psched__export_ascii(const psched_schedule *s, const psched_report *report,
-                                   uint32_t flags, char **text, size_t *length)
-{
-    return render(s, report, flags, text, length);
 }

@@ -99,8 +99,8 @@ static psched_status put_device(psched_buf *b, const psched_schedule *s, const p
     return PSCHED_OK;
 }
 
-static psched_status render(const psched_schedule *s, const psched_report *r, char **text,
-                            size_t *length)
+psched_status psched__export_chrome(const psched_schedule *s, const psched_report *r,
+                                    char **text, size_t *length)
 {
     psched_buf b = {0};
     psched_status st = PSCHED_OK;
@@ -113,10 +113,4 @@ static psched_status render(const psched_schedule *s, const psched_report *r, ch
     }
     psched__buf_puts(&b, "\n ]}\n");
     return psched__buf_finish(&b, text, length);
-}
-
-psched_status psched__export_chrome(const psched_schedule *s, const psched_report *report,
-                                    char **text, size_t *length)
-{
-    return render(s, report, text, length);
 }

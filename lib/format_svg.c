@@ -524,8 +524,8 @@ static int layout_legend(const svg *g, psched_buf *b, double top)
     return row + 1;
 }
 
-static psched_status render(const psched_schedule *s, const psched_report *r, char **text,
-                            size_t *length)
+psched_status psched__export_svg(const psched_schedule *s, const psched_report *r,
+                                 char **text, size_t *length)
 {
     psched_buf b = {0};
     svg g = {&b, s, r, 1.0, 0, 0, 0, 0, {false, false, false, false}, false, false};
@@ -548,10 +548,4 @@ static psched_status render(const psched_schedule *s, const psched_report *r, ch
     layout_legend(&g, &b, g.legend_top);
     psched__buf_puts(&b, "</svg>\n");
     return psched__buf_finish(&b, text, length);
-}
-
-psched_status psched__export_svg(const psched_schedule *s, const psched_report *report,
-                                 char **text, size_t *length)
-{
-    return render(s, report, text, length);
 }
