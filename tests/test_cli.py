@@ -52,7 +52,7 @@ class CliCase(unittest.TestCase):
     def reference(self, *parts):
         path = os.path.join(REFERENCE, *parts)
         if not os.path.exists(path):
-            self.skipTest(f"reference file {path} is not available")
+            self.fail(f"reference file {path} is missing (tests/data/reference)")
         return path
 
     def tmpdir(self):

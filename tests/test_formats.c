@@ -9,7 +9,7 @@
 
 #include <xxhash.h>
 
-static const char *ref_dir = "../shared/reference";
+static const char *ref_dir = "tests/data/reference";
 
 static char *read_ref(const char *name, size_t *length)
 {
@@ -17,7 +17,7 @@ static char *read_ref(const char *name, size_t *length)
     snprintf(path, sizeof path, "%s/%s", ref_dir, name);
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fprintf(stderr, "cannot open %s\n", path);
+        fprintf(stderr, "# missing data file %s: cannot open it\n", path);
         return NULL;
     }
     char *text = NULL;
@@ -217,6 +217,9 @@ static void test_csv_import_dualpipev_pairs_and_splits(void)
 {
     size_t len = 0;
     char *text = read_ref("pytorch/dualpipev_4rank_10mb.csv", &len);
+    CHECK(text != NULL);
+    if (!text)
+        return;
     psched_schedule *s = NULL;
     CHECK_OK(psched_import_csv(text, len, NULL, &s));
     if (!s) {
@@ -249,6 +252,9 @@ static void test_csv_import_comm_ops(void)
 {
     size_t len = 0;
     char *text = read_ref("pytorch/zb1p_2rank_2stagep_comms.csv", &len);
+    CHECK(text != NULL);
+    if (!text)
+        return;
     psched_schedule *s = NULL;
     CHECK_OK(psched_import_csv(text, len, NULL, &s));
     if (!s) {
@@ -377,6 +383,11 @@ static void test_csv_import_checks_the_file_against_a_plan(void)
     psched_plan_set_cost(plan, 2, 3, 4);
     size_t len = 0;
     char *text = read_ref("torchtitan/custom_schedule.csv", &len);
+    CHECK(text != NULL);
+    if (!text) {
+        psched_plan_destroy(plan);
+        return;
+    }
     psched_schedule *s = NULL;
     CHECK_OK(psched_import_csv(text, len, plan, &s));
     if (s) {

@@ -96,7 +96,7 @@ static void expect_einval(const char *name, uint32_t p, uint32_t v, uint32_t m, 
 
 static void test_interleaved_p2_v2_m4_matches_worked_example(void)
 {
-    /* /work/shared/reference/README.md, "Interleaved 1F1B", idle removed. */
+    /* tests/data/reference/README.md, "Interleaved 1F1B", idle removed. */
     static const char *const expected[] = {
         "0F0,0F1,2F0,2F1,0F2,2B0,0F3,2B1,2F2,0B0,2F3,0B1,2B2,2B3,0B2,0B3",
         "1F0,1F1,3F0,3B0,3F1,3B1,1F2,1B0,1F3,1B1,3F2,3B2,3F3,3B3,1B2,1B3",

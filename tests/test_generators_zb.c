@@ -1,6 +1,6 @@
 /* Golden orders and closed forms of the handcrafted zero-bubble generators:
  * zb-h1, zb-h2, interleaved-zb. Expected orders are copied from
- * ../shared/reference (README worked example, PyTorch's ZB1P artifact) or
+ * tests/data/reference (README worked example, PyTorch's ZB1P artifact) or
  * derived by hand from the specification (issue 3); closed forms are the
  * zero-bubble paper's, with unit costs and no communication latency. Op text
  * is PyTorch's: our B prints as "I". */

@@ -2,7 +2,7 @@
  * the same on every platform, compiler and library version within a soname.
  *
  * Each case lists its op order in PyTorch action text, copied from the
- * reference files (/work/shared/reference: README worked examples, the
+ * reference files (tests/data/reference: README worked examples, the
  * DualPipeV CSV) or derived by hand from the generator's published rule.
  * The test writes the canonical encoding documented at the top of
  * lib/hash.c itself, byte by byte, hashes it with XXH3-64 (seed 0), and

@@ -5,7 +5,7 @@
 #include "testsched.h"
 #include "testutil.h"
 
-static const char *ref_dir = ".";
+static const char *ref_dir = "tests/data/reference";
 
 /* ---- schedules with comm ops written as text: "0F0,0SEND_F1+0RECV_B0,0B0";
  * '+' joins a batched group, ';' an overlapped pair; B is PyTorch's B (BW). */
@@ -489,8 +489,10 @@ static void test_comms_csv_round_trip_drops_the_groups(void)
 static char *read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
-    if (!f)
+    if (!f) {
+        fprintf(stderr, "# missing data file %s: cannot open it\n", path);
         return NULL;
+    }
     char *buf = malloc(1 << 20);
     *len = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
     fclose(f);

@@ -49,7 +49,7 @@ class Case(unittest.TestCase):
     def reference(self, *parts):
         path = os.path.join(REFERENCE, *parts)
         if not os.path.exists(path):
-            self.skipTest(f"reference file {path} is not available")
+            self.fail(f"reference file {path} is missing (tests/data/reference)")
         with open(path, newline="") as f:
             return f.read()
 

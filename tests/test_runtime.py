@@ -109,7 +109,7 @@ class TestOneSchedule(RuntimeCase):
     def test_torchtitan_csv_runs_the_same_way(self):
         path = os.path.join(REFERENCE, "torchtitan", "custom_schedule.csv")
         if not os.path.exists(path):
-            self.skipTest(f"{path} is not available")
+            self.fail(f"reference file {path} is missing (tests/data/reference)")
         out = self.passes("--csv", path)
         self.assertIn("p=2 v=2 m=8", out)
         self.assertIn("max |pipelined - reference| = 0 ", out)
