@@ -1113,6 +1113,70 @@ PSCHED_API psched_status psched_lower_comm(const psched_schedule *schedule,
 
 /** @} */
 
+/** @defgroup bounds Lower bounds
+ *  @{ */
+
+/** Version of ::psched_bound_info this header describes. */
+#define PSCHED_BOUND_INFO_VERSION 1
+/** Version of ::psched_bound_options this header describes. */
+#define PSCHED_BOUND_OPTIONS_VERSION 1
+/** psched_bound_options::flags: bound the problem without its memory limit. */
+#define PSCHED_BOUND_IGNORE_MEMORY 0x1u
+
+/** Options of psched_bound() (NULL for the defaults). */
+typedef struct psched_bound_options {
+    /** Set to #PSCHED_BOUND_OPTIONS_VERSION. */
+    uint32_t version;
+    /** Zero or #PSCHED_BOUND_IGNORE_MEMORY. */
+    uint32_t flags;
+} psched_bound_options;
+
+/**
+ * Lower bounds filled by psched_bound(). The caller sets `version` to
+ * #PSCHED_BOUND_INFO_VERSION; later versions only append fields, and the
+ * library fills the fields of the version the caller names.
+ */
+typedef struct psched_bound_info {
+    /** Set by the caller to #PSCHED_BOUND_INFO_VERSION. */
+    uint32_t version;
+    /** Lower bound on the makespan: the largest of the terms below. */
+    double makespan;
+    /** Lower bound on the span (the zero-bubble papers' figure): `work`. */
+    double span;
+    /** Per-device work: max over devices of m·Σ(t_F + t_B + t_W) of its stages. */
+    double work;
+    /** One micro-batch through its chain: every F, every B, the first stage's
+     *  W, and t_comm on each edge between devices. */
+    double critical_path;
+    /** Max over devices of: earliest start of its first F + its work + what
+     *  the chain still needs after its last B beyond the W's it can run then. */
+    double device_path;
+    /** Memory-limit term (0 without a limit or with #PSCHED_BOUND_IGNORE_MEMORY):
+     *  at most floor(limit / min mem_F) (stage, micro-batch) pairs are held at
+     *  once, each from its F's start to its W's start. */
+    double memory;
+} psched_bound_info;
+
+/**
+ * @brief Lower bounds on makespan and span that hold for EVERY valid
+ * schedule of @p plan (any order, any generator), derived in
+ * docs/simulator.md ("Lower bounds"). The gap of a simulated schedule is
+ * span / bound.span - 1 (or makespan / bound.makespan - 1).
+ * @param plan a plan with its chunks and placement set (a schedule's plan,
+ *        psched_schedule_plan(), always is).
+ * @param options NULL, or options with `version` set.
+ * @param[in,out] out set `out->version` first; filled on success.
+ * @return ::PSCHED_OK; ::PSCHED_EINVAL (NULL, wrong version, unknown flag,
+ *         placement or chunks left to a generator, chains that do not
+ *         divide the stages or micro-batches, costs whose sums overflow);
+ *         ::PSCHED_EINFEASIBLE (the memory limit is below one
+ *         micro-batch's activation on some device); ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_bound(const psched_plan *plan, const psched_bound_options *options,
+                                      psched_bound_info *out);
+
+/** @} */
+
 #ifdef __cplusplus
 }
 #endif
