@@ -5,7 +5,7 @@
  * reference files (tests/data/reference: README worked examples, the
  * DualPipeV CSV) or derived by hand from the generator's published rule.
  * The test writes the canonical encoding documented at the top of
- * lib/hash.c itself, byte by byte, hashes it with XXH3-64 (seed 0), and
+ * lib/core/hash.c itself, byte by byte, hashes it with XXH3-64 (seed 0), and
  * checks that
  *   1. the generated schedule has exactly the listed ops,
  *   2. psched_schedule_hash gives the independently computed digest,
@@ -160,7 +160,7 @@ static int parse_row(const char *s, golden_op *ops, size_t *count)
     return *s == '\0';
 }
 
-/* ---- the canonical encoding (lib/hash.c, version 1) ---- */
+/* ---- the canonical encoding (lib/core/hash.c, version 1) ---- */
 
 typedef struct encoding {
     unsigned char bytes[MAX_ENCODING];
