@@ -1,0 +1,255 @@
+"""pipesched schedules executed by PyTorch's own pipelining runtime.
+
+``torch.distributed.pipelining`` runs any action order through
+``_PipelineScheduleRuntime`` (the class behind torchtitan's
+``pipeline_parallel_schedule_csv``). This module turns a pipesched
+:class:`~pipesched.Schedule` into that runtime's input::
+
+    import pipesched.torch as pt
+    order = pt.to_pipeline_order(schedule)     # {rank: [_Action, ...]}
+    sched = pt.make_schedule(stages, "zb-h1", n_microbatches=8, loss_fn=loss)
+    sched.step(x, target=y, losses=losses)
+
+Importing this module imports torch (``import pipesched`` never does). The
+pinned version is torch==2.13.0 (``pip install .[torch]``); the private
+PyTorch names used here (``_Action``, ``_PipelineScheduleRuntime``,
+``_add_reduce_grad``) are those of that release.
+
+Name mapping (pipesched op → PyTorch action): F → ``F``, B (backward for
+inputs) → ``I``, W → ``W``, BW (full backward) → ``B``, an overlapped pair →
+``OVERLAP_F_B`` with the two ops as ``sub_actions``, and after lowering
+SEND_F/RECV_F/SEND_B/RECV_B by the same names. Stage numbers are the global
+(virtual) stage indices; ranks are pipesched's devices.
+"""
+import os
+
+import torch  # noqa: F401  (the ImportError below names the pinned version)
+from torch.distributed.pipelining import schedules as _pt
+
+import pipesched
+from . import _lib
+from ._errors import error as _error
+
+__all__ = ["to_pipeline_order", "to_pipeline_order_with_comms", "stage_to_rank",
+           "stages_of_rank", "resolve", "make_schedule", "write_csv",
+           "PipeschedSchedule", "TORCH_VERSION"]
+
+TORCH_VERSION = "2.13.0"
+"""The torch release this module is written and tested against."""
+
+_CT = _pt._ComputationType
+_KIND_TO_TYPE = {"F": _CT.FORWARD, "B": _CT.BACKWARD_INPUT, "W": _CT.BACKWARD_WEIGHT,
+                 "BW": _CT.FULL_BACKWARD, "SEND_F": _CT.SEND_F, "RECV_F": _CT.RECV_F,
+                 "SEND_B": _CT.SEND_B, "RECV_B": _CT.RECV_B}
+LOWERINGS = ("pytorch", "pipesched")
+
+
+def _action(op):
+    return _pt._Action(op.stage, _KIND_TO_TYPE[op.kind], op.microbatch)
+
+
+def _actions_of(schedule, device):
+    """One device's ops as _Actions; an overlapped pair (OVERLAP_NEXT on the
+    first op) becomes one OVERLAP_F_B action, shaped as _Action.from_str
+    parses "(0F3;3B1)OVERLAP_F_B" (stage -1, no micro-batch)."""
+    out, pending = [], None
+    for op in schedule.ops(device):
+        if op.kind not in _KIND_TO_TYPE:
+            raise _error(_lib.EUNSUPPORTED,
+                         f"device {device}: op kind {op.kind!r} has no PyTorch action")
+        a = _action(op)
+        if pending is not None:
+            out.append(_pt._Action(-1, _CT.OVERLAP_F_B, None, (pending, a)))
+            pending = None
+        elif op.overlapped:
+            pending = a
+        else:
+            out.append(a)
+    if pending is not None:
+        raise _error(_lib.EINVALID,
+                     f"device {device}: the last op {pending} is marked overlapped with "
+                     "a next op that does not exist")
+    return out
+
+
+def _refuse_chains(schedule):
+    chains = schedule.plan.chains
+    if chains != 1:
+        raise _error(_lib.EUNSUPPORTED,
+                     f"schedule '{schedule.name}' runs {chains} chains (DualPipe: two "
+                     "pipelines in opposite directions over duplicated stage parameters); "
+                     "PyTorch's _PipelineScheduleRuntime maps every stage index to exactly "
+                     "one rank and holds one copy of each stage, so it cannot run it "
+                     "faithfully; use 'dualpipev' (one chain, V placement) instead")
+
+
+def to_pipeline_order(schedule):
+    """``{rank: [_Action, ...]}``: the compute order of every device, in
+    PyTorch's ``pipeline_order`` form (no idle ``None`` slots: the runtime
+    runs actions back to back). Raises Unsupported for a two-chain
+    (DualPipe) schedule."""
+    _refuse_chains(schedule)
+    return {d: _actions_of(schedule, d) for d in range(schedule.devices)}
+
+
+def to_pipeline_order_with_comms(schedule, costs=None):
+    """``{rank: [_Action, ...]}`` of pipesched's comm lowering
+    (``Schedule.lower(costs)``): compute actions plus SEND_F/RECV_F/SEND_B/
+    RECV_B, with a ``REDUCE_GRAD`` after each stage's last backward (the
+    action that scales gradients by 1/m in PyTorch's runtime, which its own
+    compute_only lowering inserts too)."""
+    _refuse_chains(schedule)
+    with schedule.lower(costs) as lowered:
+        m = schedule.microbatches
+        return {d: _pt._add_reduce_grad(_actions_of(lowered, d), m)
+                for d in range(lowered.devices)}
+
+
+def stage_to_rank(schedule):
+    """``{stage: rank}`` of the schedule's placement (loop, V shape or
+    custom): what PyTorch calls ``stage_index_to_group_rank``."""
+    _refuse_chains(schedule)
+    mapping = {}
+    for d in range(schedule.devices):
+        for op in schedule.ops(d):
+            if op.kind in ("F", "B", "W", "BW"):
+                mapping.setdefault(op.stage, d)
+    plan = schedule.plan
+    try:
+        for s in range(plan.stages):
+            if s not in mapping:
+                dev = plan.stage_device(s)
+                if dev is not None:
+                    mapping[s] = dev
+    finally:
+        plan.close()
+    return dict(sorted(mapping.items()))
+
+
+def stages_of_rank(schedule, rank):
+    """The stage indices a rank holds, ascending (build one PipelineStage
+    for each, in this order)."""
+    return [s for s, r in stage_to_rank(schedule).items() if r == rank]
+
+
+def resolve(schedule, n_microbatches=None, devices=None, chunks=0, **plan_args):
+    """A pipesched Schedule from a Schedule (returned as is) or a generator
+    name plus plan arguments (devices, micro-batches, chunks, cost, ...)."""
+    if isinstance(schedule, pipesched.Schedule):
+        return schedule
+    if not isinstance(schedule, str):
+        raise TypeError(f"schedule must be a pipesched.Schedule or a generator name, "
+                        f"not {type(schedule).__name__}")
+    if devices is None or n_microbatches is None:
+        raise _error(_lib.EINVAL, f"schedule '{schedule}' given by name needs devices and "
+                     "n_microbatches")
+    if pipesched.schedule_info(schedule).chains != 1:
+        # Generate it anyway so the refusal names the schedule's own shape.
+        plan_args.setdefault("chains", pipesched.schedule_info(schedule).chains)
+    return pipesched.generate(schedule, devices=devices, microbatches=n_microbatches,
+                              chunks=chunks, **plan_args)
+
+
+def write_csv(schedule, path, format="compute_only", costs=None):
+    """Write the file PyTorch's ``_PipelineScheduleRuntime._load_csv(path,
+    format)`` (torchtitan's ``pipeline_parallel_schedule_csv``) reads: one
+    row per rank. "compute_comms" writes pipesched's lowering, including
+    the REDUCE_GRAD actions the runtime needs to scale gradients."""
+    if format == "compute_only":
+        order = to_pipeline_order(schedule)
+    elif format == "compute_comms":
+        order = to_pipeline_order_with_comms(schedule, costs)
+    else:
+        raise ValueError(f"format ({format!r}) must be 'compute_only' or 'compute_comms'")
+    with open(os.fspath(path), "w", newline="") as f:
+        for rank in sorted(order):
+            f.write(",".join(str(a) for a in order[rank]) + "\n")
+
+
+class PipeschedSchedule(_pt._PipelineScheduleRuntime):
+    """A PyTorch runtime schedule whose ``step()`` runs a pipesched order.
+
+    ``pipeline_order`` holds the compute order; ``pipeline_order_with_comms``
+    what every rank executes: PyTorch's own send/recv insertion of that order
+    (lowering "pytorch") or pipesched's (lowering "pipesched"). Build it with
+    :func:`make_schedule`.
+    """
+
+    def __init__(self, stages, n_microbatches, loss_fn, order, *, comms=None,
+                 scale_grads=True, output_merge_spec=None, defer_pp_recv=False):
+        super().__init__(stages=stages, n_microbatches=n_microbatches, loss_fn=loss_fn,
+                         output_merge_spec=output_merge_spec, scale_grads=scale_grads,
+                         defer_pp_recv=defer_pp_recv)
+        self.pipeline_order = {r: list(a) for r, a in order.items()}
+        if comms is None:
+            self._prepare_schedule_with_comms(self.pipeline_order)
+        else:
+            self._prepare_schedule_with_comms({r: list(a) for r, a in comms.items()},
+                                              format="compute_comms")
+
+
+def make_schedule(stages, schedule, n_microbatches, loss_fn=None, *, lowering="pytorch",
+                  validate=True, costs=None, scale_grads=True, output_merge_spec=None,
+                  **plan_args):
+    """A ready PyTorch schedule (:class:`PipeschedSchedule`, a
+    ``_PipelineScheduleRuntime``) whose ``step()`` executes ``schedule`` on
+    this rank's ``stages`` (``PipelineStage`` objects, one per stage index
+    of :func:`stages_of_rank`).
+
+    schedule: a pipesched Schedule (generated, imported with from_csv, or
+    from a plug-in), or a generator name; a name takes devices from the
+    stages' process group, chunks from ``len(stages)`` and the other Plan
+    arguments from ``plan_args``. lowering: "pytorch" hands the compute
+    order to PyTorch's send/recv insertion; "pipesched" runs pipesched's
+    comm lowering (``Schedule.lower(costs)``) as a compute_comms order.
+    validate: run pipesched's validation first (default); every rank does it
+    before any process sends anything, so a broken schedule is refused on
+    all ranks alike. Raises pipesched errors (InvalidSchedule, Deadlock,
+    Unsupported for DualPipe's two chains, InvalidArgument for a mismatch
+    between the schedule and the stages).
+    """
+    if lowering not in LOWERINGS:
+        raise _error(_lib.EINVAL, f"lowering ({lowering!r}) must be 'pytorch' or 'pipesched'")
+    stages = list(stages)
+    if not stages:
+        raise _error(_lib.EINVAL, "stages is empty: each rank passes the PipelineStages it holds")
+    group_size, rank = stages[0].group_size, stages[0].group_rank
+    own = None
+    if not isinstance(schedule, pipesched.Schedule):
+        own = schedule = resolve(schedule, n_microbatches, devices=group_size,
+                                 chunks=plan_args.pop("chunks", len(stages)), **plan_args)
+    elif plan_args:
+        raise TypeError("plan arguments are only for a schedule given by name: "
+                        + ", ".join(sorted(plan_args)))
+    try:
+        _refuse_chains(schedule)
+        if validate:
+            schedule.validate()
+        _check_shape(schedule, stages, n_microbatches, group_size, rank)
+        order = to_pipeline_order(schedule)
+        comms = to_pipeline_order_with_comms(schedule, costs) if lowering == "pipesched" else None
+    finally:
+        if own is not None:
+            own.close()
+    return PipeschedSchedule(stages, n_microbatches, loss_fn, order, comms=comms,
+                             scale_grads=scale_grads, output_merge_spec=output_merge_spec)
+
+
+def _check_shape(schedule, stages, n_microbatches, group_size, rank):
+    """The schedule fits the stages: same rank count, stage count,
+    micro-batches, and this rank holds exactly the schedule's stages."""
+    if schedule.devices != group_size:
+        raise _error(_lib.EINVAL, f"schedule has {schedule.devices} devices but the stages' "
+                     f"process group has {group_size} ranks")
+    if schedule.microbatches != n_microbatches:
+        raise _error(_lib.EINVAL, f"schedule has {schedule.microbatches} micro-batches but "
+                     f"n_microbatches is {n_microbatches}")
+    num_stages = stages[0].num_stages
+    if schedule.stages != num_stages:
+        raise _error(_lib.EINVAL, f"schedule has {schedule.stages} stages but the "
+                     f"PipelineStages say num_stages={num_stages}")
+    want = stages_of_rank(schedule, rank)
+    have = sorted(s.stage_index for s in stages)
+    if want != have:
+        raise _error(_lib.EINVAL, f"rank {rank} holds stages {have} but the schedule "
+                     f"places stages {want} on it (pipesched.torch.stages_of_rank)")
