@@ -48,28 +48,60 @@ def _action(op):
     return _pt._Action(op.stage, _KIND_TO_TYPE[op.kind], op.microbatch)
 
 
-def _actions_of(schedule, device):
+def _actions_of(schedule, device, stage_rank=None):
     """One device's ops as _Actions; an overlapped pair (OVERLAP_NEXT on the
     first op) becomes one OVERLAP_F_B action, shaped as _Action.from_str
-    parses "(0F3;3B1)OVERLAP_F_B" (stage -1, no micro-batch)."""
-    out, pending = [], None
-    for op in schedule.ops(device):
+    parses "(0F3;3B1)OVERLAP_F_B" (stage -1, no micro-batch). With
+    stage_rank (a lowered schedule), each BATCH_NEXT group of comm ops is
+    written in rank-parity order (_parity_order)."""
+    out, pending, group = [], None, []
+    ops = schedule.ops(device)
+    flags = schedule.op_flags(device) if stage_rank is not None else [0] * len(ops)
+    for op, flag in zip(ops, flags):
         if op.kind not in _KIND_TO_TYPE:
             raise _error(_lib.EUNSUPPORTED,
                          f"device {device}: op kind {op.kind!r} has no PyTorch action")
         a = _action(op)
-        if pending is not None:
+        if stage_rank is not None and (group or flag & pipesched.BATCH_NEXT):
+            group.append((op, a))
+            if not flag & pipesched.BATCH_NEXT:
+                out.extend(_parity_order(group, device, stage_rank))
+                group = []
+        elif pending is not None:
             out.append(_pt._Action(-1, _CT.OVERLAP_F_B, None, (pending, a)))
             pending = None
         elif op.overlapped:
             pending = a
         else:
             out.append(a)
-    if pending is not None:
+    if pending is not None or group:
         raise _error(_lib.EINVALID,
-                     f"device {device}: the last op {pending} is marked overlapped with "
+                     f"device {device}: the last op is marked overlapped or batched with "
                      "a next op that does not exist")
     return out
+
+
+def _peer(op, stage_rank):
+    return stage_rank[op.stage + 1] if op.kind in ("SEND_F", "RECV_B") else stage_rank[op.stage - 1]
+
+
+def _parity_order(group, rank, stage_rank):
+    """A batched group of comm ops (posted together under pipesched's
+    rendezvous model) as the sequence PyTorch's runtime posts one call at a
+    time. Calls between two ranks meet in posting order and each waits for
+    its match (NCCL without grouping), so the two sides must not both lead
+    with a SEND (or both with a RECV): per peer, the lower rank posts its
+    RECVs first and the higher rank its SENDs first (the rank-parity rule
+    of pytorch#172668's fix); peers in ascending rank. Sends keep their
+    order among themselves, and so do receives, so transfers still pair up
+    as the lowering listed them."""
+    def key(item):
+        op = item[1]
+        peer = _peer(item[0], stage_rank)
+        send_first = rank > peer
+        is_send = op.computation_type in (_CT.SEND_F, _CT.SEND_B)
+        return (peer, 0 if is_send == send_first else 1)
+    return [a for _, a in sorted(group, key=key)]  # stable: keeps list order within a class
 
 
 def _refuse_chains(schedule):
@@ -97,11 +129,15 @@ def to_pipeline_order_with_comms(schedule, costs=None):
     (``Schedule.lower(costs)``): compute actions plus SEND_F/RECV_F/SEND_B/
     RECV_B, with a ``REDUCE_GRAD`` after each stage's last backward (the
     action that scales gradients by 1/m in PyTorch's runtime, which its own
-    compute_only lowering inserts too)."""
+    compute_only lowering inserts too). PyTorch posts comm actions one at a
+    time, so each batched group of the lowering is written in rank-parity
+    order: the lower rank of a pair receives first, the higher one sends
+    first, which keeps the order deadlock-free where calls rendezvous."""
     _refuse_chains(schedule)
+    stage_rank = stage_to_rank(schedule)
     with schedule.lower(costs) as lowered:
         m = schedule.microbatches
-        return {d: _pt._add_reduce_grad(_actions_of(lowered, d), m)
+        return {d: _pt._add_reduce_grad(_actions_of(lowered, d, stage_rank), m)
                 for d in range(lowered.devices)}
 
 
