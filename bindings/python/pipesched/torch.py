@@ -21,7 +21,9 @@ inputs) → ``I``, W → ``W``, BW (full backward) → ``B``, an overlapped pair
 SEND_F/RECV_F/SEND_B/RECV_B by the same names. Stage numbers are the global
 (virtual) stage indices; ranks are pipesched's devices.
 """
+import ctypes
 import os
+import struct
 
 import torch  # noqa: F401  (the ImportError below names the pinned version)
 from torch.distributed.pipelining import schedules as _pt
@@ -44,8 +46,19 @@ _KIND_TO_TYPE = {"F": _CT.FORWARD, "B": _CT.BACKWARD_INPUT, "W": _CT.BACKWARD_WE
 LOWERINGS = ("pytorch", "pipesched")
 
 
-def _action(op):
-    return _pt._Action(op.stage, _KIND_TO_TYPE[op.kind], op.microbatch)
+def _raw(schedule, device):
+    """(kind name, stage, micro-batch, flags) of every op of a device,
+    unpacked in one pass from the library's packed psched_op array."""
+    raw = schedule._raw_ops(device)
+    fmt = "".join(f[1]._type_ for f in _lib.psched_op._fields_)
+    size = ctypes.sizeof(_lib.psched_op)
+    if struct.calcsize("=" + fmt) != size:
+        raise _error(_lib.EUNSUPPORTED, f"psched_op is {size} bytes, not {fmt}")
+    kinds = pipesched._KINDS
+    fields = [f[0] for f in _lib.psched_op._fields_]
+    ik, ist, imb, ifl = (fields.index(n) for n in ("kind", "stage", "microbatch", "flags"))
+    return [(kinds[t[ik]] if t[ik] < len(kinds) else str(t[ik]), t[ist], t[imb], t[ifl])
+            for t in struct.iter_unpack("=" + fmt, bytes(raw))]
 
 
 def _actions_of(schedule, device, stage_rank=None):
@@ -55,22 +68,24 @@ def _actions_of(schedule, device, stage_rank=None):
     stage_rank (a lowered schedule), each BATCH_NEXT group of comm ops is
     written in rank-parity order (_parity_order)."""
     out, pending, group = [], None, []
-    ops = schedule.ops(device)
-    flags = schedule.op_flags(device) if stage_rank is not None else [0] * len(ops)
-    for op, flag in zip(ops, flags):
-        if op.kind not in _KIND_TO_TYPE:
+    action, types = _pt._Action, _KIND_TO_TYPE
+    new = tuple.__new__  # _Action(stage, type, mb) without the keyword-default wrapper
+    overlap, batch = pipesched.OVERLAP_NEXT, pipesched.BATCH_NEXT
+    for kind, stage, mb, flag in _raw(schedule, device):
+        t = types.get(kind)
+        if t is None:
             raise _error(_lib.EUNSUPPORTED,
-                         f"device {device}: op kind {op.kind!r} has no PyTorch action")
-        a = _action(op)
-        if stage_rank is not None and (group or flag & pipesched.BATCH_NEXT):
-            group.append((op, a))
-            if not flag & pipesched.BATCH_NEXT:
+                         f"device {device}: op kind {kind!r} has no PyTorch action")
+        a = new(action, (stage, t, mb, None))
+        if stage_rank is not None and (group or flag & batch):
+            group.append(a)
+            if not flag & batch:
                 out.extend(_parity_order(group, device, stage_rank))
                 group = []
         elif pending is not None:
-            out.append(_pt._Action(-1, _CT.OVERLAP_F_B, None, (pending, a)))
+            out.append(action(-1, _CT.OVERLAP_F_B, None, (pending, a)))
             pending = None
-        elif op.overlapped:
+        elif flag & overlap:
             pending = a
         else:
             out.append(a)
@@ -81,8 +96,10 @@ def _actions_of(schedule, device, stage_rank=None):
     return out
 
 
-def _peer(op, stage_rank):
-    return stage_rank[op.stage + 1] if op.kind in ("SEND_F", "RECV_B") else stage_rank[op.stage - 1]
+def _peer(a, stage_rank):
+    if a.computation_type in (_CT.SEND_F, _CT.RECV_B):
+        return stage_rank[a.stage_index + 1]
+    return stage_rank[a.stage_index - 1]
 
 
 def _parity_order(group, rank, stage_rank):
@@ -95,13 +112,11 @@ def _parity_order(group, rank, stage_rank):
     of pytorch#172668's fix); peers in ascending rank. Sends keep their
     order among themselves, and so do receives, so transfers still pair up
     as the lowering listed them."""
-    def key(item):
-        op = item[1]
-        peer = _peer(item[0], stage_rank)
-        send_first = rank > peer
-        is_send = op.computation_type in (_CT.SEND_F, _CT.SEND_B)
-        return (peer, 0 if is_send == send_first else 1)
-    return [a for _, a in sorted(group, key=key)]  # stable: keeps list order within a class
+    def key(a):
+        peer = _peer(a, stage_rank)
+        is_send = a.computation_type in (_CT.SEND_F, _CT.SEND_B)
+        return (peer, 0 if is_send == (rank > peer) else 1)
+    return sorted(group, key=key)  # stable: keeps list order within a class
 
 
 def _refuse_chains(schedule):
