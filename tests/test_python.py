@@ -120,15 +120,24 @@ class TestPlan(Case):
             self.assertIsNone(plan.option("absent"))
 
     def test_plan_defaults(self):
-        with pipesched.Plan() as plan:
+        with pipesched.Plan(4, 8) as plan:
             self.assertEqual((plan.devices, plan.microbatches, plan.chunks), (4, 8, 0))
             self.assertEqual(plan.placement, "auto")
             self.assertIsNone(plan.mem_limit)
             self.assertEqual(plan.comm, 0)
 
+    def test_plan_requires_devices_and_microbatches(self):
+        # No silent default shape: both are required arguments.
+        with self.assertRaisesRegex(TypeError, "devices.*microbatches"):
+            pipesched.Plan()
+        with self.assertRaisesRegex(TypeError, "microbatches"):
+            pipesched.Plan(devices=4)
+        with self.assertRaisesRegex(TypeError, "microbatches"):
+            pipesched.generate("1f1b", devices=4)
+
     def test_stage_costs_imply_chunks(self):
-        with pipesched.Plan(devices=2, stage_costs=[(1, 1, 1), (2, 2, 2), (3, 3, 3),
-                                                    (4, 4, 4)]) as plan:
+        with pipesched.Plan(devices=2, microbatches=4,
+                            stage_costs=[(1, 1, 1), (2, 2, 2), (3, 3, 3), (4, 4, 4)]) as plan:
             self.assertEqual(plan.chunks, 2)
             self.assertEqual(plan.stage_cost(2), (3, 3, 3))
 
@@ -428,7 +437,7 @@ class TestLowering(Case):
 class TestErrors(Case):
     def test_plan_devices_0_is_invalid_argument(self):
         with self.assertRaises(pipesched.InvalidArgument) as cm:
-            pipesched.Plan(devices=0)
+            pipesched.Plan(devices=0, microbatches=1)
         e = cm.exception
         self.assertIn("devices (0)", e.message)
         self.assertEqual(e.status, 1)
@@ -439,12 +448,12 @@ class TestErrors(Case):
 
     def test_plan_negative_and_unknown_values(self):
         with self.assertRaises(pipesched.InvalidArgument) as cm:
-            pipesched.Plan(devices=-1)
+            pipesched.Plan(devices=-1, microbatches=1)
         self.assertIn("devices (-1)", cm.exception.message)
         with self.assertRaises(pipesched.InvalidArgument):
-            pipesched.Plan(placement="diagonal")
+            pipesched.Plan(2, 2, placement="diagonal")
         with self.assertRaises(pipesched.InvalidArgument) as cm:
-            pipesched.Plan(cost=(1, -1, 1))
+            pipesched.Plan(2, 2, cost=(1, -1, 1))
         self.assertEqual(cm.exception.status, 1)
 
     def test_generate_unknown_name_is_not_found(self):
