@@ -35,6 +35,13 @@ def invalid(message: str) -> Exception:
     return _error(_lib.EINVAL, message)
 
 
+def _shown(value: int) -> str:
+    """An integer for a message: whole up to 40 digits, else its head and
+    its digit count (messages stay short)."""
+    digits = str(value)
+    return digits if len(digits) <= 40 else f"{digits[:12]}... ({len(digits.lstrip('-'))} digits)"
+
+
 def integer(name: str, value: object, low: int, high: int) -> int:
     """`value` as an int in [low, high]; TypeError when it is not an integer,
     InvalidArgument (ValueError) naming `name` when it is out of range."""
@@ -42,7 +49,7 @@ def integer(name: str, value: object, low: int, high: int) -> int:
         raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
     v = _operator.index(value)
     if not low <= v <= high:
-        raise invalid(f"{name} ({v}) must be between {low} and {high}")
+        raise invalid(f"{name} ({_shown(v)}) must be between {low} and {high}")
     return v
 
 
@@ -71,7 +78,8 @@ def real(name: str, value: object) -> float:
     try:
         return float(value)  # type: ignore[arg-type]
     except OverflowError:
-        raise OverflowError(f"{name} ({value}) is too large for a double") from None
+        shown = _shown(value) if isinstance(value, int) else repr(value)
+        raise OverflowError(f"{name} ({shown}) is too large for a double") from None
 
 
 def triple(name: str, value: object) -> _t.Tuple[float, float, float]:
