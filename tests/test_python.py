@@ -1109,5 +1109,36 @@ class TestBadInput(Case):
         self.assertEqual(model.layers, 4)
 
 
+class TestDocs(Case):
+    """The Python page's tour and the README's Python example run as written."""
+
+    def run_code(self, code, where):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=120, cwd=tmp)
+        self.assertEqual(r.returncode, 0, f"{where}:\n{r.stderr}")
+        return r.stdout
+
+    def test_python_tour_runs(self):
+        path = os.path.join(DOCS, "examples", "python_tour.py")
+        if not os.path.exists(path):
+            self.fail(f"{path} is missing (PIPESCHED_DOCS={DOCS!r})")
+        with open(path) as f:
+            out = self.run_code(f.read(), path)
+        self.assertIn("devices (-1) must be between 0 and 4294967295", out)
+
+    def test_readme_python_example_runs(self):
+        readme = os.path.join(DOCS, os.pardir, "README.md")
+        if not os.path.exists(readme):
+            self.fail(f"{readme} is missing (PIPESCHED_DOCS={DOCS!r})")
+        with open(readme) as f:
+            text = f.read()
+        section = text[text.index("\n## Python\n"):]
+        code = section[section.index("```python\n") + 10:section.index("\n```", section.index("```python"))]
+        out = self.run_code(code, "README.md, section Python")
+        self.assertIn("['0F0', '0F1', '0F2', '0F3', '0I0', '0W0']", out)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
