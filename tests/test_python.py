@@ -1091,6 +1091,16 @@ class TestBadInput(Case):
              TypeError, "time_limit must be a number, not str"),
             ("partition method=3", lambda: pipesched.partition(model, plan, "1f1b", method=3),
              TypeError, "method must be a str, not int"),
+            # objects that wrap a raw C pointer are made by the package only
+            ("Schedule(1)", lambda: pipesched.Schedule(1),
+             TypeError, "pipesched.Schedule cannot be created directly; use generate(), "
+                        "from_csv() or Schedule.lower()"),
+            ("Report(1, [])", lambda: pipesched.Report(1, []),
+             TypeError, "pipesched.Report cannot be created directly; use Schedule.simulate()"),
+            ("Partition(1)", lambda: pipesched.Partition(1),
+             TypeError, "pipesched.Partition cannot be created directly"),
+            ("SearchResult(1)", lambda: pipesched.SearchResult(1),
+             TypeError, "pipesched.SearchResult cannot be created directly; use plan_search()"),
             # closed handles and handles that cannot be pickled
             ("generate closed plan", lambda: pipesched.generate("1f1b", closed_plan),
              ValueError, "operation on a closed plan"),

@@ -34,7 +34,8 @@ from ._errors import (AlreadyExists, Deadlock, Error, Infeasible, InvalidArgumen
                       InvalidSchedule, IOFailure, NotFound, OutOfMemory, ParseError,
                       PluginError, SolverError, Unsupported, check as _check,
                       error as _error)
-from ._handle import (U32_MAX as _U32_MAX, _Handle, invalid as _invalid,
+from ._handle import (INTERNAL as _INTERNAL, U32_MAX as _U32_MAX, _Handle,
+                      internal_only as _internal_only, invalid as _invalid,
                       of_type as _of_type, real as _real, text as _text_arg,
                       triple as _triple, u32 as _u32, i64 as _i64, using as _using)
 from ._lib import LibraryNotFound
@@ -359,7 +360,9 @@ class Report(_Handle):
     idle: _t.List[float]
     peak_memory: _t.List[float]
 
-    def __init__(self, ptr: _ctypes.c_void_p, op_counts: _t.Sequence[int]) -> None:
+    def __init__(self, ptr: _ctypes.c_void_p, op_counts: _t.Sequence[int],
+                 _token: object = None) -> None:
+        _internal_only(_token, "Report", "Schedule.simulate()")
         super().__init__(ptr)
         lib = _lib.load()
         self._op_counts = list(op_counts)
@@ -407,7 +410,8 @@ class Schedule(_Handle):
     _destroy_name = "psched_schedule_destroy"
     _what = "schedule"
 
-    def __init__(self, ptr: _ctypes.c_void_p) -> None:
+    def __init__(self, ptr: _ctypes.c_void_p, _token: object = None) -> None:
+        _internal_only(_token, "Schedule", "generate(), from_csv() or Schedule.lower()")
         super().__init__(ptr)
         # Set by lower() and by unpickling: what pickling needs beyond the
         # op lists (a lowered schedule's BATCH_NEXT flags have no CSV form).
@@ -542,7 +546,7 @@ class Schedule(_Handle):
             _check(lib.psched_simulate(h, c, _ctypes.byref(out)))
             counts = [lib.psched_schedule_op_count(h, d)
                       for d in range(lib.psched_schedule_devices(h))]
-        return Report(out, counts)
+        return Report(out, counts, _INTERNAL)
 
     def lower(self, plan: _t.Optional[Plan] = None) -> "Schedule":
         """Insert SEND/RECV ops for a runtime with rendezvous point-to-point
@@ -557,7 +561,7 @@ class Schedule(_Handle):
         with _using(self, plan) as (h, p):
             _check(lib.psched_lower_comm(h, p, _ctypes.byref(out)))
             lower_plan = _plan_state(lib, p) if p is not None else None
-        lowered = Schedule(out)
+        lowered = Schedule(out, _INTERNAL)
         try:
             lowered._lowered_from = (self._state(), lower_plan)
         except BaseException:
@@ -666,7 +670,7 @@ def generate(name: _t.Union[str, Plan, None] = None, plan: _t.Union[Plan, str, N
         out = _ctypes.c_void_p()
         with chosen._use() as h:  # type: ignore[union-attr]
             _check(_lib.load().psched_generate(h, encoded, _ctypes.byref(out)))
-        return Schedule(out)
+        return Schedule(out, _INTERNAL)
     finally:
         if own is not None:
             own.close()
@@ -718,7 +722,7 @@ def from_csv(source: _CsvSource, plan: _t.Optional[Plan] = None) -> Schedule:
             if hinted is e:
                 raise
             raise hinted from None
-    return Schedule(out)
+    return Schedule(out, _INTERNAL)
 
 
 def _info(g: _t.Any) -> GeneratorInfo:

@@ -116,6 +116,18 @@ def of_type(name: str, value: object, cls: type) -> None:
                         f"{type(value).__name__}")
 
 
+# Passed by the package to the constructors that take a raw C pointer
+# (Schedule, Report, Partition, SearchResult): a pointer from anywhere else
+# would crash the interpreter, so those constructors refuse to run without it.
+INTERNAL = object()
+
+
+def internal_only(token: object, what: str, makers: str) -> None:
+    """TypeError unless a constructor was called by the package itself."""
+    if token is not INTERNAL:
+        raise TypeError(f"pipesched.{what} cannot be created directly; use {makers}")
+
+
 class _Handle:
     """Owner of one C handle; `handle` is None once closed."""
     handle: _t.Optional[_ctypes.c_void_p] = None

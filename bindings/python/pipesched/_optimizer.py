@@ -21,7 +21,9 @@ import typing as _t
 
 from . import _lib
 from ._errors import check as _check, error as _error
-from ._handle import (_Handle, invalid as _invalid, of_type as _of_type, real as _real,
+from . import Plan as _Plan, _read_source  # defined before the package imports this module
+from ._handle import (INTERNAL as _INTERNAL, _Handle, internal_only as _internal_only,
+                      invalid as _invalid, of_type as _of_type, real as _real,
                       text as _text_arg, u32 as _u32, using as _using)
 
 __all__ = ["Model", "LayerGroup", "Partition", "StagePartition", "DeviceMemory",
@@ -188,7 +190,6 @@ class Model(_Handle):
         [,act_full,extra_full]` rows after a header row; raises ParseError
         naming the line and column. `source`: the text (str), its bytes, or a
         path (os.PathLike, e.g. pathlib.Path); a str is always the text."""
-        from . import _read_source  # the package defines it before importing this module
         data = _read_source(source, "source")
         out = ctypes.c_void_p()
         _check(_c().psched_model_load_csv(data, len(data), ctypes.byref(out)))
@@ -324,9 +325,10 @@ class Partition:
     stages: _t.List[StagePartition]
     devices: _t.List[DeviceMemory]
     recompute: _t.List[str]
-    plan: _t.Any  # pipesched.Plan or None
+    plan: _t.Optional[_Plan]
 
-    def __init__(self, ptr: _t.Any) -> None:
+    def __init__(self, ptr: _t.Any, _token: object = None) -> None:
+        _internal_only(_token, "Partition", "partition() or plan_search()")
         lib = _c()
         self.status = _STATUS[lib.psched_partition_status(ptr)]
         self.gap = _nan_none(lib.psched_partition_gap(ptr))
@@ -339,8 +341,7 @@ class Partition:
         plan = lib.psched_partition_plan(ptr)
         if not plan:
             return
-        from . import Plan  # the package defines Plan before importing this module
-        self.plan = Plan._adopt(self._clone(plan))
+        self.plan = _Plan._adopt(self._clone(plan))
         for s in range(lib.psched_partition_stages(ptr)):
             first, count = ctypes.c_uint32(), ctypes.c_uint32()
             time, mem = ctypes.c_double(), ctypes.c_double()
@@ -369,9 +370,8 @@ class Partition:
 
 
 def _check_plan(model: object, plan: object) -> None:
-    from . import Plan
     _of_type("model", model, Model)
-    _of_type("plan", plan, Plan)
+    _of_type("plan", plan, _Plan)
 
 
 def _method(method: object) -> int:
@@ -382,7 +382,7 @@ def _method(method: object) -> int:
     return METHODS.index(method)
 
 
-def partition(model: Model, plan: _t.Any, schedule: str, method: str = "ilp",
+def partition(model: Model, plan: _Plan, schedule: str, method: str = "ilp",
               time_limit: float = 10.0, allow_empty: bool = False,
               chunks: _t.Optional[int] = None) -> Partition:
     """Partition `model` over the stages of `schedule` (a generator name) for
@@ -414,7 +414,7 @@ def partition(model: Model, plan: _t.Any, schedule: str, method: str = "ilp",
         if own is not plan:
             own.close()
     try:
-        return Partition(out)
+        return Partition(out, _INTERNAL)
     finally:
         lib.psched_partition_result_destroy(out)
 
@@ -446,7 +446,8 @@ class SearchResult:
     solve_time: float
     alternatives: _t.List[Alternative]
 
-    def __init__(self, ptr: _t.Any) -> None:
+    def __init__(self, ptr: _t.Any, _token: object = None) -> None:
+        _internal_only(_token, "SearchResult", "plan_search()")
         lib = _c()
         self.solve_time = lib.psched_search_solve_time(ptr)
         self.alternatives = []
@@ -463,7 +464,7 @@ class SearchResult:
                 _nan_none(lib.psched_search_peak_memory(ptr, i)),
                 _nan_none(lib.psched_search_even_makespan(ptr, i)),
                 lib.psched_search_error_message(ptr, i).decode() if failed else None,
-                Partition(part) if part else None))
+                Partition(part, _INTERNAL) if part else None))
 
     @property
     def best(self) -> _t.Optional[Alternative]:
@@ -477,7 +478,7 @@ class SearchResult:
         return f"<pipesched.SearchResult {head}, {len(self.alternatives)} alternatives>"
 
 
-def plan_search(model: Model, plan: _t.Any,
+def plan_search(model: Model, plan: _Plan,
                 schedules: _t.Union[str, _t.Sequence[str], None] = None,
                 time_limit: float = 1.0, allow_empty: bool = False) -> SearchResult:
     """The fastest plan that fits: every schedule (or those named) × v in
@@ -501,6 +502,6 @@ def plan_search(model: Model, plan: _t.Any,
         _check(lib.psched_plan_search(m, p, names, count, ctypes.byref(opts),
                                       ctypes.byref(out)))
     try:
-        return SearchResult(out)
+        return SearchResult(out, _INTERNAL)
     finally:
         lib.psched_search_result_destroy(out)
