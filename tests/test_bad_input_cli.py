@@ -168,7 +168,7 @@ class TestBadFiles(BadInput):
     def test_schedule_csv_bad_bytes(self):
         self.validate_case(b"", "empty input")
         self.validate_case(b"0F0,0B0\n1F0,\xff\xfe\n", "line 2 column 5")
-        self.validate_case(b"0F0\x00,0B0\n", "line 1 column 4: NUL byte")
+        self.validate_case(b"0F0\x00,0B0\n", "NUL byte at byte offset 3 (line 1, column 4)")
         self.validate_case(b"0F0,0I0,0W0\n1F", "line 2 column 3")
         self.validate_case(b"0" * TEN_MB + b"\n", "line 1 column 10485761")
         self.validate_case(b"4294967296F0\n", "does not fit in 32 bits")
@@ -191,7 +191,7 @@ class TestBadFiles(BadInput):
 
     def test_layer_profile_nul_byte(self):
         data = PROFILE_HEADER + b"lay\x00er,2,1,1,1,1,1\n"
-        self.partition_case(data, "line 2, column 4: NUL byte")
+        self.partition_case(data, "NUL byte at byte offset 30 (line 2, column 4)")
 
 
 def main():
