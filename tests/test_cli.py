@@ -747,6 +747,33 @@ class TestInput(CliCase):
         self.assertEqual(d["alternatives"][0]["makespan"], want)
 
 
+class TestSameFlagsEverywhere(CliCase):
+    def test_partition_and_plan_take_the_equals_form_and_the_shared_checks(self):
+        model = self.write("four.csv", "type,count,f,b,w,act,param\nlayer,4,1,1,1,1,1\n")
+        spaced = self.ok("partition", "--model", model, "--devices", "2", "--microbatches", "4",
+                         "--schedule", "1f1b", "--json")
+        joined = self.ok("partition", "--model=" + model, "--devices=2", "--microbatches=4",
+                         "--schedule=1f1b", "--json")
+        self.assertEqual(json.loads(spaced)["makespan"], json.loads(joined)["makespan"])
+        for cmd in ("partition", "plan"):
+            with self.subTest(command=cmd):
+                msg = self.fails(2, cmd, "--model", model, "--devices", "0",
+                                 "--microbatches", "4", "--schedule", "1f1b")
+                self.assertIn("--devices '0': expected an integer in 1..65536", msg)
+                msg = self.fails(2, cmd, "--model", model, "--devices", "2",
+                                 "--microbatches", "4", "--comm", "-1")
+                self.assertIn("--comm '-1': expected a finite number >= 0", msg)
+        msg = self.fails(2, "simulate", *PLAN_1F1B_P4_M8, "--comm", "-1")
+        self.assertIn("--comm '-1': expected a finite number >= 0", msg)
+
+    def test_subnormal_costs_are_numbers_not_errors(self):
+        # 1e-320 underflows strtod (ERANGE) but is a finite number >= 0
+        rep = self.simulate_json(*PLAN_1F1B_P4_M8, "--cost", "1e-320,1,1")
+        self.assertEqual(rep["busy"][0], 8 * (1e-320 + 2))
+        costs = self.write("costs.csv", "0,1e-320,1,1\n")
+        self.simulate_json(*PLAN_1F1B_P4_M8, "--costs-file", costs)
+
+
 class TestBound(CliCase):
     """docs/simulator.md, worked example: p = 4, m = 8, unit costs, loop:
     work 24, critical path 4 + 4 + 1 = 9, device path 3 + 24 = 27; with a

@@ -106,6 +106,12 @@ int cli_strtod(const char *text, double *out);
 int cli_flag_u32(const char *flag, const char *text, uint32_t min, uint32_t max, uint32_t *out);
 int cli_flag_mem_limit(const char *text, double *out);
 int cli_flag_comm(const char *text, double *out);
+/* The value of the option at argv[*i] for the parsers of partition and
+ * plan: `--name=value` or `--name value` (then *i advances). @p name gets
+ * the option name. Returns CLI_OK or CLI_USAGE (message printed). */
+#define CLI_FLAG_NAME 64
+int cli_flag_value(const char *command, int argc, char **argv, int *i, char name[CLI_FLAG_NAME],
+                   const char **value);
 /* --format of a command whose result is text or JSON: "text" or "json"
  * (sets *json), the same as --json. */
 int cli_flag_result_format(const char *command, const char *text, bool *json);

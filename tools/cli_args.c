@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -169,6 +170,25 @@ static int flag_triple(const char *flag, const char *text, bool costs, double ou
     cli_error("--%s '%s': expected F,B,W: three comma-separated finite numbers%s", flag, text,
               costs ? " >= 0" : "");
     return CLI_USAGE;
+}
+
+int cli_flag_value(const char *command, int argc, char **argv, int *i, char name[CLI_FLAG_NAME],
+                   const char **value)
+{
+    const char *a = argv[*i];
+    const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+    if (eq) {
+        snprintf(name, CLI_FLAG_NAME, "%.*s", (int)(eq - a), a);
+        *value = eq + 1;
+        return CLI_OK;
+    }
+    if (*i + 1 >= argc) {
+        cli_error("%s: option %s needs a value", command, a);
+        return CLI_USAGE;
+    }
+    snprintf(name, CLI_FLAG_NAME, "%s", a);
+    *value = argv[++*i];
+    return CLI_OK;
 }
 
 static int set_value(cli_opts *o, const struct opt_def *d, const char *v)

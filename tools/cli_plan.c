@@ -112,11 +112,12 @@ static int parse(int argc, char **argv, int first, plan_opts *o)
             o->json = true;
         } else if (strcmp(a, "--allow-empty") == 0) {
             o->options.flags |= PSCHED_PARTITION_ALLOW_EMPTY;
-        } else if (i + 1 >= argc) {
-            cli_error("plan: option %s needs a value", a);
-            rc = CLI_USAGE;
         } else {
-            rc = parse_value(a, argv[++i], o);
+            char name[CLI_FLAG_NAME];
+            const char *value;
+            rc = cli_flag_value("plan", argc, argv, &i, name, &value);
+            if (rc == CLI_OK)
+                rc = parse_value(name, value, o);
         }
         if (rc != CLI_OK)
             return rc;
