@@ -270,6 +270,27 @@ void test_exports_and_generator_list()
     CHECK_STRING(pipesched::version(), psched_version());
 }
 
+/* docs/simulator.md's worked example: p = 4, m = 8, unit costs: work 24,
+ * critical path 9, device path 27; a limit of 2 units makes the memory
+ * term 8 * 7 / 2 = 28. */
+void test_bound_of_1f1b_p4_m8_is_the_worked_example()
+{
+    pipesched::Schedule s = pipesched::generate(pipesched::Plan(4, 8), "1f1b");
+    psched_bound_info b = s.bound();
+    CHECK_EQ_DBL(b.makespan, 27);
+    CHECK_EQ_DBL(b.span, 24);
+    CHECK_EQ_DBL(b.work, 24);
+    CHECK_EQ_DBL(b.critical_path, 9);
+    CHECK_EQ_DBL(b.device_path, 27);
+    CHECK_EQ_DBL(b.memory, 0);
+    pipesched::Plan limited = s.plan();
+    limited.memory_limit(2);
+    CHECK_EQ_DBL(pipesched::bound(limited).makespan, 28);
+    CHECK_EQ_DBL(pipesched::bound(limited, PSCHED_BOUND_IGNORE_MEMORY).makespan, 27);
+    /* v left to a generator: the plan cannot be bounded */
+    EXPECT_ERROR(PSCHED_EINVAL, pipesched::bound(pipesched::Plan(4, 8)));
+}
+
 /* ---- the optimizer and the builder ---- */
 
 /* Four identical layers (F = B = W = 1 each) over two devices under 1F1B:
@@ -414,5 +435,6 @@ int main()
     RUN(test_model_groups_read_back_with_their_variants);
     RUN(test_plan_search_ranks_fitting_alternatives);
     RUN(test_builder_writes_a_generator_in_cpp);
+    RUN(test_bound_of_1f1b_p4_m8_is_the_worked_example);
     TEST_MAIN_END();
 }

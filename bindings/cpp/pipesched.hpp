@@ -77,6 +77,18 @@ template <typename T> T *require(T *handle, const char *what)
     return handle;
 }
 
+/* psched_bound() with the options and result versions of this header. */
+inline psched_bound_info bound(const psched_plan *plan, std::uint32_t flags)
+{
+    psched_bound_options options{};
+    options.version = PSCHED_BOUND_OPTIONS_VERSION;
+    options.flags = flags;
+    psched_bound_info info{};
+    info.version = PSCHED_BOUND_INFO_VERSION;
+    check(psched_bound(plan, &options, &info));
+    return info;
+}
+
 struct PlanDeleter {
     void operator()(psched_plan *p) const noexcept { psched_plan_destroy(p); }
 };
@@ -394,6 +406,15 @@ public:
      *  broken rule. */
     void validate() const { detail::check(psched_validate(get_checked())); }
 
+    /** Lower bounds on makespan and span that every valid schedule of this
+     *  schedule's plan obeys (psched_bound()); @p flags 0 or
+     *  PSCHED_BOUND_IGNORE_MEMORY. The gap of a simulation is
+     *  `report.span() / bound().span - 1`. */
+    psched_bound_info bound(std::uint32_t flags = 0) const
+    {
+        return detail::bound(psched_schedule_plan(get_checked()), flags);
+    }
+
     /** Simulate with the schedule's own costs, or those of @p costs. */
     Report simulate(const Plan *costs = nullptr) const
     {
@@ -474,6 +495,15 @@ private:
 inline Schedule generate(const Plan &plan, const std::string &name)
 {
     return Schedule::generate(plan, name);
+}
+
+/** Lower bounds on makespan and span for every valid schedule of @p plan,
+ *  whose chunks and placement must be set (psched_bound(): throws Error
+ *  PSCHED_EINVAL otherwise, PSCHED_EINFEASIBLE for a memory limit below one
+ *  micro-batch's activation). @p flags 0 or PSCHED_BOUND_IGNORE_MEMORY. */
+inline psched_bound_info bound(const Plan &plan, std::uint32_t flags = 0)
+{
+    return detail::bound(detail::require(plan.get(), "Plan"), flags);
 }
 
 /** Schedule::from_csv(text, plan). */
