@@ -128,9 +128,12 @@ def main():
     with socket.socket() as s:  # a free port on this machine only
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    # fork where the platform has it: the workers start with torch already
+    # imported (spawn re-imports it in every process, seconds each).
+    method = "fork" if "fork" in torch.multiprocessing.get_all_start_methods() else "spawn"
     try:
-        torch.multiprocessing.spawn(worker, args=(args.devices, port, args),
-                                    nprocs=args.devices)
+        torch.multiprocessing.start_processes(worker, args=(args.devices, port, args),
+                                              nprocs=args.devices, start_method=method)
     except torch.multiprocessing.ProcessExitedException:
         return 1
     return 0

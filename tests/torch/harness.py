@@ -84,7 +84,9 @@ def free_port():
 
 def _worker(rank, world, port, fn, cases, queue, timeout_s):
     import datetime
+    import time
     import torch.distributed as dist
+    times = os.environ.get("PIPESCHED_TORCH_TIMES")
     try:
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                 world_size=world,
@@ -94,10 +96,13 @@ def _worker(rank, world, port, fn, cases, queue, timeout_s):
         return
     try:
         for i, case in enumerate(cases):
+            t = time.monotonic()
             try:
                 msg = fn(rank, world, case)
             except Exception:  # noqa: BLE001
                 msg = "raised:\n" + traceback.format_exc()
+            if times and rank == 0:
+                print(f"# case {i}: {time.monotonic() - t:.2f} s", file=sys.stderr, flush=True)
             queue.put((rank, i, msg))
             # Keep the ranks aligned case by case, so one broken case cannot
             # feed its messages to the next.
@@ -119,7 +124,10 @@ def run_pool(world, fn, cases, timeout_s=60, deadline_s=600):
     import queue as queue_mod
     import time
     import torch.multiprocessing as mp
-    ctx = mp.get_context("spawn")
+    # fork: the workers inherit the imported torch and pipesched instead of
+    # importing them again (seconds each on a busy 2-core machine); the
+    # parent has run no torch op, so no thread pool is forked half-started.
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     q = ctx.Queue()
     port = free_port()
     procs = [ctx.Process(target=_worker, args=(r, world, port, fn, cases, q, timeout_s),

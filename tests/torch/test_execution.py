@@ -104,7 +104,7 @@ def run_case(rank, world, case):
         if len(losses) != m:
             return f"{len(losses)} losses for {m} micro-batches"
         for k, (got, want) in enumerate(zip(losses, ref_losses)):
-            d = abs(float(got) - want)
+            d = abs(got.item() - want)
             if d > worst:
                 worst, where = d, f"loss of micro-batch {k}"
     for s in mine:
