@@ -12,6 +12,12 @@ import harness  # noqa: E402
 
 def main():
     harness.require_torch()
+    # `import pipesched` alone never imports torch (only pipesched.torch does).
+    probe = subprocess.run([sys.executable, "-c", "import sys, pipesched; pipesched.version(); "
+                            "sys.exit(1 if 'torch' in sys.modules else 0)"], timeout=120)
+    if probe.returncode != 0:
+        print("FAIL: import pipesched imported torch")
+        return 1
     out = subprocess.run([sys.executable, sys.argv[1], "--devices", "2"], capture_output=True,
                          text=True, timeout=600)
     sys.stdout.write(out.stdout)

@@ -21,12 +21,19 @@ inputs) → ``I``, W → ``W``, BW (full backward) → ``B``, an overlapped pair
 SEND_F/RECV_F/SEND_B/RECV_B by the same names. Stage numbers are the global
 (virtual) stage indices; ranks are pipesched's devices.
 """
+from __future__ import annotations
+
 import ctypes
 import os
 import struct
+import typing as _t
 
-import torch  # noqa: F401  (the ImportError below names the pinned version)
-from torch.distributed.pipelining import schedules as _pt
+try:
+    import torch  # noqa: F401
+    from torch.distributed.pipelining import schedules as _pt
+except ImportError as _e:  # pragma: no cover - depends on the environment
+    raise ImportError(f"pipesched.torch needs torch==2.13.0 (pip install 'pipesched[torch]' "
+                      f"or pip install torch==2.13.0): {_e}") from _e
 
 import pipesched
 from . import _lib
@@ -130,7 +137,7 @@ def _refuse_chains(schedule):
                      "faithfully; use 'dualpipev' (one chain, V placement) instead")
 
 
-def to_pipeline_order(schedule):
+def to_pipeline_order(schedule: pipesched.Schedule) -> dict[int, list[_pt._Action]]:
     """``{rank: [_Action, ...]}``: the compute order of every device, in
     PyTorch's ``pipeline_order`` form (no idle ``None`` slots: the runtime
     runs actions back to back). Raises Unsupported for a two-chain
@@ -139,7 +146,9 @@ def to_pipeline_order(schedule):
     return {d: _actions_of(schedule, d) for d in range(schedule.devices)}
 
 
-def to_pipeline_order_with_comms(schedule, costs=None):
+def to_pipeline_order_with_comms(schedule: pipesched.Schedule,
+                                 costs: pipesched.Plan | None = None
+                                 ) -> dict[int, list[_pt._Action]]:
     """``{rank: [_Action, ...]}`` of pipesched's comm lowering
     (``Schedule.lower(costs)``): compute actions plus SEND_F/RECV_F/SEND_B/
     RECV_B, with a ``REDUCE_GRAD`` after each stage's last backward (the
@@ -156,7 +165,7 @@ def to_pipeline_order_with_comms(schedule, costs=None):
                 for d in range(lowered.devices)}
 
 
-def stage_to_rank(schedule):
+def stage_to_rank(schedule: pipesched.Schedule) -> dict[int, int]:
     """``{stage: rank}`` of the schedule's placement (loop, V shape or
     custom): what PyTorch calls ``stage_index_to_group_rank``."""
     _refuse_chains(schedule)
@@ -177,13 +186,15 @@ def stage_to_rank(schedule):
     return dict(sorted(mapping.items()))
 
 
-def stages_of_rank(schedule, rank):
+def stages_of_rank(schedule: pipesched.Schedule, rank: int) -> list[int]:
     """The stage indices a rank holds, ascending (build one PipelineStage
     for each, in this order)."""
     return [s for s, r in stage_to_rank(schedule).items() if r == rank]
 
 
-def resolve(schedule, n_microbatches=None, devices=None, chunks=0, **plan_args):
+def resolve(schedule: pipesched.Schedule | str, n_microbatches: int | None = None,
+            devices: int | None = None, chunks: int = 0, **plan_args: _t.Any
+            ) -> pipesched.Schedule:
     """A pipesched Schedule from a Schedule (returned as is) or a generator
     name plus plan arguments (devices, micro-batches, chunks, cost, ...)."""
     if isinstance(schedule, pipesched.Schedule):
@@ -194,14 +205,12 @@ def resolve(schedule, n_microbatches=None, devices=None, chunks=0, **plan_args):
     if devices is None or n_microbatches is None:
         raise _error(_lib.EINVAL, f"schedule '{schedule}' given by name needs devices and "
                      "n_microbatches")
-    if pipesched.schedule_info(schedule).chains != 1:
-        # Generate it anyway so the refusal names the schedule's own shape.
-        plan_args.setdefault("chains", pipesched.schedule_info(schedule).chains)
     return pipesched.generate(schedule, devices=devices, microbatches=n_microbatches,
                               chunks=chunks, **plan_args)
 
 
-def write_csv(schedule, path, format="compute_only", costs=None):
+def write_csv(schedule: pipesched.Schedule, path: str | os.PathLike[str],
+              format: str = "compute_only", costs: pipesched.Plan | None = None) -> None:
     """Write the file PyTorch's ``_PipelineScheduleRuntime._load_csv(path,
     format)`` (torchtitan's ``pipeline_parallel_schedule_csv``) reads: one
     row per rank. "compute_comms" writes pipesched's lowering, including
@@ -226,8 +235,11 @@ class PipeschedSchedule(_pt._PipelineScheduleRuntime):
     :func:`make_schedule`.
     """
 
-    def __init__(self, stages, n_microbatches, loss_fn, order, *, comms=None,
-                 scale_grads=True, output_merge_spec=None, defer_pp_recv=False):
+    def __init__(self, stages: _t.Sequence[_t.Any], n_microbatches: int,
+                 loss_fn: _t.Callable[..., _t.Any] | None,
+                 order: dict[int, list[_pt._Action]], *,
+                 comms: dict[int, list[_pt._Action]] | None = None, scale_grads: bool = True,
+                 output_merge_spec: _t.Any = None, defer_pp_recv: bool = False) -> None:
         super().__init__(stages=stages, n_microbatches=n_microbatches, loss_fn=loss_fn,
                          output_merge_spec=output_merge_spec, scale_grads=scale_grads,
                          defer_pp_recv=defer_pp_recv)
@@ -239,9 +251,11 @@ class PipeschedSchedule(_pt._PipelineScheduleRuntime):
                                               format="compute_comms")
 
 
-def make_schedule(stages, schedule, n_microbatches, loss_fn=None, *, lowering="pytorch",
-                  validate=True, costs=None, scale_grads=True, output_merge_spec=None,
-                  **plan_args):
+def make_schedule(stages: _t.Sequence[_t.Any], schedule: pipesched.Schedule | str,
+                  n_microbatches: int, loss_fn: _t.Callable[..., _t.Any] | None = None, *,
+                  lowering: str = "pytorch", validate: bool = True,
+                  costs: pipesched.Plan | None = None, scale_grads: bool = True,
+                  output_merge_spec: _t.Any = None, **plan_args: _t.Any) -> PipeschedSchedule:
     """A ready PyTorch schedule (:class:`PipeschedSchedule`, a
     ``_PipelineScheduleRuntime``) whose ``step()`` executes ``schedule`` on
     this rank's ``stages`` (``PipelineStage`` objects, one per stage index
