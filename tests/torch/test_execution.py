@@ -45,6 +45,10 @@ def cases_for(p, reference_dir, plugin):
             cases.append({"csv": rel, "text": text, "lowering": low})
             # The same file through PyTorch's own _load_csv (torchtitan's path).
             cases.append({"csv": rel, "text": text, "lowering": low, "load_csv": True})
+    if p == 2:
+        # A generator name plus plan arguments instead of a Schedule.
+        for name, m, low in (("interleaved", 3, "pytorch"), ("v-zb", 4, "pipesched")):
+            cases.append({"name": name, "v": 2, "m": m, "lowering": low, "by_name": True})
     if plugin and p == 2:
         for low in LOWERINGS:
             cases.append({"name": "reverse-gpipe", "v": 1, "m": 3, "lowering": low,
@@ -55,6 +59,7 @@ def cases_for(p, reference_dir, plugin):
 def describe(case):
     what = case.get("csv") or f"{case['name']} v={case['v']} m={case['m']}"
     extra = " via _load_csv" if case.get("load_csv") else ""
+    extra += " (by name)" if case.get("by_name") else ""
     return f"{what} lowering={case['lowering']}{extra}"
 
 
@@ -88,6 +93,9 @@ def run_case(rank, world, case):
                 runtime = torch.distributed.pipelining.schedules._PipelineScheduleRuntime(
                     stages, m, loss_fn=harness.loss_fn)
                 runtime._load_csv(path, format=fmt)
+        elif case.get("by_name"):
+            runtime = pt.make_schedule(stages, case["name"], m, harness.loss_fn,
+                                       lowering=case["lowering"])
         else:
             runtime = pt.make_schedule(stages, sched, m, harness.loss_fn,
                                        lowering=case["lowering"])
