@@ -1177,6 +1177,101 @@ PSCHED_API psched_status psched_bound(const psched_plan *plan, const psched_boun
 
 /** @} */
 
+/** @defgroup costmodel Cost model extensions
+ *  Opt-in refinements of the DESIGN §3 cost model (docs/simulator.md, "Cost
+ *  model extensions"). A plan that sets none of them simulates exactly as
+ *  before; each is copied with the plan and read by psched_simulate().
+ *  @{ */
+
+/**
+ * @brief Set the time an overlapped F&B pair saves, for every stage
+ * (clears per-stage values). A pair of ops joined by
+ * #PSCHED_OP_OVERLAP_NEXT, one F and one B or BW, then takes
+ * t_F + t_B − s instead of t_F + t_B (DualPipe hides one op's all-to-all
+ * under the other's compute); with two stages in the pair the smaller of
+ * their savings counts, each scaled by its micro-batch's weight.
+ * @param saving s, finite with 0 <= s <= min(t_F, t_B) of every stage under
+ *        the current costs (psched_simulate() checks again). Default 0.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (out of range, NULL plan), ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_set_overlap_saving(psched_plan *plan, double saving);
+
+/** @brief Set the overlap saving of one stage (stage < p·v; same range as
+ *  psched_plan_set_overlap_saving() against that stage's costs).
+ *  @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM. */
+PSCHED_API psched_status psched_plan_set_stage_overlap_saving(psched_plan *plan, uint32_t stage,
+                                                              double saving);
+
+/** @brief Overlap saving of a stage (0 unless set; NAN for a NULL plan or
+ *  stage >= S). */
+PSCHED_API double psched_plan_stage_overlap_saving(const psched_plan *plan, uint32_t stage);
+
+/**
+ * @brief Give micro-batch k the weight w_k: its F, B and W times, its
+ * memory deltas and the bytes it sends all scale by w_k (variable sequence
+ * lengths). Micro-batches are numbered over all chains: with two chains,
+ * micro-batch k of chain c is c·m/2 + k.
+ * @param weights @p count finite values > 0 (copied), or NULL with count 0
+ *        to go back to every w_k = 1.
+ * @param count 0, or exactly the plan's micro-batch count m (a later change
+ *        of m makes psched_simulate() refuse the plan until they match).
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_set_microbatch_weights(psched_plan *plan,
+                                                            const double *weights,
+                                                            uint32_t count);
+
+/** @brief Weight of micro-batch @p microbatch (numbered over all chains; 1
+ *  unless set; NAN for a NULL plan or microbatch >= m). */
+PSCHED_API double psched_plan_microbatch_weight(const psched_plan *plan, uint32_t microbatch);
+
+/**
+ * @brief Set the bytes every stage sends to its neighbour: @p forward
+ * (activations of its F, to the next stage) and @p backward (gradients of
+ * its B or BW, to the stage before), both finite and >= 0 (clears per-stage
+ * values). Default 0: transfers cost only t_comm. A transfer between two
+ * devices then takes the link's latency + bytes·w_k / bandwidth
+ * (psched_plan_set_topology()), plus t_comm.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_set_comm_bytes(psched_plan *plan, double forward,
+                                                    double backward);
+
+/** @brief Set the bytes one stage sends forward and backward (stage < p·v).
+ *  @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM. */
+PSCHED_API psched_status psched_plan_set_stage_comm_bytes(psched_plan *plan, uint32_t stage,
+                                                          double forward, double backward);
+
+/** @brief Read the bytes a stage sends forward and backward (either pointer
+ *  may be NULL). @return ::PSCHED_OK or ::PSCHED_EINVAL (stage >= S). */
+PSCHED_API psched_status psched_plan_stage_comm_bytes(const psched_plan *plan, uint32_t stage,
+                                                      double *forward, double *backward);
+
+/**
+ * @brief Describe the links between devices. Devices d and e share a node
+ * when d / devices_per_node == e / devices_per_node (devices_per_node 0: all
+ * on one node). Each device has one outgoing link towards higher-numbered
+ * devices and one towards lower-numbered ones; the transfers leaving it in
+ * one direction queue on that link in issue order (a send-side model) while
+ * compute goes on. A transfer holds its link for bytes / bandwidth and
+ * arrives latency + t_comm later.
+ * @param intra_bandwidth, inter_bandwidth bytes per time unit, > 0
+ *        (INFINITY, the default: bytes cost nothing).
+ * @param intra_latency, inter_latency finite, >= 0 (default 0).
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_set_topology(psched_plan *plan, uint32_t devices_per_node,
+                                                  double intra_bandwidth, double intra_latency,
+                                                  double inter_bandwidth, double inter_latency);
+
+/** @brief Read the topology (any pointer may be NULL; the defaults are
+ *  0, INFINITY, 0, INFINITY, 0). @return ::PSCHED_OK or ::PSCHED_EINVAL. */
+PSCHED_API psched_status psched_plan_topology(const psched_plan *plan, uint32_t *devices_per_node,
+                                              double *intra_bandwidth, double *intra_latency,
+                                              double *inter_bandwidth, double *inter_latency);
+
+/** @} */
+
 #ifdef __cplusplus
 }
 #endif

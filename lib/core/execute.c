@@ -214,11 +214,44 @@ static psched_status check_deps_exist(exec *x)
     return PSCHED_OK;
 }
 
+/* w_k of an op's micro-batch (1 without weights). */
+static inline double op_weight(const exec *x, const psched_op *o)
+{
+    return x->weight ? x->weight[(size_t)(o->stage / x->per) * x->mbs + o->microbatch] : 1.0;
+}
+
 double psched__exec_cost(const exec *x, const psched_op *o)
 {
     /* comm kinds never reach here; anything past BW costs like BW */
     uint32_t k = o->kind <= PSCHED_OP_BW ? o->kind : PSCHED_OP_BW;
-    return x->stage_cost[(size_t)o->stage * PSCHED_SLOTS + k];
+    double t = x->stage_cost[(size_t)o->stage * PSCHED_SLOTS + k];
+    return x->weight ? t * op_weight(x, o) : t;
+}
+
+/* What an overlapped pair saves: only an F with a B or BW hides one op's
+ * communication under the other's compute; each side's saving scales with
+ * its micro-batch, and the pair saves the smaller, so never more than
+ * either op takes (the setter keeps s <= min(t_F, t_B)). */
+static double pair_saving(const exec *x, const psched_op *a, const psched_op *b)
+{
+    if (a->kind != PSCHED_OP_F) {
+        const psched_op *t = a;
+        a = b;
+        b = t;
+    }
+    if (a->kind != PSCHED_OP_F || (b->kind != PSCHED_OP_B && b->kind != PSCHED_OP_BW))
+        return 0;
+    return fmin(x->overlap[a->stage] * op_weight(x, a), x->overlap[b->stage] * op_weight(x, b));
+}
+
+double psched__exec_unit_cost(const exec *x, const psched_op *ops, size_t g, size_t n)
+{
+    double cost = 0;
+    for (size_t u = g; u < g + n; u++)
+        cost += psched__exec_cost(x, &ops[u]);
+    if (n == 2 && x->overlap)
+        cost -= pair_saving(x, &ops[g], &ops[g + 1]);
+    return cost;
 }
 
 void psched__exec_enqueue(exec *x, uint32_t d)
@@ -265,7 +298,7 @@ static inline int take_dep(exec *x, uint32_t d, size_t g, size_t n, uint32_t dep
         return DEP_PARK;
     }
     if (x->end) {
-        double t = x->end[dep] + (dd == d ? 0 : x->costs->comm);
+        double t = dd == d ? x->end[dep] : x->links ? x->arrive[dep] : x->end[dep] + x->costs->comm;
         if (t > *ready)
             *ready = t;
     }
@@ -299,6 +332,39 @@ static inline int take_deps(exec *x, uint32_t d, size_t g, size_t n, const psche
         break;
     }
     return r;
+}
+
+/* Link model: the output of op g (just finished on device d) leaves for
+ * the device of its consumer on the link of d in that direction, after
+ * whatever was issued on that link before it (ops of one device finish in
+ * list order, so this is issue order); it holds the link for bytes /
+ * bandwidth and arrives the link's latency + t_comm after that. */
+static void send_output(exec *x, const psched_op *o, size_t g, uint32_t d)
+{
+    uint32_t to;
+    int dir;
+    if (o->kind == PSCHED_OP_F && !(x->stage_flags[o->stage] & PSCHED_EXEC_LAST)) {
+        to = x->stage_device[o->stage + 1];
+        dir = 0;
+    } else if ((o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW) &&
+               !(x->stage_flags[o->stage] & PSCHED_EXEC_FIRST)) {
+        to = x->stage_device[o->stage - 1];
+        dir = 1;
+    } else {
+        return;
+    }
+    if (to == d)
+        return;
+    const psched_costmodel *c = x->costs->cm;
+    uint32_t nd = c->node_devices;
+    int inter = nd && d / nd != to / nd;
+    double *link = &x->link_free[2 * (size_t)d + (to < d)];
+    double leave = fmax(x->end[g], *link);
+    double hold = psched__plan_bytes(x->costs, o->stage, dir) * op_weight(x, o) / c->bandwidth[inter];
+    if (!(hold >= 0)) /* 0 bytes over an infinite link: no time, not NaN */
+        hold = 0;
+    *link = leave + hold;
+    x->arrive[g] = leave + hold + c->latency[inter] + x->costs->comm;
 }
 
 /* Devices take turns after an op or two, so each device's list is one of
@@ -347,11 +413,16 @@ static psched_status run_device(exec *x, uint32_t d)
             }
             cost += x->stage_cost[(size_t)ops[u].stage * PSCHED_SLOTS + ops[u].kind];
         }
+        if (UNLIKELY(x->weight || x->overlap))
+            cost = psched__exec_unit_cost(x, ops, g, n);
         if (x->end) {
             for (size_t u = g; u < g + n; u++) {
                 x->start[u] = ready;
                 x->end[u] = ready + cost;
             }
+            if (UNLIKELY(x->links))
+                for (size_t u = g; u < g + n; u++)
+                    send_output(x, &ops[u], u, d);
         }
         x->free_at[d] = ready + cost;
         x->cursor[d] = g + n;
@@ -454,6 +525,9 @@ void psched__exec_free(exec *x)
     psched__dealloc(x->waiting);
     psched__dealloc(x->queue);
     psched__dealloc(x->queued);
+    psched__dealloc(x->overlap);
+    psched__dealloc(x->arrive);
+    psched__dealloc(x->link_free);
     if (x->own_times) {
         psched__dealloc(x->start);
         psched__dealloc(x->end);
@@ -475,7 +549,33 @@ static void fill_stages(exec *x)
         t[PSCHED_OP_B] = c.b;
         t[PSCHED_OP_W] = c.w;
         t[PSCHED_OP_BW] = c.b + c.w;
+        if (x->overlap)
+            x->overlap[st] = psched__plan_overlap(x->costs, st);
     }
+}
+
+/* The extensions' tables, when the costs plan sets any (times only). */
+static bool alloc_costmodel(exec *x, size_t total)
+{
+    const psched_costmodel *c = x->costs->cm;
+    if (!c)
+        return true;
+    x->per = x->S / (x->plan->chains ? x->plan->chains : 1);
+    if (c->weight && c->weight_len == (size_t)x->mbs * (x->plan->chains ? x->plan->chains : 1))
+        x->weight = c->weight;
+    bool overlap = c->overlap_all > 0;
+    for (uint32_t i = 0; c->overlap && i < c->overlap_len; i++)
+        overlap |= c->overlap[i] > 0;
+    if (overlap && !(x->overlap = psched__calloc(x->S + 1, sizeof *x->overlap)))
+        return false;
+    if (psched__costmodel_links(x->costs)) {
+        x->links = true;
+        x->arrive = psched__calloc(total + 1, sizeof *x->arrive);
+        x->link_free = psched__calloc(2 * (size_t)x->p, sizeof *x->link_free);
+        if (!x->arrive || !x->link_free)
+            return false;
+    }
+    return true;
 }
 
 /* Allocation and the per-stage tables; times only when `timed`. */
@@ -514,7 +614,8 @@ static psched_status exec_alloc(exec *x, const psched_schedule *s, const psched_
     x->queue = psched__reallocarray(NULL, x->p, sizeof *x->queue);
     x->queued = psched__calloc(x->p, sizeof *x->queued);
     if ((timed && (!x->start || !x->end)) || !x->pos || !x->stage_device || !x->stage_flags ||
-        !x->stage_cost || !x->cursor || !x->free_at || !x->waiting || !x->queue || !x->queued) {
+        !x->stage_cost || !x->cursor || !x->free_at || !x->waiting || !x->queue || !x->queued ||
+        (timed && !alloc_costmodel(x, total))) {
         psched__exec_free(x);
         return PSCHED_ENOMEM_FAIL();
     }

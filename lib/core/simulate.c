@@ -63,8 +63,12 @@ static double *mem_table(const psched_plan *costs, uint32_t stages)
 /* Busy time, span, peak memory and latest end of one device. An
  * overlapped pair is one unit: its time counts once. */
 static double device_figures(psched_report *r, const psched_schedule *s, const double *mem_of,
-                             uint32_t d, double *latest)
+                             const psched_plan *costs, uint32_t d, double *latest)
 {
+    /* micro-batch weights scale activation memory (NULL: all 1) */
+    const double *w = costs->cm ? costs->cm->weight : NULL;
+    uint32_t per = s->plan->devices * s->plan->chunks / (s->plan->chains ? s->plan->chains : 1);
+    uint32_t mbs = psched__plan_chain_mbs(s->plan);
     double busy = 0, mem = 0, peak = 0, last_end = *latest;
     size_t first = s->offset[d], last = s->offset[d + 1];
     bool paired = false; /* the previous op opened an overlapped pair */
@@ -76,7 +80,8 @@ static double device_figures(psched_report *r, const psched_schedule *s, const d
         paired = (o->flags & PSCHED_OP_OVERLAP_NEXT) != 0;
         if (end > last_end)
             last_end = end;
-        mem += mem_of[(size_t)o->stage * 8 + (o->kind & 7u)];
+        double delta = mem_of[(size_t)o->stage * 8 + (o->kind & 7u)];
+        mem += w ? delta * w[(size_t)(o->stage / per) * mbs + o->microbatch] : delta;
         if (mem > peak)
             peak = mem;
     }
@@ -101,6 +106,13 @@ psched_status psched_simulate(const psched_schedule *s, const psched_plan *costs
                            psched_plan_stages(costs), S);
     if (!costs)
         costs = s->plan;
+    psched_status bad = psched__costmodel_check(costs);
+    if (bad)
+        return bad;
+    if (costs->cm && costs->cm->weight && costs->microbatches != s->plan->microbatches)
+        return psched_fail(PSCHED_EINVAL,
+                           "cost plan weighs %u micro-batches but the schedule has %u",
+                           costs->microbatches, s->plan->microbatches);
     size_t total = s->offset[s->devices];
     psched_report *r = report_alloc(s->devices, total);
     if (!r)
@@ -120,7 +132,7 @@ psched_status psched_simulate(const psched_schedule *s, const psched_plan *costs
     memcpy(r->offset, s->offset, ((size_t)s->devices + 1) * sizeof *r->offset);
     double makespan = 0, span = 0, busy = 0;
     for (uint32_t d = 0; d < s->devices; d++) {
-        span = fmax(span, device_figures(r, s, mem_of, d, &makespan));
+        span = fmax(span, device_figures(r, s, mem_of, costs, d, &makespan));
         busy += r->busy[d];
     }
     psched__dealloc(mem_of);
