@@ -230,6 +230,204 @@ static void test_dualpipev_p8_m32_overlap_half(void)
     psched_plan_destroy(plan);
 }
 
+/* ---- micro-batch weights ---- */
+
+static void test_weight_setter_checks_count_and_sign(void)
+{
+    psched_plan *plan = gen_plan(2, 3, 1, 1, 1);
+    const double two[] = {1, 2}, neg[] = {1, -1, 1}, ok[] = {1, 4, 1};
+    CHECK_EQ_INT(psched_plan_set_microbatch_weights(plan, two, 2), PSCHED_EINVAL);
+    CHECK_CONTAINS(psched_last_error(), "microbatch weights (2 given) must number microbatches (3)");
+    CHECK_EQ_INT(psched_plan_set_microbatch_weights(plan, neg, 3), PSCHED_EINVAL);
+    CHECK_CONTAINS(psched_last_error(), "weight of micro-batch 1 (-1) must be finite and > 0");
+    CHECK_EQ_INT(psched_plan_set_microbatch_weights(plan, NULL, 3), PSCHED_EINVAL);
+    CHECK_OK(psched_plan_set_microbatch_weights(plan, ok, 3));
+    CHECK_EQ_DBL(psched_plan_microbatch_weight(plan, 1), 4);
+    /* m changed afterwards: the simulation names the mismatch */
+    CHECK_OK(psched_plan_set_microbatches(plan, 4));
+    psched_schedule *s;
+    CHECK_OK(psched_generate(plan, "1f1b", &s));
+    psched_report *r = NULL;
+    CHECK_EQ_INT(psched_simulate(s, NULL, &r), PSCHED_EINVAL);
+    CHECK_CONTAINS(psched_last_error(), "microbatch weights (3) must number microbatches (4)");
+    psched_schedule_destroy(s);
+    CHECK_OK(psched_plan_set_microbatch_weights(plan, NULL, 0));
+    CHECK_EQ_DBL(psched_plan_microbatch_weight(plan, 1), 1);
+    psched_plan_destroy(plan);
+}
+
+/* 1F1B, p = 2, m = 3, unit costs (BW = 2), weights (1, 4, 1): micro-batch 1
+ * is a straggler whose F takes 4 and BW 8.
+ *   d0: 0F0 [0,1] 0F1 [1,5]
+ *   d1: 1F0 [1,2] 1B0 [2,4] 1F1 waits 0F1 -> [5,9] 1B1 [9,17]
+ *   d0: 0B0 waits 1B0 (4), free at 5 -> [5,7] 0F2 [7,8] 0B1 waits 1B1 -> [17,25]
+ *   d1: 1F2 [17,18] 1B2 [18,20];  d0: 0B2 waits 1B2 (20), free 25 -> [25,27]
+ * Makespan 27 (12 = (m + p - 1)(F + B + W) with all weights 1). Memory: d0
+ * holds 1 + 4 after 0F1, then 4 after 0B0, 5 after 0F2: peak 5; d1 peaks at
+ * 4 when 1F1 runs. */
+static void test_straggler_microbatch_1f1b_p2_m3_by_hand(void)
+{
+    psched_plan *plan = gen_plan(2, 3, 1, 1, 1);
+    psched_report *r = simulate_generated(plan, "1f1b");
+    if (r)
+        CHECK_EQ_DBL(psched_report_makespan(r), 12);
+    psched_report_destroy(r);
+    const double w[] = {1, 4, 1};
+    CHECK_OK(psched_plan_set_microbatch_weights(plan, w, 3));
+    psched_schedule *s;
+    CHECK_OK(psched_generate(plan, "1f1b", &s));
+    char *text;
+    CHECK_OK(psched_export(s, NULL, PSCHED_FORMAT_CSV, 0, &text, NULL));
+    CHECK_STR(text, "0F0,0F1,0B0,0F2,0B1,0B2\n1F0,1B0,1F1,1B1,1F2,1B2\n");
+    psched_free(text);
+    CHECK_OK(psched_simulate(s, NULL, &r));
+    const double s0[] = {0, 1, 5, 7, 17, 25}, e0[] = {1, 5, 7, 8, 25, 27};
+    const double s1[] = {1, 2, 5, 9, 17, 18}, e1[] = {2, 4, 9, 17, 18, 20};
+    check_times(r, 0, s0, e0, 6);
+    check_times(r, 1, s1, e1, 6);
+    CHECK_EQ_DBL(psched_report_makespan(r), 27);
+    double busy, peak;
+    CHECK_OK(psched_report_device(r, 0, &busy, NULL, &peak));
+    CHECK_EQ_DBL(busy, 18);
+    CHECK_EQ_DBL(peak, 5);
+    CHECK_OK(psched_report_device(r, 1, NULL, NULL, &peak));
+    CHECK_EQ_DBL(peak, 4);
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+/* Two chains, p = 2, v = 1, m = 2: stage 0 (chain 0) on d0, stage 1 (chain
+ * 1) on d1, one micro-batch each, numbered 0 in its chain. Weights (1, 3):
+ * micro-batch 0 of chain 1 is micro-batch 1 overall and weighs 3, so d1
+ * takes 3 * (1 + 2) = 9 and holds 3 units; d0 takes 3. */
+static void test_weights_number_microbatches_over_chains(void)
+{
+    psched_plan *plan = ts_plan(2, 2, 1, PSCHED_PLACEMENT_LOOP);
+    CHECK_OK(psched_plan_set_chains(plan, 2));
+    const double w[] = {1, 3};
+    CHECK_OK(psched_plan_set_microbatch_weights(plan, w, 2));
+    static const char *const rows[] = {"0F0,0B0", "1F0,1B0"};
+    psched_schedule *s = ts_build(plan, rows);
+    psched_report *r;
+    CHECK_OK(psched_simulate(s, NULL, &r));
+    double busy, peak;
+    CHECK_OK(psched_report_device(r, 0, &busy, NULL, &peak));
+    CHECK_EQ_DBL(busy, 3);
+    CHECK_EQ_DBL(peak, 1);
+    CHECK_OK(psched_report_device(r, 1, &busy, NULL, &peak));
+    CHECK_EQ_DBL(busy, 9);
+    CHECK_EQ_DBL(peak, 3);
+    CHECK_EQ_DBL(psched_report_makespan(r), 9);
+    CHECK_EQ_DBL(psched_report_peak_memory_M(r), 1.5);
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+/* ---- communication by bytes and links ---- */
+
+/* GPipe, p = 2, m = 3, unit costs (BW = 2): d0 runs 0F0 [0,1] 0F1 [1,2]
+ * 0F2 [2,3] back to back, and their activations queue on d0's link. */
+static psched_report *gpipe_p2_m3(psched_plan *plan)
+{
+    static const char *const rows[] = {"0F0,0F1,0F2,0B0,0B1,0B2", "1F0,1F1,1F2,1B0,1B1,1B2"};
+    psched_schedule *s = ts_build(plan, rows);
+    psched_report *r = NULL;
+    CHECK_OK(psched_simulate(s, NULL, &r));
+    psched_schedule_destroy(s);
+    return r;
+}
+
+/* 4 bytes forward over bandwidth 1, no latency: each activation holds the
+ * link 4; they leave at 1, 5, 9 and arrive at 5, 9, 13 (one link, issue
+ * order), though the F's end at 1, 2, 3. d1: 1F0 [5,6] 1F1 [9,10] 1F2
+ * [13,14] 1B0 [14,16] 1B1 [16,18] 1B2 [18,20]; gradients carry 0 bytes and
+ * arrive at once: d0 0B0 [16,18] 0B1 [18,20] 0B2 [20,22]. */
+static void test_transfers_queue_on_the_senders_link(void)
+{
+    psched_plan *plan = ts_plan(2, 3, 1, PSCHED_PLACEMENT_LOOP);
+    CHECK_OK(psched_plan_set_comm_bytes(plan, 4, 0));
+    CHECK_OK(psched_plan_set_topology(plan, 0, 1, 0, INFINITY, 0));
+    psched_report *r = gpipe_p2_m3(plan);
+    const double s1[] = {5, 9, 13, 14, 16, 18}, e1[] = {6, 10, 14, 16, 18, 20};
+    const double s0[] = {0, 1, 2, 16, 18, 20}, e0[] = {1, 2, 3, 18, 20, 22};
+    check_times(r, 0, s0, e0, 6);
+    check_times(r, 1, s1, e1, 6);
+    CHECK_EQ_DBL(psched_report_makespan(r), 22);
+    psched_report_destroy(r);
+    /* --comm keeps its meaning: 0.25 more on every transfer. Arrivals 5.25,
+     * 9.25, 13.25; d1 ends 1B2 at 20.25; d0's B's wait for 16.5, 18.5,
+     * 20.5: makespan 22.5. */
+    CHECK_OK(psched_plan_set_comm(plan, 0.25));
+    r = gpipe_p2_m3(plan);
+    CHECK_EQ_DBL(psched_report_makespan(r), 22.5);
+    psched_report_destroy(r);
+    /* weights scale bytes: (1, 1, 2) makes 0F2 [2,4] and its 8 bytes hold
+     * the link from 9 to 17; d1 1F2 [17,19] 1B0 [19,21] 1B1 [21,23] 1B2
+     * [23,27]; d0 0B2 [27,31]. */
+    CHECK_OK(psched_plan_set_comm(plan, 0));
+    const double w[] = {1, 1, 2};
+    CHECK_OK(psched_plan_set_microbatch_weights(plan, w, 3));
+    r = gpipe_p2_m3(plan);
+    CHECK_EQ_DBL(psched_report_makespan(r), 31);
+    psched_report_destroy(r);
+    psched_plan_destroy(plan);
+}
+
+/* One device per node: d0 -> d1 is inter-node, bandwidth 2, latency 0.5.
+ * Activations hold the link 2: leave 1, 3, 5, arrive 3.5, 5.5, 7.5. d1:
+ * 1F0 [3.5,4.5] 1F1 [5.5,6.5] 1F2 [7.5,8.5] 1B0 [8.5,10.5] 1B1 [10.5,12.5]
+ * 1B2 [12.5,14.5]; gradients (0 bytes) still pay the latency: d0 0B0
+ * [11,13] 0B1 [13,15] 0B2 [15,17]. Intra-node values (bandwidth 1,
+ * latency 9) are not used. */
+static void test_inter_node_links_use_their_bandwidth_and_latency(void)
+{
+    psched_plan *plan = ts_plan(2, 3, 1, PSCHED_PLACEMENT_LOOP);
+    CHECK_OK(psched_plan_set_comm_bytes(plan, 4, 0));
+    CHECK_OK(psched_plan_set_topology(plan, 1, 1, 9, 2, 0.5));
+    psched_report *r = gpipe_p2_m3(plan);
+    const double s1[] = {3.5, 5.5, 7.5, 8.5, 10.5, 12.5};
+    const double s0[] = {0, 1, 2, 11, 13, 15}, e0[] = {1, 2, 3, 13, 15, 17};
+    double st[6];
+    CHECK_OK(psched_report_op_times(r, 1, 0, 6, st, NULL));
+    for (int i = 0; i < 6; i++)
+        CHECK_EQ_DBL(st[i], s1[i]);
+    check_times(r, 0, s0, e0, 6);
+    CHECK_EQ_DBL(psched_report_makespan(r), 17);
+    psched_report_destroy(r);
+    /* the same two devices on one node (2 per node): intra link, latency 9
+     * and bandwidth 1: arrivals 14, 18, 22 */
+    CHECK_OK(psched_plan_set_topology(plan, 2, 1, 9, 2, 0.5));
+    r = gpipe_p2_m3(plan);
+    CHECK_OK(psched_report_op_times(r, 1, 0, 3, st, NULL));
+    CHECK_EQ_DBL(st[0], 14);
+    CHECK_EQ_DBL(st[1], 18);
+    CHECK_EQ_DBL(st[2], 22);
+    psched_report_destroy(r);
+    psched_plan_destroy(plan);
+}
+
+static void test_link_setters_check_their_values(void)
+{
+    psched_plan *plan = ts_plan(2, 3, 1, PSCHED_PLACEMENT_LOOP);
+    CHECK_EQ_INT(psched_plan_set_comm_bytes(plan, -1, 0), PSCHED_EINVAL);
+    CHECK_CONTAINS(psched_last_error(), "comm bytes (forward -1, backward 0) must be finite and >= 0");
+    CHECK_EQ_INT(psched_plan_set_topology(plan, 1, 0, 0, 1, 0), PSCHED_EINVAL);
+    CHECK_CONTAINS(psched_last_error(), "intra-node bandwidth (0) must be > 0");
+    CHECK_EQ_INT(psched_plan_set_topology(plan, 1, 1, 0, 1, -2), PSCHED_EINVAL);
+    CHECK_CONTAINS(psched_last_error(), "inter-node latency (-2) must be finite and >= 0");
+    CHECK_EQ_INT(psched_plan_set_stage_comm_bytes(plan, 2, 1, 1), PSCHED_EINVAL);
+    CHECK_OK(psched_plan_set_stage_comm_bytes(plan, 1, 3, 5));
+    double f, b;
+    CHECK_OK(psched_plan_stage_comm_bytes(plan, 1, &f, &b));
+    CHECK_EQ_DBL(f, 3);
+    CHECK_EQ_DBL(b, 5);
+    CHECK_OK(psched_plan_stage_comm_bytes(plan, 0, &f, &b));
+    CHECK_EQ_DBL(f, 0);
+    psched_plan_destroy(plan);
+}
+
 int main(void)
 {
     RUN(test_defaults_are_the_plain_model);
@@ -238,5 +436,11 @@ int main(void)
     RUN(test_overlapped_pair_by_hand);
     RUN(test_dualpipe_spans_follow_the_paper_bubble);
     RUN(test_dualpipev_p8_m32_overlap_half);
+    RUN(test_weight_setter_checks_count_and_sign);
+    RUN(test_straggler_microbatch_1f1b_p2_m3_by_hand);
+    RUN(test_weights_number_microbatches_over_chains);
+    RUN(test_transfers_queue_on_the_senders_link);
+    RUN(test_inter_node_links_use_their_bandwidth_and_latency);
+    RUN(test_link_setters_check_their_values);
     TEST_MAIN_END();
 }

@@ -29,6 +29,15 @@ enum cli_command {
     CMD_HASH = 16u
 };
 
+/* The cost model extension flags (cli_costmodel.c). */
+typedef struct cli_costmodel {
+    bool have_overlap, have_bytes, have_topology;
+    double overlap, bytes[2];
+    const char *weights; /* --microbatch-weights: a list or a file */
+    uint32_t node_devices;
+    double intra[2], inter[2]; /* bandwidth, latency */
+} cli_costmodel;
+
 /* Everything the command line can say; "have_*" marks flags that were given. */
 typedef struct cli_opts {
     bool help, json;
@@ -39,6 +48,7 @@ typedef struct cli_opts {
     bool have_group_size;
     double cost[3], mem[3], comm, mem_limit;
     bool have_mem_limit;
+    cli_costmodel costmodel;
 } cli_opts;
 
 /* ---- messages (cli_io.c) ---- */
@@ -85,6 +95,23 @@ int cli_strtod(const char *text, double *out);
 /* Apply a `stage,F,B,W[,mem_F,mem_B,mem_W]` CSV file to @p plan, whose p
  * and v must already be set. */
 int cli_apply_costs_file(psched_plan *plan, const char *path);
+
+/* ---- cost model extensions (cli_costmodel.c) ---- */
+#define CLI_HELP_COSTMODEL                                                                 \
+    "  --overlap S           time an overlapped F&B pair saves, 0 <= S <= min(F,B) (0)\n"  \
+    "  --microbatch-weights W1,W2,...|FILE\n"                                               \
+    "                        weight of each micro-batch: its times, memory and bytes\n"    \
+    "                        scale by it (all 1)\n"                                         \
+    "  --comm-bytes F[,B]    bytes a stage sends forward and backward (0)\n"               \
+    "  --devices-per-node G  devices sharing a node (all on one node)\n"                   \
+    "  --intra-node BW[,LAT] bandwidth and latency of links inside a node (inf,0)\n"       \
+    "  --inter-node BW[,LAT] bandwidth and latency of links between nodes (inf,0)\n"
+
+void cli_costmodel_defaults(cli_costmodel *c);
+/* Reads one of the extension flags (by name, without "--"). */
+int cli_costmodel_flag(cli_costmodel *c, const char *flag, const char *value);
+/* Applies them to @p plan, whose p, m and costs are set. */
+int cli_apply_costmodel(psched_plan *plan, const cli_costmodel *c);
 
 /* ---- output (cli_report.c) ---- */
 void cli_json_string(FILE *f, const char *s);

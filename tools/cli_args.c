@@ -27,7 +27,8 @@ enum opt_id {
     OPT_FORMAT,
     OPT_OUTPUT,
     OPT_PLACEMENT,
-    OPT_FILE
+    OPT_FILE,
+    OPT_COSTMODEL /* cli_costmodel.c */
 };
 
 #define PLAN_CMDS (CMD_GENERATE | CMD_SIMULATE | CMD_HASH)
@@ -54,6 +55,12 @@ static const struct opt_def {
     {"output", OPT_OUTPUT, true, CMD_GENERATE},
     {"placement", OPT_PLACEMENT, true, CMD_VALIDATE},
     {"file", OPT_FILE, true, CMD_HASH},
+    {"overlap", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"microbatch-weights", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"comm-bytes", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"devices-per-node", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"intra-node", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"inter-node", OPT_COSTMODEL, true, PLAN_CMDS},
 };
 
 static const char *command_name(enum cli_command command)
@@ -205,6 +212,8 @@ static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
         o->placement = v;
         o->have_placement = true;
         return CLI_OK;
+    case OPT_COSTMODEL:
+        return cli_costmodel_flag(&o->costmodel, d->name, v);
     case OPT_HELP:
     case OPT_JSON:
         break;
@@ -228,6 +237,7 @@ static void set_defaults(cli_opts *o)
     o->mem[1] = 0.0;
     o->mem[2] = -1.0;
     o->format = "csv";
+    cli_costmodel_defaults(&o->costmodel);
 }
 
 static int positional(enum cli_command command, cli_opts *o, const char *arg)

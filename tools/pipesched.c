@@ -47,13 +47,15 @@ static const char help_list[] =
     "  --group-size N        micro-batch group size of the interleaved schedules\n"        \
     "  --cost F,B,W          time of forward, backward for inputs and backward for\n"      \
     "                        weights on every stage; a full backward costs B+W (1,1,1)\n"  \
-    "  --costs-file FILE     per-stage values, CSV rows stage,F,B,W[,mem_F,mem_B,mem_W]\n" \
+    "  --costs-file FILE     per-stage values, CSV rows stage,F,B,W[,mem_F,mem_B,mem_W\n"  \
+    "                        [,overlap[,bytes_F,bytes_B]]]\n"                              \
     "                        ('#' comments, optional header row; stages not listed\n"      \
     "                        keep --cost and --mem)\n"                                     \
     "  --comm C              latency on every dependency between two devices (0)\n"        \
     "  --mem F,B,W           memory change of each op kind per stage (1,0,-1)\n"           \
     "  --mem-limit X         per-device memory limit, > 0 (unlimited); a schedule\n"       \
-    "                        whose peak exceeds it is an infeasible request\n"
+    "                        whose peak exceeds it is an infeasible request\n"            \
+    CLI_HELP_COSTMODEL
 
 static const char help_generate[] =
     "Usage: pipesched generate --schedule NAME --devices P --microbatches M [options]\n"
@@ -143,6 +145,8 @@ static int fill_plan(psched_plan *plan, const cli_opts *o, const psched_generato
     if (rc == CLI_OK && o->have_group_size)
         rc = plan_setting(psched_plan_set_option(plan, "group-size", o->group_size),
                           "--group-size");
+    if (rc == CLI_OK) /* before the file, whose per-stage values win */
+        rc = cli_apply_costmodel(plan, &o->costmodel);
     if (rc == CLI_OK && o->costs_file)
         rc = cli_apply_costs_file(plan, o->costs_file);
     return rc;

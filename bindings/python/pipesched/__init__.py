@@ -540,3 +540,99 @@ from ._optimizer import (Alternative, DeviceMemory, LayerGroup, Model,  # noqa: 
 
 __all__ += ["Model", "LayerGroup", "Partition", "StagePartition", "DeviceMemory",
             "Alternative", "SearchResult", "partition", "plan_search"]
+
+
+# ---- cost model extensions (docs/simulator.md, "Cost model extensions") ----
+# Plan methods of ABI 1.1; each returns the plan, so calls chain.
+
+def _costmodel_fn(name):
+    lib = _lib.load()
+    if not hasattr(lib, name):
+        raise _error(_lib.EUNSUPPORTED, f"{library_path()} has no {name}")
+    return getattr(lib, name)
+
+
+def _plan_set_overlap_saving(self, saving, stage=None):
+    """Time an overlapped F&B pair saves (0 <= s <= min(t_F, t_B)): on every
+    stage, or on `stage` only."""
+    if stage is None:
+        _check(_costmodel_fn("psched_plan_set_overlap_saving")(self._ptr(), float(saving)))
+    else:
+        _check(_costmodel_fn("psched_plan_set_stage_overlap_saving")(
+            self._ptr(), _u32("stage", stage), float(saving)))
+    return self
+
+
+def _plan_overlap_saving(self, stage):
+    """The overlap saving of a stage."""
+    value = _costmodel_fn("psched_plan_stage_overlap_saving")(self._ptr(), _u32("stage", stage))
+    if math.isnan(value):
+        raise _invalid(f"stage ({stage}) must be < stages ({self.stages})")
+    return value
+
+
+def _plan_set_microbatch_weights(self, weights):
+    """One weight w_k > 0 per micro-batch (times, memory and bytes of
+    micro-batch k scale by it); None or [] goes back to all 1."""
+    values = [float(w) for w in (weights or ())]
+    array = (ctypes.c_double * max(1, len(values)))(*values)
+    _check(_costmodel_fn("psched_plan_set_microbatch_weights")(
+        self._ptr(), array if values else None, len(values)))
+    return self
+
+
+def _plan_microbatch_weight(self, microbatch):
+    value = _costmodel_fn("psched_plan_microbatch_weight")(self._ptr(),
+                                                            _u32("microbatch", microbatch))
+    if math.isnan(value):
+        raise _invalid(f"microbatch ({microbatch}) must be < microbatches ({self.microbatches})")
+    return value
+
+
+def _plan_set_comm_bytes(self, forward, backward=None, stage=None):
+    """Bytes a stage sends forward (activations) and backward (gradients;
+    default: as forward): on every stage, or on `stage` only."""
+    backward = forward if backward is None else backward
+    if stage is None:
+        _check(_costmodel_fn("psched_plan_set_comm_bytes")(self._ptr(), float(forward),
+                                                           float(backward)))
+    else:
+        _check(_costmodel_fn("psched_plan_set_stage_comm_bytes")(
+            self._ptr(), _u32("stage", stage), float(forward), float(backward)))
+    return self
+
+
+def _plan_comm_bytes(self, stage):
+    """(forward, backward) bytes of a stage."""
+    f, b = ctypes.c_double(), ctypes.c_double()
+    _check(_costmodel_fn("psched_plan_stage_comm_bytes")(self._ptr(), _u32("stage", stage),
+                                                         ctypes.byref(f), ctypes.byref(b)))
+    return (f.value, b.value)
+
+
+def _plan_set_topology(self, devices_per_node=0, intra=(math.inf, 0.0), inter=(math.inf, 0.0)):
+    """Devices per node (0: one node) and the (bandwidth, latency) of links
+    inside a node and between nodes."""
+    _check(_costmodel_fn("psched_plan_set_topology")(
+        self._ptr(), _u32("devices_per_node", devices_per_node), float(intra[0]),
+        float(intra[1]), float(inter[0]), float(inter[1])))
+    return self
+
+
+def _plan_topology(self):
+    """(devices_per_node, (intra bandwidth, latency), (inter bandwidth, latency))."""
+    g = ctypes.c_uint32()
+    v = [ctypes.c_double() for _ in range(4)]
+    _check(_costmodel_fn("psched_plan_topology")(self._ptr(), ctypes.byref(g),
+                                                 *[ctypes.byref(x) for x in v]))
+    return (g.value, (v[0].value, v[1].value), (v[2].value, v[3].value))
+
+
+Plan.set_overlap_saving = _plan_set_overlap_saving
+Plan.overlap_saving = _plan_overlap_saving
+Plan.set_microbatch_weights = _plan_set_microbatch_weights
+Plan.microbatch_weight = _plan_microbatch_weight
+Plan.set_comm_bytes = _plan_set_comm_bytes
+Plan.comm_bytes = _plan_comm_bytes
+Plan.set_topology = _plan_set_topology
+Plan.topology = _plan_topology
