@@ -499,13 +499,13 @@ inline void load_plugin(const std::string &path)
  * pipesched::Error as the Plan setters do and returns the plan for chaining. */
 
 /** Time an overlapped F&B pair saves, every stage (0 <= s <= min(t_F, t_B)). */
-inline Plan &overlap_saving(Plan &plan, double saving)
+inline Plan &set_overlap_saving(Plan &plan, double saving)
 {
     detail::check(psched_plan_set_overlap_saving(detail::require(plan.get(), "Plan"), saving));
     return plan;
 }
 /** Time an overlapped F&B pair of one stage saves. */
-inline Plan &stage_overlap_saving(Plan &plan, std::uint32_t stage, double saving)
+inline Plan &set_stage_overlap_saving(Plan &plan, std::uint32_t stage, double saving)
 {
     detail::check(
         psched_plan_set_stage_overlap_saving(detail::require(plan.get(), "Plan"), stage, saving));
@@ -517,7 +517,7 @@ inline double overlap_saving(const Plan &plan, std::uint32_t stage)
     return psched_plan_stage_overlap_saving(detail::require(plan.get(), "Plan"), stage);
 }
 /** One weight per micro-batch (empty: all 1). */
-inline Plan &microbatch_weights(Plan &plan, const std::vector<double> &weights)
+inline Plan &set_microbatch_weights(Plan &plan, const std::vector<double> &weights)
 {
     detail::check(psched_plan_set_microbatch_weights(detail::require(plan.get(), "Plan"),
                                                      weights.empty() ? nullptr : weights.data(),
@@ -530,21 +530,21 @@ inline double microbatch_weight(const Plan &plan, std::uint32_t microbatch)
     return psched_plan_microbatch_weight(detail::require(plan.get(), "Plan"), microbatch);
 }
 /** Bytes every stage sends forward (activations) and backward (gradients). */
-inline Plan &comm_bytes(Plan &plan, double forward, double backward)
+inline Plan &set_comm_bytes(Plan &plan, double forward, double backward)
 {
     detail::check(
         psched_plan_set_comm_bytes(detail::require(plan.get(), "Plan"), forward, backward));
     return plan;
 }
 /** Bytes one stage sends forward and backward. */
-inline Plan &stage_comm_bytes(Plan &plan, std::uint32_t stage, double forward, double backward)
+inline Plan &set_stage_comm_bytes(Plan &plan, std::uint32_t stage, double forward, double backward)
 {
     detail::check(psched_plan_set_stage_comm_bytes(detail::require(plan.get(), "Plan"), stage,
                                                    forward, backward));
     return plan;
 }
 /** Devices per node (0: one node) and the intra-/inter-node links. */
-inline Plan &topology(Plan &plan, std::uint32_t devices_per_node, double intra_bandwidth,
+inline Plan &set_topology(Plan &plan, std::uint32_t devices_per_node, double intra_bandwidth,
                       double intra_latency, double inter_bandwidth, double inter_latency)
 {
     detail::check(psched_plan_set_topology(detail::require(plan.get(), "Plan"), devices_per_node,
