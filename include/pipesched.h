@@ -275,7 +275,14 @@ typedef enum psched_op_kind {
     PSCHED_OP_SEND_F = 4, /**< send activations of the stage to stage+1 */
     PSCHED_OP_RECV_F = 5, /**< receive activations from stage-1 */
     PSCHED_OP_SEND_B = 6, /**< send gradients of the stage to stage-1 */
-    PSCHED_OP_RECV_B = 7  /**< receive gradients from stage+1 */
+    PSCHED_OP_RECV_B = 7, /**< receive gradients from stage+1 */
+    /** copy the activations of (stage, micro-batch) to the host, after its F,
+     *  on the device's copy stream (ABI 1.1; pipesched's extension, action
+     *  text `<stage>OFFLOAD<mb>`; see psched_offload()) */
+    PSCHED_OP_OFFLOAD = 8,
+    /** copy them back to the device before its backward (ABI 1.1;
+     *  `<stage>RELOAD<mb>`) */
+    PSCHED_OP_RELOAD = 9
 } psched_op_kind;
 
 /** Op flag: runs overlapped with the next op of the same list (DualPipe's
@@ -1263,6 +1270,53 @@ PSCHED_API psched_status psched_plan_stage_comm_bytes(const psched_plan *plan, u
 PSCHED_API psched_status psched_plan_set_topology(psched_plan *plan, uint32_t devices_per_node,
                                                   double intra_bandwidth, double intra_latency,
                                                   double inter_bandwidth, double inter_latency);
+
+/**
+ * @brief Set the bandwidth of every device's copy stream to the host, in
+ * memory units (the unit of the memory deltas) per time unit: an OFFLOAD or
+ * RELOAD of (stage s, micro-batch k) takes mem_F[s]·w_k / bandwidth.
+ * @param bandwidth > 0; INFINITY (the default): copies take no time.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_set_pcie_bandwidth(psched_plan *plan, double bandwidth);
+
+/** @brief Copy-stream bandwidth (INFINITY unless set; NAN for NULL). */
+PSCHED_API double psched_plan_pcie_bandwidth(const psched_plan *plan);
+
+/** Which activations psched_offload() moves to the host. */
+typedef enum psched_offload_policy {
+    /** every (stage, micro-batch) */
+    PSCHED_OFFLOAD_ALL = 1,
+    /** the pairs whose activation is held long enough to hide the round trip:
+     *  lifespan (backward start − forward end, simulated without offload)
+     *  >= 2 · copy time */
+    PSCHED_OFFLOAD_SELECTIVE = 2,
+    /** the longest-held pairs of each device, one at a time, until the
+     *  device's simulated peak is <= the budget (or nothing is left) */
+    PSCHED_OFFLOAD_BUDGET = 3
+} psched_offload_policy;
+
+/**
+ * @brief Activation offload (PipeOffload, arXiv 2503.01328): a copy of
+ * @p schedule with an OFFLOAD after the F of every chosen (stage,
+ * micro-batch) and a RELOAD one compute op ahead of its backward, so the
+ * copy back overlaps that op. The compute order is unchanged. Copies run on
+ * a per-device copy stream, one at a time, concurrently with compute;
+ * memory is released at an OFFLOAD's end and taken at a RELOAD's start; the
+ * backward waits for its RELOAD (docs/simulator.md, "Activation offload").
+ * @param schedule a valid compute schedule without comm or copy ops.
+ * @param costs costs, memory and PCIe bandwidth (NULL: the schedule's plan).
+ * @param policy a ::psched_offload_policy.
+ * @param budget peak memory per device for ::PSCHED_OFFLOAD_BUDGET (> 0,
+ *        in memory units); ignored otherwise.
+ * @param[out] out new schedule owned by the caller.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_EINVALID / ::PSCHED_EDEADLOCK
+ *         (the input is not valid), ::PSCHED_EUNSUPPORTED (comm or copy ops
+ *         in the input), ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_offload(const psched_schedule *schedule, const psched_plan *costs,
+                                        psched_offload_policy policy, double budget,
+                                        psched_schedule **out);
 
 /** @brief Read the topology (any pointer may be NULL; the defaults are
  *  0, INFINITY, 0, INFINITY, 0). @return ::PSCHED_OK or ::PSCHED_EINVAL. */

@@ -36,6 +36,9 @@ typedef struct cli_costmodel {
     const char *weights; /* --microbatch-weights: a list or a file */
     uint32_t node_devices;
     double intra[2], inter[2]; /* bandwidth, latency */
+    bool have_pcie;
+    double pcie, budget;
+    int offload; /* a psched_offload_policy, 0: none */
 } cli_costmodel;
 
 /* Everything the command line can say; "have_*" marks flags that were given. */
@@ -105,13 +108,21 @@ int cli_apply_costs_file(psched_plan *plan, const char *path);
     "  --comm-bytes F[,B]    bytes a stage sends forward and backward (0)\n"               \
     "  --devices-per-node G  devices sharing a node (all on one node)\n"                   \
     "  --intra-node BW[,LAT] bandwidth and latency of links inside a node (inf,0)\n"       \
-    "  --inter-node BW[,LAT] bandwidth and latency of links between nodes (inf,0)\n"
+    "  --inter-node BW[,LAT] bandwidth and latency of links between nodes (inf,0)\n"    \
+    "  --offload all|selective|budget=X\n"                                                  \
+    "                        move activations to the host (PipeOffload): all, those\n"     \
+    "                        held long enough to hide the copies, or the longest-held\n"   \
+    "                        until each device's peak is <= X\n"                           \
+    "  --pcie-bandwidth B    memory units a device copies to or from the host per\n"       \
+    "                        time unit (inf)\n"
 
 void cli_costmodel_defaults(cli_costmodel *c);
 /* Reads one of the extension flags (by name, without "--"). */
 int cli_costmodel_flag(cli_costmodel *c, const char *flag, const char *value);
 /* Applies them to @p plan, whose p, m and costs are set. */
 int cli_apply_costmodel(psched_plan *plan, const cli_costmodel *c);
+/* --offload: replaces *schedule by its offloaded copy. */
+int cli_costmodel_transform(const cli_costmodel *c, psched_schedule **schedule);
 
 /* ---- output (cli_report.c) ---- */
 void cli_json_string(FILE *f, const char *s);

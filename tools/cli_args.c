@@ -61,6 +61,8 @@ static const struct opt_def {
     {"devices-per-node", OPT_COSTMODEL, true, PLAN_CMDS},
     {"intra-node", OPT_COSTMODEL, true, PLAN_CMDS},
     {"inter-node", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"pcie-bandwidth", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"offload", OPT_COSTMODEL, true, PLAN_CMDS},
 };
 
 static const char *command_name(enum cli_command command)

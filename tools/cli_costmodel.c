@@ -1,6 +1,7 @@
 /* The cost model extension flags (issue 18, docs/simulator.md "Cost model
  * extensions"): --overlap S, --microbatch-weights LIST|FILE, --comm-bytes
- * F[,B], --devices-per-node G, --intra-node BW[,LAT], --inter-node BW[,LAT].
+ * F[,B], --devices-per-node G, --intra-node BW[,LAT], --inter-node BW[,LAT],
+ * --pcie-bandwidth B and --offload all|selective|budget=X.
  * Kept apart from cli_args.c, which only routes these names here.
  *
  * SPDX-License-Identifier: MIT
@@ -82,6 +83,27 @@ int cli_costmodel_flag(cli_costmodel *c, const char *flag, const char *v)
     } else if (strcmp(flag, "inter-node") == 0) {
         c->have_topology = true;
         return link_flag(flag, v, c->inter);
+    } else if (strcmp(flag, "pcie-bandwidth") == 0) {
+        if (numbers(v, x, 1) != 1 || x[0] <= 0) {
+            cli_error("--pcie-bandwidth '%s': expected a number > 0 (memory units copied per "
+                      "time unit)", v);
+            return CLI_USAGE;
+        }
+        c->have_pcie = true;
+        c->pcie = x[0];
+    } else if (strcmp(flag, "offload") == 0) {
+        if (strcmp(v, "all") == 0) {
+            c->offload = PSCHED_OFFLOAD_ALL;
+        } else if (strcmp(v, "selective") == 0) {
+            c->offload = PSCHED_OFFLOAD_SELECTIVE;
+        } else if (strncmp(v, "budget=", 7) == 0 && numbers(v + 7, x, 1) == 1 && x[0] > 0) {
+            c->offload = PSCHED_OFFLOAD_BUDGET;
+            c->budget = x[0];
+        } else {
+            cli_error("--offload '%s': expected all, selective or budget=X (X > 0: peak memory "
+                      "per device)", v);
+            return CLI_USAGE;
+        }
     }
     return CLI_OK;
 }
@@ -163,6 +185,8 @@ int cli_apply_costmodel(psched_plan *plan, const cli_costmodel *c)
         (st = psched_plan_set_topology(plan, c->node_devices, c->intra[0], c->intra[1],
                                        c->inter[0], c->inter[1])))
         flag = "--devices-per-node/--intra-node/--inter-node";
+    if (!st && c->have_pcie && (st = psched_plan_set_pcie_bandwidth(plan, c->pcie)))
+        flag = "--pcie-bandwidth";
     if (st)
         return cli_fail(st, flag);
     if (c->weights) {
@@ -176,5 +200,19 @@ int cli_apply_costmodel(psched_plan *plan, const cli_costmodel *c)
         if (st)
             return cli_fail(st, "--microbatch-weights");
     }
+    return CLI_OK;
+}
+
+int cli_costmodel_transform(const cli_costmodel *c, psched_schedule **schedule)
+{
+    if (!c->offload)
+        return CLI_OK;
+    psched_schedule *out;
+    psched_status st = psched_offload(*schedule, NULL, (psched_offload_policy)c->offload,
+                                      c->budget, &out);
+    if (st)
+        return cli_fail(st, "--offload");
+    psched_schedule_destroy(*schedule);
+    *schedule = out;
     return CLI_OK;
 }

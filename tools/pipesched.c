@@ -191,6 +191,8 @@ static int build(const char *command, const cli_opts *o, psched_schedule **s, ps
     rc = fill_plan(plan, o, g);
     if (rc == CLI_OK && (st = psched_generate(plan, o->schedule, s)) != PSCHED_OK)
         rc = cli_fail(st, NULL);
+    if (rc == CLI_OK)
+        rc = cli_costmodel_transform(&o->costmodel, s);
     psched_plan_destroy(plan);
     if (rc == CLI_OK && (st = psched_simulate(*s, NULL, r)) != PSCHED_OK)
         rc = cli_fail(st, NULL);

@@ -355,3 +355,27 @@ psched_status psched__costmodel_check(const psched_plan *plan)
     }
     return PSCHED_OK;
 }
+
+/* ---- activation offload: the copy stream ---- */
+
+psched_status psched_plan_set_pcie_bandwidth(psched_plan *plan, double bandwidth)
+{
+    NEED_PLAN(plan);
+    if (isnan(bandwidth) || bandwidth <= 0)
+        return psched_fail(PSCHED_EINVAL,
+                           "PCIe bandwidth (%g) must be > 0 (INFINITY: copies take no time)",
+                           bandwidth);
+    psched_costmodel *c;
+    psched_status e = costmodel_of(plan, &c);
+    if (e)
+        return e;
+    c->pcie_bandwidth = bandwidth;
+    return PSCHED_OK;
+}
+
+double psched_plan_pcie_bandwidth(const psched_plan *plan)
+{
+    if (!plan)
+        return NAN;
+    return plan->cm ? plan->cm->pcie_bandwidth : INFINITY;
+}

@@ -79,6 +79,12 @@ static psched_status index_fail(exec *x, uint32_t d, size_t g)
         return psched_fail(PSCHED_EINVALID,
                            "device %u op %zu (%s): stage %u is placed on device %u", d, i,
                            t, o->stage, x->stage_device[o->stage]);
+    if ((o->flags & PSCHED_OP_OVERLAP_NEXT) && g + 1 < s->offset[d + 1] &&
+        s->ops[g + 1].kind >= PSCHED_OP_OFFLOAD && s->ops[g + 1].kind <= PSCHED_OP_RELOAD)
+        return psched_fail(PSCHED_EINVALID,
+                           "device %u op %zu (%s): an overlapped pair holds two compute ops; "
+                           "the next op is a copy (OFFLOAD/RELOAD), which runs on the copy "
+                           "stream", d, i, t);
     if ((o->flags & PSCHED_OP_OVERLAP_NEXT) &&
         (g + 1 >= s->offset[d + 1] || (s->ops[g + 1].flags & PSCHED_OP_OVERLAP_NEXT)))
         return psched_fail(PSCHED_EINVALID,
@@ -88,6 +94,51 @@ static psched_status index_fail(exec *x, uint32_t d, size_t g)
                           sizeof where);
     return psched_fail(PSCHED_EINVALID, "device %u op %zu (%s): duplicate of %s", d, i, t,
                        where);
+}
+
+static uint32_t *copy_slot(exec *x, uint32_t stage, uint32_t mb, uint8_t kind)
+{
+    return &x->copy_pos[((size_t)mb * x->S + stage) * 2 + (kind - PSCHED_OP_OFFLOAD)];
+}
+
+/* Pass 1 for an activation copy (OFFLOAD/RELOAD): on its stage's device,
+ * no flags, no duplicate. The copy index is allocated at the first one, so
+ * schedules without copies pay nothing. */
+static psched_status index_copy(exec *x, uint32_t d, size_t g)
+{
+    const psched_op *o = &x->s->ops[g];
+    char t[48];
+    size_t i = g - x->s->offset[d];
+    psched__op_text(o, t, sizeof t);
+    if (o->stage >= x->S || o->microbatch >= x->mbs)
+        return psched_fail(PSCHED_EINVALID,
+                           "device %u op %zu (%s): stage must be < %u and micro-batch < %u",
+                           d, i, t, x->S, x->mbs);
+    if (x->stage_device[o->stage] != d)
+        return psched_fail(PSCHED_EINVALID,
+                           "device %u op %zu (%s): stage %u is placed on device %u", d, i,
+                           t, o->stage, x->stage_device[o->stage]);
+    if (o->flags)
+        return psched_fail(PSCHED_EINVALID,
+                           "device %u op %zu (%s): a copy runs alone on the copy stream and "
+                           "takes no flags (0x%x)", d, i, t, o->flags);
+    if (!x->copy_pos) {
+        size_t n = (size_t)x->S * x->mbs * 2;
+        x->copy_pos = psched__reallocarray(NULL, n + 1, sizeof *x->copy_pos);
+        x->copy_free = psched__calloc(x->p, sizeof *x->copy_free);
+        if (!x->copy_pos || !x->copy_free)
+            return PSCHED_ENOMEM_FAIL();
+        memset(x->copy_pos, 0xff, n * sizeof *x->copy_pos);
+    }
+    uint32_t *at = copy_slot(x, o->stage, o->microbatch, o->kind);
+    if (*at != NONE) {
+        char where[96];
+        psched__exec_describe(x, *at, where, sizeof where);
+        return psched_fail(PSCHED_EINVALID, "device %u op %zu (%s): duplicate of %s", d, i, t,
+                           where);
+    }
+    *at = (uint32_t)g;
+    return PSCHED_OK;
 }
 
 /* Pass 1: every op is a known compute op on its placement's device, no
@@ -108,13 +159,23 @@ static psched_status index_ops(exec *x)
                     __builtin_prefetch(slot_ptr(x, soon->stage, soon->microbatch, 0), 1);
             }
 #endif
-            if (o->kind > PSCHED_OP_BW && x->comm_ok)
-                continue; /* rendezvous.c checks comm ops */
-            if (UNLIKELY(o->kind > PSCHED_OP_BW || o->stage >= x->S ||
+            if (UNLIKELY(o->kind > PSCHED_OP_BW)) {
+                if (o->kind == PSCHED_OP_OFFLOAD || o->kind == PSCHED_OP_RELOAD) {
+                    psched_status st = index_copy(x, d, g);
+                    if (st)
+                        return st;
+                    continue;
+                }
+                if (x->comm_ok)
+                    continue; /* rendezvous.c checks comm ops */
+                return index_fail(x, d, g);
+            }
+            if (UNLIKELY(o->stage >= x->S ||
                          o->microbatch >= x->mbs || x->stage_device[o->stage] != d))
                 return index_fail(x, d, g);
             if (UNLIKELY((o->flags & PSCHED_OP_OVERLAP_NEXT) &&
-                         (g + 1 >= last || (ops[g + 1].flags & PSCHED_OP_OVERLAP_NEXT))))
+                         (g + 1 >= last || (ops[g + 1].flags & PSCHED_OP_OVERLAP_NEXT) ||
+                          ops[g + 1].kind >= PSCHED_OP_OFFLOAD)))
                 return index_fail(x, d, g);
             uint32_t *at = slot_ptr(x, o->stage, o->microbatch, o->kind);
             if (UNLIKELY(*at != NONE))
@@ -146,6 +207,26 @@ static const char *cell_problem(const uint32_t *e, uint8_t *kind)
     return NULL;
 }
 
+/* Pass 3 for copies: an OFFLOAD without its RELOAD leaves the backward
+ * without its input, a RELOAD without an OFFLOAD copies nothing back. */
+static psched_status check_copy_pairs(exec *x)
+{
+    for (uint32_t st = 0; st < x->S; st++) {
+        for (uint32_t k = 0; k < x->mbs; k++) {
+            uint32_t off = *copy_slot(x, st, k, PSCHED_OP_OFFLOAD);
+            uint32_t re = *copy_slot(x, st, k, PSCHED_OP_RELOAD);
+            if ((off == NONE) == (re == NONE))
+                continue;
+            char a[96], t[48];
+            psched__exec_describe(x, off != NONE ? off : re, a, sizeof a);
+            name_op(st, k, off != NONE ? PSCHED_OP_RELOAD : PSCHED_OP_OFFLOAD, t, sizeof t);
+            return psched_fail(PSCHED_EINVALID, "%s: has no matching %s (copies come in "
+                               "pairs: OFFLOAD after the F, RELOAD before the backward)", a, t);
+        }
+    }
+    return PSCHED_OK;
+}
+
 /* Pass 3: every (stage, micro-batch) has one F and either BW or B + W. A
  * cell is good when F is there and exactly one of BW, (B and W) is; the
  * scan tests that in memory order, and only a failure walks the cells
@@ -162,7 +243,7 @@ static psched_status check_counts(exec *x)
         bad |= (e[PSCHED_SLOT_F] == NONE) | (fused ? any_split : !split);
     }
     if (!bad)
-        return PSCHED_OK;
+        return x->copy_pos ? check_copy_pairs(x) : PSCHED_OK;
     for (uint32_t st = 0; st < x->S; st++) {
         for (uint32_t k = 0; k < x->mbs; k++) {
             uint8_t kind;
@@ -188,6 +269,18 @@ static psched_status check_deps_exist(exec *x)
             const psched_op *o = &s->ops[g];
             uint32_t dep[2];
             int n = psched__exec_deps(x, o, dep);
+            if (UNLIKELY(o->kind == PSCHED_OP_OFFLOAD || o->kind == PSCHED_OP_RELOAD)) {
+                bool off = o->kind == PSCHED_OP_OFFLOAD;
+                uint32_t need = off ? psched__exec_at(x, o->stage, o->microbatch, PSCHED_SLOT_F)
+                                    : *copy_slot(x, o->stage, o->microbatch, PSCHED_OP_OFFLOAD);
+                if (need != NONE)
+                    continue;
+                char a[96], t[48];
+                psched__exec_describe(x, g, a, sizeof a);
+                name_op(o->stage, o->microbatch, off ? PSCHED_OP_F : PSCHED_OP_OFFLOAD, t,
+                        sizeof t);
+                return psched_fail(PSCHED_EINVALID, "%s: needs %s which never runs", a, t);
+            }
             for (int i = 0; i < n; i++) {
                 if (dep[i] != NONE)
                     continue;
@@ -330,6 +423,19 @@ static inline int take_deps(exec *x, uint32_t d, size_t g, size_t n, const psche
     case PSCHED_OP_W:
         r = take_dep(x, d, g, n, psched__exec_at(x, s, k, PSCHED_SLOT_B), d, ready);
         break;
+    case PSCHED_OP_OFFLOAD:
+        r = take_dep(x, d, g, n, psched__exec_at(x, s, k, PSCHED_SLOT_F), d, ready);
+        break;
+    case PSCHED_OP_RELOAD:
+        r = take_dep(x, d, g, n, *copy_slot(x, s, k, PSCHED_OP_OFFLOAD), d, ready);
+        break;
+    }
+    /* an offloaded activation is back only when its RELOAD has ended */
+    if (UNLIKELY(x->copy_pos) && r == DEP_READY &&
+        (o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW)) {
+        uint32_t re = *copy_slot(x, s, k, PSCHED_OP_RELOAD);
+        if (re != NONE)
+            r = take_dep(x, d, g, n, re, d, ready);
     }
     return r;
 }
@@ -389,6 +495,31 @@ static inline void prefetch_ahead(const exec *x, const psched_op *ops, size_t g,
 #endif
 }
 
+/* An activation copy, issued when device d's compute reaches it: it starts
+ * once the copy stream is free and its input is there (the F for an
+ * OFFLOAD, the OFFLOAD for a RELOAD), takes mem_F·w_k / PCIe bandwidth on
+ * the copy stream and none of the compute stream. */
+static int run_copy(exec *x, uint32_t d, size_t g)
+{
+    const psched_op *o = &x->s->ops[g];
+    double ready = x->free_at[d];
+    int r = take_deps(x, d, g, 1, o, &ready);
+    if (r != DEP_READY)
+        return r;
+    if (x->end) {
+        const psched_costmodel *c = x->costs->cm;
+        double bw = c ? c->pcie_bandwidth : INFINITY;
+        double amount = fabs(psched__plan_mem(x->costs, o->stage).f) * op_weight(x, o);
+        double t = isinf(bw) ? 0 : amount / bw;
+        double start = fmax(ready, x->copy_free[d]);
+        x->start[g] = start;
+        x->end[g] = start + t;
+        x->copy_free[d] = start + t;
+    }
+    x->cursor[d] = g + 1;
+    return DEP_READY;
+}
+
 /* Runs device d until its list ends or it needs an op that has not run. */
 static psched_status run_device(exec *x, uint32_t d)
 {
@@ -397,6 +528,14 @@ static psched_status run_device(exec *x, uint32_t d)
     while (x->cursor[d] < last) {
         size_t g = x->cursor[d];
         size_t n = (ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
+        if (UNLIKELY(ops[g].kind >= PSCHED_OP_OFFLOAD)) {
+            int r = run_copy(x, d, g);
+            if (r == DEP_PARK)
+                return PSCHED_OK;
+            if (UNLIKELY(r == DEP_MISSING))
+                return check_deps_exist(x);
+            continue;
+        }
         prefetch_ahead(x, ops, g, last);
         double ready = x->free_at[d], cost = 0;
         for (size_t u = g; u < g + n; u++) {
@@ -528,6 +667,8 @@ void psched__exec_free(exec *x)
     psched__dealloc(x->overlap);
     psched__dealloc(x->arrive);
     psched__dealloc(x->link_free);
+    psched__dealloc(x->copy_pos);
+    psched__dealloc(x->copy_free);
     if (x->own_times) {
         psched__dealloc(x->start);
         psched__dealloc(x->end);
@@ -657,7 +798,16 @@ psched_status psched__exec_setup(exec *x, const psched_schedule *s, const psched
                                  double *start, double *end, bool comm_ok)
 {
     psched_status st = exec_alloc(x, s, costs, start, end, comm_ok, true);
-    return st ? st : exec_check(x, false);
+    if (!st)
+        st = exec_check(x, false);
+    if (!st && x->copy_pos) {
+        psched__exec_free(x);
+        return psched_fail(PSCHED_EUNSUPPORTED,
+                           "schedule has OFFLOAD/RELOAD ops: comm lowering and the rendezvous "
+                           "engine do not handle activation copies (lower the schedule without "
+                           "them)");
+    }
+    return st;
 }
 
 psched_status psched__execute(const psched_schedule *s, const psched_plan *costs, double *start,

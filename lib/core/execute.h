@@ -40,6 +40,9 @@ typedef struct psched_exec {
     bool links;             /* transfers by bytes and links: arrive[] holds times */
     double *arrive;         /* [g]: when op g's output reaches its consumer's device */
     double *link_free;      /* [2d + (towards lower devices)]: when the link is free */
+    /* activation copies (OFFLOAD/RELOAD), NULL when the schedule has none: */
+    uint32_t *copy_pos;     /* [(mb*S + stage)*2 + kind - OFFLOAD] -> global op index */
+    double *copy_free;      /* [d]: when device d's copy stream is free */
     double *start, *end; /* per op; NULL when not timed (validation only) */
     size_t *cursor;     /* next op per device (global index); op g of device d ran iff
                            g < cursor[d] */
