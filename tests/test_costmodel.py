@@ -57,6 +57,25 @@ class TestPython(unittest.TestCase):
         self.assertEqual(plan.topology(), (1, (1, 9), (2, 0.5)))
         self.assertEqual(pipesched.generate("gpipe", plan).simulate().makespan, 17)
 
+    def test_offload(self):
+        # tests/test_offload.c: selective offload of 1f1b p=8 m=32 at PCIe
+        # bandwidth 1 = mem_F / t_F keeps the step time 117, peak M/4
+        plan = pipesched.Plan(devices=8, microbatches=32).set_pcie_bandwidth(1)
+        self.assertEqual(plan.pcie_bandwidth(), 1)
+        s = pipesched.generate("1f1b", plan).offload("selective")
+        rep = s.simulate()
+        self.assertEqual(rep.makespan, 117)
+        self.assertEqual(rep.peak_memory_M, 0.25)
+        ops = s.ops(0)
+        self.assertEqual([o.kind for o in ops[:3]], ["F", "OFFLOAD", "F"])
+        with self.assertRaises(pipesched.Unsupported) as e:
+            s.to_pytorch_actions()
+        self.assertIn("OFFLOAD/RELOAD are pipesched's own op kinds", str(e.exception))
+        with self.assertRaises(pipesched.InvalidArgument):
+            pipesched.generate("1f1b", plan).offload("some")
+        budget = pipesched.generate("1f1b", plan).offload("budget", budget=3).simulate()
+        self.assertLessEqual(max(budget.peak_memory), 3)
+
 
 @unittest.skipUnless(CLI, "PIPESCHED_CLI is not set")
 class TestCli(unittest.TestCase):
@@ -124,6 +143,24 @@ class TestCli(unittest.TestCase):
             r = cli("simulate", *base, "--costs-file", path)
             self.assertEqual(r.returncode, 2)
             self.assertIn("overlap_saving of stage 0 (2)", r.stderr)
+
+    def test_offload_selective_lowers_the_peak(self):
+        base = ["--schedule", "1f1b", "--devices", "8", "--microbatches", "32"]
+        plain = simulate_json(*base)
+        rep = simulate_json(*base, "--offload", "selective", "--pcie-bandwidth", "1")
+        self.assertEqual(plain["peak_memory_M"], 1)
+        self.assertEqual(rep["peak_memory_M"], 0.25)
+        self.assertEqual(rep["makespan"], 117)
+        slow = simulate_json(*base, "--offload", "selective", "--pcie-bandwidth", "0.5")
+        self.assertGreater(slow["makespan"], 117)
+        r = cli("generate", "--schedule", "1f1b", "--devices", "2", "--microbatches", "2",
+                "--offload", "all", "--pcie-bandwidth", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "0F0,0OFFLOAD0,0RELOAD0,0F1,0OFFLOAD1,0RELOAD1,0B0,0B1\n"
+                                   "1F0,1OFFLOAD0,1RELOAD0,1B0,1F1,1OFFLOAD1,1RELOAD1,1B1\n")
+        r = cli("simulate", *base, "--offload", "half")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--offload 'half': expected all, selective or budget=X", r.stderr)
 
 
 if __name__ == "__main__":

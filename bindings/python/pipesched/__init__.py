@@ -636,3 +636,54 @@ Plan.set_comm_bytes = _plan_set_comm_bytes
 Plan.comm_bytes = _plan_comm_bytes
 Plan.set_topology = _plan_set_topology
 Plan.topology = _plan_topology
+
+
+# ---- activation offload (docs/simulator.md, "Activation offload") ----
+
+_KINDS = _KINDS + ("OFFLOAD", "RELOAD")  # psched_op_kind 8 and 9
+_OFFLOAD = _KINDS.index("OFFLOAD")
+_OFFLOAD_POLICIES = {"all": 1, "selective": 2, "budget": 3}
+
+
+def _plan_set_pcie_bandwidth(self, bandwidth):
+    """Memory units a device copies to or from the host per time unit (> 0;
+    math.inf: copies take no time)."""
+    _check(_costmodel_fn("psched_plan_set_pcie_bandwidth")(self._ptr(), float(bandwidth)))
+    return self
+
+
+def _plan_pcie_bandwidth(self):
+    return _costmodel_fn("psched_plan_pcie_bandwidth")(self._ptr())
+
+
+def _schedule_offload(self, policy="selective", budget=None, costs=None):
+    """PipeOffload (psched_offload) → a new Schedule with OFFLOAD/RELOAD ops:
+    policy "all", "selective" or "budget" (with `budget`, the peak memory
+    per device to reach)."""
+    kind = _OFFLOAD_POLICIES.get(policy)
+    if kind is None:
+        raise _invalid(f"offload policy ({policy!r}) must be 'all', 'selective' or 'budget'")
+    out = ctypes.c_void_p()
+    _check(_costmodel_fn("psched_offload")(self._ptr(),
+                                           costs._ptr() if costs is not None else None, kind,
+                                           float(budget if budget is not None else 0),
+                                           ctypes.byref(out)))
+    return Schedule(out)
+
+
+_to_pytorch_actions_plain = Schedule.to_pytorch_actions
+
+
+def _to_pytorch_actions(self):
+    if any(o.kind >= _OFFLOAD for d in range(self.devices) for o in self._raw_ops(d)):
+        raise _error(_lib.EUNSUPPORTED,
+                     "OFFLOAD/RELOAD are pipesched's own op kinds (activation copies); "
+                     "torch.distributed.pipelining has no such action: export the schedule "
+                     "before psched_offload")
+    return _to_pytorch_actions_plain(self)
+
+
+Plan.set_pcie_bandwidth = _plan_set_pcie_bandwidth
+Plan.pcie_bandwidth = _plan_pcie_bandwidth
+Schedule.offload = _schedule_offload
+Schedule.to_pytorch_actions = _to_pytorch_actions

@@ -263,6 +263,10 @@ _COSTMODEL = {
     "psched_plan_stage_comm_bytes": (status_t, [ctypes.c_void_p, u32] + [double_out] * 2),
     "psched_plan_set_topology": (status_t, [ctypes.c_void_p, u32] + [ctypes.c_double] * 4),
     "psched_plan_topology": (status_t, [ctypes.c_void_p, ctypes.POINTER(u32)] + [double_out] * 4),
+    "psched_plan_set_pcie_bandwidth": (status_t, [ctypes.c_void_p, ctypes.c_double]),
+    "psched_plan_pcie_bandwidth": (ctypes.c_double, [ctypes.c_void_p]),
+    "psched_offload": (status_t, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                  ctypes.c_double, handle_out]),
 }
 _PROTOTYPES.update(_COSTMODEL)
 OPTIONAL = OPTIONAL | frozenset(_COSTMODEL)
