@@ -42,11 +42,24 @@ void test_weights_and_links()
     CHECK_EQ_DBL(pipesched::generate(plan, "gpipe").simulate().makespan(), 22);
 }
 
+/* selective offload of 1f1b p = 8, m = 32 at PCIe bandwidth 1: step time
+ * 117, peak M/4 (tests/test_offload.c) */
+void test_offload()
+{
+    pipesched::Plan plan(8, 32);
+    pipesched::set_pcie_bandwidth(plan, 1);
+    pipesched::Schedule s = pipesched::generate(plan, "1f1b");
+    pipesched::Report r = pipesched::offload(s, PSCHED_OFFLOAD_SELECTIVE).simulate();
+    CHECK_EQ_DBL(r.makespan(), 117);
+    CHECK_EQ_DBL(r.peak_memory_M(), 0.25);
+}
+
 } // namespace
 
 int main()
 {
     RUN(test_overlap_saving_shrinks_dualpipev_span);
     RUN(test_weights_and_links);
+    RUN(test_offload);
     TEST_MAIN_END();
 }

@@ -553,6 +553,24 @@ inline Plan &set_topology(Plan &plan, std::uint32_t devices_per_node, double int
     return plan;
 }
 
+/** Memory units a device copies to or from the host per time unit. */
+inline Plan &set_pcie_bandwidth(Plan &plan, double bandwidth)
+{
+    detail::check(psched_plan_set_pcie_bandwidth(detail::require(plan.get(), "Plan"), bandwidth));
+    return plan;
+}
+/** PipeOffload (psched_offload()): a copy of @p schedule with OFFLOAD/RELOAD
+ *  ops; @p budget is used by ::PSCHED_OFFLOAD_BUDGET only. */
+inline Schedule offload(const Schedule &schedule, psched_offload_policy policy,
+                        double budget = 0, const Plan *costs = nullptr)
+{
+    const psched_plan *c = costs ? detail::require(costs->get(), "Plan") : nullptr;
+    psched_schedule *out = nullptr;
+    detail::check(psched_offload(detail::require(schedule.get(), "Schedule"), c, policy, budget,
+                                 &out));
+    return Schedule::adopt(out);
+}
+
 } // namespace pipesched
 
 #endif /* PIPESCHED_HPP */
