@@ -1197,6 +1197,7 @@ PSCHED_API psched_status psched_bound(const psched_plan *plan, const psched_boun
  * t_F + t_B − s instead of t_F + t_B (DualPipe hides one op's all-to-all
  * under the other's compute); with two stages in the pair the smaller of
  * their savings counts, each scaled by its micro-batch's weight.
+ * @param plan the plan.
  * @param saving s, finite with 0 <= s <= min(t_F, t_B) of every stage under
  *        the current costs (psched_simulate() checks again). Default 0.
  * @return ::PSCHED_OK, ::PSCHED_EINVAL (out of range, NULL plan), ::PSCHED_ENOMEM.
@@ -1218,6 +1219,7 @@ PSCHED_API double psched_plan_stage_overlap_saving(const psched_plan *plan, uint
  * memory deltas and the bytes it sends all scale by w_k (variable sequence
  * lengths). Micro-batches are numbered over all chains: with two chains,
  * micro-batch k of chain c is c·m/2 + k.
+ * @param plan the plan.
  * @param weights @p count finite values > 0 (copied), or NULL with count 0
  *        to go back to every w_k = 1.
  * @param count 0, or exactly the plan's micro-batch count m (a later change
@@ -1262,6 +1264,8 @@ PSCHED_API psched_status psched_plan_stage_comm_bytes(const psched_plan *plan, u
  * one direction queue on that link in issue order (a send-side model) while
  * compute goes on. A transfer holds its link for bytes / bandwidth and
  * arrives latency + t_comm later.
+ * @param plan the plan.
+ * @param devices_per_node devices sharing a node (0: all on one node).
  * @param intra_bandwidth, inter_bandwidth bytes per time unit, > 0
  *        (INFINITY, the default: bytes cost nothing).
  * @param intra_latency, inter_latency finite, >= 0 (default 0).
@@ -1275,6 +1279,7 @@ PSCHED_API psched_status psched_plan_set_topology(psched_plan *plan, uint32_t de
  * @brief Set the bandwidth of every device's copy stream to the host, in
  * memory units (the unit of the memory deltas) per time unit: an OFFLOAD or
  * RELOAD of (stage s, micro-batch k) takes mem_F[s]·w_k / bandwidth.
+ * @param plan the plan.
  * @param bandwidth > 0; INFINITY (the default): copies take no time.
  * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM.
  */
