@@ -88,6 +88,17 @@ static void test_offload_all_1f1b_p2_m2_by_hand(void)
     CHECK_EQ_DBL(peak, 2);
     CHECK_OK(psched_report_device(r, 1, NULL, NULL, &peak));
     CHECK_EQ_DBL(peak, 1);
+    /* exports name the copies; the Chrome trace puts them on their own track */
+    char *json = NULL, *chrome = NULL;
+    CHECK_OK(psched_export(o, r, PSCHED_FORMAT_JSON, 0, &json, NULL));
+    CHECK_CONTAINS(json, "{\"kind\": \"OFFLOAD\", \"stage\": 0, \"microbatch\": 0, \"chunk\": 0, "
+                         "\"start\": 1, \"end\": 1.5}");
+    CHECK_OK(psched_export(o, r, PSCHED_FORMAT_CHROME, 0, &chrome, NULL));
+    CHECK_CONTAINS(chrome, "\"tid\": 2, \"args\": {\"name\": \"device 0 copies\"}");
+    CHECK_CONTAINS(chrome, "{\"name\": \"0OFFLOAD0\", \"cat\": \"OFFLOAD\", \"ph\": \"X\", "
+                           "\"ts\": 1000, \"dur\": 500, \"pid\": 0, \"tid\": 2,");
+    psched_free(json);
+    psched_free(chrome);
     psched_report_destroy(r);
     /* the hash sees the copies */
     uint64_t h1, h2;

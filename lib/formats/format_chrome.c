@@ -21,7 +21,10 @@
  * nest two equal intervals on one track. A comm op (SEND_F, RECV_F, SEND_B,
  * RECV_B) that takes time is an X event too; one that takes no time is a
  * thread-scoped instant ("i") event, so the X events of an unlowered
- * schedule are exactly its compute ops.
+ * schedule are exactly its compute ops. Activation copies (OFFLOAD,
+ * RELOAD) run on a copy stream concurrent with compute, so they go on a
+ * track of their own, "device d copies" (tid = devices + d), present only
+ * when the schedule has copies.
  *
  * Times: the trace's unit is the microsecond and the cost model's unit is
  * whatever the plan's costs are in (usually milliseconds of a layer), so
@@ -59,6 +62,15 @@ static void put_header(psched_buf *b, const psched_schedule *s, const psched_rep
                            "  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 0, "
                            "\"tid\": %u, \"args\": {\"sort_index\": %u}}",
                            d, d, d, d);
+    bool copies = false;
+    for (size_t g = 0; g < s->offset[s->devices] && !copies; g++)
+        copies = s->ops[g].kind == PSCHED_OP_OFFLOAD || s->ops[g].kind == PSCHED_OP_RELOAD;
+    for (uint32_t d = 0; copies && d < s->devices; d++)
+        psched__buf_printf(b, ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, "
+                           "\"tid\": %u, \"args\": {\"name\": \"device %u copies\"}},\n"
+                           "  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 0, "
+                           "\"tid\": %u, \"args\": {\"sort_index\": %u}}",
+                           s->devices + d, d, s->devices + d, s->devices + d);
 }
 
 static void put_event(psched_buf *b, const psched_op *op, uint32_t device, double start,
@@ -94,7 +106,8 @@ static psched_status put_device(psched_buf *b, const psched_schedule *s, const p
         const psched_op *op = &s->ops[first + i];
         bool overlapped = (op->flags & PSCHED_OP_OVERLAP_NEXT) ||
                           (i > 0 && (s->ops[first + i - 1].flags & PSCHED_OP_OVERLAP_NEXT));
-        put_event(b, op, d, start, end, overlapped);
+        bool copy = op->kind == PSCHED_OP_OFFLOAD || op->kind == PSCHED_OP_RELOAD;
+        put_event(b, op, copy ? s->devices + d : d, start, end, overlapped);
     }
     return PSCHED_OK;
 }
