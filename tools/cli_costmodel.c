@@ -122,7 +122,7 @@ static int read_weights(const char *spec, uint32_t m, double **out, uint32_t *co
     size_t length;
     bool inline_list = spec[0] != '\0' && strspn(spec, "0123456789.,eE+-") == strlen(spec);
     if (!inline_list) {
-        int rc = cli_read_file(spec, &data, &length);
+        int rc = cli_read_file(spec, CLI_MAX_TABLE_BYTES, &data, &length);
         if (rc != CLI_OK)
             return rc;
     }
