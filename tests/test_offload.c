@@ -282,6 +282,49 @@ static void test_pcie_setter_checks_its_value(void)
     psched_plan_destroy(plan);
 }
 
+/* Every allocation of the transform and of a simulation with copies,
+ * weights, links and overlap savings may fail: the call then says ENOMEM
+ * and leaks nothing (the sanitizer build checks the leaks). */
+static void test_allocation_failures_are_reported(void)
+{
+    psched_plan *plan = gen_plan(4, 8);
+    const double w[] = {1, 2, 1, 1, 3, 1, 1, 1};
+    CHECK_OK(psched_plan_set_microbatch_weights(plan, w, 8));
+    CHECK_OK(psched_plan_set_comm_bytes(plan, 2, 1));
+    CHECK_OK(psched_plan_set_topology(plan, 2, 4, 0.1, 1, 0.5));
+    CHECK_OK(psched_plan_set_pcie_bandwidth(plan, 2));
+    psched_schedule *s = generate(plan, "1f1b");
+    int ok = 0;
+    for (long n = 0; n < 400 && ok < 3; n++) {
+        psched_schedule *o = NULL;
+        psched_report *r = NULL;
+        psched__alloc_fail_after(n);
+        psched_status st = psched_offload(s, NULL, PSCHED_OFFLOAD_BUDGET, 2, &o);
+        if (!st)
+            st = psched_simulate(o, NULL, &r);
+        psched__alloc_fail_after(-1);
+        CHECK(st == PSCHED_OK || st == PSCHED_ENOMEM);
+        ok += st == PSCHED_OK;
+        psched_report_destroy(r);
+        psched_schedule_destroy(o);
+    }
+    CHECK(ok > 0);
+    psched_plan *copy = NULL;
+    for (long n = 0; n < 10; n++) {
+        psched__alloc_fail_after(n);
+        psched_status st = psched_plan_clone(plan, &copy);
+        psched__alloc_fail_after(-1);
+        CHECK(st == PSCHED_OK || st == PSCHED_ENOMEM);
+        if (!st) {
+            CHECK_EQ_DBL(psched_plan_microbatch_weight(copy, 4), 3);
+            psched_plan_destroy(copy);
+            break;
+        }
+    }
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
 int main(void)
 {
     RUN(test_offload_all_1f1b_p2_m2_by_hand);
@@ -290,5 +333,6 @@ int main(void)
     RUN(test_offload_any_generator_is_valid_and_never_worse_with_free_copies);
     RUN(test_copy_rules_are_checked);
     RUN(test_pcie_setter_checks_its_value);
+    RUN(test_allocation_failures_are_reported);
     TEST_MAIN_END();
 }
