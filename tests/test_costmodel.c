@@ -356,6 +356,16 @@ static void test_transfers_queue_on_the_senders_link(void)
     check_times(r, 1, s1, e1, 6);
     CHECK_EQ_DBL(psched_report_makespan(r), 22);
     psched_report_destroy(r);
+    /* the Chrome trace shows the queued transfers on device 0's up link */
+    static const char *const rows[] = {"0F0,0F1,0F2,0B0,0B1,0B2", "1F0,1F1,1F2,1B0,1B1,1B2"};
+    psched_schedule *s = ts_build(plan, rows);
+    char *trace = NULL;
+    CHECK_OK(psched_export(s, NULL, PSCHED_FORMAT_CHROME, 0, &trace, NULL));
+    CHECK_CONTAINS(trace, "\"tid\": 6, \"args\": {\"name\": \"device 0 link up\"}");
+    CHECK_CONTAINS(trace, "{\"name\": \"0F1 -> device 1\", \"cat\": \"TRANSFER\", \"ph\": \"X\", "
+                          "\"ts\": 5000, \"dur\": 4000, \"pid\": 0, \"tid\": 6,");
+    psched_free(trace);
+    psched_schedule_destroy(s);
     /* --comm keeps its meaning: 0.25 more on every transfer. Arrivals 5.25,
      * 9.25, 13.25; d1 ends 1B2 at 20.25; d0's B's wait for 16.5, 18.5,
      * 20.5: makespan 22.5. */

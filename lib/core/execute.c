@@ -471,6 +471,8 @@ static void send_output(exec *x, const psched_op *o, size_t g, uint32_t d)
         hold = 0;
     *link = leave + hold;
     x->arrive[g] = leave + hold + c->latency[inter] + x->costs->comm;
+    if (x->leave_out)
+        x->leave_out[g] = leave;
 }
 
 /* Devices take turns after an op or two, so each device's list is one of
@@ -810,8 +812,9 @@ psched_status psched__exec_setup(exec *x, const psched_schedule *s, const psched
     return st;
 }
 
-psched_status psched__execute(const psched_schedule *s, const psched_plan *costs, double *start,
-                              double *end)
+psched_status psched__execute_transfers(const psched_schedule *s, const psched_plan *costs,
+                                        double *start, double *end, double *leave,
+                                        double *arrive)
 {
     exec x;
     psched_status st = exec_alloc(&x, s, costs, start, end, false, start || end);
@@ -819,7 +822,23 @@ psched_status psched__execute(const psched_schedule *s, const psched_plan *costs
         st = exec_check(&x, true);
     if (st)
         return st;
+    size_t total = s->offset[s->devices];
+    if (x.links && leave) {
+        x.leave_out = leave;
+        for (size_t g = 0; g < total; g++)
+            leave[g] = NAN;
+    }
     st = psched__exec_run(&x);
+    if (!st && x.links && arrive) {
+        for (size_t g = 0; g < total; g++)
+            arrive[g] = leave && isnan(leave[g]) ? NAN : x.arrive[g];
+    }
     psched__exec_free(&x);
     return st;
+}
+
+psched_status psched__execute(const psched_schedule *s, const psched_plan *costs, double *start,
+                              double *end)
+{
+    return psched__execute_transfers(s, costs, start, end, NULL, NULL);
 }

@@ -40,6 +40,7 @@ typedef struct psched_exec {
     bool links;             /* transfers by bytes and links: arrive[] holds times */
     double *arrive;         /* [g]: when op g's output reaches its consumer's device */
     double *link_free;      /* [2d + (towards lower devices)]: when the link is free */
+    double *leave_out;      /* caller's [g]: when op g's output left, or NULL */
     /* activation copies (OFFLOAD/RELOAD), NULL when the schedule has none: */
     uint32_t *copy_pos;     /* [(mb*S + stage)*2 + kind - OFFLOAD] -> global op index */
     double *copy_free;      /* [d]: when device d's copy stream is free */

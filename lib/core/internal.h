@@ -218,6 +218,14 @@ PSCHED_INTERNAL int psched__op_text(const psched_op *op, char *buf, size_t size)
 PSCHED_INTERNAL psched_status psched__execute(const psched_schedule *s, const psched_plan *costs,
                                               double *start, double *end);
 
+/* psched__execute that also reports, per op, when its output leaves on a
+ * link and arrives (NAN for ops without a transfer), for the link model of
+ * the cost model extensions; leave/arrive may be NULL. */
+PSCHED_INTERNAL psched_status psched__execute_transfers(const psched_schedule *s,
+                                                        const psched_plan *costs, double *start,
+                                                        double *end, double *leave,
+                                                        double *arrive);
+
 /* Same contract as psched__execute for a lowered schedule (one with comm
  * ops): rendezvous point-to-point semantics, batched groups posted
  * together; compute ops keep their DESIGN §2 dependencies. Lives in
@@ -234,6 +242,9 @@ struct psched_report {
     double *busy, *idle, *peak; /* per device */
     size_t *offset;             /* devices + 1 */
     double *start, *end;        /* per op */
+    /* per op: when its output leaves on a link and arrives at the consumer's
+     * device (NAN: no transfer); NULL unless the costs model links */
+    double *leave, *arrive;
 };
 
 /* ---- registry ---- */

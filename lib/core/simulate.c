@@ -18,6 +18,8 @@ void psched_report_destroy(psched_report *r)
     psched__dealloc(r->offset);
     psched__dealloc(r->start);
     psched__dealloc(r->end);
+    psched__dealloc(r->leave);
+    psched__dealloc(r->arrive);
     psched__dealloc(r);
 }
 
@@ -182,9 +184,19 @@ psched_status psched_simulate(const psched_schedule *s, const psched_plan *costs
     psched_report *r = report_alloc(s->devices, total);
     if (!r)
         return PSCHED_ENOMEM_FAIL();
-    psched_status st = psched__has_comm_ops(s)
-                           ? psched__execute_rendezvous(s, costs, r->start, r->end)
-                           : psched__execute(s, costs, r->start, r->end);
+    bool comm_ops = psched__has_comm_ops(s);
+    if (!comm_ops && psched__costmodel_links(costs)) {
+        /* the link model's transfers, for the traces */
+        r->leave = psched__reallocarray(NULL, total + 1, sizeof *r->leave);
+        r->arrive = psched__reallocarray(NULL, total + 1, sizeof *r->arrive);
+        if (!r->leave || !r->arrive) {
+            psched_report_destroy(r);
+            return PSCHED_ENOMEM_FAIL();
+        }
+    }
+    psched_status st = comm_ops ? psched__execute_rendezvous(s, costs, r->start, r->end)
+                                : psched__execute_transfers(s, costs, r->start, r->end,
+                                                            r->leave, r->arrive);
     if (st) {
         psched_report_destroy(r);
         return st;

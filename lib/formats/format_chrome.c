@@ -24,7 +24,11 @@
  * schedule are exactly its compute ops. Activation copies (OFFLOAD,
  * RELOAD) run on a copy stream concurrent with compute, so they go on a
  * track of their own, "device d copies" (tid = devices + d), present only
- * when the schedule has copies.
+ * when the schedule has copies. With the link model (bytes and links in
+ * the costs), each transfer is an X event named "3F2 -> device 4" (cat
+ * "TRANSFER") from the time it leaves its device's link to its arrival,
+ * on a track per device and direction, "device d link up" (to higher
+ * devices, tid = 3·devices + 2d) and "device d link down" (tid + 1).
  *
  * Times: the trace's unit is the microsecond and the cost model's unit is
  * whatever the plan's costs are in (usually milliseconds of a layer), so
@@ -71,6 +75,40 @@ static void put_header(psched_buf *b, const psched_schedule *s, const psched_rep
                            "  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 0, "
                            "\"tid\": %u, \"args\": {\"sort_index\": %u}}",
                            s->devices + d, d, s->devices + d, s->devices + d);
+}
+
+/* The link tracks and their transfers (report from the link model). */
+static void put_links(psched_buf *b, const psched_schedule *s, const psched_report *r)
+{
+    uint32_t p = s->devices;
+    for (uint32_t d = 0; d < p; d++)
+        for (uint32_t dir = 0; dir < 2; dir++)
+            psched__buf_printf(b, ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, "
+                               "\"tid\": %u, \"args\": {\"name\": \"device %u link %s\"}},\n"
+                               "  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 0, "
+                               "\"tid\": %u, \"args\": {\"sort_index\": %u}}",
+                               3 * p + 2 * d + dir, d, dir ? "down" : "up", 3 * p + 2 * d + dir,
+                               3 * p + 2 * d + dir);
+    for (uint32_t d = 0; d < p; d++) {
+        for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
+            if (isnan(r->leave[g]))
+                continue;
+            const psched_op *op = &s->ops[g];
+            /* an F sends to the next stage, a backward to the one before */
+            uint32_t to = psched_plan_stage_device(
+                s->plan, op->kind == PSCHED_OP_F ? op->stage + 1 : op->stage - 1);
+            char name[48];
+            psched__op_text(op, name, sizeof name);
+            psched__buf_printf(b, ",\n  {\"name\": \"%s -> device %u\", \"cat\": \"TRANSFER\", "
+                               "\"ph\": \"X\", \"ts\": ", name, to);
+            psched__buf_json_num(b, r->leave[g] * CHROME_US_PER_UNIT);
+            psched__buf_puts(b, ", \"dur\": ");
+            psched__buf_json_num(b, (r->arrive[g] - r->leave[g]) * CHROME_US_PER_UNIT);
+            psched__buf_printf(b, ", \"pid\": 0, \"tid\": %u, \"args\": {\"stage\": %u, "
+                               "\"microbatch\": %u}}",
+                               3 * p + 2 * d + (to < d), op->stage, op->microbatch);
+        }
+    }
 }
 
 static void put_event(psched_buf *b, const psched_op *op, uint32_t device, double start,
@@ -120,6 +158,8 @@ psched_status psched__export_chrome(const psched_schedule *s, const psched_repor
     put_header(&b, s, r);
     for (uint32_t d = 0; d < s->devices && st == PSCHED_OK; d++)
         st = put_device(&b, s, r, d);
+    if (st == PSCHED_OK && r && r->leave && r->arrive)
+        put_links(&b, s, r);
     if (st != PSCHED_OK) {
         psched__dealloc(b.data);
         return st;
