@@ -419,10 +419,10 @@ class TestExports(CliCase):
         self.assertEqual(len(pairs), 2 * csv.count("OVERLAP_F_B"))
 
     def test_csv_comms_is_the_lowered_hand_example(self):
-        # issue 4's hand example; a batched group is written in list order
+        # issue 4's hand example; a batched group is one [..;..]BATCH cell
         out = self.ok("generate", *PLAN_1F1B_P2_M2, "--format", "csv-comms")
-        self.assertEqual(out, "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
-                              "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1\n")
+        self.assertEqual(out, "0F0,0SEND_F0,0F1,[0SEND_F1;0RECV_B0]BATCH,0B0,0RECV_B1,0B1\n"
+                              "1RECV_F0,1F0,1B0,[1SEND_B0;1RECV_F1]BATCH,1F1,1B1,1SEND_B1\n")
 
     def test_csv_comms_of_interleaved_has_a_send_and_a_recv_per_transfer(self):
         # p = 4, v = 2, loop placement: every edge s -> s+1 of the S = 8
@@ -430,7 +430,7 @@ class TestExports(CliCase):
         # backward transfers
         out = self.ok("generate", "--schedule", "interleaved", "--devices", "4",
                       "--microbatches", "8", "--format", "csv-comms")
-        cells = [c for row in out.splitlines() for c in row.split(",")]
+        cells = [c for row in out.splitlines() for c in re.split("[,;]", row)]
         for kind in ("SEND_F", "RECV_F", "SEND_B", "RECV_B"):
             self.assertEqual(sum(kind in c for c in cells), 7 * 8, kind)
         self.assertEqual(len(cells), 4 * 7 * 8 + 2 * 8 * 8)
