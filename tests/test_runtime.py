@@ -226,6 +226,101 @@ class TestBrokenSchedules(RuntimeCase):
         self.passes("--schedule", "zb-h2", "--devices", "2", "--microbatches", "4", "--force")
 
 
+def expected_runs_for(p):
+    """Grid points of one p (v in 1..4, m in {p, 2p, 3p+1}) each generator
+    accepts, as EXPECTED_RUNS sums them over p in {2, 3, 4}."""
+    runs = {n: 3 for n in ["gpipe", "1f1b", "zb-h1", "zb-h2", "zb", "v-zb", "v-half", "v-min"]}
+    runs.update({"looped-bfs": 12, "interleaved": 6, "interleaved-zb": 6, "dualpipev": 2,
+                 "dualpipe": 1 if p in (2, 4) else 0})
+    return runs
+
+
+MPIRUN = os.environ.get("PIPESCHED_MPIRUN")
+
+
+@unittest.skipUnless(MPIRUN, "PIPESCHED_MPIRUN is not set (runtime built without MPI)")
+class TestMpi(RuntimeCase):
+    """One MPI process per device (Open MPI, oversubscribed on small
+    machines): every generator, p in {2, 3, 4}, directly and read back from
+    its csv-comms file, and the reference CSVs; one mpirun per p."""
+
+    def mpirun(self, p, *args):
+        env = dict(os.environ)
+        # Open MPI: more processes than cores, yield while waiting, and root
+        # in containers; other MPIs ignore these variables
+        env.update({"OMPI_MCA_rmaps_base_oversubscribe": "1",
+                    "OMPI_MCA_mpi_yield_when_idle": "1",
+                    "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+        return subprocess.run([MPIRUN, "-np", str(p), RUNTIME, *args], capture_output=True,
+                              text=True, timeout=300, env=env)
+
+    def grid(self, p, *csvs):
+        args = ["--all", "--via-csv"]
+        for c in csvs:
+            args += ["--csv", os.path.join(REFERENCE, c)]
+        r = self.mpirun(p, *args)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        lines = r.stdout.splitlines()
+        # the grid, then one block per CSV file
+        end = next(i for i, line in enumerate(lines) if " schedules executed " in line)
+        expected = {n: 2 * k for n, k in expected_runs_for(p).items()}  # direct + via csv-comms
+        self.check_grid("\n".join(lines[:end + 1]), expected, 12)
+        self.assertEqual(sum(" via csv-comms: " in line for line in lines[:end]),
+                         sum(expected_runs_for(p).values()))
+        return lines[end + 1:]
+
+    def test_p2_every_generator_and_the_reference_csvs(self):
+        rest = "\n".join(self.grid(2, "torchtitan/custom_schedule.csv",
+                                   "pytorch/zb1p_2rank_2stagep_compute.csv",
+                                   "pytorch/zb1p_2rank_2stagep_comms.csv"))
+        self.assertEqual(rest.count("\nOK   ") + rest.startswith("OK   "), 3, rest)
+        self.assertEqual(rest.count("max |pipelined - reference| = 0 "), 3, rest)
+        self.assertIn("runtime 18944 18944, simulator 18944 18944", rest)
+        # PyTorch's comms file runs as it is (no groups, and none needed)
+        self.assertIn("lowered: 80 compute ops, 96 comm ops, 0 batched groups", rest)
+
+    def test_p3_every_generator(self):
+        self.assertEqual(self.grid(3), [])
+
+    def test_p4_every_generator_and_dualpipev_reference(self):
+        rest = "\n".join(self.grid(4, "pytorch/dualpipev_4rank_10mb.csv"))
+        self.assertTrue(rest.startswith("OK   "), rest)
+        self.assertIn("p=4 v=2 m=10", rest)
+
+    def test_1f1b_on_4_processes_matches_the_thread_backend_figures(self):
+        r = self.mpirun(4, "--schedule", "1f1b", "--microbatches", "8")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("max |pipelined - reference| = 0 over 1 chain", r.stdout)
+        self.assertIn("peak activation bytes per device: runtime 4608 3456 2304 1152, "
+                      "simulator 4608 3456 2304 1152", r.stdout)
+
+    def test_unbatched_sends_deadlock_and_the_watchdog_names_them(self):
+        # MPI_Issend is synchronous: like NCCL, a send without its group waits
+        r = self.mpirun(2, "--schedule", "1f1b", "--microbatches", "4", "--break", "unbatch",
+                        "--force", "--timeout", "0.5")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("runtime: watchdog: no op completed for 0.5 s; waiting: "
+                      "device 0 op 3 (0SEND_F1, send not matched); "
+                      "device 1 op 3 (1SEND_B0, send not matched)", r.stdout)
+
+    def test_w_before_b_stops_the_rank(self):
+        r = self.mpirun(2, "--schedule", "zb-h1", "--microbatches", "4", "--break", "w-before-b",
+                        "--force", "--timeout", "0.5")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("runtime: device 0 op 5 (0W0): W before its B", r.stdout)
+
+    def test_swapped_sends_give_wrong_gradients(self):
+        r = self.mpirun(2, "--schedule", "zb-h2", "--microbatches", "4", "--break", "send-order",
+                        "--force")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"gradients: max \|pipelined - reference\| = \S+ .*: MISMATCH")
+
+    def test_a_schedule_for_another_process_count_is_refused(self):
+        r = self.mpirun(3, "--schedule", "1f1b", "--devices", "2", "--microbatches", "4")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("runtime: the schedule has 2 devices but mpirun started 3 processes", r.stdout)
+
+
 class TestGuidePage(unittest.TestCase):
     ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
