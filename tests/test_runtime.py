@@ -93,6 +93,19 @@ class TestGrid(RuntimeCase):
         self.assertEqual(sum(EXPECTED_RUNS.values()), 152)
         self.check_grid(self.passes("--all"))
 
+    def test_every_lowered_schedule_runs_from_its_csv_comms_file(self):
+        # lowered, written as csv-comms ([a;b]BATCH groups, the chains
+        # header), read back and executed as it is: no deadlock, same results
+        out = self.passes("--all", "--via-csv")
+        self.check_grid(out, {n: 2 * k for n, k in EXPECTED_RUNS.items()})
+        self.assertEqual(out.count(" via csv-comms: gradient diff 0"), 152)
+
+    def test_pytorch_comms_file_runs_as_it_is(self):
+        out = self.passes("--csv", os.path.join(REFERENCE, "pytorch",
+                                                "zb1p_2rank_2stagep_comms.csv"))
+        self.assertIn("lowered: 80 compute ops, 96 comm ops, 0 batched groups", out)
+        self.assertIn("max |pipelined - reference| = 0 ", out)
+
     def test_grid_also_matches_with_uneven_costs_and_comm_latency(self):
         # Costs move the comm ops and change the batched groups; the
         # gradients and the list-order memory peaks must not change.
