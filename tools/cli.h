@@ -56,6 +56,8 @@ typedef struct cli_opts {
     const char *input; /* --input, --file (hash) or validate's FILE: "-" is stdin */
     uint32_t devices, microbatches, chunks;
     bool have_devices, have_microbatches, have_chunks, have_placement, have_format;
+    uint32_t chains; /* --chains with --input: 0 = from the file's header (1 without) */
+    bool pytorch;    /* --pytorch: csv-comms in PyTorch's own compute_comms dialect */
     int64_t group_size;
     bool have_group_size;
     double cost[3], mem[3], comm, mem_limit;

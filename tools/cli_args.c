@@ -30,6 +30,8 @@ enum opt_id {
     OPT_PLACEMENT,
     OPT_FILE,
     OPT_INPUT,
+    OPT_CHAINS,
+    OPT_PYTORCH,
     OPT_COSTMODEL /* cli_costmodel.c */
 };
 
@@ -59,6 +61,8 @@ static const struct opt_def {
     {"output", OPT_OUTPUT, true, CMD_GENERATE},
     {"placement", OPT_PLACEMENT, true, PLAN_CMDS},
     {"file", OPT_FILE, true, CMD_HASH}, /* the spelling before --input; kept */
+    {"chains", OPT_CHAINS, true, PLAN_CMDS},
+    {"pytorch", OPT_PYTORCH, false, CMD_GENERATE},
     {"overlap", OPT_COSTMODEL, true, PLAN_CMDS},
     {"microbatch-weights", OPT_COSTMODEL, true, PLAN_CMDS},
     {"comm-bytes", OPT_COSTMODEL, true, PLAN_CMDS},
@@ -274,10 +278,13 @@ static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
         o->placement = v;
         o->have_placement = true;
         return CLI_OK;
+    case OPT_CHAINS:
+        return cli_flag_u32("chains", v, 1, 2, &o->chains);
     case OPT_COSTMODEL:
         return cli_costmodel_flag(&o->costmodel, d->name, v);
     case OPT_HELP:
     case OPT_JSON:
+    case OPT_PYTORCH:
         break;
     }
     return CLI_OK;
@@ -337,6 +344,8 @@ static int parse_flag(enum cli_command command, int argc, char **argv, int *i, c
         }
         if (d->id == OPT_HELP) {
             o->help = true;
+        } else if (d->id == OPT_PYTORCH) {
+            o->pytorch = true;
         } else if (command == CMD_GENERATE) {
             /* generate prints a schedule: --json is --format json */
             o->format = "json";

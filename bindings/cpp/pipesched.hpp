@@ -460,6 +460,8 @@ public:
     }
     std::string to_csv() const { return render(PSCHED_FORMAT_CSV); }
     std::string to_csv_comms() const { return render(PSCHED_FORMAT_CSV_COMMS); }
+    /** PyTorch's own compute_comms dialect (no batched-group cells). */
+    std::string to_csv_comms_pytorch() const { return render(PSCHED_FORMAT_CSV_COMMS_PYTORCH); }
     std::string to_ascii(const Report *report = nullptr, bool color = false) const
     {
         return render(PSCHED_FORMAT_ASCII, report, color ? PSCHED_EXPORT_COLOR : 0u);

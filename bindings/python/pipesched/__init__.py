@@ -593,15 +593,16 @@ class Schedule(_Handle):
         return self._export(_lib.FORMAT_CSV)
 
     def to_csv_comms(self) -> str:
-        """PyTorch compute_comms CSV (for a lowered schedule)."""
+        """compute_comms CSV of a lowered schedule, batched groups as
+        `[a;b]BATCH` cells (docs/formats.md)."""
         return self._export(_lib.FORMAT_CSV_COMMS)
 
     def to_pytorch_actions(self) -> _t.List[_t.List[str]]:
         """One list per rank of torch.distributed.pipelining action strings,
         e.g. "0F0", "1I3" (our B), "1B3" (our BW), "(0F7;7B3)OVERLAP_F_B"."""
         devices = self.devices
-        comm = any(o.kind >= _SEND_F for d in range(devices) for o in self._raw_ops(d))
-        rows = (self.to_csv_comms() if comm else self.to_csv()).split("\n")
+        # PyTorch's own dialect: no batched-group cells, no chains header
+        rows = self._export(_lib.FORMAT_CSV_COMMS_PYTORCH).split("\n")
         return [[cell for cell in rows[d].split(",") if cell] if d < len(rows) else []
                 for d in range(devices)]
 
