@@ -297,6 +297,29 @@ static void test_straggler_microbatch_1f1b_p2_m3_by_hand(void)
     psched_plan_destroy(plan);
 }
 
+/* A straggler in a longer step (p = 4, m = 8, micro-batch 2 weighs 4): the
+ * zb scheduler, which orders by simulated times, does at least as well as
+ * the fixed orders 1F1B and ZB-H1 on the weighted step. */
+static void test_zb_does_at_least_as_well_as_fixed_orders_with_a_straggler(void)
+{
+    psched_plan *plan = gen_plan(4, 8, 1, 1, 1);
+    const double w[] = {1, 1, 4, 1, 1, 1, 1, 1};
+    CHECK_OK(psched_plan_set_microbatch_weights(plan, w, 8));
+    psched_report *zb = simulate_generated(plan, "zb");
+    psched_report *f1b = simulate_generated(plan, "1f1b");
+    psched_report *h1 = simulate_generated(plan, "zb-h1");
+    if (zb && f1b && h1) {
+        CHECK(psched_report_makespan(zb) <= psched_report_makespan(f1b));
+        CHECK(psched_report_makespan(zb) <= psched_report_makespan(h1));
+        /* the straggler costs 1F1B more than its own extra work, 3 x 3 */
+        CHECK(psched_report_makespan(f1b) > 33 + 9);
+    }
+    psched_report_destroy(zb);
+    psched_report_destroy(f1b);
+    psched_report_destroy(h1);
+    psched_plan_destroy(plan);
+}
+
 /* Two chains, p = 2, v = 1, m = 2: stage 0 (chain 0) on d0, stage 1 (chain
  * 1) on d1, one micro-batch each, numbered 0 in its chain. Weights (1, 3):
  * micro-batch 0 of chain 1 is micro-batch 1 overall and weighs 3, so d1
@@ -449,6 +472,7 @@ int main(void)
     RUN(test_weight_setter_checks_count_and_sign);
     RUN(test_straggler_microbatch_1f1b_p2_m3_by_hand);
     RUN(test_weights_number_microbatches_over_chains);
+    RUN(test_zb_does_at_least_as_well_as_fixed_orders_with_a_straggler);
     RUN(test_transfers_queue_on_the_senders_link);
     RUN(test_inter_node_links_use_their_bandwidth_and_latency);
     RUN(test_link_setters_check_their_values);
