@@ -1136,6 +1136,79 @@ PSCHED_API psched_status psched_lower_comm(const psched_schedule *schedule,
                                            const psched_plan *plan,
                                            psched_schedule **lowered);
 
+/** How the runtime that executes a lowered schedule posts its point-to-point
+ *  calls (ABI 1.1). */
+typedef enum psched_lower_mode {
+    /** Blocking, rendezvous calls: a send completes only when the peer posts
+     *  the matching receive; groups (#PSCHED_OP_BATCH_NEXT) are posted and
+     *  complete together. psched_lower_comm()'s lowering. */
+    PSCHED_LOWER_RENDEZVOUS = 0,
+    /** Non-blocking calls (torch.distributed isend/irecv, NCCL's grouped
+     *  point-to-point calls): posting a SEND or a RECV never blocks the
+     *  device; a compute op waits only for the transfer feeding it, which
+     *  completes t_comm after the later of its SEND's and RECV's posts.
+     *  Each SEND goes right after its producer and each RECV right after
+     *  the receiver's last compute unit ending by the producer's simulated
+     *  end, so the transfer overlaps the compute that follows; no groups.
+     *  The runtime PyTorch's compute_comms files are written for. */
+    PSCHED_LOWER_ASYNC = 1
+} psched_lower_mode;
+
+/** Version of ::psched_lower_options this header describes (ABI 1.1). */
+#define PSCHED_LOWER_OPTIONS_VERSION 1u
+
+/**
+ * Options of psched_lower_comm_ex() (ABI 1.1). Initialize with
+ * #PSCHED_LOWER_OPTIONS_INIT; later versions only append fields.
+ */
+typedef struct psched_lower_options {
+    uint32_t version;        /**< #PSCHED_LOWER_OPTIONS_VERSION */
+    psched_lower_mode mode;  /**< ::PSCHED_LOWER_RENDEZVOUS or ::PSCHED_LOWER_ASYNC */
+} psched_lower_options;
+
+/** Default options: rendezvous mode, psched_lower_comm()'s lowering. */
+#define PSCHED_LOWER_OPTIONS_INIT { PSCHED_LOWER_OPTIONS_VERSION, PSCHED_LOWER_RENDEZVOUS }
+
+/**
+ * @brief psched_lower_comm() with options (ABI 1.1): with
+ * ::PSCHED_LOWER_ASYNC, a lowering for non-blocking runtimes whose
+ * transfers overlap compute (see ::psched_lower_mode).
+ *
+ * The lowered schedule remembers its mode (psched_schedule_lower_mode());
+ * psched_validate() and psched_simulate() execute an async lowering under
+ * async semantics: SEND and RECV never block, a compute op fed from
+ * another device waits for its transfer, which starts once both its SEND
+ * and its RECV are posted. Still checked: every rule of the rendezvous
+ * validator except blocking (placement, one matching RECV per SEND, both
+ * sides of a device pair listing their calls in the same order, each SEND
+ * after its producer and each RECV before its consumer), and a compute op
+ * whose transfer's SEND is never posted is reported as ::PSCHED_EDEADLOCK
+ * naming the cycle of waits. Simulated with the costs used here, an async
+ * lowering keeps the compute-only makespan: every transfer starts at its
+ * producer's end, as psched_simulate() of the compute schedule assumes
+ * (transfers between a device pair are not serialized, as in that model).
+ * @param schedule a valid compute schedule (no comm ops).
+ * @param plan costs used to place comm ops (NULL: the schedule's own).
+ * @param options options, or NULL for #PSCHED_LOWER_OPTIONS_INIT.
+ * @param[out] lowered new schedule owned by the caller.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (also for an unknown mode or
+ *         version), ::PSCHED_EINVALID / ::PSCHED_EDEADLOCK (the input is
+ *         not a valid compute schedule), ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_lower_comm_ex(const psched_schedule *schedule,
+                                              const psched_plan *plan,
+                                              const psched_lower_options *options,
+                                              psched_schedule **lowered);
+
+/**
+ * @brief The semantics a schedule's comm ops are executed with (ABI 1.1):
+ * ::PSCHED_LOWER_ASYNC for a schedule made by psched_lower_comm_ex() in
+ * async mode, ::PSCHED_LOWER_RENDEZVOUS otherwise (compute schedules,
+ * psched_lower_comm(), imported files: a file does not record the mode).
+ * @param schedule a schedule (NULL: ::PSCHED_LOWER_RENDEZVOUS).
+ */
+PSCHED_API psched_lower_mode psched_schedule_lower_mode(const psched_schedule *schedule);
+
 /** @} */
 
 /** @defgroup bounds Lower bounds

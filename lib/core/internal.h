@@ -191,6 +191,7 @@ struct psched_schedule {
     uint32_t devices;
     size_t *offset;     /* devices + 1 entries: ops of device d are [offset[d], offset[d+1]) */
     psched_op *ops;     /* one contiguous array */
+    uint8_t lower_mode; /* psched_lower_mode its comm ops run with */
 };
 
 /* Creates an empty builder for a resolved plan (the builder borrows it). */

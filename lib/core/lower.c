@@ -77,6 +77,7 @@ typedef struct lower {
     uint32_t *out_first;  /* [unit] CSR of transfers by producer unit; units + 1 entries */
     uint32_t *out;
     comm_rec *recs;       /* 2 per transfer */
+    bool async;           /* PSCHED_LOWER_ASYNC */
 } lower;
 
 static uint32_t device_of(const lower *l, size_t g)
@@ -271,9 +272,8 @@ static uint32_t gap_before(const lower *l, uint32_t d, double time, uint32_t ran
     return lo - first;
 }
 
-static int rec_cmp(const void *pa, const void *pb)
+static int rec_cmp_key(const comm_rec *a, const comm_rec *b)
 {
-    const comm_rec *a = pa, *b = pb;
     if (a->device != b->device)
         return a->device < b->device ? -1 : 1;
     if (a->gap != b->gap)
@@ -282,8 +282,30 @@ static int rec_cmp(const void *pa, const void *pb)
         return a->time < b->time ? -1 : 1;
     if (a->rank != b->rank)
         return a->rank < b->rank ? -1 : 1;
+    return 0;
+}
+
+static int rec_cmp(const void *pa, const void *pb)
+{
+    const comm_rec *a = pa, *b = pb;
+    int c = rec_cmp_key(a, b);
+    if (c)
+        return c;
     if (a->recv != b->recv)
         return a->recv < b->recv ? -1 : 1;
+    return a->transfer < b->transfer ? -1 : a->transfer > b->transfer;
+}
+
+/* Async mode: no groups, so a device pair's two sides must list the
+ * transfers between them in one order: key, then transfer, the same on
+ * both (a SEND-before-RECV rule would order two opposite transfers of one
+ * key differently on the two sides). */
+static int rec_cmp_async(const void *pa, const void *pb)
+{
+    const comm_rec *a = pa, *b = pb;
+    int c = rec_cmp_key(a, b);
+    if (c)
+        return c;
     return a->transfer < b->transfer ? -1 : a->transfer > b->transfer;
 }
 
@@ -338,6 +360,21 @@ static void transfer_key(const lower *l, uint32_t t, double *time, uint32_t *ran
     *rank = l->x.end[l->consumer[t]] == when ? l->order[uc] : UINT32_MAX;
 }
 
+/* The key of transfer t in async mode: its producer's end. Nothing blocks
+ * on a post, so the SEND goes right after the producer and the RECV right
+ * after the receiver's last unit ending by then: posted no earlier than
+ * the data can exist, and no later, so the transfer runs while the
+ * receiver computes what lies between it and the consumer and arrives when
+ * the compute-only simulation expects it (the producer's end + t_comm).
+ * A zero-cost consumer ending at that very time keeps its RECV before it
+ * by its rank, as above. */
+static void async_key(const lower *l, uint32_t t, double *time, uint32_t *rank)
+{
+    uint32_t uc = l->unit_of[l->consumer[t]];
+    *time = l->x.end[l->producer[t]];
+    *rank = l->x.end[l->consumer[t]] == *time ? l->order[uc] : UINT32_MAX;
+}
+
 /* Orders the comm ops by device and gap (counting sort: most gaps hold
  * zero to two), then each gap by key. */
 static psched_status sort_recs(lower *l)
@@ -359,7 +396,8 @@ static psched_status sort_recs(lower *l)
             l->recs[i];
     for (size_t g = 0; g < gaps; g++)
         if (first[g + 1] - first[g] > 1)
-            qsort(sorted + first[g], first[g + 1] - first[g], sizeof *sorted, rec_cmp);
+            qsort(sorted + first[g], first[g + 1] - first[g], sizeof *sorted,
+                  l->async ? rec_cmp_async : rec_cmp);
     psched__dealloc(first);
     psched__dealloc(l->recs);
     l->recs = sorted;
@@ -376,7 +414,10 @@ static psched_status place_comm_ops(lower *l)
         const psched_op *po = &ops[l->producer[t]], *co = &ops[l->consumer[t]];
         uint32_t a = device_of(l, l->producer[t]), b = device_of(l, l->consumer[t]), rank;
         double time;
-        transfer_key(l, t, &time, &rank);
+        if (l->async)
+            async_key(l, t, &time, &rank);
+        else
+            transfer_key(l, t, &time, &rank);
         bool fwd = co->kind == PSCHED_OP_F;
         uint32_t up = l->unit_of[l->producer[t]], uc = l->unit_of[l->consumer[t]];
         l->recs[2 * t] = (comm_rec){a, gap_before(l, a, time, rank, up), time, rank, 0, t, po->stage,
@@ -403,7 +444,7 @@ static psched_status emit(const lower *l, psched_builder *b)
         for (uint32_t gap = 0, i = (uint32_t)r0; gap <= n && !st; gap++) {
             for (; i < r && l->recs[i].gap == gap && !st; i++) {
                 const comm_rec *c = &l->recs[i];
-                bool batch = i + 1 < r && c[1].gap == gap && same_key(c, &c[1]);
+                bool batch = !l->async && i + 1 < r && c[1].gap == gap && same_key(c, &c[1]);
                 st = psched_builder_append(b, d, (psched_op_kind)c->kind, c->stage, c->mb,
                                            batch ? PSCHED_OP_BATCH_NEXT : 0);
             }
@@ -430,6 +471,8 @@ static psched_status build(const lower *l, psched_schedule **out)
         st = emit(l, b);
     if (!st)
         st = psched__builder_finish(b, plan, l->x.s->name, out);
+    if (!st)
+        (*out)->lower_mode = l->async ? PSCHED_LOWER_ASYNC : PSCHED_LOWER_RENDEZVOUS;
     if (st)
         psched_plan_destroy(plan);
     psched__builder_destroy(b);
@@ -480,13 +523,33 @@ static psched_status check_args(const psched_schedule *s, const psched_plan *pla
 psched_status psched_lower_comm(const psched_schedule *schedule, const psched_plan *plan,
                                 psched_schedule **lowered)
 {
+    return psched_lower_comm_ex(schedule, plan, NULL, lowered);
+}
+
+psched_lower_mode psched_schedule_lower_mode(const psched_schedule *schedule)
+{
+    return schedule ? (psched_lower_mode)schedule->lower_mode : PSCHED_LOWER_RENDEZVOUS;
+}
+
+psched_status psched_lower_comm_ex(const psched_schedule *schedule, const psched_plan *plan,
+                                   const psched_lower_options *options,
+                                   psched_schedule **lowered)
+{
     if (!lowered)
         return psched_fail(PSCHED_EINVAL, "psched_lower_comm: lowered is NULL");
     *lowered = NULL;
+    if (options && (options->version == 0 || options->version > PSCHED_LOWER_OPTIONS_VERSION))
+        return psched_fail(PSCHED_EINVAL, "psched_lower_comm_ex: options version %u is not "
+                           "supported (1..%u)", options->version, PSCHED_LOWER_OPTIONS_VERSION);
+    if (options && options->mode != PSCHED_LOWER_RENDEZVOUS && options->mode != PSCHED_LOWER_ASYNC)
+        return psched_fail(PSCHED_EINVAL, "psched_lower_comm_ex: mode %d must be "
+                           "PSCHED_LOWER_RENDEZVOUS (0) or PSCHED_LOWER_ASYNC (1)",
+                           (int)options->mode);
     psched_status st = check_args(schedule, plan);
     if (st)
         return st;
     lower l = {0};
+    l.async = options && options->mode == PSCHED_LOWER_ASYNC;
     st = psched__exec_setup(&l.x, schedule, plan, NULL, NULL, false);
     if (st)
         return st;

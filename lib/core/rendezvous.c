@@ -27,7 +27,16 @@
  * matched, so the run is O(ops); devices left parked form a deadlock cycle.
  *
  * Times: compute ops as in execute.c; a comm op takes no device time, so
- * its start and end are both the completion of its transfer. */
+ * its start and end are both the completion of its transfer.
+ *
+ * Async semantics (a schedule from psched_lower_comm_ex() in
+ * PSCHED_LOWER_ASYNC mode, run as torch.distributed isend/irecv): rules
+ * 1-5 alike, but posting a comm op never blocks and BATCH_NEXT changes
+ * nothing. A transfer completes t_comm after the later of its SEND's and
+ * RECV's posts; a compute op fed from another device waits for it. A
+ * device parks on the compute op whose transfer's SEND is not posted yet
+ * and resumes when it is; devices left parked form a cycle of such waits,
+ * reported as a deadlock. */
 #include "execute.h"
 
 #include <stdarg.h>
@@ -47,6 +56,7 @@ typedef struct rv {
     uint32_t *pending;  /* [d] transfers of that group not matched yet */
     double *group_done; /* [d] completion of that group's latest matched transfer */
     size_t *stuck;      /* [d] first unmatched op of a parked group, for the report */
+    bool async;         /* PSCHED_LOWER_ASYNC semantics */
 } rv;
 
 static bool is_comm(uint8_t kind)
@@ -391,6 +401,74 @@ static void run_device(rv *r, uint32_t d)
     }
 }
 
+/* Async mode: a transfer whose two ends are posted; wakes its receiver,
+ * which may be parked on the consumer. */
+static void complete_async(rv *r, size_t g)
+{
+    uint32_t h = r->peer[g];
+    double t = (r->post[g] > r->post[h] ? r->post[g] : r->post[h]) + r->x.costs->comm;
+    r->x.start[g] = r->x.end[g] = r->x.start[h] = r->x.end[h] = t;
+    size_t recv = is_send(r->x.s->ops[g].kind) ? h : g;
+    psched__exec_enqueue(&r->x, r->x.stage_device[r->x.s->ops[recv].stage]);
+}
+
+/* Async mode: the completion of the transfers feeding unit [g, g + n) of
+ * device d, or -1 with the device parked on the first whose SEND is not
+ * posted yet. */
+static double async_inputs_ready(rv *r, uint32_t d, size_t g, size_t n)
+{
+    psched_exec *x = &r->x;
+    double ready = x->free_at[d];
+    for (size_t u = g; u < g + n; u++) {
+        const psched_op *o = &x->s->ops[u];
+        uint32_t dep[2];
+        int nd = psched__exec_deps(x, o, dep);
+        for (int i = 0; i < nd; i++) {
+            if (x->stage_device[x->s->ops[dep[i]].stage] == d)
+                continue;
+            uint8_t kind = o->kind == PSCHED_OP_F ? PSCHED_OP_RECV_F : PSCHED_OP_RECV_B;
+            uint32_t recv = *comm_slot(r, o->stage, o->microbatch, kind);
+            if (x->end[recv] < 0) {
+                r->stuck[d] = u;
+                x->waiting[d] = r->peer[recv];
+                return -1;
+            }
+            if (x->end[recv] > ready)
+                ready = x->end[recv];
+        }
+    }
+    return ready;
+}
+
+/* Async mode: runs device d until its list ends or it parks. */
+static void run_device_async(rv *r, uint32_t d)
+{
+    psched_exec *x = &r->x;
+    const psched_op *ops = x->s->ops;
+    size_t last = x->s->offset[d + 1];
+    while (x->cursor[d] < last) {
+        size_t g = x->cursor[d];
+        if (is_comm(ops[g].kind)) {
+            r->post[g] = x->free_at[d];
+            if (r->post[r->peer[g]] >= 0)
+                complete_async(r, g);
+            x->cursor[d] = g + 1;
+            continue;
+        }
+        size_t n = (ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
+        double ready = async_inputs_ready(r, d, g, n);
+        if (ready < 0)
+            return;
+        double cost = psched__exec_unit_cost(x, ops, g, n);
+        for (size_t u = g; u < g + n; u++) {
+            x->start[u] = ready;
+            x->end[u] = ready + cost;
+        }
+        x->free_at[d] = ready + cost;
+        x->cursor[d] = g + n;
+    }
+}
+
 /* Each parked device waits for the peer of the first unmatched op of its
  * group; the peer's device has not posted it, so it is parked too. */
 static psched_status report_deadlock(rv *r)
@@ -418,11 +496,14 @@ static psched_status run_all(rv *r)
         x->qhead = (x->qhead + 1) % x->p;
         x->qlen--;
         x->queued[d] = false;
-        run_device(r, d);
+        if (r->async)
+            run_device_async(r, d);
+        else
+            run_device(r, d);
     }
     for (uint32_t d = 0; d < x->p; d++)
         if (x->cursor[d] != x->s->offset[d + 1])
-            return report_deadlock(r);
+            return r->async ? psched__exec_deadlock(x, r->stuck) : report_deadlock(r);
     return PSCHED_OK;
 }
 
@@ -472,6 +553,7 @@ psched_status psched__execute_rendezvous(const psched_schedule *s, const psched_
                                          double *start, double *end)
 {
     rv r = {0};
+    r.async = s->lower_mode == PSCHED_LOWER_ASYNC;
     psched_status st = psched__exec_setup(&r.x, s, costs, start, end, true);
     if (st)
         return st;

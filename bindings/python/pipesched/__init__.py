@@ -43,7 +43,7 @@ from ._lib import LibraryNotFound
 __all__ = [
     "Plan", "Schedule", "Report", "Op", "Generator", "GeneratorInfo",
     "generate", "from_csv", "schedules", "schedule_info", "load_plugin", "version",
-    "library_path", "OVERLAP_NEXT", "BATCH_NEXT",
+    "library_path", "OVERLAP_NEXT", "BATCH_NEXT", "LOWER_MODES",
     "Error", "InvalidArgument", "OutOfMemory", "NotFound", "Infeasible",
     "InvalidSchedule", "Deadlock", "ParseError", "IOFailure", "PluginError",
     "Unsupported", "SolverError", "AlreadyExists", "LibraryNotFound",
@@ -51,6 +51,8 @@ __all__ = [
 
 OVERLAP_NEXT: int = _lib.OP_OVERLAP_NEXT
 BATCH_NEXT: int = _lib.OP_BATCH_NEXT
+#: Schedule.lower() modes, indexed by psched_lower_mode.
+LOWER_MODES: _t.Tuple[str, ...] = ("rendezvous", "async")
 
 
 class Op(_t.NamedTuple):
@@ -416,7 +418,7 @@ class Schedule(_Handle):
         # Set by lower() and by unpickling: what pickling needs beyond the
         # op lists (a lowered schedule's BATCH_NEXT flags have no CSV form).
         self._name: _t.Optional[str] = None
-        self._lowered_from: _t.Optional[_t.Tuple[_t.Dict[str, _t.Any], _t.Any]] = None
+        self._lowered_from: _t.Optional[_t.Tuple[_t.Dict[str, _t.Any], _t.Any, str]] = None
 
     def _get(self, name: str, *args: object) -> _t.Any:
         with self._use() as h:
@@ -430,6 +432,14 @@ class Schedule(_Handle):
     @property
     def devices(self) -> int:
         return self._get("psched_schedule_devices")
+
+    @property
+    def lower_mode(self) -> str:
+        """Semantics its comm ops run with: "async" for a Schedule.lower(...,
+        mode="async") result, else "rendezvous" (psched_schedule_lower_mode)."""
+        if not _lib.has("psched_schedule_lower_mode"):
+            return "rendezvous"
+        return LOWER_MODES[self._get("psched_schedule_lower_mode")]
 
     @property
     def name(self) -> str:
@@ -521,7 +531,9 @@ class Schedule(_Handle):
         the lowering plan, lowered again on load."""
         state: _t.Dict[str, _t.Any] = {"format": 1, "name": self.name}
         if self._lowered_from is not None:
-            state["lowered_from"], state["lower_plan"] = self._lowered_from
+            state["lowered_from"], state["lower_plan"], mode = self._lowered_from
+            if mode != "rendezvous":
+                state["lower_mode"] = mode
             return state
         lib = _lib.load()
         with self._use() as h:
@@ -548,22 +560,32 @@ class Schedule(_Handle):
                       for d in range(lib.psched_schedule_devices(h))]
         return Report(out, counts, _INTERNAL)
 
-    def lower(self, plan: _t.Optional[Plan] = None) -> "Schedule":
-        """Insert SEND/RECV ops for a runtime with rendezvous point-to-point
-        calls (psched_lower_comm) → a new Schedule. `plan`: costs used to
-        order the comm ops (None: the schedule's own)."""
+    def lower(self, plan: _t.Optional[Plan] = None, mode: str = "rendezvous") -> "Schedule":
+        """Insert SEND/RECV ops → a new Schedule. `plan`: costs used to
+        place the comm ops (None: the schedule's own). `mode`: "rendezvous"
+        (psched_lower_comm: blocking calls, batched groups) or "async"
+        (psched_lower_comm_ex with PSCHED_LOWER_ASYNC: non-blocking
+        isend/irecv, transfers overlap compute; validate() and simulate()
+        then use async semantics)."""
         if plan is not None:
             _of_type("plan", plan, Plan)
+        if mode not in LOWER_MODES:
+            raise _error(_lib.EINVAL, f"mode ({mode!r}) must be 'rendezvous' or 'async'")
         lib = _lib.load()
-        if not hasattr(lib, "psched_lower_comm"):
-            raise _error(_lib.EUNSUPPORTED, f"{library_path()} has no psched_lower_comm")
+        name = "psched_lower_comm" if mode == "rendezvous" else "psched_lower_comm_ex"
+        if not hasattr(lib, name):
+            raise _error(_lib.EUNSUPPORTED, f"{library_path()} has no {name}")
         out = _ctypes.c_void_p()
         with _using(self, plan) as (h, p):
-            _check(lib.psched_lower_comm(h, p, _ctypes.byref(out)))
+            if mode == "rendezvous":
+                _check(lib.psched_lower_comm(h, p, _ctypes.byref(out)))
+            else:
+                opts = _lib.psched_lower_options(_lib.LOWER_OPTIONS_VERSION, _lib.LOWER_ASYNC)
+                _check(lib.psched_lower_comm_ex(h, p, _ctypes.byref(opts), _ctypes.byref(out)))
             lower_plan = _plan_state(lib, p) if p is not None else None
         lowered = Schedule(out, _INTERNAL)
         try:
-            lowered._lowered_from = (self._state(), lower_plan)
+            lowered._lowered_from = (self._state(), lower_plan, mode)
         except BaseException:
             lowered.close()
             raise
@@ -636,11 +658,12 @@ def _restore_schedule(state: _t.Dict[str, _t.Any]) -> Schedule:
     if "lowered_from" in state:
         with _restore_schedule(state["lowered_from"]) as compute:
             lower_plan = state["lower_plan"]
+            mode = state.get("lower_mode", "rendezvous")
             if lower_plan is None:
-                s = compute.lower()
+                s = compute.lower(mode=mode)
             else:
                 with Plan(**lower_plan) as p:
-                    s = compute.lower(p)
+                    s = compute.lower(p, mode=mode)
     else:
         with Plan(**state["plan"]) as p:
             s = from_csv(state["csv"], p)

@@ -304,3 +304,21 @@ _COSTMODEL = {
 }
 _PROTOTYPES.update(_COSTMODEL)
 OPTIONAL = OPTIONAL | frozenset(_COSTMODEL)
+
+
+class psched_lower_options(ctypes.Structure):
+    """struct psched_lower_options (ABI 1.1, version 1)."""
+    _fields_ = [("version", u32), ("mode", ctypes.c_int)]
+
+
+LOWER_OPTIONS_VERSION = 1
+LOWER_RENDEZVOUS, LOWER_ASYNC = 0, 1
+
+# Lowering modes (ABI 1.1, docs/runtime.md): optional like the above.
+_LOWERMODE = {
+    "psched_lower_comm_ex": (status_t, [ctypes.c_void_p, ctypes.c_void_p,
+                                        ctypes.POINTER(psched_lower_options), handle_out]),
+    "psched_schedule_lower_mode": (ctypes.c_int, [ctypes.c_void_p]),
+}
+_PROTOTYPES.update(_LOWERMODE)
+OPTIONAL = OPTIONAL | frozenset(_LOWERMODE)
