@@ -147,19 +147,27 @@ def to_pipeline_order(schedule: pipesched.Schedule) -> dict[int, list[_pt._Actio
 
 
 def to_pipeline_order_with_comms(schedule: pipesched.Schedule,
-                                 costs: pipesched.Plan | None = None
-                                 ) -> dict[int, list[_pt._Action]]:
+                                 costs: pipesched.Plan | None = None,
+                                 mode: str = "async") -> dict[int, list[_pt._Action]]:
     """``{rank: [_Action, ...]}`` of pipesched's comm lowering
-    (``Schedule.lower(costs)``): compute actions plus SEND_F/RECV_F/SEND_B/
-    RECV_B, with a ``REDUCE_GRAD`` after each stage's last backward (the
-    action that scales gradients by 1/m in PyTorch's runtime, which its own
-    compute_only lowering inserts too). PyTorch posts comm actions one at a
-    time, so each batched group of the lowering is written in rank-parity
-    order: the lower rank of a pair receives first, the higher one sends
-    first, which keeps the order deadlock-free where calls rendezvous."""
+    (``Schedule.lower(costs, mode=mode)``): compute actions plus SEND_F/
+    RECV_F/SEND_B/RECV_B, with a ``REDUCE_GRAD`` after each stage's last
+    backward (the action that scales gradients by 1/m in PyTorch's runtime,
+    which its own compute_only lowering inserts too).
+
+    mode "async" (default): PyTorch's runtime posts every SEND/RECV as a
+    non-blocking isend/irecv and a compute action waits only for the
+    receive feeding it, so each SEND goes right after its producer and each
+    RECV right after the rank's last compute action ending (in pipesched's
+    simulation with ``costs``) by the time its producer ends: the transfer
+    overlaps the compute in between. mode "rendezvous": the blocking
+    lowering; PyTorch posts comm actions one at a time, so each of its
+    batched groups is written in rank-parity order: the lower rank of a
+    pair receives first, the higher one sends first, which keeps the order
+    deadlock-free where calls rendezvous."""
     _refuse_chains(schedule)
     stage_rank = stage_to_rank(schedule)
-    with schedule.lower(costs) as lowered:
+    with schedule.lower(costs, mode=mode) as lowered:
         m = schedule.microbatches
         return {d: _pt._add_reduce_grad(_actions_of(lowered, d, stage_rank), m)
                 for d in range(lowered.devices)}
@@ -266,7 +274,9 @@ def make_schedule(stages: _t.Sequence[_t.Any], schedule: pipesched.Schedule | st
     stages' process group, chunks from ``len(stages)`` and the other Plan
     arguments from ``plan_args``. lowering: "pytorch" hands the compute
     order to PyTorch's send/recv insertion; "pipesched" runs pipesched's
-    comm lowering (``Schedule.lower(costs)``) as a compute_comms order.
+    async comm lowering (``Schedule.lower(costs, mode="async")``: the
+    runtime's isend/irecv never block, so transfers overlap compute) as a
+    compute_comms order.
     validate: run pipesched's validation first (default); every rank does it
     before any process sends anything, so a broken schedule is refused on
     all ranks alike. Raises pipesched errors (InvalidSchedule, Deadlock,
