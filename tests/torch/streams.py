@@ -128,3 +128,60 @@ def _match(a, b):
     if send[0] == "SEND_F":
         return recv == ("RECV_F", send[1] + 1, send[2])
     return recv == ("RECV_B", send[1] - 1, send[2])
+
+
+def compute_bound(order, stage_to_rank, cost, comm):
+    """The step of a compute order (comm actions ignored) when every
+    cross-rank input is sent at its producer's end over its pair of ranks'
+    link, one transfer at a time in the order their producers end (a pair
+    stream carries one call at a time, both directions): the compute-only
+    simulation plus the transfer time that stream serialization makes
+    unavoidable for that order. Ops run in order of their end time, so
+    transfers take their link in release order."""
+    ranks = sorted(order)
+    ops = {r: [a for a in order[r] if a[0] not in COMM] for r in ranks}
+    pos = {r: 0 for r in ranks}
+    clock = {r: 0.0 for r in ranks}
+    arrival, free, end = {}, {}, 0.0
+    while True:
+        best = None
+        for r in ranks:
+            if pos[r] == len(ops[r]):
+                continue
+            op = ops[r][pos[r]]
+            subs = op[1] if op[0] == "OVERLAP" else [op]
+            start, ok = clock[r], True
+            for sub in subs:
+                key = _input_recv(sub, r, stage_to_rank)
+                if key is None:
+                    continue
+                if key not in arrival:
+                    ok = False
+                    break
+                start = max(start, arrival[key])
+            if ok:
+                t = start + sum(cost(s[0], s[1]) for s in subs)
+                if best is None or t < best[0]:
+                    best = (t, r, subs)
+        if best is None:
+            break
+        t, r, subs = best
+        clock[r] = t
+        end = max(end, t)
+        pos[r] += 1
+        for kind, st, mb in subs:
+            if kind == "F" and st + 1 < len(stage_to_rank):
+                key, peer = (st + 1, "RECV_F", mb), stage_to_rank[st + 1]
+            elif kind in ("I", "B") and st > 0:
+                key, peer = (st - 1, "RECV_B", mb), stage_to_rank[st - 1]
+            else:
+                continue
+            if peer == r:
+                continue
+            link = (min(r, peer), max(r, peer))
+            start = max(t, free.get(link, 0.0))
+            free[link] = start + comm
+            arrival[key] = start + comm
+    if any(pos[r] < len(ops[r]) for r in ranks):
+        raise Deadlock("the compute order never finishes")
+    return end
