@@ -63,6 +63,7 @@ typedef struct comm_rec {
     uint32_t rank, recv, transfer;
     uint32_t stage, mb;
     uint8_t kind;
+    uint32_t src;         /* the producer's device (async mode's tie order) */
 } comm_rec;
 
 typedef struct lower {
@@ -140,6 +141,173 @@ static psched_status index_outgoing(lower *l)
     for (uint32_t t = 0; t < l->transfers; t++)
         l->out[l->out_first[l->unit_of[l->producer[t]] + 1]++] = t;
     return PSCHED_OK;
+}
+
+/* ---- async mode: times with one transfer at a time per device pair.
+ * Calls between two ranks run in posting order on one stream (one NCCL
+ * communicator per pair), both directions alike, so two transfers of a
+ * pair whose windows overlap cannot both start at their producer's end.
+ * The compute schedule is re-timed with each transfer taking its pair's
+ * link at the later of its producer's end and the link's previous
+ * transfer's end, in the order the producers end (units run in order of
+ * their end time, Dijkstra-like, so releases come in time order). The
+ * lowering then posts every transfer at its release in these times. */
+
+typedef struct link_sim {
+    uint32_t *link;      /* [transfer] compact id of its device pair */
+    double *free;        /* [link] end of its last transfer */
+    double *arrival;     /* [transfer] NAN until its producer ran */
+    uint32_t *in_first;  /* [unit] CSR of transfers by consumer unit */
+    uint32_t *in;
+    uint32_t *cursor;    /* [device] next unit */
+    double *clock;       /* [device] */
+    uint32_t *hitem;     /* heap of ready devices by their next unit's end */
+    double *hkey;        /* [device] that end */
+    uint32_t hlen;
+} link_sim;
+
+static uint64_t pair_of(const lower *l, uint32_t t)
+{
+    uint64_t a = device_of(l, l->producer[t]), b = device_of(l, l->consumer[t]);
+    return a < b ? a * l->x.p + b : b * l->x.p + a;
+}
+
+static const lower *sort_ctx;
+
+static int by_pair(const void *pa, const void *pb)
+{
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    uint64_t qa = pair_of(sort_ctx, a), qb = pair_of(sort_ctx, b);
+    return qa < qb ? -1 : qa > qb;
+}
+
+static bool ls_less(const link_sim *k, uint32_t a, uint32_t b)
+{
+    return k->hkey[a] < k->hkey[b] || (k->hkey[a] == k->hkey[b] && a < b);
+}
+
+static void ls_push(link_sim *k, uint32_t d)
+{
+    uint32_t i = k->hlen++;
+    while (i > 0 && ls_less(k, d, k->hitem[(i - 1) / 2])) {
+        k->hitem[i] = k->hitem[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    k->hitem[i] = d;
+}
+
+static uint32_t ls_pop(link_sim *k)
+{
+    uint32_t top = k->hitem[0], last = k->hitem[--k->hlen], i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= k->hlen)
+            break;
+        if (c + 1 < k->hlen && ls_less(k, k->hitem[c + 1], k->hitem[c]))
+            c++;
+        if (!ls_less(k, k->hitem[c], last))
+            break;
+        k->hitem[i] = k->hitem[c];
+        i = c;
+    }
+    k->hitem[i] = last;
+    return top;
+}
+
+/* Pushes device d when the inputs of its next unit have arrived. */
+static void ls_try(const lower *l, link_sim *k, uint32_t d)
+{
+    uint32_t u = k->cursor[d];
+    if (u == l->dev_unit[d + 1])
+        return;
+    double start = k->clock[d];
+    for (uint32_t i = k->in_first[u]; i < k->in_first[u + 1]; i++) {
+        double a = k->arrival[k->in[i]];
+        if (isnan(a))
+            return;
+        if (a > start)
+            start = a;
+    }
+    size_t g = l->unit_first[u];
+    k->hkey[d] = start + psched__exec_unit_cost(&l->x, l->x.s->ops, g, l->unit_first[u + 1] - g);
+    ls_push(k, d);
+}
+
+static psched_status link_times(lower *l)
+{
+    uint32_t n = l->transfers, p = l->x.p;
+    link_sim k = {0};
+    uint32_t *idx = psched__reallocarray(NULL, (size_t)n + 1, sizeof *idx);
+    k.link = psched__reallocarray(NULL, (size_t)n + 1, sizeof *k.link);
+    k.free = psched__reallocarray(NULL, (size_t)n + 1, sizeof *k.free);
+    k.arrival = psched__reallocarray(NULL, (size_t)n + 1, sizeof *k.arrival);
+    k.in_first = psched__calloc((size_t)l->units + 2, sizeof *k.in_first);
+    k.in = psched__reallocarray(NULL, (size_t)n + 1, sizeof *k.in);
+    k.cursor = psched__reallocarray(NULL, (size_t)p + 1, sizeof *k.cursor);
+    k.clock = psched__calloc((size_t)p + 1, sizeof *k.clock);
+    k.hitem = psched__reallocarray(NULL, (size_t)p + 1, sizeof *k.hitem);
+    k.hkey = psched__reallocarray(NULL, (size_t)p + 1, sizeof *k.hkey);
+    psched_status st = PSCHED_OK;
+    if (!idx || !k.link || !k.free || !k.arrival || !k.in_first || !k.in || !k.cursor ||
+        !k.clock || !k.hitem || !k.hkey) {
+        st = PSCHED_ENOMEM_FAIL();
+        goto out;
+    }
+    for (uint32_t t = 0; t < n; t++) {
+        idx[t] = t;
+        k.arrival[t] = NAN;
+        k.in_first[l->unit_of[l->consumer[t]] + 2]++;
+    }
+    for (uint32_t u = 0; u < l->units; u++)
+        k.in_first[u + 2] += k.in_first[u + 1];
+    for (uint32_t t = 0; t < n; t++)
+        k.in[k.in_first[l->unit_of[l->consumer[t]] + 1]++] = t;
+    sort_ctx = l;
+    qsort(idx, n, sizeof *idx, by_pair);
+    for (uint32_t i = 0, id = 0; i < n; i++) {
+        if (i > 0 && pair_of(l, idx[i]) != pair_of(l, idx[i - 1]))
+            id++;
+        k.link[idx[i]] = id;
+        k.free[id] = -INFINITY;
+    }
+    for (uint32_t d = 0; d < p; d++) {
+        k.cursor[d] = l->dev_unit[d];
+        ls_try(l, &k, d);
+    }
+    double comm = l->x.costs->comm;
+    while (k.hlen > 0) {
+        uint32_t d = ls_pop(&k), u = k.cursor[d]++;
+        double end = k.hkey[d];
+        size_t g0 = l->unit_first[u], g1 = l->unit_first[u + 1];
+        double cost = psched__exec_unit_cost(&l->x, l->x.s->ops, g0, g1 - g0);
+        for (size_t g = g0; g < g1; g++) {
+            l->x.start[g] = end - cost;
+            l->x.end[g] = end;
+        }
+        k.clock[d] = end;
+        for (uint32_t i = l->out_first[u]; i < l->out_first[u + 1]; i++) {
+            uint32_t t = l->out[i], id = k.link[t];
+            double start = k.free[id] > end ? k.free[id] : end;
+            k.free[id] = start + comm;
+            k.arrival[t] = start + comm;
+            uint32_t e = device_of(l, l->consumer[t]);
+            if (e != d && k.cursor[e] == l->unit_of[l->consumer[t]])
+                ls_try(l, &k, e);
+        }
+        ls_try(l, &k, d);
+    }
+out:
+    psched__dealloc(idx);
+    psched__dealloc(k.link);
+    psched__dealloc(k.free);
+    psched__dealloc(k.arrival);
+    psched__dealloc(k.in_first);
+    psched__dealloc(k.in);
+    psched__dealloc(k.cursor);
+    psched__dealloc(k.clock);
+    psched__dealloc(k.hitem);
+    psched__dealloc(k.hkey);
+    return st;
 }
 
 /* ---- the global order: Kahn's algorithm, earliest simulated start first.
@@ -306,6 +474,8 @@ static int rec_cmp_async(const void *pa, const void *pb)
     int c = rec_cmp_key(a, b);
     if (c)
         return c;
+    if (a->src != b->src)
+        return a->src < b->src ? -1 : 1;
     return a->transfer < b->transfer ? -1 : a->transfer > b->transfer;
 }
 
@@ -421,10 +591,10 @@ static psched_status place_comm_ops(lower *l)
         bool fwd = co->kind == PSCHED_OP_F;
         uint32_t up = l->unit_of[l->producer[t]], uc = l->unit_of[l->consumer[t]];
         l->recs[2 * t] = (comm_rec){a, gap_before(l, a, time, rank, up), time, rank, 0, t, po->stage,
-                                    po->microbatch, fwd ? PSCHED_OP_SEND_F : PSCHED_OP_SEND_B};
+                                    po->microbatch, fwd ? PSCHED_OP_SEND_F : PSCHED_OP_SEND_B, a};
         l->recs[2 * t + 1] = (comm_rec){b, gap_before(l, b, time, rank, uc), time, rank, 1, t,
                                         co->stage, co->microbatch,
-                                        fwd ? PSCHED_OP_RECV_F : PSCHED_OP_RECV_B};
+                                        fwd ? PSCHED_OP_RECV_F : PSCHED_OP_RECV_B, a};
     }
     return sort_recs(l);
 }
@@ -558,6 +728,8 @@ psched_status psched_lower_comm_ex(const psched_schedule *schedule, const psched
         st = find_units_and_transfers(&l);
     if (!st)
         st = index_outgoing(&l);
+    if (!st && l.async)
+        st = link_times(&l);
     if (!st)
         st = global_order(&l);
     if (!st)
