@@ -30,13 +30,18 @@
  * its start and end are both the completion of its transfer.
  *
  * Async semantics (a schedule from psched_lower_comm_ex() in
- * PSCHED_LOWER_ASYNC mode, run as torch.distributed isend/irecv): rules
- * 1-5 alike, but posting a comm op never blocks and BATCH_NEXT changes
- * nothing. A transfer completes t_comm after the later of its SEND's and
- * RECV's posts; a compute op fed from another device waits for it. A
- * device parks on the compute op whose transfer's SEND is not posted yet
- * and resumes when it is; devices left parked form a cycle of such waits,
- * reported as a deadlock. */
+ * PSCHED_LOWER_ASYNC mode, run as torch.distributed isend/irecv on NCCL):
+ * rules 1-5 alike, and rule 4 for both directions together: the calls
+ * between two devices run one at a time on one stream in posting order
+ * (one communicator per pair), so both sides must list all their calls to
+ * each other, sends and receives, in the same order. Posting a comm op
+ * never blocks and BATCH_NEXT changes nothing. A transfer completes t_comm
+ * after the latest of its SEND's post, its RECV's post and the completion
+ * of the pair's previous transfer; a compute op fed from another device
+ * waits for it. A device parks on the compute op whose transfer is not
+ * complete and resumes when it is; devices left parked form a cycle of
+ * waits (the compute op waits for the transfer's SEND, or for the RECV
+ * when the SEND is posted), reported as a deadlock. */
 #include "execute.h"
 
 #include <stdarg.h>
@@ -57,6 +62,9 @@ typedef struct rv {
     double *group_done; /* [d] completion of that group's latest matched transfer */
     size_t *stuck;      /* [d] first unmatched op of a parked group, for the report */
     bool async;         /* PSCHED_LOWER_ASYNC semantics */
+    uint32_t *prev;     /* [g] async: the comm op before g between its two devices, or NONE */
+    uint32_t *next;     /* [g] async: the one after it */
+    uint32_t *last;     /* [d] scratch: latest comm op toward device d */
 } rv;
 
 static bool is_comm(uint8_t kind)
@@ -276,6 +284,49 @@ static psched_status check_channel_order(rv *r)
     return PSCHED_OK;
 }
 
+/* Async rule 4: per device pair, one sequence of calls. Numbers each
+ * device's calls per peer device (both directions) and chains them. */
+static psched_status check_stream_order(rv *r)
+{
+    const psched_schedule *s = r->x.s;
+    for (uint32_t d = 0; d < r->x.p; d++) {
+        for (int pass = 0; pass < 2; pass++) {
+            for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
+                if (!is_comm(s->ops[g].kind))
+                    continue;
+                uint32_t other = r->x.stage_device[s->ops[r->peer[g]].stage];
+                if (pass == 1) {
+                    r->count[other] = 0;
+                    r->last[other] = NONE;
+                    continue;
+                }
+                r->rank[g] = r->count[other]++;
+                r->prev[g] = r->last[other];
+                r->next[g] = NONE;
+                if (r->last[other] != NONE)
+                    r->next[r->last[other]] = (uint32_t)g;
+                r->last[other] = (uint32_t)g;
+            }
+        }
+    }
+    for (size_t g = 0; g < s->offset[s->devices]; g++) {
+        const psched_op *o = &s->ops[g];
+        if (!is_comm(o->kind) || !is_send(o->kind) || r->rank[g] == r->rank[r->peer[g]])
+            continue;
+        uint32_t a = r->x.stage_device[o->stage], b = r->x.stage_device[s->ops[r->peer[g]].stage];
+        char at[96], other[96];
+        psched__exec_describe(&r->x, g, at, sizeof at);
+        psched__exec_describe(&r->x, r->peer[g], other, sizeof other);
+        return psched_fail(PSCHED_EINVALID, "%s: it is call #%u from device %u to device %u, "
+                           "but its match %s is call #%u of device %u to device %u; under async "
+                           "semantics the calls between two devices run one at a time in "
+                           "posting order, both directions on one stream, so both sides must "
+                           "list them in the same order", at, r->rank[g] + 1, a, b, other,
+                           r->rank[r->peer[g]] + 1, b, a);
+    }
+    return PSCHED_OK;
+}
+
 /* Rule 5 for a comm op. */
 static psched_status check_comm_position(rv *r, size_t g)
 {
@@ -401,15 +452,25 @@ static void run_device(rv *r, uint32_t d)
     }
 }
 
-/* Async mode: a transfer whose two ends are posted; wakes its receiver,
- * which may be parked on the consumer. */
+/* Async mode: completes the transfer of comm op g if both its ends are
+ * posted and its pair's previous transfer is complete, then the pair's
+ * following ones that became ready; wakes each receiver, which may be
+ * parked on the consumer. */
 static void complete_async(rv *r, size_t g)
 {
-    uint32_t h = r->peer[g];
-    double t = (r->post[g] > r->post[h] ? r->post[g] : r->post[h]) + r->x.costs->comm;
-    r->x.start[g] = r->x.end[g] = r->x.start[h] = r->x.end[h] = t;
-    size_t recv = is_send(r->x.s->ops[g].kind) ? h : g;
-    psched__exec_enqueue(&r->x, r->x.stage_device[r->x.s->ops[recv].stage]);
+    for (uint32_t c = (uint32_t)g; c != NONE; c = r->next[c]) {
+        uint32_t h = r->peer[c], before = r->prev[c];
+        if (r->post[c] < 0 || r->post[h] < 0 || r->x.end[c] >= 0 ||
+            (before != NONE && r->x.end[before] < 0))
+            return;
+        double t = r->post[c] > r->post[h] ? r->post[c] : r->post[h];
+        if (before != NONE && r->x.end[before] > t)
+            t = r->x.end[before];
+        t += r->x.costs->comm;
+        r->x.start[c] = r->x.end[c] = r->x.start[h] = r->x.end[h] = t;
+        size_t recv = is_send(r->x.s->ops[c].kind) ? h : c;
+        psched__exec_enqueue(&r->x, r->x.stage_device[r->x.s->ops[recv].stage]);
+    }
 }
 
 /* Async mode: the completion of the transfers feeding unit [g, g + n) of
@@ -429,8 +490,18 @@ static double async_inputs_ready(rv *r, uint32_t d, size_t g, size_t n)
             uint8_t kind = o->kind == PSCHED_OP_F ? PSCHED_OP_RECV_F : PSCHED_OP_RECV_B;
             uint32_t recv = *comm_slot(r, o->stage, o->microbatch, kind);
             if (x->end[recv] < 0) {
+                /* a transfer waits for its SEND, else (posted) for the
+                 * pair's earlier call not posted yet */
+                uint32_t w = r->peer[recv];
+                if (r->post[w] >= 0) {
+                    w = recv;
+                    while (r->prev[w] != NONE && r->x.end[r->prev[w]] < 0)
+                        w = r->prev[w];
+                    if (r->post[w] >= 0)
+                        w = r->peer[w];
+                }
                 r->stuck[d] = u;
-                x->waiting[d] = r->peer[recv];
+                x->waiting[d] = w;
                 return -1;
             }
             if (x->end[recv] > ready)
@@ -450,8 +521,7 @@ static void run_device_async(rv *r, uint32_t d)
         size_t g = x->cursor[d];
         if (is_comm(ops[g].kind)) {
             r->post[g] = x->free_at[d];
-            if (r->post[r->peer[g]] >= 0)
-                complete_async(r, g);
+            complete_async(r, g);
             x->cursor[d] = g + 1;
             continue;
         }
@@ -518,6 +588,9 @@ static void free_rv(rv *r)
     psched__dealloc(r->pending);
     psched__dealloc(r->group_done);
     psched__dealloc(r->stuck);
+    psched__dealloc(r->prev);
+    psched__dealloc(r->next);
+    psched__dealloc(r->last);
     psched__exec_free(&r->x);
 }
 
@@ -535,13 +608,20 @@ static psched_status alloc_rv(rv *r)
     r->pending = psched__calloc(p, sizeof *r->pending);
     r->group_done = psched__calloc(p, sizeof *r->group_done);
     r->stuck = psched__calloc(p, sizeof *r->stuck);
-    if (!r->comm || !r->peer || !r->rank || !r->count || !r->post || !r->group_end ||
+    r->prev = psched__reallocarray(NULL, total + 1, sizeof *r->prev);
+    r->next = psched__reallocarray(NULL, total + 1, sizeof *r->next);
+    r->last = psched__reallocarray(NULL, p + 1, sizeof *r->last);
+    if (!r->prev || !r->next || !r->last ||
+        !r->comm || !r->peer || !r->rank || !r->count || !r->post || !r->group_end ||
         !r->pending || !r->group_done || !r->stuck)
         return PSCHED_ENOMEM_FAIL();
     memset(r->comm, 0xff, comm * sizeof *r->comm);
     /* report_deadlock finds a parked group's first unmatched op by its
      * unset end time */
+    for (size_t d = 0; d < p; d++)
+        r->last[d] = NONE;
     for (size_t g = 0; g < total; g++) {
+        r->prev[g] = r->next[g] = NONE;
         r->peer[g] = NONE;
         r->post[g] = -1;
         r->x.end[g] = -1;
@@ -563,7 +643,7 @@ psched_status psched__execute_rendezvous(const psched_schedule *s, const psched_
     if (!st)
         st = match_pairs(&r);
     if (!st)
-        st = check_channel_order(&r);
+        st = r.async ? check_stream_order(&r) : check_channel_order(&r);
     if (!st)
         st = check_positions(&r);
     if (!st)

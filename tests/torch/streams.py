@@ -137,12 +137,13 @@ def compute_bound(order, stage_to_rank, cost, comm):
     stream carries one call at a time, both directions): the compute-only
     simulation plus the transfer time that stream serialization makes
     unavoidable for that order. Ops run in order of their end time, so
-    transfers take their link in release order."""
+    transfers take their link in release order. Returns (step, {(kind,
+    stage, mb): end} of every compute action)."""
     ranks = sorted(order)
     ops = {r: [a for a in order[r] if a[0] not in COMM] for r in ranks}
     pos = {r: 0 for r in ranks}
     clock = {r: 0.0 for r in ranks}
-    arrival, free, end = {}, {}, 0.0
+    arrival, free, end, ends = {}, {}, 0.0, {}
     while True:
         best = None
         for r in ranks:
@@ -170,6 +171,7 @@ def compute_bound(order, stage_to_rank, cost, comm):
         end = max(end, t)
         pos[r] += 1
         for kind, st, mb in subs:
+            ends[(kind, st, mb)] = t
             if kind == "F" and st + 1 < len(stage_to_rank):
                 key, peer = (st + 1, "RECV_F", mb), stage_to_rank[st + 1]
             elif kind in ("I", "B") and st > 0:
@@ -184,4 +186,4 @@ def compute_bound(order, stage_to_rank, cost, comm):
             arrival[key] = start + comm
     if any(pos[r] < len(ops[r]) for r in ranks):
         raise Deadlock("the compute order never finishes")
-    return end
+    return end, ends
