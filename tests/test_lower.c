@@ -755,6 +755,200 @@ static void test_lowering_and_rendezvous_survive_every_allocation_failure(void)
     psched_plan_destroy(plan);
 }
 
+/* ---- async mode (PSCHED_LOWER_ASYNC) */
+
+#define CHECK_STATUS(expr, want, text)                                                 \
+    do {                                                                               \
+        CHECK_EQ_INT((expr), (want));                                                  \
+        CHECK_CONTAINS(psched_last_error(), (text));                                   \
+    } while (0)
+
+/* The hand example (1F1B, p=2, m=2; F costs 1, BW 2) with t_comm = 0.5.
+ * Compute-only: 0F0 0..1, 0F1 1..2; 1F0 1.5..2.5 (0F0 + 0.5), 1B0
+ * 2.5..4.5, 1F1 4.5..5.5, 1B1 5.5..7.5; 0B0 5..7 (1B0 + 0.5), 0B1 8..10.
+ * The four transfers of the one device pair are released at 1, 2, 4.5
+ * and 7.5, never overlapping on the link, so these are also the times the
+ * lowering places by. Each SEND right after its producer; each RECV after
+ * the receiver's units ending by its producer's end: 0RECV_B0 (key 4.5)
+ * after 0F1 (ends 2), 0RECV_B1 (7.5) after 0B0 (7); 1RECV_F0 (1) and
+ * 1RECV_F1 (2) before 1F0 (ends 2.5). */
+static const char *const async_lowered[] = {
+    "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1",
+    "1RECV_F0,1RECV_F1,1F0,1B0,1SEND_B0,1F1,1B1,1SEND_B1",
+};
+
+static psched_status lower_async(const psched_schedule *s, const psched_plan *plan,
+                                 psched_schedule **out)
+{
+    psched_lower_options o = PSCHED_LOWER_OPTIONS_INIT;
+    o.mode = PSCHED_LOWER_ASYNC;
+    return psched_lower_comm_ex(s, plan, &o, out);
+}
+
+static void test_async_hand_example_places_and_times_exactly(void)
+{
+    psched_plan *plan = ts_plan(2, 2, 1, PSCHED_PLACEMENT_LOOP);
+    psched_plan_set_comm(plan, 0.5);
+    psched_schedule *s = ts_build(plan, hand_compute), *l = NULL;
+    CHECK_OK(lower_async(s, NULL, &l));
+    CHECK(l != NULL);
+    if (!l)
+        goto out;
+    CHECK_STR(render(l, 0), async_lowered[0]);
+    CHECK_STR(render(l, 1), async_lowered[1]);
+    CHECK_EQ_INT(psched_schedule_lower_mode(l), PSCHED_LOWER_ASYNC);
+    CHECK_EQ_INT(psched_schedule_lower_mode(s), PSCHED_LOWER_RENDEZVOUS);
+    CHECK_OK(psched_validate(l));
+    /* Async run: posts never block. a (0F0 -> 1F0): SEND at 1, RECV at 0,
+     * done 1.5; b: SEND at 2, done 2.5; c (1B0 -> 0B0): SEND at 4.5, RECV
+     * at 2, done 5; 0B0 5..7; d: SEND at 7.5, RECV at 7, done 8; 0B1
+     * 8..10 = the compute-only makespan. A comm op's times are its
+     * transfer's completion. */
+    psched_report *r = NULL;
+    CHECK_OK(psched_simulate(l, NULL, &r));
+    double start[8], end[8];
+    const double want0_start[8] = {0, 1.5, 1, 2.5, 5, 5, 8, 8};
+    const double want0_end[8] = {1, 1.5, 2, 2.5, 5, 7, 8, 10};
+    const double want1_start[8] = {1.5, 2.5, 1.5, 2.5, 5, 4.5, 5.5, 8};
+    const double want1_end[8] = {1.5, 2.5, 2.5, 4.5, 5, 5.5, 7.5, 8};
+    CHECK_OK(psched_report_op_times(r, 0, 0, 8, start, end));
+    for (int i = 0; i < 8; i++) {
+        CHECK_EQ_DBL(start[i], want0_start[i]);
+        CHECK_EQ_DBL(end[i], want0_end[i]);
+    }
+    CHECK_OK(psched_report_op_times(r, 1, 0, 8, start, end));
+    for (int i = 0; i < 8; i++) {
+        CHECK_EQ_DBL(start[i], want1_start[i]);
+        CHECK_EQ_DBL(end[i], want1_end[i]);
+    }
+    CHECK_EQ_DBL(psched_report_makespan(r), 10);
+    psched_report_destroy(r);
+    /* The same op lists run by a blocking runtime: each transfer starts
+     * only when both sides reach it. 1RECV_F1 blocks device 1 from 1.5
+     * (after a) until 0SEND_F1 is posted at 2.5 (0F1 1.5..2.5): done 3;
+     * 1F0 3..4, 1B0 4..6, c done 6.5, 0B0 6.5..8.5, 1F1 6.5..7.5, 1B1
+     * 7.5..9.5, d done 10, 0B1 10..12: 12, so the mode matters. */
+    l->lower_mode = PSCHED_LOWER_RENDEZVOUS;
+    CHECK_OK(psched_simulate(l, NULL, &r));
+    CHECK_EQ_DBL(psched_report_makespan(r), 12);
+    psched_report_destroy(r);
+out:
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+static psched_status validate_async_rows(const char *row0, const char *row1)
+{
+    const char *rows[] = {row0, row1};
+    psched_plan *plan = ts_plan(2, 2, 1, PSCHED_PLACEMENT_LOOP);
+    psched_schedule *s = build_rows(plan, rows);
+    if (s)
+        s->lower_mode = PSCHED_LOWER_ASYNC;
+    psched_status st = s ? psched_validate(s) : PSCHED_ENOMEM;
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+    return st;
+}
+
+static void test_async_validator_checks_one_order_per_device_pair(void)
+{
+    /* 0RECV_B0 before 0SEND_F1 on device 0, after 1RECV_F1's match on
+     * device 1: the pair's one stream would pair a send with a send */
+    CHECK_STATUS(validate_async_rows("0F0,0SEND_F0,0F1,0RECV_B0,0SEND_F1,0B0,0RECV_B1,0B1",
+                                     async_lowered[1]),
+                 PSCHED_EINVALID, "call #3 from device 0 to device 1");
+    CHECK_OK(validate_async_rows(async_lowered[0], async_lowered[1]));
+    /* still one matching RECV per SEND, each RECV before its consumer */
+    CHECK_STATUS(validate_async_rows("0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0B1",
+                                     async_lowered[1]),
+                 PSCHED_EINVALID, "no matching 0RECV_B1");
+    CHECK_STATUS(validate_async_rows("0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0B1,0RECV_B1",
+                                     async_lowered[1]),
+                 PSCHED_EINVALID, "comes after its consumer");
+}
+
+static void test_async_lowering_keeps_the_compute_makespan(void)
+{
+    /* With t_comm = 0 no two transfers of a pair overlap on the link, so
+     * every generator's async lowering simulates to its compute makespan;
+     * the lowering is valid under async semantics and keeps the order. */
+    const char *names[] = {"gpipe", "1f1b", "interleaved", "looped-bfs", "interleaved-zb",
+                           "zb-h1", "zb-h2", "v-half", "v-zb", "dualpipev", "dualpipe"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        for (uint32_t p = 2; p <= 4; p++) {
+            for (uint32_t v = 1; v <= 2; v++) {
+                psched_plan *plan = ts_plan(p, 2 * p, v, PSCHED_PLACEMENT_LOOP);
+                psched_schedule *s = NULL, *l = NULL;
+                psched_report *rs = NULL, *rl = NULL;
+                psched_plan_set_placement(plan, PSCHED_PLACEMENT_AUTO);
+                if (psched_generate(plan, names[i], &s) == PSCHED_OK) {
+                    CHECK_OK(lower_async(s, NULL, &l));
+                    CHECK_OK(psched_validate(l));
+                    CHECK_OK(psched_simulate(s, NULL, &rs));
+                    CHECK_OK(psched_simulate(l, NULL, &rl));
+                    if (rs && rl)
+                        CHECK_EQ_DBL(psched_report_makespan(rl), psched_report_makespan(rs));
+                }
+                psched_report_destroy(rs);
+                psched_report_destroy(rl);
+                psched_schedule_destroy(l);
+                psched_schedule_destroy(s);
+                psched_plan_destroy(plan);
+            }
+        }
+    }
+}
+
+static void test_lower_options_are_checked(void)
+{
+    psched_plan *plan = ts_plan(2, 2, 1, PSCHED_PLACEMENT_LOOP);
+    psched_schedule *s = ts_build(plan, hand_compute), *l = NULL;
+    psched_lower_options o = PSCHED_LOWER_OPTIONS_INIT;
+    o.version = 2;
+    CHECK_STATUS(psched_lower_comm_ex(s, NULL, &o, &l), PSCHED_EINVAL, "version 2");
+    o.version = 0;
+    CHECK_STATUS(psched_lower_comm_ex(s, NULL, &o, &l), PSCHED_EINVAL, "version 0");
+    o = (psched_lower_options)PSCHED_LOWER_OPTIONS_INIT;
+    o.mode = (psched_lower_mode)7;
+    CHECK_STATUS(psched_lower_comm_ex(s, NULL, &o, &l), PSCHED_EINVAL, "mode 7");
+    CHECK(l == NULL);
+    /* NULL options: psched_lower_comm()'s rendezvous lowering */
+    CHECK_OK(psched_lower_comm_ex(s, NULL, NULL, &l));
+    if (l) {
+        CHECK_STR(render(l, 0), hand_lowered[0]);
+        CHECK_STR(render(l, 1), hand_lowered[1]);
+        CHECK_EQ_INT(psched_schedule_lower_mode(l), PSCHED_LOWER_RENDEZVOUS);
+    }
+    CHECK_EQ_INT(psched_schedule_lower_mode(NULL), PSCHED_LOWER_RENDEZVOUS);
+    psched_schedule_destroy(l);
+    l = NULL;
+    /* async lowering and its simulation fail cleanly at every allocation */
+    bool lowered = false, simulated = false;
+    psched_report *r = NULL;
+    for (long n = 0; n < 10000 && !lowered; n++) {
+        psched__alloc_fail_after(n);
+        psched_status st = lower_async(s, NULL, &l);
+        psched__alloc_fail_after(-1);
+        lowered = st == PSCHED_OK;
+        if (!lowered)
+            CHECK_EQ_INT(st, PSCHED_ENOMEM);
+    }
+    for (long n = 0; n < 10000 && lowered && !simulated; n++) {
+        psched__alloc_fail_after(n);
+        psched_status st = psched_simulate(l, NULL, &r);
+        psched__alloc_fail_after(-1);
+        simulated = st == PSCHED_OK;
+        if (!simulated)
+            CHECK_EQ_INT(st, PSCHED_ENOMEM);
+    }
+    CHECK(lowered && simulated);
+    psched_report_destroy(r);
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -785,5 +979,9 @@ int main(int argc, char **argv)
     RUN(test_pytorch_comms_file_is_valid_under_rendezvous);
     RUN(test_lowering_refuses_bad_input);
     RUN(test_lowering_and_rendezvous_survive_every_allocation_failure);
+    RUN(test_async_hand_example_places_and_times_exactly);
+    RUN(test_async_validator_checks_one_order_per_device_pair);
+    RUN(test_async_lowering_keeps_the_compute_makespan);
+    RUN(test_lower_options_are_checked);
     TEST_MAIN_END();
 }
