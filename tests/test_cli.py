@@ -667,15 +667,20 @@ class TestInput(CliCase):
     def test_pytorch_writes_pytorchs_compute_comms_dialect(self):
         # 1F1B p=2 m=2 lowered: device 0's SEND_F1 and RECV_B0 form a batched
         # group (posted together, or the two devices' blocking sends wait for
-        # each other). pipesched's csv-comms marks the group; PyTorch's
-        # dialect has no groups (its sends do not block) and lists the two.
+        # each other). pipesched's csv-comms marks the group. PyTorch's
+        # runtime posts isend/irecv without blocking, so --pytorch writes the
+        # async lowering: unit costs (BW 2), comm 0: 0F0 0..1, 0F1 1..2, 1F0
+        # 1..2, 1B0 2..4, 1F1 4..5, 1B1 5..7, 0B0 4..6, 0B1 7..9. Each SEND
+        # right after its producer; each RECV after its rank's ops ending by
+        # the producer's end: 1RECV_F1 (0F1 ends 2) after 1F0 (ends 2),
+        # 0RECV_B0 (1B0 ends 4) after 0F1, 0RECV_B1 (7) after 0B0 (6).
         args = ("generate", "--schedule", "1f1b", "--devices", "2", "--microbatches", "2",
                 "--format", "csv-comms")
         self.assertEqual(self.ok(*args).splitlines()[0],
                          "0F0,0SEND_F0,0F1,[0SEND_F1;0RECV_B0]BATCH,0B0,0RECV_B1,0B1")
         self.assertEqual(self.ok(*args, "--pytorch").splitlines(),
                          ["0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1",
-                          "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1"])
+                          "1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1"])
         self.assertIn("needs --format csv-comms, not 'csv'",
                       self.fails(2, "generate", "--schedule", "1f1b", "--devices", "2",
                                  "--microbatches", "2", "--pytorch"))

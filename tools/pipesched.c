@@ -96,10 +96,11 @@ static const char help_generate[] =
     "                        Perfetto / chrome://tracing, one cost unit = 1 ms)\n"
     "                        or svg (timeline picture)\n"
     "  --pytorch             with --format csv-comms: PyTorch's own compute_comms\n"
-    "                        dialect for _PipelineScheduleRuntime, whose sends do\n"
-    "                        not block: batched groups are written as single\n"
-    "                        actions (a rendezvous engine must read the default,\n"
-    "                        which marks them [a;b]BATCH)\n"
+    "                        dialect for _PipelineScheduleRuntime, whose sends and\n"
+    "                        receives do not block: the async lowering (each SEND\n"
+    "                        after its producer, each RECV posted early enough to\n"
+    "                        overlap compute, no groups; a rendezvous engine must\n"
+    "                        read the default, whose groups are marked [a;b]BATCH)\n"
     "  --json                the same as --format json\n"
     "  --output FILE         write to FILE (atomically) instead of standard output\n";
 
@@ -526,7 +527,8 @@ static bool want_colour(const cli_opts *o)
 
 /* csv-comms is the compute_comms CSV of the lowered schedule: the
  * SEND/RECV ops come from psched_lower_comm with the plan's own costs, in
- * pipesched's dialect (batched groups marked) or PyTorch's. */
+ * pipesched's dialect (batched groups marked), or, for PyTorch's runtime,
+ * whose isend/irecv never block, from the async lowering in its dialect. */
 static psched_status export_schedule(const psched_schedule *s, const psched_report *r,
                                      psched_format format, bool pytorch, uint32_t flags,
                                      char **text, size_t *length)
@@ -534,7 +536,9 @@ static psched_status export_schedule(const psched_schedule *s, const psched_repo
     if (format != PSCHED_FORMAT_CSV_COMMS)
         return psched_export(s, r, format, flags, text, length);
     psched_schedule *lowered = NULL;
-    psched_status st = psched_lower_comm(s, NULL, &lowered);
+    psched_lower_options lo = PSCHED_LOWER_OPTIONS_INIT;
+    lo.mode = pytorch ? PSCHED_LOWER_ASYNC : PSCHED_LOWER_RENDEZVOUS;
+    psched_status st = psched_lower_comm_ex(s, NULL, &lo, &lowered);
     if (st == PSCHED_OK)
         st = psched_export(lowered, NULL, pytorch ? PSCHED_FORMAT_CSV_COMMS_PYTORCH : format,
                            flags, text, length);
