@@ -265,6 +265,16 @@ void test_exports_and_generator_list()
                  "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
                  "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1\n");
     CHECK(low.to_csv_comms().find("[0SEND_F1;0RECV_B0]BATCH") != std::string::npos);
+    CHECK_EQ_INT(low.lower_mode(), PSCHED_LOWER_RENDEZVOUS);
+    /* async mode (docs/runtime.md), unit costs, comm 0: 1RECV_F1 goes after
+     * 1F0, which ends when 0F1 does (2), so it overlaps 1B0 */
+    pipesched::Schedule async_low =
+        pipesched::generate(pipesched::Plan(2, 2), "1f1b").lower(PSCHED_LOWER_ASYNC);
+    CHECK_STRING(async_low.to_csv_comms_pytorch(),
+                 "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+                 "1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1\n");
+    CHECK_EQ_INT(async_low.lower_mode(), PSCHED_LOWER_ASYNC);
+    async_low.validate();
 
     std::vector<pipesched::GeneratorInfo> gens = pipesched::generators();
     bool found = false;

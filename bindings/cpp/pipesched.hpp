@@ -446,6 +446,23 @@ public:
         return Schedule(s);
     }
 
+    /** The same in @p mode (ABI 1.1, psched_lower_comm_ex()):
+     *  ::PSCHED_LOWER_ASYNC for runtimes whose sends and receives do not
+     *  block (torch.distributed isend/irecv), with transfers overlapping
+     *  compute; validate() and simulate() then use async semantics. */
+    Schedule lower(psched_lower_mode mode, const Plan *costs = nullptr) const
+    {
+        const psched_plan *c = costs ? detail::require(costs->get(), "Plan") : nullptr;
+        psched_lower_options o = PSCHED_LOWER_OPTIONS_INIT;
+        o.mode = mode;
+        psched_schedule *s = nullptr;
+        detail::check(psched_lower_comm_ex(get_checked(), c, &o, &s));
+        return Schedule(s);
+    }
+
+    /** The semantics its comm ops run with (psched_schedule_lower_mode()). */
+    psched_lower_mode lower_mode() const { return psched_schedule_lower_mode(get_checked()); }
+
     /** Any format of psched_export(); @p report supplies times where the
      *  format shows them. */
     std::string render(psched_format format, const Report *report = nullptr,
