@@ -884,6 +884,33 @@ class TestNativeApi(Case):
             self.assertTrue(any(f & pipesched.BATCH_NEXT for d in range(2)
                                 for f in lowered.op_flags(d)))
 
+    def test_lower_async_mode(self):
+        import pickle
+        # 1F1B p=2 m=2, unit costs (BW 2), comm 0.5: compute-only 0F1 ends 2,
+        # 1F0 1.5..2.5, so 1RECV_F1 goes before 1F0 and the step keeps the
+        # compute-only makespan 10 (tests/test_lower.c derives every time);
+        # blocking, the same lists take 12.
+        s = self.schedule("1f1b", devices=2, microbatches=2, comm=0.5)
+        self.assertEqual(s.simulate().makespan, 10)
+        with s.lower(mode="async") as a:
+            self.assertEqual(a.lower_mode, "async")
+            self.assertEqual(a.to_pytorch_actions(),
+                             [["0F0", "0SEND_F0", "0F1", "0SEND_F1", "0RECV_B0", "0B0",
+                               "0RECV_B1", "0B1"],
+                              ["1RECV_F0", "1RECV_F1", "1F0", "1B0", "1SEND_B0", "1F1", "1B1",
+                               "1SEND_B1"]])
+            self.assertFalse(any(f & pipesched.BATCH_NEXT for d in range(2)
+                                 for f in a.op_flags(d)))
+            a.validate()
+            self.assertEqual(a.simulate().makespan, 10)
+            with pickle.loads(pickle.dumps(a)) as b:
+                self.assertEqual((b, b.lower_mode), (a, "async"))
+        with s.lower() as r:
+            self.assertEqual(r.lower_mode, "rendezvous")
+            self.assertEqual(s.lower_mode, "rendezvous")
+        with self.assertRaisesRegex(pipesched.InvalidArgument, "mode .'blocking'. must be"):
+            s.lower(mode="blocking")
+
     def test_from_csv_takes_text_bytes_or_a_path(self):
         import pathlib
         text = self.reference("torchtitan", "custom_schedule.csv")
