@@ -1125,7 +1125,10 @@ PSCHED_API const psched_partition_result *psched_search_partition(const psched_s
  * produces it; a SEND and a RECV that would otherwise wait on each other are
  * issued as one batched group (#PSCHED_OP_BATCH_NEXT), as Megatron's
  * send_forward_recv_backward does. The compute order is unchanged.
- * psched_validate() checks the result under rendezvous semantics.
+ * psched_validate() checks the result under rendezvous semantics. For
+ * runtimes whose sends and receives do not block (PyTorch's isend/irecv),
+ * psched_lower_comm_ex() with ::PSCHED_LOWER_ASYNC overlaps transfers with
+ * compute instead.
  * @param schedule a valid compute schedule (no comm ops).
  * @param plan costs used to order comm ops (NULL: the schedule's own).
  * @param[out] lowered new schedule owned by the caller.

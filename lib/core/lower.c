@@ -43,6 +43,18 @@
  *
  * The compute order is unchanged. Cost: O(ops log ops).
  *
+ * Async mode (psched_lower_comm_ex with PSCHED_LOWER_ASYNC), for runtimes
+ * whose isend/irecv never block: the compute schedule is re-timed with one
+ * transfer at a time per device pair (link_times), and a transfer's key is
+ * its producer's end in those times. So a SEND sits right after its
+ * producer and a RECV right after the receiver's last unit ending by then:
+ * posted no earlier than the data can exist, yet early enough that the
+ * transfer overlaps the compute before the consumer. No groups: both
+ * devices of a pair list their transfers by (key, sending device,
+ * transfer), one order for the pair's single stream, which is also the
+ * order link_times gave them the link in. The result is executed under
+ * async semantics (rendezvous.c).
+ *
  * CSV: ::PSCHED_FORMAT_CSV_COMMS writes a batched group as one cell
  * `[a;b]BATCH` and psched_import_csv() reads it back, so a lowered schedule
  * survives a file. PyTorch's compute_comms dialect
