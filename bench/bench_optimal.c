@@ -171,6 +171,140 @@ static void scaling(int64_t time_limit, bool quick)
     }
 }
 
+/* ---- the gap table ---- */
+
+typedef struct family {
+    const char *title;
+    uint32_t v;
+    psched_placement place;
+} family;
+
+static const family families[] = {
+    {"Loop placement, v = 1", 1, PSCHED_PLACEMENT_LOOP},
+    {"V-shape placement, v = 2", 2, PSCHED_PLACEMENT_VSHAPE},
+    {"Loop placement, v = 2 (interleaved)", 2, PSCHED_PLACEMENT_LOOP},
+};
+
+/* The same model whatever v: a stage's costs and memory deltas are the
+ * per-device figures divided by v, so every family has the same work per
+ * device and a memory limit counts micro-batches of one device's activation. */
+static psched_plan *table_plan(const family *f, uint32_t p, uint32_t m, costs c, double limit)
+{
+    psched_plan *plan = NULL;
+    double v = f->v;
+    if (psched_plan_create(&plan) || psched_plan_set_devices(plan, p) ||
+        psched_plan_set_microbatches(plan, m) || psched_plan_set_chunks(plan, f->v) ||
+        psched_plan_set_placement(plan, f->place)) {
+        fprintf(stderr, "bench_optimal: plan: %s\n", psched_last_error());
+        exit(1);
+    }
+    psched_plan_set_cost(plan, 1 / v, (c == SKEWED ? 2 : 1) / v, 1 / v);
+    if (c == LAST_HEAVY)
+        psched_plan_set_stage_cost(plan, p * f->v - 1, 2 / v, 2 / v, 2 / v);
+    psched_plan_set_mem(plan, 1 / v, 0, -1 / v);
+    psched_plan_set_memory_limit(plan, limit);
+    return plan;
+}
+
+/* Built-ins of a family: the one-chain generators that accept its plan. */
+static size_t family_members(const family *f, const char **names, size_t cap)
+{
+    size_t n = 0;
+    for (size_t g = 0; g < psched_generator_count() && n < cap; g++) {
+        const psched_generator *gen = psched_generator_at(g);
+        if (gen->chains == 2 || psched_generator_is_exact(gen))
+            continue;
+        /* accepted at p = 4, m = 12 (every m rule of the built-ins holds) */
+        psched_plan *plan = table_plan(f, 4, 12, UNIT, INFINITY);
+        psched_schedule *s = NULL;
+        if (psched_generate(plan, gen->name, &s) == PSCHED_OK)
+            names[n++] = gen->name;
+        psched_schedule_destroy(s);
+        psched_plan_destroy(plan);
+    }
+    return n;
+}
+
+static void cell(double x)
+{
+    if (isnan(x))
+        printf(" — |");
+    else
+        printf(" %g |", x);
+}
+
+static void table_row(const family *f, const char **names, size_t count, uint32_t p, uint32_t m,
+                      costs c, uint32_t limit_factor, int64_t time_limit)
+{
+    double limit = (double)(limit_factor * p);
+    psched_plan *plan = table_plan(f, p, m, c, limit);
+    psched_bound_info b = {.version = PSCHED_BOUND_INFO_VERSION};
+    double bound = psched_bound(plan, NULL, &b) == PSCHED_OK ? b.span : NAN;
+    printf("| %u × %u | %s | %s |", p, m, cost_names[c], limit_factor == 1 ? "p" : "2p");
+    cell(bound);
+    double best = INFINITY, spans[32];
+    for (size_t i = 0; i < count; i++) {
+        figures fg = run(plan, names[i], NULL);
+        spans[i] = fg.ok ? fg.span : NAN;
+        cell(spans[i]);
+        if (fg.ok)
+            best = fmin(best, fg.span);
+    }
+    psched_plan_set_option(plan, "time-limit", time_limit);
+    psched_schedule *s = NULL;
+    figures o = run(plan, "optimal", &s);
+    char status[64] = "—";
+    if (s) {
+        psched_solve_status st;
+        double gap;
+        psched_schedule_solve_status(s, &st, &gap);
+        if (st == PSCHED_SOLVE_OPTIMAL)
+            snprintf(status, sizeof status, "optimal");
+        else
+            snprintf(status, sizeof status, "feasible, gap %.1f%%", 100 * gap);
+    }
+    cell(o.ok ? o.span : NAN);
+    printf(" %s |", status);
+    if (isfinite(best) && isfinite(bound))
+        printf(" %.1f%% |\n", 100 * (best - bound) / best);
+    else
+        printf(" — |\n");
+    /* heuristics that optimal beats by more than 5% */
+    for (size_t i = 0; o.ok && i < count; i++)
+        if ((!strcmp(names[i], "zb") || !strcmp(names[i], "v-half") ||
+             !strcmp(names[i], "v-min")) &&
+            !isnan(spans[i]) && spans[i] > o.span * 1.05 + 1e-9)
+            fprintf(stderr, "NOTE %s: p=%u m=%u %s limit %s: %g vs optimal %g (%.1f%%)\n",
+                    names[i], p, m, cost_names[c], limit_factor == 1 ? "p" : "2p", spans[i],
+                    o.span, 100 * (spans[i] - o.span) / spans[i]);
+    fflush(stdout);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+static void gap_table(int64_t time_limit, bool quick)
+{
+    static const uint32_t ps[] = {2, 3, 4, 6};
+    for (size_t fi = 0; fi < sizeof families / sizeof *families; fi++) {
+        const family *f = &families[fi];
+        const char *names[32];
+        size_t count = family_members(f, names, 32);
+        printf("\n#### %s\n\n| p × m | costs | limit | bound |", f->title);
+        for (size_t i = 0; i < count; i++)
+            printf(" `%s` |", names[i]);
+        printf(" `optimal` | status | best built-in's gap |\n|---|---|---|---|");
+        for (size_t i = 0; i < count + 3; i++)
+            printf("---|");
+        printf("\n");
+        for (size_t pi = 0; pi < (quick ? 2 : 4); pi++)
+            for (uint32_t k = 1; k <= 3; k++)
+                for (int c = 0; c < COST_SETS; c++)
+                    for (uint32_t lim = 1; lim <= 2; lim++)
+                        table_row(f, names, count, ps[pi], k * ps[pi], (costs)c, lim,
+                                  time_limit);
+    }
+}
+
 int main(int argc, char **argv)
 {
     bool table = false, quick = false;
@@ -194,5 +328,7 @@ int main(int argc, char **argv)
     (void)bound_span;
     if (!table)
         scaling(time_limit, quick);
+    else
+        gap_table(time_limit, quick);
     return 0;
 }
