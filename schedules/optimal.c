@@ -122,6 +122,43 @@ static psched_status instance_build(const psched_plan *plan, instance *x)
     return PSCHED_OK;
 }
 
+/* A lower bound on the span beyond the per-device work of psched_bound():
+ * the fill before a device's first backward. Let s_d be the last stage on
+ * device d. Every B on d waits, through the backward chain, for a B of s_d,
+ * so the first B (or W) on d is some B(s_d, k); it starts at least
+ * t_F(s_d) + path(s_d) after the first op on d, where path(s_d) is the
+ * chain F(s_d+1..S-1, k), B(S-1..s_d+1, k) with its latencies, all on other
+ * devices. Until then d can only run forwards, at most its whole forward
+ * work, so its span is at least its work plus
+ * max(0, t_F(s_d) + path(s_d) - forward work of d). */
+static double fill_bound(const psched_plan *plan)
+{
+    uint32_t p = plan->devices, S = p * plan->chunks, m = plan->microbatches;
+    double best = 0;
+    for (uint32_t d = 0; d < p; d++) {
+        double work = 0, fwork = 0;
+        uint32_t last = 0;
+        for (uint32_t s = 0; s < S; s++) {
+            if (psched_plan_stage_device(plan, s) != d)
+                continue;
+            psched_cost3 t = psched__plan_cost(plan, s);
+            work += m * (t.f + t.b + t.w);
+            fwork += m * t.f;
+            last = s;
+        }
+        double path = psched__plan_cost(plan, last).f;
+        for (uint32_t s = last + 1; s < S; s++) {
+            psched_cost3 t = psched__plan_cost(plan, s);
+            double lat = psched_plan_stage_device(plan, s) != psched_plan_stage_device(plan, s - 1)
+                             ? plan->comm
+                             : 0;
+            path += t.f + t.b + 2 * lat; /* the edge forwards and back */
+        }
+        best = fmax(best, work + fmax(0, path - fwork));
+    }
+    return best;
+}
+
 /* A candidate schedule and its simulated figures. */
 typedef struct candidate {
     psched_schedule *schedule;
@@ -428,7 +465,7 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
         st = instance_build(plan, &x);
     if (!st)
         st = run_heuristics(plan, &best, &seed);
-    double bound = info.span;
+    double bound = st ? 0 : fmax(info.span, fill_bound(plan));
     if (!st && !(best.schedule && best.span <= bound + 1e-9 * fmax(1, best.span))) {
         psched__exact_result res;
         st = solve(plan, &x, &seed, bound, &best, &res);

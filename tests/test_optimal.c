@@ -350,10 +350,12 @@ static void test_p4_m8_is_proven_optimal_at_the_work_bound(void)
     psched_plan_destroy(plan);
 }
 
-/* One node cannot close p = 3, m = 3's gap: the answer is the best
- * heuristic's span (3m + p - 1 = 11, ZB-H1's with unit costs; the bound is
- * the work 9), stated feasible with gap (11 - bound) / 11 > 0. */
-static void test_node_limit_stops_with_a_feasible_schedule_and_its_gap(void)
+/* p = 3, m = 3, unit costs: the best heuristic has 3m + p - 1 = 11
+ * (ZB-H1's span), psched_bound() only the work 9; the fill before device
+ * 0's first backward (F of stage 0, then F, F, B, B of stages 1-2: 5 units,
+ * of which its 3 forwards cover 3) adds 2. So 11 is proven with no search:
+ * one node is enough. */
+static void test_fill_bound_proves_p3_m3_without_a_search(void)
 {
     psched_plan *plan = ts_plan(3, 3, 1, PSCHED_PLACEMENT_LOOP);
     CHECK_OK(psched_plan_set_option(plan, "node-limit", 1));
@@ -364,10 +366,35 @@ static void test_node_limit_stops_with_a_feasible_schedule_and_its_gap(void)
     CHECK_OK(psched_simulate(s, NULL, &r));
     CHECK_EQ_DBL(psched_report_span(r), 11);
     psched_solve_status st;
+    double gap = -1;
+    CHECK_OK(psched_schedule_solve_status(s, &st, &gap));
+    CHECK_EQ_INT(st, PSCHED_SOLVE_OPTIMAL);
+    CHECK_EQ_DBL(gap, 0);
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+/* One node cannot close p = 2, m = 6 with memory limit p = 2: the answer is
+ * the best heuristic's span (3m + p - 1 = 19, ZB-H1's with unit costs at
+ * limit p), the bounds give the work 18, so it is stated feasible with a gap
+ * in (0, 1/19]. */
+static void test_node_limit_stops_with_a_feasible_schedule_and_its_gap(void)
+{
+    psched_plan *plan = ts_plan(2, 6, 1, PSCHED_PLACEMENT_LOOP);
+    CHECK_OK(psched_plan_set_memory_limit(plan, 2));
+    CHECK_OK(psched_plan_set_option(plan, "node-limit", 1));
+    CHECK_OK(psched_plan_set_option(plan, "time-limit", 86400));
+    psched_schedule *s = NULL;
+    psched_report *r = NULL;
+    CHECK_OK(psched_generate(plan, "optimal", &s));
+    CHECK_OK(psched_simulate(s, NULL, &r));
+    CHECK_EQ_DBL(psched_report_span(r), 19);
+    psched_solve_status st;
     double gap;
     CHECK_OK(psched_schedule_solve_status(s, &st, &gap));
     CHECK_EQ_INT(st, PSCHED_SOLVE_FEASIBLE);
-    CHECK(gap > 0 && gap <= (11.0 - 9.0) / 11.0 + 1e-12);
+    CHECK(gap > 0 && gap <= 1.0 / 19.0 + 1e-12);
     psched_report_destroy(r);
     psched_schedule_destroy(s);
     psched_plan_destroy(plan);
@@ -444,6 +471,7 @@ int main(void)
     RUN(test_optimal_span_is_the_brute_force_minimum);
     RUN(test_optimal_is_no_slower_than_any_builtin);
     RUN(test_p4_m8_is_proven_optimal_at_the_work_bound);
+    RUN(test_fill_bound_proves_p3_m3_without_a_search);
     RUN(test_node_limit_stops_with_a_feasible_schedule_and_its_gap);
     RUN(test_optimal_refuses_plans_above_192_ops);
     RUN(test_optimal_rejects_bad_options_and_memory_below_one_microbatch);
