@@ -266,7 +266,7 @@ static psched_status serial_order(const psched_plan *plan, candidate *seed, cand
     psched_schedule *s1 = NULL, *s2 = NULL;
     if (!st)
         st = psched__builder_finish(b, own, NAME, &s1);
-    else
+    if (st) /* the plan is still ours when finish fails */
         psched_plan_destroy(own);
     psched__builder_destroy(b);
     if (!st)

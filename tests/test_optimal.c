@@ -466,6 +466,35 @@ static void test_builder_rejects_a_bad_solve_status(void)
     psched_plan_destroy(plan);
 }
 
+/* Every allocation of a generate that runs the MILP (p = 2, m = 2 on the
+ * V-shape with unit costs is not proven by the bounds) fails in turn: each
+ * failure is PSCHED_ENOMEM with no schedule (ASan / valgrind check the
+ * leaks), and the first run that gets all its memory succeeds. */
+static void test_milp_path_survives_every_allocation_failure(void)
+{
+    psched_plan *plan = ts_plan(2, 2, 2, PSCHED_PLACEMENT_VSHAPE);
+    CHECK_OK(psched_plan_set_option(plan, "node-limit", 1));
+    CHECK_OK(psched_plan_set_option(plan, "time-limit", 86400));
+    psched_status st = PSCHED_ENOMEM;
+    long n = 0;
+    for (; n < 100000 && st == PSCHED_ENOMEM; n++) {
+        psched_schedule *s = NULL;
+        psched__alloc_fail_after(n);
+        st = psched_generate(plan, "optimal", &s);
+        psched__alloc_fail_after(-1);
+        CHECK(st == PSCHED_OK || st == PSCHED_ENOMEM);
+        CHECK((st == PSCHED_OK) == (s != NULL));
+        if (s) {
+            psched_solve_status status;
+            CHECK_OK(psched_schedule_solve_status(s, &status, NULL));
+        }
+        psched_schedule_destroy(s);
+    }
+    CHECK_OK(st);
+    CHECK(n > 10);
+    psched_plan_destroy(plan);
+}
+
 int main(void)
 {
     RUN(test_optimal_span_is_the_brute_force_minimum);
@@ -477,5 +506,6 @@ int main(void)
     RUN(test_optimal_rejects_bad_options_and_memory_below_one_microbatch);
     RUN(test_heuristics_carry_no_solve_status);
     RUN(test_builder_rejects_a_bad_solve_status);
+    RUN(test_milp_path_survives_every_allocation_failure);
     TEST_MAIN_END();
 }
