@@ -52,6 +52,21 @@ static psched_status check(const psched_plan *plan)
     if (nodes < 0)
         return psched_fail(PSCHED_EINVAL, "node-limit (%lld) must be >= 0 (0: no limit)",
                            (long long)nodes);
+    /* The MILP models DESIGN §3's cost model: identical micro-batches (its
+     * symmetry breaking relies on it), a fixed latency per edge, no pairs. */
+    for (uint32_t k = 0; k < plan->microbatches; k++)
+        if (psched__plan_weight(plan, 0, k) != 1)
+            return psched_fail(PSCHED_EUNSUPPORTED, "optimal needs every micro-batch weight at 1 "
+                                                    "(micro-batch %u weighs %g)",
+                               k, psched__plan_weight(plan, 0, k));
+    if (psched__costmodel_links(plan))
+        return psched_fail(PSCHED_EUNSUPPORTED, "optimal models comm as the fixed latency t_comm; "
+                                                "this plan sets comm bytes or a topology");
+    for (uint32_t s = 0; s < plan->devices * plan->chunks; s++)
+        if (psched__plan_overlap(plan, s) != 0)
+            return psched_fail(PSCHED_EUNSUPPORTED, "optimal does not overlap F&B pairs; stage %u "
+                                                    "sets an overlap saving (%g)",
+                               s, psched__plan_overlap(plan, s));
     if (!psched__exact_available())
         return psched_fail(PSCHED_EUNSUPPORTED, "optimal needs GLPK, and this build of "
                                                 "pipesched has none (meson option -Dglpk)");

@@ -426,6 +426,16 @@ static void test_optimal_rejects_bad_options_and_memory_below_one_microbatch(voi
     CHECK_EQ_INT(psched_generate(plan, "optimal", &s), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "node-limit (-1)");
     CHECK_OK(psched_plan_set_option(plan, "node-limit", 100));
+    /* the cost model's extensions are outside the MILP */
+    const double weights[2] = {1, 2};
+    CHECK_OK(psched_plan_set_microbatch_weights(plan, weights, 2));
+    CHECK_EQ_INT(psched_generate(plan, "optimal", &s), PSCHED_EUNSUPPORTED);
+    CHECK_CONTAINS(psched_last_error(), "micro-batch 1 weighs 2");
+    CHECK_OK(psched_plan_set_microbatch_weights(plan, NULL, 0));
+    CHECK_OK(psched_plan_set_overlap_saving(plan, 0.5));
+    CHECK_EQ_INT(psched_generate(plan, "optimal", &s), PSCHED_EUNSUPPORTED);
+    CHECK_CONTAINS(psched_last_error(), "overlap saving");
+    CHECK_OK(psched_plan_set_overlap_saving(plan, 0));
     CHECK_OK(psched_plan_set_memory_limit(plan, 0.5));
     CHECK_EQ_INT(psched_generate(plan, "optimal", &s), PSCHED_EINFEASIBLE);
     CHECK(s == NULL);

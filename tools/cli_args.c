@@ -31,7 +31,8 @@ enum opt_id {
     OPT_FILE,
     OPT_INPUT,
     OPT_CHAINS,
-    OPT_PYTORCH
+    OPT_PYTORCH,
+    OPT_COSTMODEL /* cli_costmodel.c */
 };
 
 /* Every command that works on a schedule takes it from a generator or a file. */
@@ -62,6 +63,14 @@ static const struct opt_def {
     {"file", OPT_FILE, true, CMD_HASH}, /* the spelling before --input; kept */
     {"chains", OPT_CHAINS, true, PLAN_CMDS},
     {"pytorch", OPT_PYTORCH, false, CMD_GENERATE},
+    {"overlap", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"microbatch-weights", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"comm-bytes", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"devices-per-node", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"intra-node", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"inter-node", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"pcie-bandwidth", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"offload", OPT_COSTMODEL, true, PLAN_CMDS},
 };
 
 static const char *command_name(enum cli_command command)
@@ -271,6 +280,8 @@ static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
         return CLI_OK;
     case OPT_CHAINS:
         return cli_flag_u32("chains", v, 1, 2, &o->chains);
+    case OPT_COSTMODEL:
+        return cli_costmodel_flag(&o->costmodel, d->name, v);
     case OPT_HELP:
     case OPT_JSON:
     case OPT_PYTORCH:
@@ -296,6 +307,7 @@ static void set_defaults(enum cli_command command, cli_opts *o)
     o->mem[1] = 0.0;
     o->mem[2] = -1.0;
     o->format = "csv";
+    cli_costmodel_defaults(&o->costmodel);
 }
 
 static int positional(enum cli_command command, cli_opts *o, const char *arg)

@@ -70,14 +70,16 @@ static const char help_list[] =
     "With either, the costs and memory model:\n"                                           \
     "  --cost F,B,W          time of forward, backward for inputs and backward for\n"      \
     "                        weights on every stage; a full backward costs B+W (1,1,1)\n"  \
-    "  --costs-file FILE     per-stage values, CSV rows stage,F,B,W[,mem_F,mem_B,mem_W]\n" \
+    "  --costs-file FILE     per-stage values, CSV rows stage,F,B,W[,mem_F,mem_B,mem_W\n"  \
+    "                        [,overlap[,bytes_F,bytes_B]]]\n"                              \
     "                        ('#' comments, optional header row; stages not listed\n"      \
     "                        keep --cost and --mem; at most 16 MiB)\n"                     \
     "  --comm C              latency on every dependency between two devices (0)\n"        \
     "  --mem F,B,W           memory change of each op kind per stage (1,0,-1)\n"           \
     "  --mem-limit X         per-device memory limit, > 0, in the unit of the memory\n"    \
     "                        changes (unlimited); a schedule whose peak exceeds it\n"      \
-    "                        is an infeasible request\n"
+    "                        is an infeasible request\n"                                  \
+    CLI_HELP_COSTMODEL
 
 static const char help_generate[] =
     "Usage: pipesched generate --schedule NAME --devices P --microbatches M [options]\n"
@@ -187,6 +189,8 @@ static int fill_costs(psched_plan *plan, const cli_opts *o)
         rc = plan_setting(psched_plan_set_comm(plan, o->comm), "--comm");
     if (rc == CLI_OK && o->have_mem_limit)
         rc = plan_setting(psched_plan_set_memory_limit(plan, o->mem_limit), "--mem-limit");
+    if (rc == CLI_OK) /* before the file, whose per-stage values win */
+        rc = cli_apply_costmodel(plan, &o->costmodel);
     if (rc == CLI_OK && o->costs_file)
         rc = cli_apply_costs_file(plan, o->costs_file);
     return rc;
@@ -428,6 +432,8 @@ static int load(const char *command, const cli_opts *o, psched_schedule **s, psc
     } else {
         rc = generate(command, o, s);
     }
+    if (rc == CLI_OK && st == PSCHED_OK)
+        rc = cli_costmodel_transform(&o->costmodel, s);
     if (rc != CLI_OK)
         return rc;
     /* psched_simulate validates first, with psched_validate's errors */

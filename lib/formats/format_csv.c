@@ -88,11 +88,13 @@ psched_status psched_export(const psched_schedule *schedule, const psched_report
  * digits by hand: no snprintf, no growing buffer, one allocation. */
 
 static const char *const kind_text[] = {"F", "I", "W", "B", "SEND_F", "RECV_F", "SEND_B",
-                                        "RECV_B"};
+                                        "RECV_B", "OFFLOAD", "RELOAD"};
 
 static size_t kind_len(uint8_t kind)
 {
-    return kind <= PSCHED_OP_BW ? 1 : kind <= PSCHED_OP_RECV_B ? 6 : 1 /* "?" */;
+    if (kind == PSCHED_OP_OFFLOAD) /* pipesched's copy ops (docs/simulator.md) */
+        return 7;
+    return kind <= PSCHED_OP_BW ? 1 : kind <= PSCHED_OP_RELOAD ? 6 : 1 /* "?" */;
 }
 
 static size_t u32_len(uint32_t x)
@@ -137,7 +139,7 @@ static char *put_op(char *p, const psched_op *op)
 {
     p = put_u32(p, op->stage);
     size_t n = kind_len(op->kind);
-    memcpy(p, op->kind <= PSCHED_OP_RECV_B ? kind_text[op->kind] : "?", n);
+    memcpy(p, op->kind <= PSCHED_OP_RELOAD ? kind_text[op->kind] : "?", n);
     return put_u32(p + n, op->microbatch);
 }
 
@@ -367,6 +369,8 @@ static const struct {
     ACTION_TYPE("REDUCE_GRAD", -1),          ACTION_TYPE("F", PSCHED_OP_F),
     ACTION_TYPE("I", PSCHED_OP_B),           ACTION_TYPE("W", PSCHED_OP_W),
     ACTION_TYPE("B", PSCHED_OP_BW),
+    /* pipesched's activation copies, not PyTorch actions (docs/simulator.md) */
+    ACTION_TYPE("OFFLOAD", PSCHED_OP_OFFLOAD), ACTION_TYPE("RELOAD", PSCHED_OP_RELOAD),
 };
 
 /* The compute types are single letters that no longer type starts with,
