@@ -98,6 +98,19 @@ static double num(const char *cell)
     return strcmp(cell, "—") ? strtod(cell, NULL) : NAN;
 }
 
+/* The re-solves need GLPK; a build without it refuses `optimal` with
+ * PSCHED_EUNSUPPORTED (tests/test_optimal.c covers that). */
+static bool solver_present(void)
+{
+    psched_plan *plan = NULL;
+    psched_schedule *s = NULL;
+    psched_plan_create(&plan);
+    bool ok = psched_generate(plan, "optimal", &s) != PSCHED_EUNSUPPORTED;
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+    return ok;
+}
+
 typedef struct counts {
     int rows, recomputed, closed_form, solved;
 } counts;
@@ -151,7 +164,7 @@ static void check_row(const family *f, char **names, int ncols, char **c, counts
         CHECK_STR(c[i], text);
     }
     k->recomputed++;
-    if (m == 2 && !strcmp(c[ncols - 2], "optimal")) {
+    if (m == 2 && !strcmp(c[ncols - 2], "optimal") && solver_present()) {
         psched_plan_set_option(plan, "time-limit", 86400);
         psched_plan_set_option(plan, "node-limit", 20000);
         span_text(plan, "optimal", text, sizeof text);
@@ -209,7 +222,7 @@ static void test_gap_table_matches_the_simulator(const char *path)
     CHECK_EQ_INT(k.rows, 3 * 4 * 3 * 3 * 2);
     CHECK_EQ_INT(k.recomputed, 3 * 2 * 3 * 3 * 2);
     CHECK(k.closed_form >= 20);
-    CHECK(k.solved >= 6);
+    CHECK(k.solved >= 6 || !solver_present());
 }
 
 static const char *page;
