@@ -144,8 +144,41 @@ static psched_status instance_build(const psched_plan *plan, instance *x)
  * t_F(s_d) + path(s_d) after the first op on d, where path(s_d) is the
  * chain F(s_d+1..S-1, k), B(S-1..s_d+1, k) with its latencies, all on other
  * devices. Until then d can only run forwards, at most its whole forward
- * work, so its span is at least its work plus
- * max(0, t_F(s_d) + path(s_d) - forward work of d). */
+ * work, and with a memory limit and positive mem_F only forwards whose
+ * deltas sum to at most the limit (no W frees memory before the first B):
+ * a fractional knapsack bounds their time. So its span is at least its work
+ * plus max(0, t_F(s_d) + path(s_d) - the forward time it can run). */
+static double forward_capacity(const psched_plan *plan, uint32_t d, double fwork)
+{
+    uint32_t S = plan->devices * plan->chunks, m = plan->microbatches;
+    double room = plan->memory_limit, cap = 0;
+    if (!isfinite(room))
+        return fwork;
+    bool used[PSCHED_MAX_CHUNKS] = {false};
+    for (;;) { /* best time per unit of memory first */
+        uint32_t pick = UINT32_MAX, c = 0, pick_c = 0;
+        double ratio = -1;
+        for (uint32_t s = 0; s < S; s++) {
+            if (psched_plan_stage_device(plan, s) != d)
+                continue;
+            double mf = psched__plan_mem(plan, s).f, tf = psched__plan_cost(plan, s).f;
+            if (mf <= 0)
+                return fwork; /* forwards that free memory: no cap */
+            if (!used[c] && tf / mf > ratio)
+                ratio = tf / mf, pick = s, pick_c = c;
+            c++;
+        }
+        if (pick == UINT32_MAX || room <= 0)
+            break;
+        used[pick_c] = true;
+        double mf = psched__plan_mem(plan, pick).f, tf = psched__plan_cost(plan, pick).f;
+        double take = fmin((double)m, room / mf);
+        cap += take * tf;
+        room -= take * mf;
+    }
+    return fmin(cap, fwork);
+}
+
 static double fill_bound(const psched_plan *plan)
 {
     uint32_t p = plan->devices, S = p * plan->chunks, m = plan->microbatches;
@@ -169,7 +202,7 @@ static double fill_bound(const psched_plan *plan)
                              : 0;
             path += t.f + t.b + 2 * lat; /* the edge forwards and back */
         }
-        best = fmax(best, work + fmax(0, path - fwork));
+        best = fmax(best, work + fmax(0, path - forward_capacity(plan, d, fwork)));
     }
     return best;
 }

@@ -375,26 +375,47 @@ static void test_fill_bound_proves_p3_m3_without_a_search(void)
     psched_plan_destroy(plan);
 }
 
-/* One node cannot close p = 2, m = 6 with memory limit p = 2: the answer is
- * the best heuristic's span (3m + p - 1 = 19, ZB-H1's with unit costs at
- * limit p), the bounds give the work 18, so it is stated feasible with a gap
- * in (0, 1/19]. */
+/* One node cannot close p = 2, m = 2 on the V-shape with unit costs: the
+ * answer is the best built-in's span, v-zb's 14, the bounds give the work
+ * 2 x 2 x 3 = 12 (the last stage of device 0 is the model's last, so no
+ * fill), so it is stated feasible with a gap in (0, 2/14]. */
 static void test_node_limit_stops_with_a_feasible_schedule_and_its_gap(void)
 {
-    psched_plan *plan = ts_plan(2, 6, 1, PSCHED_PLACEMENT_LOOP);
-    CHECK_OK(psched_plan_set_memory_limit(plan, 2));
+    psched_plan *plan = ts_plan(2, 2, 2, PSCHED_PLACEMENT_VSHAPE);
     CHECK_OK(psched_plan_set_option(plan, "node-limit", 1));
     CHECK_OK(psched_plan_set_option(plan, "time-limit", 86400));
     psched_schedule *s = NULL;
     psched_report *r = NULL;
     CHECK_OK(psched_generate(plan, "optimal", &s));
     CHECK_OK(psched_simulate(s, NULL, &r));
-    CHECK_EQ_DBL(psched_report_span(r), 19);
+    CHECK_EQ_DBL(psched_report_span(r), 14);
     psched_solve_status st;
     double gap;
     CHECK_OK(psched_schedule_solve_status(s, &st, &gap));
     CHECK_EQ_INT(st, PSCHED_SOLVE_FEASIBLE);
-    CHECK(gap > 0 && gap <= 1.0 / 19.0 + 1e-12);
+    CHECK(gap > 0 && gap <= 2.0 / 14.0 + 1e-12);
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+/* p = 4, m = 8 with memory limit p = 4: ZB-H1's 3m + p - 1 = 27 is
+ * optimal. Before its first backward device 0 can hold only 4 forwards
+ * (limit 4, +1 each), and that backward needs 1 + 3 x (1 + 1) = 7 units
+ * after device 0's first start, so 3 of them are idle: 24 + 3 = 27. */
+static void test_memory_limited_fill_bound_proves_zb_h1(void)
+{
+    psched_plan *plan = ts_plan(4, 8, 1, PSCHED_PLACEMENT_LOOP);
+    CHECK_OK(psched_plan_set_memory_limit(plan, 4));
+    CHECK_OK(psched_plan_set_option(plan, "node-limit", 1));
+    psched_schedule *s = NULL;
+    psched_report *r = NULL;
+    CHECK_OK(psched_generate(plan, "optimal", &s));
+    CHECK_OK(psched_simulate(s, NULL, &r));
+    CHECK_EQ_DBL(psched_report_span(r), 27);
+    psched_solve_status st;
+    CHECK_OK(psched_schedule_solve_status(s, &st, NULL));
+    CHECK_EQ_INT(st, PSCHED_SOLVE_OPTIMAL);
     psched_report_destroy(r);
     psched_schedule_destroy(s);
     psched_plan_destroy(plan);
@@ -534,6 +555,7 @@ int main(void)
     RUN(test_p4_m8_is_proven_optimal_at_the_work_bound);
     RUN(test_fill_bound_proves_p3_m3_without_a_search);
     RUN(test_node_limit_stops_with_a_feasible_schedule_and_its_gap);
+    RUN(test_memory_limited_fill_bound_proves_zb_h1);
     RUN(test_optimal_refuses_plans_above_192_ops);
     RUN(test_optimal_rejects_bad_options_and_memory_below_one_microbatch);
     RUN(test_heuristics_carry_no_solve_status);
