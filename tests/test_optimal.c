@@ -233,6 +233,9 @@ static const instance cases[] = {
     {2, 1, 2, PSCHED_PLACEMENT_VSHAPE, 1, 1, 1, 1, 0, 0},
     {2, 2, 2, PSCHED_PLACEMENT_VSHAPE, 1, 2, 1, 1, 0, 0},
     {2, 1, 2, PSCHED_PLACEMENT_LOOP, 1, 2, 1, 1, 0.25, 0},
+    {3, 3, 1, PSCHED_PLACEMENT_LOOP, 1, 1, 1, 1, 0, 3},
+    {2, 3, 1, PSCHED_PLACEMENT_LOOP, 1, 2, 1, 2, 0.5, 2},
+    {3, 3, 1, PSCHED_PLACEMENT_LOOP, 2, 1, 1, 1, 0, 2},
 };
 #define CASES (sizeof cases / sizeof *cases)
 
