@@ -170,9 +170,13 @@ Args parse(int argc, char **argv)
 
 std::string label(const std::string &name, std::uint32_t p, std::uint32_t v, std::uint32_t m)
 {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%-14s p=%u v=%u m=%u", name.c_str(), p, v, m);
-    return buf;
+    /* The name may be a file path of any length: pad it, never cut it. */
+    char shape[64];
+    std::snprintf(shape, sizeof shape, " p=%u v=%u m=%u", p, v, m);
+    std::string out = name;
+    if (out.size() < 14)
+        out.resize(14, ' ');
+    return out + shape;
 }
 
 /* Lowering or the check itself may throw a library error: a failed check. */
