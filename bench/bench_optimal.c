@@ -109,14 +109,6 @@ static double best_heuristic(const psched_plan *plan)
     return best;
 }
 
-static double bound_span(const psched_plan *plan, const psched_schedule *s)
-{
-    psched_bound_info b = {.version = PSCHED_BOUND_INFO_VERSION};
-    if (psched_bound(s ? psched_schedule_plan(s) : plan, NULL, &b) != PSCHED_OK)
-        return NAN;
-    return b.span;
-}
-
 static void scaling(int64_t time_limit, bool quick)
 {
     static const struct {
@@ -325,7 +317,6 @@ int main(int argc, char **argv)
     }
     if (quick && time_limit > 2)
         time_limit = 2;
-    (void)bound_span;
     if (!table)
         scaling(time_limit, quick);
     else
