@@ -308,8 +308,31 @@ typedef struct psched_op {
 /** Opaque builder a generator appends ops through. */
 typedef struct psched_builder psched_builder;
 
-/** ABI version of ::psched_generator this header describes. */
-#define PSCHED_GENERATOR_ABI 1u
+/** ABI version of ::psched_generator this header describes: 2 added
+ *  `aliases`, `options` and `option_count`. */
+#define PSCHED_GENERATOR_ABI 2u
+
+/** ::psched_generator_option_desc::flags: the default depends on the plan
+ *  (the description says how); `default_value` is then 0 and meaningless. */
+#define PSCHED_OPTION_DEFAULT_FROM_PLAN 0x1u
+
+/**
+ * One integer option a generator reads with psched_plan_get_option(),
+ * declared in its descriptor (generator ABI 2). psched_generate() refuses
+ * a plan option the generator does not declare, or one outside
+ * [min, max]; rules that depend on the plan (e.g. group-size <= m) stay in
+ * the generator's check.
+ */
+typedef struct psched_generator_option_desc {
+    /** Key, 1..31 characters of [a-z0-9-] (e.g. "group-size"). */
+    const char *name;
+    /** One line: what it sets and the rules the check adds. */
+    const char *description;
+    int64_t min;           /**< smallest accepted value */
+    int64_t max;           /**< largest accepted value (>= min) */
+    int64_t default_value; /**< used when the plan leaves the option unset */
+    uint32_t flags;        /**< #PSCHED_OPTION_DEFAULT_FROM_PLAN */
+} psched_generator_option_desc;
 
 /**
  * Generator descriptor. psched_register_generator() copies it; the strings
@@ -339,6 +362,16 @@ typedef struct psched_generator {
     /** Append every device's ops to @p builder; return ::PSCHED_OK or the
      *  builder's status. */
     psched_status (*generate)(const psched_plan *plan, psched_builder *builder);
+    /** Since ABI 2: other names the generator is found by, e.g. PyTorch's
+     *  "Interleaved1F1B"; 1..31 characters of [A-Za-z0-9-], matched without
+     *  regard to case like the name. A NULL-terminated list, or NULL. */
+    const char *const *aliases;
+    /** Since ABI 2: the options the generator reads (may be NULL when
+     *  option_count is 0). Descriptors of ABI 1 declare none, and
+     *  psched_generate() passes them every option unchecked. */
+    const psched_generator_option_desc *options;
+    /** Since ABI 2: number of entries in `options`. */
+    uint32_t option_count;
 } psched_generator;
 
 /**
@@ -360,8 +393,9 @@ PSCHED_API psched_status psched_fail(psched_status status, const char *fmt, ...)
 PSCHED_API psched_status psched_register_generator(const psched_generator *generator);
 
 /**
- * @brief Look up a generator by name.
- * @param name generator name, e.g. "1f1b".
+ * @brief Look up a generator by name or alias, without regard to case
+ * ("1f1b", "1F1B", "Interleaved1F1B" and "interleaved" all work).
+ * @param name generator name or alias, e.g. "1f1b".
  * @param[out] out the registered descriptor (owned by the library, valid for
  *             the life of the process).
  * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND (message lists the known names),
@@ -374,6 +408,56 @@ PSCHED_API size_t psched_generator_count(void);
 
 /** @brief The i-th registered generator, or NULL when i >= count. */
 PSCHED_API const psched_generator *psched_generator_at(size_t index);
+
+/**
+ * @brief The i-th alias of a generator (PIPESCHED_1.1).
+ * @param generator generator name or alias.
+ * @param index 0, 1, ...
+ * @param[out] alias the alias (owned by the library, valid for the life of
+ *             the process), or NULL when @p index is past the last one.
+ * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND (unknown generator),
+ *         ::PSCHED_EINVAL (NULL argument).
+ */
+PSCHED_API psched_status psched_generator_alias(const char *generator, size_t index,
+                                                const char **alias);
+
+/** Version of ::psched_option_info this header describes. */
+#define PSCHED_OPTION_INFO_VERSION 1u
+
+/**
+ * A generator's option as psched_generator_option() reports it. The caller
+ * sets `version` to #PSCHED_OPTION_INFO_VERSION; later versions only append
+ * fields, and the library fills only the fields of the caller's version.
+ */
+typedef struct psched_option_info {
+    uint32_t version;        /**< #PSCHED_OPTION_INFO_VERSION, set by the caller */
+    uint32_t flags;          /**< #PSCHED_OPTION_DEFAULT_FROM_PLAN */
+    const char *name;        /**< key (owned by the library) */
+    const char *description; /**< one line (owned by the library, never NULL) */
+    int64_t min;             /**< smallest accepted value */
+    int64_t max;             /**< largest accepted value */
+    int64_t default_value;   /**< value when unset (see `flags`) */
+} psched_option_info;
+
+/**
+ * @brief Number of options a generator declares (PIPESCHED_1.1).
+ * @param generator generator name or alias.
+ * @param[out] count the number of options (0 for an ABI 1 plug-in).
+ * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND, ::PSCHED_EINVAL (NULL argument).
+ */
+PSCHED_API psched_status psched_generator_option_count(const char *generator, size_t *count);
+
+/**
+ * @brief The i-th option a generator declares (PIPESCHED_1.1).
+ * @param generator generator name or alias.
+ * @param index 0 .. count - 1 (psched_generator_option_count()).
+ * @param[in,out] info `version` set by the caller; the rest is filled in.
+ * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND (unknown generator, or @p index
+ *         past the last option), ::PSCHED_EINVAL (NULL argument, unknown
+ *         `version`).
+ */
+PSCHED_API psched_status psched_generator_option(const char *generator, size_t index,
+                                                 psched_option_info *info);
 
 /** Symbol a plug-in exports: `psched_status psched_plugin_init(void)`,
  *  which registers its generators with psched_register_generator(). */

@@ -40,13 +40,14 @@ static psched_status dualpipe_generate(const psched_plan *plan, psched_builder *
 }
 
 const psched_generator psched_gen_dualpipe = {
-    PSCHED_GENERATOR_ABI,
-    "dualpipe",
-    "DeepSeek DualPipe: two model copies in opposite directions, overlapped F&B pairs",
-    "vshape placement (2 chains), v = 2, p even, m even, m >= 2p",
-    PSCHED_PLACEMENT_VSHAPE,
-    2,
-    2,
-    dualpipe_check,
-    dualpipe_generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = "dualpipe",
+    .description = "DeepSeek DualPipe: "
+                   "two model copies in opposite directions, overlapped F&B pairs",
+    .constraints = "vshape placement (2 chains), v = 2, p even, m even, m >= 2p",
+    .placement = PSCHED_PLACEMENT_VSHAPE,
+    .default_chunks = 2,
+    .chains = 2,
+    .check = dualpipe_check,
+    .generate = dualpipe_generate,
 };

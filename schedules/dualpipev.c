@@ -23,14 +23,18 @@ static psched_status dualpipev_generate(const psched_plan *plan, psched_builder 
     return PSCHED_OK;
 }
 
+/* PyTorch's (and torchtitan's) class name for this schedule. */
+static const char *const aliases[] = {"DualPipeV", NULL};
+
 const psched_generator psched_gen_dualpipev = {
-    PSCHED_GENERATOR_ABI,
-    "dualpipev",
-    "DeepSeek DualPipeV: cut-in-half DualPipe on a V, overlapped F&B pairs",
-    "vshape placement, v = 2, m >= 2p",
-    PSCHED_PLACEMENT_VSHAPE,
-    2,
-    1,
-    dualpipev_check,
-    dualpipev_generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = "dualpipev",
+    .description = "DeepSeek DualPipeV: cut-in-half DualPipe on a V, overlapped F&B pairs",
+    .constraints = "vshape placement, v = 2, m >= 2p",
+    .placement = PSCHED_PLACEMENT_VSHAPE,
+    .default_chunks = 2,
+    .chains = 1,
+    .check = dualpipev_check,
+    .generate = dualpipev_generate,
+    .aliases = aliases,
 };

@@ -214,6 +214,15 @@ static psched_status default_group(uint32_t p, uint32_t m, const char *name, uin
     return PSCHED_OK;
 }
 
+const psched_generator_option_desc psched__group_size_option[] = {{
+    .name = "group-size",
+    .description = "micro-batches per group N: p <= N <= m, m mod N = 0 or >= p; "
+                   "default m / max(1, m div p) (PyTorch's rounds)",
+    .min = 1,
+    .max = UINT32_MAX,
+    .flags = PSCHED_OPTION_DEFAULT_FROM_PLAN,
+}};
+
 psched_status psched__interleaved_group(const psched_plan *plan, const char *name, uint32_t *out)
 {
     uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);

@@ -439,13 +439,14 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
 }
 
 const psched_generator psched_gen_zb = {
-    PSCHED_GENERATOR_ABI,
-    NAME,
-    "greedy zero-bubble scheduler: any per-stage costs, comm latency and memory limit",
-    "loop placement, v = 1; memory limit >= the one-micro-batch-at-a-time peak",
-    PSCHED_PLACEMENT_LOOP,
-    1,
-    1,
-    check,
-    generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = NAME,
+    .description = "greedy zero-bubble scheduler: "
+                   "any per-stage costs, comm latency and memory limit",
+    .constraints = "loop placement, v = 1; memory limit >= the one-micro-batch-at-a-time peak",
+    .placement = PSCHED_PLACEMENT_LOOP,
+    .default_chunks = 1,
+    .chains = 1,
+    .check = check,
+    .generate = generate,
 };

@@ -35,13 +35,13 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
 }
 
 const psched_generator psched_gen_zb_h1 = {
-    PSCHED_GENERATOR_ABI,
-    NAME,
-    "ZB-H1 (zero-bubble paper, handcrafted): 1F1B memory, bubble (p-1)(F+B-W)",
-    "loop placement, v = 1",
-    PSCHED_PLACEMENT_LOOP,
-    1,
-    1,
-    check,
-    generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = NAME,
+    .description = "ZB-H1 (zero-bubble paper, handcrafted): 1F1B memory, bubble (p-1)(F+B-W)",
+    .constraints = "loop placement, v = 1",
+    .placement = PSCHED_PLACEMENT_LOOP,
+    .default_chunks = 1,
+    .chains = 1,
+    .check = check,
+    .generate = generate,
 };

@@ -51,13 +51,14 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
 }
 
 const psched_generator psched_gen_zb_h2 = {
-    PSCHED_GENERATOR_ABI,
-    NAME,
-    "ZB-H2 (zero-bubble paper, handcrafted): zero bubble, 2p-1 micro-batches in flight",
-    "loop placement, v = 1; zero bubble when m >= 2p-1",
-    PSCHED_PLACEMENT_LOOP,
-    1,
-    1,
-    check,
-    generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = NAME,
+    .description = "ZB-H2 (zero-bubble paper, handcrafted): "
+                   "zero bubble, 2p-1 micro-batches in flight",
+    .constraints = "loop placement, v = 1; zero bubble when m >= 2p-1",
+    .placement = PSCHED_PLACEMENT_LOOP,
+    .default_chunks = 1,
+    .chains = 1,
+    .check = check,
+    .generate = generate,
 };

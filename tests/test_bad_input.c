@@ -376,8 +376,14 @@ static psched_status trivial_generate(const psched_plan *plan, psched_builder *b
 }
 
 static const psched_generator custom_generator = {
-    PSCHED_GENERATOR_ABI, "bad-input-custom", "test generator with a custom placement",
-    "custom placement", PSCHED_PLACEMENT_CUSTOM, 2, 1, NULL, trivial_generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = "bad-input-custom",
+    .description = "test generator with a custom placement",
+    .constraints = "custom placement",
+    .placement = PSCHED_PLACEMENT_CUSTOM,
+    .default_chunks = 2,
+    .chains = 1,
+    .generate = trivial_generate,
 };
 
 /* p = 2, v = 2, stages 0, 1, 2 on device 0 and stage 3 on device 1: device 0
@@ -824,8 +830,8 @@ static const bad_case cases[] = {
     {"plug-in without init symbol", plugin_without_init_symbol, PSCHED_EPLUGIN,
      "does not export psched_plugin_init"},
     {"plug-in with a newer ABI", plugin_with_a_newer_abi, PSCHED_EPLUGIN,
-     "generator abi_version (2) is not supported"},
-    {"register abi_version 2", register_newer_abi, PSCHED_EPLUGIN, "abi_version (2)"},
+     "generator abi_version (3) is not supported"},
+    {"register abi_version 2", register_newer_abi, PSCHED_EPLUGIN, "abi_version (3)"},
     {"register abi_version 0", register_abi_zero, PSCHED_EPLUGIN, "abi_version (0)"},
     {"register name Bad_Name", register_bad_name, PSCHED_EINVAL, "\"Bad_Name\""},
     {"register name 1f1b twice", register_taken_name, PSCHED_EEXIST, "\"1f1b\""},

@@ -457,8 +457,8 @@ class TestErrors(Case):
 
     def test_generate_check_failure_is_invalid_argument(self):
         with self.assertRaises(pipesched.InvalidArgument) as cm:
-            gen("interleaved", devices=4, microbatches=2, chunks=2)
-        self.assertIn("microbatches (2)", cm.exception.message)
+            gen("interleaved", devices=4, microbatches=9, chunks=2)
+        self.assertIn("microbatches (9)", cm.exception.message)
 
     def test_unreachable_memory_limit_is_infeasible(self):
         with self.assertRaises(pipesched.Infeasible) as cm:
