@@ -209,28 +209,57 @@ static int cmd_list_json(FILE *f)
         cli_json_string(f, g->description ? g->description : "");
         fputs(", \"constraints\": ", f);
         cli_json_string(f, g->constraints ? g->constraints : "");
-        fprintf(f, ", \"placement\": \"%s\", \"default_chunks\": %u, \"chains\": %u}",
+        fprintf(f, ", \"placement\": \"%s\", \"default_chunks\": %u, \"chains\": %u",
                 cli_placement_name(g->placement), (unsigned)g->default_chunks,
                 (unsigned)g->chains);
+        /* Other names the library finds the generator by (PyTorch's). */
+        fputs(", \"aliases\": [", f);
+        const char *alias;
+        for (size_t a = 0; psched_generator_alias(g->name, a, &alias) == PSCHED_OK && alias; a++) {
+            fputs(a ? ", " : "", f);
+            cli_json_string(f, alias);
+        }
+        fputs("]}", f);
     }
     fputs(n ? "\n]\n" : "]\n", f);
     return CLI_OK;
+}
+
+/* A generator's aliases joined by ", " ("" when it has none). */
+static void list_aliases(const psched_generator *g, char *buf, size_t size)
+{
+    size_t at = 0;
+    const char *alias;
+    buf[0] = '\0';
+    for (size_t a = 0; psched_generator_alias(g->name, a, &alias) == PSCHED_OK && alias; a++) {
+        int n = snprintf(buf + at, size - at, "%s%s", a ? ", " : "", alias);
+        if (n < 0 || (size_t)n >= size - at)
+            break;
+        at += (size_t)n;
+    }
 }
 
 static int cmd_list_text(FILE *f)
 {
     size_t n = psched_generator_count();
     int name_w = (int)strlen("name"), cons_w = (int)strlen("constraints");
+    int alias_w = (int)strlen("aliases");
+    char aliases[512];
     for (size_t i = 0; i < n; i++) {
         const psched_generator *g = psched_generator_at(i);
         int w = (int)strlen(g->name), c = g->constraints ? (int)strlen(g->constraints) : 0;
+        list_aliases(g, aliases, sizeof aliases);
+        int a = (int)strlen(aliases);
         name_w = w > name_w ? w : name_w;
         cons_w = c > cons_w ? c : cons_w;
+        alias_w = a > alias_w ? a : alias_w;
     }
-    fprintf(f, "%-*s  %-*s  %s\n", name_w, "name", cons_w, "constraints", "description");
+    fprintf(f, "%-*s  %-*s  %-*s  %s\n", name_w, "name", alias_w, "aliases", cons_w,
+            "constraints", "description");
     for (size_t i = 0; i < n; i++) {
         const psched_generator *g = psched_generator_at(i);
-        fprintf(f, "%-*s  %-*s  %s\n", name_w, g->name, cons_w,
+        list_aliases(g, aliases, sizeof aliases);
+        fprintf(f, "%-*s  %-*s  %-*s  %s\n", name_w, g->name, alias_w, aliases, cons_w,
                 g->constraints ? g->constraints : "", g->description ? g->description : "");
     }
     return CLI_OK;
