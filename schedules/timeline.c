@@ -27,6 +27,7 @@ psched_status psched__timeline_init(psched_timeline *t, const psched_plan *plan)
         (void)psched_plan_stage_mem(plan, j, &s->mf, &s->mb, &s->mw);
     }
     t->best_span = INFINITY;
+    t->has_best = false;
     psched__timeline_reset(t);
     return PSCHED_OK;
 }
@@ -188,17 +189,24 @@ double psched__timeline_offer(psched_timeline *t)
         /* Every list starts with its F0. */
         span = fmax(span, s->end - (t->f_end[(size_t)j * t->m] - s->tf));
     }
-    if (span < t->best_span) {
+    /* The first complete order is kept whatever its span: a span that is
+     * not finite (costs near DBL_MAX) never compares smaller, and `best`
+     * must never be emitted unfilled. */
+    if (!t->has_best || span < t->best_span) {
         uint32_t *keep = t->best;
         t->best = t->ops;
         t->ops = keep;
         t->best_span = span;
+        t->has_best = true;
     }
     return span;
 }
 
 psched_status psched__timeline_emit(const psched_timeline *t, psched_builder *b)
 {
+    if (!t->has_best)
+        return psched_fail(PSCHED_EINVAL, "zb: no candidate order completed (a generator bug: "
+                                          "the one-micro-batch-at-a-time order always fits)");
     psched_status st = PSCHED_OK;
     size_t per = (size_t)3 * t->m;
     for (uint32_t j = 0; j < t->p && st == PSCHED_OK; j++) {

@@ -249,6 +249,73 @@ static psched_status comm_nan(void)
     return st;
 }
 
+/* Issue 12 item 2: costs whose total overflows to infinity. Before, zb read
+ * an unfilled order (every candidate's span was inf) and the simulator
+ * reported inf or nan. */
+static psched_plan *plan_p4_m8_costs(double f, double comm)
+{
+    psched_plan *p = plan_new(4, 8, 0);
+    CHECK_OK(psched_plan_set_cost(p, f, f, f));
+    CHECK_OK(psched_plan_set_comm(p, comm));
+    return p;
+}
+
+static psched_status zb_cost_1e308(void)
+{
+    return generate_fails(plan_p4_m8_costs(1e308, 0), "zb");
+}
+
+static psched_status zb_comm_1e308(void)
+{
+    return generate_fails(plan_p4_m8_costs(1, 1e308), "zb");
+}
+
+/* A costs-file row of 1e307 (one stage): 8 micro-batches x 3e307 is
+ * finite, times 4 devices is not. */
+static psched_status zb_stage_cost_1e307(void)
+{
+    psched_plan *p = plan_new(4, 8, 1);
+    CHECK_OK(psched_plan_set_stage_cost(p, 2, 1e307, 1e307, 1e307));
+    return generate_fails(p, "zb");
+}
+
+/* Every built-in generator refuses it the same way; the row returns the
+ * first status that is not EINVAL with the value in the message. */
+static psched_status every_generator_cost_1e308(void)
+{
+    static const char *const names[] = {"gpipe", "1f1b", "interleaved", "interleaved-zb",
+                                        "looped-bfs", "zb-h1", "zb-h2", "zb", "v-min",
+                                        "v-half", "v-zb", "dualpipev", "dualpipe"};
+    psched_status st = PSCHED_OK;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        st = generate_fails(plan_p4_m8_costs(1e308, 0), names[i]);
+        if (st != PSCHED_EINVAL || !strstr(psched_last_error(), "(1e+308) is too large"))
+            return st == PSCHED_EINVAL ? PSCHED_OK : st;
+    }
+    return st;
+}
+
+/* The simulator checks the costs it is given, not only the schedule's. */
+static psched_status simulate_with_cost_1e308(void)
+{
+    psched_plan *plan = plan_new(4, 8, 0);
+    psched_schedule *s = NULL;
+    CHECK_OK(psched_generate(plan, "1f1b", &s));
+    psched_plan_destroy(plan);
+    psched_plan *costs = plan_p4_m8_costs(1e308, 0);
+    CHECK_OK(psched_plan_set_chunks(costs, 1));
+    psched_report *r = (psched_report *)&non_null_outputs; /* poison */
+    psched_status st = psched_simulate(s, costs, &r);
+    if (r) {
+        non_null_outputs++;
+        if (st == PSCHED_OK)
+            psched_report_destroy(r);
+    }
+    psched_plan_destroy(costs);
+    psched_schedule_destroy(s);
+    return st;
+}
+
 static psched_status memory_limit_zero(void)
 {
     psched_plan *p = plan_new(1, 1, 0);
@@ -746,6 +813,16 @@ static const bad_case cases[] = {
     {"stage memory delta NaN", stage_mem_nan, PSCHED_EINVAL, "memory delta of W (nan)"},
     {"comm negative", comm_negative, PSCHED_EINVAL, "comm latency (-2)"},
     {"comm NaN", comm_nan, PSCHED_EINVAL, "comm latency (nan)"},
+    {"zb cost 1e308 overflows", zb_cost_1e308, PSCHED_EINVAL,
+     "F cost of stage 0 (1e+308) is too large: devices (4) x (stages (4) x microbatches (8)"},
+    {"zb comm 1e308 overflows", zb_comm_1e308, PSCHED_EINVAL,
+     "comm latency (1e+308) is too large"},
+    {"zb stage cost 1e307 overflows", zb_stage_cost_1e307, PSCHED_EINVAL,
+     "F cost of stage 2 (1e+307) is too large"},
+    {"every generator cost 1e308", every_generator_cost_1e308, PSCHED_EINVAL,
+     "(1e+308) is too large"},
+    {"simulate costs 1e308", simulate_with_cost_1e308, PSCHED_EINVAL,
+     "F cost of stage 0 (1e+308) is too large"},
     {"memory limit 0", memory_limit_zero, PSCHED_EINVAL, "memory limit (0)"},
     {"memory limit NaN", memory_limit_nan, PSCHED_EINVAL, "memory limit (nan)"},
     {"option key uppercase", option_key_uppercase, PSCHED_EINVAL, "\"Group-size\""},

@@ -101,6 +101,9 @@ psched_status psched_simulate(const psched_schedule *s, const psched_plan *costs
                            psched_plan_stages(costs), S);
     if (!costs)
         costs = s->plan;
+    psched_status cst = psched__plan_check_costs(costs, s->devices, S, s->plan->microbatches);
+    if (cst)
+        return cst;
     size_t total = s->offset[s->devices];
     psched_report *r = report_alloc(s->devices, total);
     if (!r)
