@@ -108,6 +108,14 @@ typedef enum psched_placement {
     PSCHED_PLACEMENT_CUSTOM = 3
 } psched_placement;
 
+/**
+ * @brief Name of a placement as users write it: "auto", "loop", "vshape",
+ * "custom" (PIPESCHED_1.1). The one table of placement names: formats,
+ * the CLI and the bindings all print through it.
+ * @return a static string, or NULL for a value outside ::psched_placement.
+ */
+PSCHED_API const char *psched_placement_str(psched_placement placement);
+
 /** Largest accepted device count. */
 #define PSCHED_MAX_DEVICES 65536u
 /** Largest accepted chunk count. */
@@ -277,6 +285,27 @@ typedef enum psched_op_kind {
     PSCHED_OP_SEND_B = 6, /**< send gradients of the stage to stage-1 */
     PSCHED_OP_RECV_B = 7  /**< receive gradients from stage+1 */
 } psched_op_kind;
+
+/** Spelling of op-kind names (psched_op_kind_str()). */
+typedef enum psched_naming {
+    /** This library's names: "F", "B", "W", "BW", "SEND_F", "RECV_F",
+     *  "SEND_B", "RECV_B" (JSON, chrome, svg, the bindings). */
+    PSCHED_NAMING_PIPESCHED = 0,
+    /** PyTorch's action types: "F", "I", "W", "B", "SEND_F", ... (CSV, op
+     *  text in messages). */
+    PSCHED_NAMING_PYTORCH = 1
+} psched_naming;
+
+/**
+ * @brief Name of an op kind (PIPESCHED_1.1). The one table of op-kind
+ * names: every format, message and binding prints through it, so a new kind
+ * needs one new row here. Kinds are numbered from 0 without gaps: a caller
+ * may list them by calling with 0, 1, ... until NULL.
+ * @param kind a ::psched_op_kind value.
+ * @param naming ::PSCHED_NAMING_PIPESCHED or ::PSCHED_NAMING_PYTORCH.
+ * @return a static string, or NULL for an unknown kind or naming.
+ */
+PSCHED_API const char *psched_op_kind_str(psched_op_kind kind, psched_naming naming);
 
 /** Op flag: runs overlapped with the next op of the same list (DualPipe's
  *  F&B pair); the two are one unit for ordering and cost their sum. */
@@ -526,7 +555,9 @@ typedef struct psched_schedule psched_schedule;
  * @param name a registered generator name (see psched_generator_at()).
  * @param[out] out new schedule owned by the caller (psched_schedule_destroy()).
  * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND, ::PSCHED_EINVAL (the check's
- *         message), ::PSCHED_EINFEASIBLE, ::PSCHED_ENOMEM.
+ *         message; an option the generator does not declare or outside its
+ *         range; costs whose total overflows, as for psched_simulate()),
+ *         ::PSCHED_EINFEASIBLE, ::PSCHED_ENOMEM.
  */
 PSCHED_API psched_status psched_generate(const psched_plan *plan, const char *name,
                                          psched_schedule **out);
@@ -612,8 +643,10 @@ typedef struct psched_report psched_report;
  * @param costs plan whose per-stage costs and memory deltas are used (its
  *        stage count must equal the schedule's), or NULL for the schedule's own.
  * @param[out] out new report owned by the caller (psched_report_destroy()).
- * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_EINVALID, ::PSCHED_EDEADLOCK,
- *         ::PSCHED_ENOMEM.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (also costs too large: when devices x
+ *         (stages x microbatches x (F + B + W) + 2 x stages x microbatches x
+ *         comm) overflows to infinity, naming the largest value),
+ *         ::PSCHED_EINVALID, ::PSCHED_EDEADLOCK, ::PSCHED_ENOMEM.
  */
 PSCHED_API psched_status psched_simulate(const psched_schedule *schedule,
                                          const psched_plan *costs, psched_report **out);

@@ -316,6 +316,37 @@ static psched_status simulate_with_cost_1e308(void)
     return st;
 }
 
+/* Issue 13 item 5: a key the generator does not declare, or a value
+ * outside the declared range, is refused naming it (it used to be
+ * silently ignored). */
+static psched_status option_misspelled(void)
+{
+    psched_plan *p = plan_new(4, 8, 2);
+    CHECK_OK(psched_plan_set_option(p, "group-sise", 4));
+    return generate_fails(p, "interleaved");
+}
+
+static psched_status option_not_declared(void)
+{
+    psched_plan *p = plan_new(4, 8, 0);
+    CHECK_OK(psched_plan_set_option(p, "group-size", 4));
+    return generate_fails(p, "zb-h1");
+}
+
+static psched_status option_below_min(void)
+{
+    psched_plan *p = plan_new(4, 8, 2);
+    CHECK_OK(psched_plan_set_option(p, "group-size", -5));
+    return generate_fails(p, "interleaved-zb");
+}
+
+static psched_status option_above_max(void)
+{
+    psched_plan *p = plan_new(4, 8, 2);
+    CHECK_OK(psched_plan_set_option(p, "group-size", (int64_t)1 << 32));
+    return generate_fails(p, "interleaved");
+}
+
 static psched_status memory_limit_zero(void)
 {
     psched_plan *p = plan_new(1, 1, 0);
@@ -823,6 +854,14 @@ static const bad_case cases[] = {
      "(1e+308) is too large"},
     {"simulate costs 1e308", simulate_with_cost_1e308, PSCHED_EINVAL,
      "F cost of stage 0 (1e+308) is too large"},
+    {"option misspelled", option_misspelled, PSCHED_EINVAL,
+     "option \"group-sise\" is not an option of interleaved (it takes group-size)"},
+    {"option not declared", option_not_declared, PSCHED_EINVAL,
+     "option \"group-size\" is not an option of zb-h1 (it takes none)"},
+    {"option below min", option_below_min, PSCHED_EINVAL,
+     "option group-size (-5) must be in [1, 4294967295] for interleaved-zb"},
+    {"option above max", option_above_max, PSCHED_EINVAL,
+     "option group-size (4294967296) must be in [1, 4294967295] for interleaved"},
     {"memory limit 0", memory_limit_zero, PSCHED_EINVAL, "memory limit (0)"},
     {"memory limit NaN", memory_limit_nan, PSCHED_EINVAL, "memory limit (nan)"},
     {"option key uppercase", option_key_uppercase, PSCHED_EINVAL, "\"Group-size\""},

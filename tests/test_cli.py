@@ -76,7 +76,7 @@ class TestList(CliCase):
         self.assertEqual(len(names), len(set(names)))
         for e in entries:
             self.assertEqual(set(e), {"name", "description", "constraints", "placement",
-                                      "default_chunks", "chains", "aliases"})
+                                      "default_chunks", "chains", "aliases", "options"})
             self.assertIn(e["placement"], ("loop", "vshape", "custom"))
             self.assertTrue(e["description"], e["name"])
 
@@ -92,6 +92,12 @@ class TestList(CliCase):
                 rep = self.simulate_json("--schedule", alias, "--devices", "4",
                                          "--microbatches", "8")
                 self.assertEqual(rep["schedule"], name)
+        # Options come from the library's declarations, defaults included.
+        options = {e["name"]: e["options"] for e in json.loads(self.ok("list", "--json"))}
+        self.assertEqual([(o["name"], o["min"], o["max"], o["default"])
+                          for o in options["interleaved"]],
+                         [("group-size", 1, 2**32 - 1, None)])
+        self.assertEqual(options["zb"], [])
         table = self.ok("list")
         for aliases in want.values():
             self.assertIn(aliases[0], table)

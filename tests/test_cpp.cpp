@@ -264,8 +264,18 @@ void test_exports_and_generator_list()
             CHECK_EQ_INT(g.placement, PSCHED_PLACEMENT_LOOP);
             CHECK_EQ_INT(g.default_chunks, 1);
             CHECK(!g.description.empty());
+            CHECK(g.aliases.size() == 1 && g.aliases[0] == "1F1B");
+            CHECK(g.options.empty());
+        } else if (g.name == "interleaved") {
+            CHECK(g.options.size() == 1 && g.options[0].name == "group-size" &&
+                  g.options[0].default_from_plan);
         }
     CHECK(found);
+    /* Names come from the library's one table; aliases reach the registry. */
+    CHECK_STRING(pipesched::op_kind_name(PSCHED_OP_BW), "BW");
+    CHECK_STRING(pipesched::op_kind_name(PSCHED_OP_BW, PSCHED_NAMING_PYTORCH), "B");
+    CHECK_STRING(pipesched::placement_name(PSCHED_PLACEMENT_VSHAPE), "vshape");
+    CHECK_STRING(pipesched::generate(pipesched::Plan(4, 8), "LoopedBFS").name(), "looped-bfs");
     CHECK_STRING(pipesched::version(), psched_version());
 }
 

@@ -337,8 +337,7 @@ static void test_pytorch_class_names_are_aliases(void)
     psched_schedule_destroy(s);
 }
 
-/* An alias another generator already answers to is refused, whatever
- * its case; an alias equal to the generator's own name is no conflict. */
+
 static psched_status noop_generate(const psched_plan *plan, psched_builder *b)
 {
     (void)plan;
@@ -346,6 +345,109 @@ static psched_status noop_generate(const psched_plan *plan, psched_builder *b)
     return PSCHED_OK;
 }
 
+/* The one name table (issue 13 item 5), against the header's table of
+ * kinds: ours and PyTorch's spelling, NULL past the last kind. */
+static void test_op_kind_and_placement_names(void)
+{
+    static const char *const ours[] = {"F", "B", "W", "BW", "SEND_F", "RECV_F", "SEND_B",
+                                       "RECV_B"};
+    static const char *const torch[] = {"F", "I", "W", "B", "SEND_F", "RECV_F", "SEND_B",
+                                        "RECV_B"};
+    for (int k = 0; k < 8; k++) {
+        CHECK_STR(psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PIPESCHED), ours[k]);
+        CHECK_STR(psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PYTORCH), torch[k]);
+    }
+    CHECK(psched_op_kind_str((psched_op_kind)8, PSCHED_NAMING_PIPESCHED) == NULL);
+    CHECK(psched_op_kind_str((psched_op_kind)-1, PSCHED_NAMING_PIPESCHED) == NULL);
+    CHECK(psched_op_kind_str(PSCHED_OP_F, (psched_naming)2) == NULL);
+    CHECK_STR(psched_placement_str(PSCHED_PLACEMENT_AUTO), "auto");
+    CHECK_STR(psched_placement_str(PSCHED_PLACEMENT_LOOP), "loop");
+    CHECK_STR(psched_placement_str(PSCHED_PLACEMENT_VSHAPE), "vshape");
+    CHECK_STR(psched_placement_str(PSCHED_PLACEMENT_CUSTOM), "custom");
+    CHECK(psched_placement_str((psched_placement)4) == NULL);
+    CHECK(psched_placement_str((psched_placement)-1) == NULL);
+}
+
+/* Declared options, read back through the query API (issue 13 item 5). */
+static void test_generator_options_are_declared_and_queryable(void)
+{
+    size_t n = 99;
+    CHECK_OK(psched_generator_option_count("interleaved", &n));
+    CHECK_EQ_INT(n, 1);
+    CHECK_OK(psched_generator_option_count("InterleavedZeroBubble", &n));
+    CHECK_EQ_INT(n, 1);
+    CHECK_OK(psched_generator_option_count("1f1b", &n));
+    CHECK_EQ_INT(n, 0);
+    CHECK_EQ_INT(psched_generator_option_count("nope", &n), PSCHED_ENOTFOUND);
+    psched_option_info info = {.version = PSCHED_OPTION_INFO_VERSION};
+    CHECK_OK(psched_generator_option("interleaved", 0, &info));
+    CHECK_STR(info.name, "group-size");
+    CHECK(info.description && strstr(info.description, "p <= N <= m"));
+    CHECK(info.min == 1 && info.max == UINT32_MAX);
+    CHECK_EQ_INT(info.flags, PSCHED_OPTION_DEFAULT_FROM_PLAN);
+    CHECK_EQ_INT(psched_generator_option("interleaved", 1, &info), PSCHED_ENOTFOUND);
+    CHECK_CONTAINS(psched_last_error(), "option index (1) must be < 1");
+    info.version = 2;
+    CHECK_EQ_INT(psched_generator_option("interleaved", 0, &info), PSCHED_EINVAL);
+    CHECK_CONTAINS(psched_last_error(), "option info version (2) must be 1");
+    /* A declared option in range generates; the same key on a generator
+     * that does not declare it is refused, naming it. */
+    psched_plan *plan = NULL;
+    psched_schedule *s = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, 4));
+    CHECK_OK(psched_plan_set_microbatches(plan, 8));
+    CHECK_OK(psched_plan_set_option(plan, "group-size", 4));
+    CHECK_OK(psched_generate(plan, "interleaved", &s));
+    psched_schedule_destroy(s);
+    s = NULL;
+    CHECK_EQ_INT(psched_generate(plan, "1f1b", &s), PSCHED_EINVAL);
+    CHECK_STR(psched_last_error(), "option \"group-size\" is not an option of 1f1b (it takes none)");
+    CHECK(s == NULL);
+    psched_plan_destroy(plan);
+}
+
+/* A plug-in built against the ABI 1 header passes a shorter descriptor:
+ * the registry must read none of the fields ABI 2 appended (valgrind and
+ * ASan see a read past this exact-size copy), gives it no aliases and no
+ * options, and passes it every plan option unchecked. */
+typedef struct descriptor_v1 {
+    uint32_t abi_version;
+    const char *name, *description, *constraints;
+    psched_placement placement;
+    uint32_t default_chunks, chains;
+    psched_status (*check)(const psched_plan *);
+    psched_status (*generate)(const psched_plan *, psched_builder *);
+} descriptor_v1;
+
+static psched_status noop_generate(const psched_plan *plan, psched_builder *b);
+
+static void test_abi_1_descriptor_is_read_to_its_size(void)
+{
+    descriptor_v1 *d = malloc(sizeof *d);
+    if (!d)
+        return;
+    *d = (descriptor_v1){1, "abi-one", "ABI 1 plug-in (test)", "", PSCHED_PLACEMENT_LOOP, 1, 1,
+                         NULL, noop_generate};
+    CHECK_OK(psched_register_generator((const psched_generator *)(void *)d));
+    free(d); /* the registry keeps its own copy */
+    const psched_generator *g = NULL;
+    CHECK_OK(psched_generator_find("ABI-ONE", &g));
+    if (g) {
+        CHECK_EQ_INT(g->abi_version, 1);
+        CHECK(g->aliases == NULL && g->options == NULL && g->option_count == 0);
+    }
+    psched_plan *plan = NULL;
+    psched_schedule *s = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_option(plan, "anything", 7));
+    CHECK_OK(psched_generate(plan, "abi-one", &s));
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+/* An alias another generator already answers to is refused, whatever
+ * its case; an alias equal to the generator's own name is no conflict. */
 static void test_alias_conflicts_are_refused(void)
 {
     static const char *const taken[] = {"gpipe-copy", "LoopedBfs", NULL};
@@ -503,6 +605,9 @@ int main(void)
     RUN(test_interleaved_m_below_p_matches_pytorch);
     RUN(test_pytorch_class_names_are_aliases);
     RUN(test_alias_conflicts_are_refused);
+    RUN(test_op_kind_and_placement_names);
+    RUN(test_generator_options_are_declared_and_queryable);
+    RUN(test_abi_1_descriptor_is_read_to_its_size);
     RUN(test_single_chunk_generators_reject_two_chunks);
     RUN(test_generators_reject_vshape_placement);
     RUN(test_descriptors);

@@ -197,6 +197,30 @@ static int build(const char *command, const cli_opts *o, psched_schedule **s, ps
 
 /* ---- commands ---- */
 
+/* "options": what the generator declares, read from the library (no copy
+ * of any default here); "default" is null when it depends on the plan. */
+static void list_options_json(FILE *f, const psched_generator *g)
+{
+    size_t n = 0;
+    (void)psched_generator_option_count(g->name, &n);
+    fputs(", \"options\": [", f);
+    for (size_t i = 0; i < n; i++) {
+        psched_option_info o = {.version = PSCHED_OPTION_INFO_VERSION};
+        if (psched_generator_option(g->name, i, &o) != PSCHED_OK)
+            break;
+        fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+        cli_json_string(f, o.name);
+        fputs(", \"description\": ", f);
+        cli_json_string(f, o.description);
+        fprintf(f, ", \"min\": %" PRId64 ", \"max\": %" PRId64 ", \"default\": ", o.min, o.max);
+        if (o.flags & PSCHED_OPTION_DEFAULT_FROM_PLAN)
+            fputs("null}", f);
+        else
+            fprintf(f, "%" PRId64 "}", o.default_value);
+    }
+    fputs("]", f);
+}
+
 static int cmd_list_json(FILE *f)
 {
     size_t n = psched_generator_count();
@@ -219,7 +243,9 @@ static int cmd_list_json(FILE *f)
             fputs(a ? ", " : "", f);
             cli_json_string(f, alias);
         }
-        fputs("]}", f);
+        fputs("]", f);
+        list_options_json(f, g);
+        fputs("}", f);
     }
     fputs(n ? "\n]\n" : "]\n", f);
     return CLI_OK;

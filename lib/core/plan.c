@@ -522,15 +522,6 @@ psched_status psched__plan_check_costs(const psched_plan *costs, uint32_t device
 
 const char *psched__placement_name(psched_placement placement)
 {
-    switch (placement) {
-    case PSCHED_PLACEMENT_AUTO:
-        return "auto";
-    case PSCHED_PLACEMENT_LOOP:
-        return "loop";
-    case PSCHED_PLACEMENT_VSHAPE:
-        return "vshape";
-    case PSCHED_PLACEMENT_CUSTOM:
-        return "custom";
-    }
-    return "unknown";
+    const char *name = psched_placement_str(placement);
+    return name ? name : "unknown";
 }

@@ -71,12 +71,17 @@ psched_status psched_export(const psched_schedule *schedule, const psched_report
 /* The writer sizes the text exactly in a first pass and then writes
  * digits by hand: no snprintf, no growing buffer, one allocation. */
 
-static const char *const kind_text[] = {"F", "I", "W", "B", "SEND_F", "RECV_F", "SEND_B",
-                                        "RECV_B"};
+/* PyTorch's action type of an op kind, from the library's one name table
+ * (psched_op_kind_str); "?" for a kind it does not name. */
+static const char *kind_text(uint8_t kind)
+{
+    const char *k = psched_op_kind_str((psched_op_kind)kind, PSCHED_NAMING_PYTORCH);
+    return k ? k : "?";
+}
 
 static size_t kind_len(uint8_t kind)
 {
-    return kind <= PSCHED_OP_BW ? 1 : kind <= PSCHED_OP_RECV_B ? 6 : 1 /* "?" */;
+    return strlen(kind_text(kind));
 }
 
 static size_t u32_len(uint32_t x)
@@ -121,7 +126,7 @@ static char *put_op(char *p, const psched_op *op)
 {
     p = put_u32(p, op->stage);
     size_t n = kind_len(op->kind);
-    memcpy(p, op->kind <= PSCHED_OP_RECV_B ? kind_text[op->kind] : "?", n);
+    memcpy(p, kind_text(op->kind), n);
     return put_u32(p + n, op->microbatch);
 }
 
@@ -256,57 +261,48 @@ static psched_status parse_number(const csv_cell *c, size_t *at, uint32_t *out, 
     return PSCHED_OK;
 }
 
-#define ACTION_TYPE(text, kind) {text, kind, sizeof text - 1}
-static const struct {
-    const char *text;
-    int kind; /* a psched_op_kind, or -1: a PyTorch action this library does not model */
-    size_t len;
-} action_types[] = {
-    ACTION_TYPE("SEND_F", PSCHED_OP_SEND_F), ACTION_TYPE("RECV_F", PSCHED_OP_RECV_F),
-    ACTION_TYPE("SEND_B", PSCHED_OP_SEND_B), ACTION_TYPE("RECV_B", PSCHED_OP_RECV_B),
-    ACTION_TYPE("UNSHARD", -1),              ACTION_TYPE("RESHARD", -1),
-    ACTION_TYPE("REDUCE_GRAD", -1),          ACTION_TYPE("F", PSCHED_OP_F),
-    ACTION_TYPE("I", PSCHED_OP_B),           ACTION_TYPE("W", PSCHED_OP_W),
-    ACTION_TYPE("B", PSCHED_OP_BW),
-};
+/* PyTorch actions this library does not model. They are PyTorch's names,
+ * not op kinds: the op kinds' names come from psched_op_kind_str. */
+static const char *const unmodelled[] = {"UNSHARD", "RESHARD", "REDUCE_GRAD"};
 
-/* The compute types are single letters that no longer type starts with,
- * so the common case needs no walk through the table; -1 otherwise. */
-static int compute_type(char ch)
+/* Does the cell continue with `name` at *at? */
+static bool cell_has(const csv_cell *c, size_t at, const char *name, size_t *len)
 {
-    switch (ch) {
-    case 'F': return PSCHED_OP_F;
-    case 'I': return PSCHED_OP_B;
-    case 'W': return PSCHED_OP_W;
-    case 'B': return PSCHED_OP_BW;
-    default: return -1;
-    }
+    *len = strlen(name);
+    return c->len - at >= *len && memcmp(c->p + at, name, *len) == 0;
 }
 
+/* No kind's PyTorch name is a prefix of another's, so the first match is
+ * the only one. */
 static psched_status parse_type(const csv_cell *c, size_t *at, uint8_t *kind)
 {
-    int k = *at < c->len ? compute_type(c->p[*at]) : -1;
-    if (k >= 0) {
-        *kind = (uint8_t)k;
-        *at += 1;
-        return PSCHED_OK;
+    const char *name;
+    size_t n;
+    for (unsigned k = 0; (name = psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PYTORCH));
+         k++) {
+        if (cell_has(c, *at, name, &n)) {
+            *kind = (uint8_t)k;
+            *at += n;
+            return PSCHED_OK;
+        }
     }
-    for (size_t t = 0; t < sizeof action_types / sizeof action_types[0]; t++) {
-        size_t n = action_types[t].len;
-        if (c->len - *at < n || memcmp(c->p + *at, action_types[t].text, n) != 0)
-            continue;
-        if (action_types[t].kind < 0) {
+    for (size_t t = 0; t < sizeof unmodelled / sizeof unmodelled[0]; t++) {
+        if (cell_has(c, *at, unmodelled[t], &n)) {
             int shown = (int)(c->len > CELL_QUOTE_MAX ? CELL_QUOTE_MAX : c->len);
             return psched_fail(PSCHED_EPARSE, "line %u column %zu: \"%.*s\": PyTorch action %s is "
                                "not supported (compute and send/recv actions only)",
-                               c->line, (size_t)c->col + *at, shown, c->p, action_types[t].text);
+                               c->line, (size_t)c->col + *at, shown, c->p, unmodelled[t]);
         }
-        *kind = (uint8_t)action_types[t].kind;
-        *at += n;
-        return PSCHED_OK;
     }
-    return cell_error(c, *at, "expected an action type (F, I, W, B, SEND_F, RECV_F, SEND_B, "
-                              "RECV_B) after the stage number");
+    char why[256] = "expected an action type (";
+    size_t len = strlen(why);
+    for (unsigned k = 0; (name = psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PYTORCH));
+         k++)
+        len += (size_t)snprintf(why + len, len < sizeof why ? sizeof why - len : 0, "%s%s",
+                                k ? ", " : "", name);
+    if (len < sizeof why)
+        snprintf(why + len, sizeof why - len, ") after the stage number");
+    return cell_error(c, *at, why);
 }
 
 static psched_status parse_action(const csv_cell *c, size_t *at, csv_op *op)

@@ -20,6 +20,7 @@ at once, and each is a context manager; the garbage collector frees the rest.
 """
 import collections
 import ctypes
+import functools
 import math
 import operator
 import os
@@ -33,7 +34,7 @@ from ._handle import _Handle
 from ._lib import LibraryNotFound
 
 __all__ = [
-    "Plan", "Schedule", "Report", "Op", "Generator", "GeneratorInfo",
+    "Plan", "Schedule", "Report", "Op", "Generator", "GeneratorInfo", "GeneratorOption",
     "generate", "from_csv", "schedules", "schedule_info", "load_plugin", "version",
     "library_path", "OVERLAP_NEXT", "BATCH_NEXT",
     "Error", "InvalidArgument", "OutOfMemory", "NotFound", "Infeasible",
@@ -54,13 +55,49 @@ its device; overlapped: runs overlapped with the next op (DualPipe F&B)."""
 
 Generator = collections.namedtuple("Generator", "name description constraints")
 GeneratorInfo = collections.namedtuple(
-    "GeneratorInfo", "name description constraints placement default_chunks chains")
+    "GeneratorInfo",
+    "name description constraints placement default_chunks chains aliases options")
+GeneratorInfo.__doc__ = """A generator's descriptor: aliases is a tuple of the other
+names it answers to (PyTorch's class names), options a tuple of
+GeneratorOption, both read from the library (psched_generator_alias,
+psched_generator_option)."""
+GeneratorOption = collections.namedtuple(
+    "GeneratorOption", "name description min max default")
+GeneratorOption.__doc__ = """An integer option a generator declares; default is
+None when it depends on the plan (the description says how)."""
 
-_KINDS = ("F", "B", "W", "BW", "SEND_F", "RECV_F", "SEND_B", "RECV_B")
-_SEND_F = _KINDS.index("SEND_F")  # kinds from here on are comm ops
-_PLACEMENTS = {"auto": _lib.PLACEMENT_AUTO, "loop": _lib.PLACEMENT_LOOP,
-               "vshape": _lib.PLACEMENT_VSHAPE, "custom": _lib.PLACEMENT_CUSTOM}
-_PLACEMENT_NAMES = {v: k for k, v in _PLACEMENTS.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _kinds():
+    """Op-kind names by kind value, from the library's one table
+    (psched_op_kind_str), read once."""
+    lib, names = _lib.load(), []
+    while True:
+        name = lib.psched_op_kind_str(len(names), _lib.NAMING_PIPESCHED)
+        if name is None:
+            return tuple(names)
+        names.append(name.decode())
+
+
+@functools.lru_cache(maxsize=None)
+def _placement_names():
+    """{placement value: name}, from psched_placement_str, read once."""
+    lib, names = _lib.load(), {}
+    while True:
+        name = lib.psched_placement_str(len(names))
+        if name is None:
+            return names
+        names[len(names)] = name.decode()
+
+
+def _kind_name(kind):
+    names = _kinds()
+    return names[kind] if kind < len(names) else str(kind)
+
+
+def _placement_name(value):
+    return _placement_names().get(value, str(value))
 _U32_MAX = 0xFFFFFFFF
 
 
@@ -177,7 +214,7 @@ class Plan(_Handle):
             for stage, device in enumerate(stage_map):
                 _check(lib.psched_plan_set_stage_device(h, stage, device))
         elif placement is not None:
-            kind = _PLACEMENTS.get(placement)
+            kind = {n: v for v, n in _placement_names().items()}.get(placement)
             if kind is None or kind == _lib.PLACEMENT_CUSTOM:
                 raise _invalid(f"placement ({placement!r}) must be 'loop', 'vshape', None "
                                "or a list of each stage's device")
@@ -213,7 +250,7 @@ class Plan(_Handle):
     def placement(self):
         """"auto", "loop", "vshape" or "custom"."""
         kind = _lib.load().psched_plan_placement(self._ptr())
-        return _PLACEMENT_NAMES.get(kind, str(kind))
+        return _placement_name(kind)
 
     @property
     def comm(self):
@@ -372,7 +409,7 @@ class Schedule(_Handle):
 
     def ops(self, device):
         """The ops of `device` in execution order, as Op tuples."""
-        return [Op(_KINDS[o.kind] if o.kind < len(_KINDS) else str(o.kind), o.stage,
+        return [Op(_kind_name(o.kind), o.stage,
                    o.microbatch, o.chunk, bool(o.flags & OVERLAP_NEXT))
                 for o in self._raw_ops(device)]
 
@@ -433,7 +470,7 @@ class Schedule(_Handle):
     def to_pytorch_actions(self):
         """One list per rank of torch.distributed.pipelining action strings,
         e.g. "0F0", "1I3" (our B), "1B3" (our BW), "(0F7;7B3)OVERLAP_F_B"."""
-        comm = any(o.kind >= _SEND_F for d in range(self.devices)
+        comm = any(o.kind >= _kinds().index("SEND_F") for d in range(self.devices)
                    for o in self._raw_ops(d))
         rows = (self.to_csv_comms() if comm else self.to_csv()).split("\n")
         return [[cell for cell in rows[d].split(",") if cell] if d < len(rows) else []
@@ -490,10 +527,33 @@ def from_csv(text, plan=None):
     return Schedule(out)
 
 
+def _aliases(name):
+    lib, out, alias = _lib.load(), [], ctypes.c_char_p()
+    while True:
+        _check(lib.psched_generator_alias(name, len(out), ctypes.byref(alias)))
+        if alias.value is None:
+            return tuple(out)
+        out.append(alias.value.decode())
+
+
+def _options(name):
+    lib, count = _lib.load(), ctypes.c_size_t()
+    _check(lib.psched_generator_option_count(name, ctypes.byref(count)))
+    out = []
+    for i in range(count.value):
+        info = _lib.psched_option_info(version=_lib.OPTION_INFO_VERSION)
+        _check(lib.psched_generator_option(name, i, ctypes.byref(info)))
+        default = (None if info.flags & _lib.OPTION_DEFAULT_FROM_PLAN
+                   else info.default_value)
+        out.append(GeneratorOption(_text(info.name), _text(info.description), info.min,
+                                   info.max, default))
+    return tuple(out)
+
+
 def _info(g):
     return GeneratorInfo(_text(g.name), _text(g.description), _text(g.constraints),
-                         _PLACEMENT_NAMES.get(g.placement, str(g.placement)),
-                         g.default_chunks, g.chains)
+                         _placement_name(g.placement), g.default_chunks, g.chains,
+                         _aliases(g.name), _options(g.name))
 
 
 def schedules():
