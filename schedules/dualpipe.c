@@ -3,7 +3,7 @@
  * each. The first half of the devices runs DualPipeV on p/2 devices with its
  * chain-0 stage leading; the second half is its mirror, with the chain-1
  * stage leading (deepseek-ai/DualPipe, dualpipe.py). */
-#include "dualpipe_phases.h"
+#include "shapes/dualpipe_phases.h"
 
 static psched_status dualpipe_check(const psched_plan *plan)
 {

@@ -2,7 +2,7 @@
  * which every device runs the eight DualPipe phases with its chunk-0 stage
  * as phase 0 and its chunk-1 stage as phase 1. Order as PyTorch's
  * ScheduleDualPipeV. */
-#include "dualpipe_phases.h"
+#include "shapes/dualpipe_phases.h"
 
 static psched_status dualpipev_check(const psched_plan *plan)
 {

@@ -1,5 +1,5 @@
 /* GPipe: every forward, then every backward, each in micro-batch order. */
-#include "phases.h"
+#include "shapes/phases.h"
 
 static psched_status check(const psched_plan *plan)
 {

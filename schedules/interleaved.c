@@ -5,7 +5,7 @@
  * 0 of every micro-batch of the group, then chunk 1, ... The k-th forward of
  * every device is table[k]; the k-th backward is the same micro-batch on the
  * mirrored chunk v-1-c. Device d warms up with 2(p-d-1) + (v-1)N forwards. */
-#include "phases.h"
+#include "shapes/phases.h"
 
 #define NAME "interleaved"
 

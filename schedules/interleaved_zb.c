@@ -8,7 +8,7 @@
  * the W of the oldest B that has none yet; steps before d leave their W for
  * later, which fills device d's share of the pipeline drain. The W still
  * pending after the last B follow in order. */
-#include "split_phases.h"
+#include "shapes/split_phases.h"
 
 
 #define NAME "interleaved-zb"

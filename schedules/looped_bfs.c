@@ -2,7 +2,7 @@
  * ScheduleLoopedBFS): each device runs the forwards of every micro-batch on
  * its first chunk, then on its next chunk, ...; then the backwards from its
  * last chunk to its first, micro-batches in descending order. */
-#include "phases.h"
+#include "shapes/phases.h"
 
 static psched_status generate(const psched_plan *plan, psched_builder *b)
 {

@@ -5,7 +5,7 @@
  *     chunk-0 F at 2i, chunk-1 F at 3p-2-i,
  *     chunk-1 B at 3p+d+2i-1, chunk-0 B at 6p+d-i-2,   d = 3 if p is even else 0,
  * micro-batch k 6k slots later; vblock.c does the rest. */
-#include "vblock.h"
+#include "shapes/vblock.h"
 
 #define NAME "v-half"
 

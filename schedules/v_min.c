@@ -5,7 +5,7 @@
  *     chunk-0 F at i, chunk-1 F at 2p-1-i,
  *     chunk-1 B at 2p+d+i, chunk-0 B at 4p+d-1-i,   d = 2 if p % 3 == 0 else 0,
  * micro-batch k 6k slots later; vblock.c does the rest. */
-#include "vblock.h"
+#include "shapes/vblock.h"
 
 #define NAME "v-min"
 

@@ -3,7 +3,7 @@
  * m' = max(2p-1, m) micro-batches, the fewest that fill the V, and ops of
  * micro-batches >= m are then left out, which keeps every remaining
  * dependency in order. */
-#include "internal.h"
+#include "pipesched.h"
 
 typedef struct vzb_state {
     psched_builder *b;

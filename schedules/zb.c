@@ -31,8 +31,8 @@
  * order, which is the true minimum whenever mem_F >= 0 and
  * mem_F + mem_B + mem_W <= 0: every order starts with a forward, and before
  * its first backward it has run only forwards. */
-#include "phases.h"
-#include "timeline.h"
+#include "shapes/phases.h"
+#include "shapes/timeline.h"
 
 #include <math.h>
 #include <string.h>

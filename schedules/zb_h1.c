@@ -7,7 +7,7 @@
  * end of that device. Every device holds at most min(m, p) micro-batches
  * between F and W (w + r), 1F1B's memory; with unit costs and m >= p the
  * span is m(F+B+W) + (p-1)(F+B-W). */
-#include "split_phases.h"
+#include "shapes/split_phases.h"
 
 #define NAME "zb-h1"
 

@@ -23,7 +23,7 @@
  * For smaller m the same loop runs with w0 capped at m: rounds whose F has
  * run out are (B) or (B W). The F/B interleaving is then 1F1B's with
  * warm-up counts that never grow downstream, so the order stays valid. */
-#include "split_phases.h"
+#include "shapes/split_phases.h"
 
 #define NAME "zb-h2"
 

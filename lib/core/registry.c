@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#define PSCHED_BUILTIN(sym) extern const psched_generator sym;
+/* builtins.def names each built-in by its file stem; the descriptor is
+ * psched_gen_<stem>. */
+#define PSCHED_BUILTIN(stem) extern const psched_generator psched_gen_##stem;
 #include "builtins.def"
 #undef PSCHED_BUILTIN
 
 static const psched_generator *const builtins[] = {
-#define PSCHED_BUILTIN(sym) &sym,
+#define PSCHED_BUILTIN(stem) &psched_gen_##stem,
 #include "builtins.def"
 #undef PSCHED_BUILTIN
 };

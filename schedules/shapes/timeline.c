@@ -158,19 +158,21 @@ static bool tl_is_next(const psched_timeline *t, uint32_t j, const psched_op *op
  * order always lets some device go on). */
 bool psched__timeline_replay(psched_timeline *t, const psched_schedule *s)
 {
-    if (s->devices != t->p)
+    /* Through the public accessors, as any generator would read a schedule. */
+    if (psched_schedule_devices(s) != t->p)
         return false;
     psched__timeline_reset(t);
     bool progress = true;
     while (progress) {
         progress = false;
         for (uint32_t j = 0; j < t->p; j++) {
-            size_t n = s->offset[j + 1] - s->offset[j];
+            size_t n = psched_schedule_op_count(s, j);
             while (t->st[j].count < n) {
-                const psched_op *op = &s->ops[s->offset[j] + t->st[j].count];
-                if (!tl_is_next(t, j, op))
+                psched_op op;
+                if (psched_schedule_ops(s, j, t->st[j].count, 1, &op, sizeof op) != PSCHED_OK ||
+                    !tl_is_next(t, j, &op))
                     return false;
-                if (!psched__timeline_put(t, j, (psched_op_kind)op->kind))
+                if (!psched__timeline_put(t, j, (psched_op_kind)op.kind))
                     break;
                 progress = true;
             }

@@ -1,7 +1,7 @@
 /* 1F1B (PipeDream-flush, Megatron's non-interleaved schedule): device d
  * warms up with min(m, p-d-1) forwards, then alternates one forward and one
  * full backward, then drains the remaining backwards. */
-#include "phases.h"
+#include "shapes/phases.h"
 
 static psched_status check(const psched_plan *plan)
 {

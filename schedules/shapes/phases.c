@@ -160,7 +160,7 @@ psched_status psched__check_placement(const psched_plan *plan, psched_placement 
     psched_placement have = psched_plan_placement(plan);
     if (have != want)
         return psched_fail(PSCHED_EINVAL, "placement (%s) must be %s for %s",
-                           psched__placement_name(have), psched__placement_name(want), name);
+                           psched_placement_str(have), psched_placement_str(want), name);
     return PSCHED_OK;
 }
 
