@@ -378,7 +378,9 @@ typedef struct psched_generator {
     const char *constraints;
     /** Placement the generator builds for (never AUTO). */
     psched_placement placement;
-    /** Chunks used when the plan leaves v at 0. */
+    /** Chunks used when the plan leaves v at 0; 0 means 1, and the
+     *  registered descriptor (psched_generator_find(), psched_generator_at())
+     *  says 1 then. */
     uint32_t default_chunks;
     /** Chains the generator builds (1, or 2 for DualPipe); forced on the plan. */
     uint32_t chains;

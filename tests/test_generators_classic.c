@@ -471,8 +471,11 @@ static void test_alias_conflicts_are_refused(void)
     CHECK_OK(psched_register_generator(&g));
     const psched_generator *found = NULL;
     CHECK_OK(psched_generator_find("MINE-TWICE", &found));
-    if (found)
+    if (found) {
         CHECK_STR(found->name, "mine-twice");
+        /* default_chunks 0 means 1, and the registered copy says so. */
+        CHECK_EQ_INT(found->default_chunks, 1);
+    }
 }
 
 static void test_single_chunk_generators_reject_two_chunks(void)

@@ -34,10 +34,12 @@ static const char help_main[] =
 static const char help_list[] =
     "Usage: pipesched list [--json]\n"
     "\n"
-    "Show every registered schedule generator: name, constraints, description.\n"
+    "Show every registered schedule generator: name, aliases, constraints,\n"
+    "description.\n"
     "\n"
     "  --json   print a JSON array of objects {name, description, constraints,\n"
-    "           placement, default_chunks, chains}\n";
+    "           placement, default_chunks, chains, aliases [...], options [{name,\n"
+    "           description, min, max, default}]} (default null: from the plan)\n";
 
 #define HELP_PLAN                                                                          \
     "  --schedule NAME       generator name, see 'pipesched list' (required)\n"            \
@@ -125,7 +127,7 @@ static int plan_setting(psched_status st, const char *flag)
 static int fill_plan(psched_plan *plan, const cli_opts *o, const psched_generator *g)
 {
     /* v is needed now so that --costs-file can check its stage indices. */
-    uint32_t chunks = o->chunks ? o->chunks : g->default_chunks ? g->default_chunks : 1;
+    uint32_t chunks = o->chunks ? o->chunks : g->default_chunks; /* registered: >= 1 */
     int rc = plan_setting(psched_plan_set_devices(plan, o->devices), "--devices");
     if (rc == CLI_OK)
         rc = plan_setting(psched_plan_set_microbatches(plan, o->microbatches), "--microbatches");

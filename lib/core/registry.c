@@ -37,6 +37,8 @@ static psched_status add(const psched_generator *g, bool copy);
  * checks as a plug-in's descriptor, but need no copy: they are static. */
 static void register_builtins(void)
 {
+    /* Built-ins are registered as they are (no copy): each states its
+     * default_chunks (>= 1), as the registered copy of a plug-in's does. */
     for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
         (void)add(builtins[i], false);
 }
@@ -249,6 +251,10 @@ static psched_status add(const psched_generator *g, bool copy)
         if (!owned)
             return PSCHED_ENOMEM_FAIL();
         *owned = *g;
+        /* 0 means 1 (psched_generate's rule), said once here so that no
+         * caller re-derives it. */
+        if (owned->default_chunks == 0)
+            owned->default_chunks = 1;
         if (!owned->description)
             owned->description = "";
         if (!owned->constraints)
