@@ -698,22 +698,35 @@ PSCHED_API psched_status psched_report_op_times(const psched_report *report, uin
 /** Export formats. */
 typedef enum psched_format {
     /** PyTorch compute_only CSV: one row per device, `<stage><F|I|W|B><mb>`,
-     *  overlapped pairs `(a;b)OVERLAP_F_B`; loadable by PyTorch's `_load_csv`. */
+     *  overlapped pairs `(a;b)OVERLAP_F_B`; loadable by PyTorch's `_load_csv`.
+     *  A two-chain schedule (DualPipe) starts with the line
+     *  `# pipesched: chains=2` (PyTorch has no two-chain schedules); a
+     *  lowered schedule is written as ::PSCHED_FORMAT_CSV_COMMS. */
     PSCHED_FORMAT_CSV = 0,
     /** Terminal grid: one row per device, ops at their simulated start. */
     PSCHED_FORMAT_ASCII = 1,
     /** JSON object: format_version, plan shape, costs, op lists and, when a
      *  report is given, op times and the report. */
     PSCHED_FORMAT_JSON = 2,
-    /** PyTorch compute_comms CSV of a lowered schedule: compute and
-     *  SEND/RECV actions; a batched group is written in list order. */
+    /** compute_comms CSV of a lowered schedule: compute and SEND/RECV
+     *  actions, a batched group as one cell `[a;b;...]BATCH` (pipesched's
+     *  extension, read back by psched_import_csv()), and a two-chain
+     *  schedule headed by the line `# pipesched: chains=2`. A runtime with
+     *  blocking (rendezvous) sends must read this one. */
     PSCHED_FORMAT_CSV_COMMS = 3,
     /** Chrome / Perfetto Trace Event Format (JSON): one `ph:"X"` event per
      *  compute op at its simulated time, one track per device. */
     PSCHED_FORMAT_CHROME = 4,
     /** SVG timeline: one lane per device, a box per op at its simulated
      *  time, colour per kind, micro-batch numbers, legend and title. */
-    PSCHED_FORMAT_SVG = 5
+    PSCHED_FORMAT_SVG = 5,
+    /** Exactly PyTorch's compute_comms dialect (`_dump_csv` /
+     *  `_load_csv`): a batched group's ops as separate cells in list order
+     *  and no header line. Only for runtimes whose sends are non-blocking
+     *  (PyTorch posts every send and receive as isend/irecv); a
+     *  blocking-send runtime executing it deadlocks where the schedule
+     *  needs a group. */
+    PSCHED_FORMAT_CSV_COMMS_PYTORCH = 6
 } psched_format;
 
 /** Export flag: colour the ASCII grid with ANSI escapes. */
@@ -736,9 +749,14 @@ PSCHED_API psched_status psched_export(const psched_schedule *schedule,
                                        uint32_t flags, char **text, size_t *length);
 
 /**
- * @brief Import a PyTorch compute_only CSV (one row per device; empty cells
- * are idle steps; `\n` or `\r\n`). Strict: anything that is not a whole
- * action is an error naming line and column.
+ * @brief Import a PyTorch compute_only or compute_comms CSV (one row per
+ * device; empty cells are idle steps; `\n` or `\r\n`; a leading UTF-8 BOM is
+ * skipped). Strict: anything that is not a whole action is an error naming
+ * line and column. pipesched's extensions are read back: a batched group
+ * `[a;b;...]BATCH` of SEND/RECV actions (BATCH_NEXT on all but its last op)
+ * and a first line `# pipesched: chains=N` giving the chain count (then m
+ * is N times the largest micro-batch + 1). A lowered file is not validated
+ * here: psched_validate() checks its matching pairs and the rendezvous rule.
  * @param text the file contents (need not be NUL-terminated).
  * @param length bytes in @p text.
  * @param plan optional shape: when given, its p, m, v, chains, placement and

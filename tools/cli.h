@@ -26,19 +26,28 @@ enum cli_command {
     CMD_GENERATE = 2u,
     CMD_SIMULATE = 4u,
     CMD_VALIDATE = 8u,
-    CMD_HASH = 16u
+    CMD_HASH = 16u,
+    CMD_BOUND = 32u
 };
+
+/* Input size caps (docs/cli.md): a schedule file may be large (one row per
+ * device, up to PSCHED_MAX_OPS actions), a costs file or a layer profile
+ * holds one short row per stage or layer group. */
+#define CLI_MAX_SCHEDULE_BYTES ((size_t)1 << 30)
+#define CLI_MAX_TABLE_BYTES ((size_t)16 << 20)
 
 /* Everything the command line can say; "have_*" marks flags that were given. */
 typedef struct cli_opts {
+    enum cli_command command;
     bool help, json;
-    const char *schedule, *costs_file, *format, *output, *placement, *file;
+    const char *schedule, *costs_file, *format, *output, *placement;
+    const char *input; /* --input, --file (hash) or validate's FILE: "-" is stdin */
     uint32_t devices, microbatches, chunks;
-    bool have_devices, have_microbatches, have_placement;
+    bool have_devices, have_microbatches, have_chunks, have_placement, have_format;
     int64_t group_size;
     bool have_group_size;
     double cost[3], mem[3], comm, mem_limit;
-    bool have_mem_limit;
+    bool have_mem_limit, have_cost, have_mem, have_comm;
 } cli_opts;
 
 /* ---- messages (cli_io.c) ---- */
@@ -47,6 +56,11 @@ void cli_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
+/* @p text with control bytes and bytes that are not UTF-8 written as \xNN,
+ * shortened to fit one line under 300 characters with "pipesched: "
+ * (malloc'd; NULL when out of memory). cli_error applies it to every
+ * message. */
+char *cli_clean_message(const char *text);
 /* Exit code for a library status (see the enum above). */
 int cli_exit_code(psched_status status);
 /* Print "pipesched: [context: ]<psched_last_error()>" and return the exit
@@ -54,9 +68,15 @@ int cli_exit_code(psched_status status);
 int cli_fail(psched_status status, const char *context);
 
 /* ---- files (cli_io.c) ---- */
-/* Read a whole file ("-" is standard input) into a NUL-terminated malloc'd
- * buffer. Returns CLI_OK or CLI_USAGE (message printed). */
-int cli_read_file(const char *path, char **data, size_t *length);
+/* Read a whole text file ("-" is standard input) into a NUL-terminated
+ * malloc'd buffer, at most @p cap bytes. Reading stops at the first byte
+ * that cannot be in a text file (NUL, other control bytes but tab, LF, CR
+ * and form feed, a CR not followed by LF) and at the cap, with an error
+ * naming the file and the byte offset. A leading UTF-8 byte order mark is
+ * dropped. Returns CLI_OK or CLI_USAGE (message printed). */
+int cli_read_file(const char *path, size_t cap, char **data, size_t *length);
+/* "1 GiB", "16 MiB": a cap for messages and help. */
+const char *cli_size_text(size_t bytes, char buf[32]);
 /* Write @p data to @p path through a temporary file in the same directory
  * and a rename, so readers never see a partial file. */
 int cli_write_atomic(const char *path, const char *data, size_t length);
@@ -80,6 +100,21 @@ int cli_parse_args(enum cli_command command, int argc, char **argv, int first, c
  * number, no sign on unsigned values; 0 on success, -1 otherwise. */
 int cli_strtou32(const char *text, uint32_t *out);
 int cli_strtod(const char *text, double *out);
+/* The shared value checks of flags, with one message per rule, used by
+ * every command so that a flag means and says the same everywhere.
+ * Each prints the message and returns CLI_USAGE, or returns CLI_OK. */
+int cli_flag_u32(const char *flag, const char *text, uint32_t min, uint32_t max, uint32_t *out);
+int cli_flag_mem_limit(const char *text, double *out);
+int cli_flag_comm(const char *text, double *out);
+/* The value of the option at argv[*i] for the parsers of partition and
+ * plan: `--name=value` or `--name value` (then *i advances). @p name gets
+ * the option name. Returns CLI_OK or CLI_USAGE (message printed). */
+#define CLI_FLAG_NAME 64
+int cli_flag_value(const char *command, int argc, char **argv, int *i, char name[CLI_FLAG_NAME],
+                   const char **value);
+/* --format of a command whose result is text or JSON: "text" or "json"
+ * (sets *json), the same as --json. */
+int cli_flag_result_format(const char *command, const char *text, bool *json);
 
 /* ---- per-stage costs (cli_costs.c) ---- */
 /* Apply a `stage,F,B,W[,mem_F,mem_B,mem_W]` CSV file to @p plan, whose p
@@ -96,6 +131,10 @@ void cli_json_number(FILE *f, double x);
 int cli_report_json_fields(FILE *f, const psched_schedule *schedule, const psched_report *report);
 /* The human summary of a simulation. */
 int cli_report_text(FILE *f, const psched_schedule *schedule, const psched_report *report);
+/* `pipesched bound`: the plan's lower bounds with each term, and the
+ * schedule's makespan and span with their gaps. */
+int cli_bound_json(FILE *f, const psched_schedule *schedule, const psched_report *report);
+int cli_bound_text(FILE *f, const psched_schedule *schedule, const psched_report *report);
 /* Name of a placement: "loop", "vshape", "custom" or "auto". */
 const char *cli_placement_name(psched_placement placement);
 
@@ -112,11 +151,12 @@ typedef struct cli_model_flags {
     uint32_t devices, microbatches, chunks;
     double mem_limit; /* INFINITY until --mem-limit */
     bool have_limit;
+    double comm; /* --comm: latency between devices (0) */
 } cli_model_flags;
-/* Reads --model, --devices, --microbatches, --chunks or --mem-limit into
- * @p f: returns true when @p flag is one of them, with *ok false when its
- * value does not parse. */
-bool cli_model_flag(cli_model_flags *f, const char *flag, const char *value, bool *ok);
+/* Reads --model, --devices, --microbatches, --chunks, --mem-limit or
+ * --comm into @p f: returns true when @p flag is one of them, with *rc the
+ * outcome of its value check (message printed). */
+bool cli_model_flag(cli_model_flags *f, const char *flag, const char *value, int *rc);
 /* A new plan with the shape and memory limit of @p f (the caller destroys
  * it); the library's status on failure. */
 psched_status cli_model_plan(const cli_model_flags *f, psched_plan **plan);

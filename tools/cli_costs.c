@@ -128,16 +128,13 @@ int cli_apply_costs_file(psched_plan *plan, const char *path)
 {
     char *data;
     size_t length;
-    int rc = cli_read_file(path, &data, &length);
+    int rc = cli_read_file(path, CLI_MAX_TABLE_BYTES, &data, &length);
     if (rc != CLI_OK)
         return rc;
     costs_ctx c = {plan, path, 0, psched_plan_stages(plan), NULL, true};
     c.set_on_line = calloc(c.stages ? c.stages : 1, sizeof *c.set_on_line);
     if (!c.set_on_line) {
         cli_error("%s: out of memory", path);
-        rc = CLI_USAGE;
-    } else if (strlen(data) != length) {
-        cli_error("%s: contains a NUL byte: not a text file", path);
         rc = CLI_USAGE;
     }
     for (char *line = data; rc == CLI_OK && line;) {
