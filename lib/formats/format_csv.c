@@ -37,6 +37,7 @@
 #include "formats.h"
 #include "memadvise.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -87,17 +88,36 @@ psched_status psched_export(const psched_schedule *schedule, const psched_report
 /* The writer sizes the text exactly in a first pass and then writes
  * digits by hand: no snprintf, no growing buffer, one allocation. */
 
-/* PyTorch's action type of an op kind, from the library's one name table
- * (psched_op_kind_str); "?" for a kind it does not name. */
+/* PyTorch's action type of every uint8_t kind and its length, copied once
+ * from the library's one name table (psched_op_kind_str; "?" for a kind it
+ * does not name): the writer's inner loop then reads an array instead of
+ * calling and measuring per op. */
+static struct {
+    const char *text;
+    size_t len;
+} kind_names[256];
+static unsigned named_kinds; /* kinds 0..named_kinds-1 have a name */
+static pthread_once_t kind_names_once = PTHREAD_ONCE_INIT;
+
+static void fill_kind_names(void)
+{
+    for (unsigned k = 0; k < 256; k++) {
+        const char *t = psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PYTORCH);
+        if (t && named_kinds == k)
+            named_kinds = k + 1;
+        kind_names[k].text = t ? t : "?";
+        kind_names[k].len = strlen(kind_names[k].text);
+    }
+}
+
 static const char *kind_text(uint8_t kind)
 {
-    const char *k = psched_op_kind_str((psched_op_kind)kind, PSCHED_NAMING_PYTORCH);
-    return k ? k : "?";
+    return kind_names[kind].text;
 }
 
 static size_t kind_len(uint8_t kind)
 {
-    return strlen(kind_text(kind));
+    return kind_names[kind].len;
 }
 
 static size_t u32_len(uint32_t x)
@@ -237,6 +257,7 @@ static psched_status csv_length(const psched_schedule *s, bool pytorch, size_t *
 psched_status psched__export_csv(const psched_schedule *s, bool pytorch, char **text,
                                  size_t *length)
 {
+    pthread_once(&kind_names_once, fill_kind_names);
     size_t len;
     psched_status st = csv_length(s, pytorch, &len);
     if (st != PSCHED_OK)
@@ -377,9 +398,9 @@ static psched_status parse_type(const csv_cell *c, size_t *at, uint8_t *kind)
 {
     const char *name;
     size_t n;
-    for (unsigned k = 0; (name = psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PYTORCH));
-         k++) {
-        if (cell_has(c, *at, name, &n)) {
+    for (unsigned k = 0; k < named_kinds; k++) {
+        n = kind_names[k].len;
+        if (c->len - *at >= n && memcmp(c->p + *at, kind_names[k].text, n) == 0) {
             *kind = (uint8_t)k;
             *at += n;
             return PSCHED_OK;
@@ -852,6 +873,7 @@ static psched_status build(const csv_file *f, psched_plan *plan, psched_schedule
 psched_status psched_import_csv(const char *text, size_t length, const psched_plan *plan,
                                 psched_schedule **out)
 {
+    pthread_once(&kind_names_once, fill_kind_names);
     if (out)
         *out = NULL;
     if (!out || (!text && length))
