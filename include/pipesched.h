@@ -554,7 +554,9 @@ typedef struct psched_schedule psched_schedule;
  * then its generate function. The schedule keeps its own copy of the
  * resolved plan; @p plan is not modified.
  * @param plan the plan (read only).
- * @param name a registered generator name (see psched_generator_at()).
+ * @param name a registered generator name or alias, in any case (see
+ *        psched_generator_find()); the schedule is named by the generator's
+ *        own name.
  * @param[out] out new schedule owned by the caller (psched_schedule_destroy()).
  * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND, ::PSCHED_EINVAL (the check's
  *         message; an option the generator does not declare or outside its
