@@ -665,6 +665,43 @@ class TestInput(CliCase):
         self.assertEqual(rep["peak_memory"], [2, 1])
         self.assertEqual((rep["schedule"], rep["devices"], rep["microbatches"]), ("csv", 2, 2))
 
+    def test_chains_2_reads_a_dualpipe_file_without_its_header(self):
+        # DualPipe's CSV without the '# pipesched: chains=2' line reads as one
+        # V, where stage 4 (chain 1's first stage) would need stage 3: refused.
+        # With --chains 2 it is the generated schedule again (same hash).
+        text = self.ok("generate", "--schedule", "dualpipe", "--devices", "4",
+                       "--microbatches", "8")
+        self.assertTrue(text.startswith("# pipesched: chains=2\n"))
+        bare = self.write("bare.csv", text.split("\n", 1)[1])
+        self.assertIn("needs device 3", self.fails(1, "validate", bare))
+        want = self.ok("hash", "--schedule", "dualpipe", "--devices", "4", "--microbatches", "8")
+        self.assertEqual(self.ok("hash", "--input", bare, "--chains", "2"), want)
+        full = self.write("full.csv", text)
+        self.assertEqual(self.ok("hash", "--input", full, "--chains", "2"), want)
+        self.assertIn("--chains 1 but the file's first line says chains=2",
+                      self.fails(2, "hash", "--input", full, "--chains", "1"))
+        self.assertIn("--chains describes a file",
+                      self.fails(2, "hash", "--schedule", "1f1b", "--devices", "2",
+                                 "--microbatches", "2", "--chains", "2"))
+        self.assertIn("--chains '3': expected an integer in 1..2",
+                      self.fails(2, "hash", "--input", full, "--chains", "3"))
+
+    def test_pytorch_writes_pytorchs_compute_comms_dialect(self):
+        # 1F1B p=2 m=2 lowered: device 0's SEND_F1 and RECV_B0 form a batched
+        # group (posted together, or the two devices' blocking sends wait for
+        # each other). pipesched's csv-comms marks the group; PyTorch's
+        # dialect has no groups (its sends do not block) and lists the two.
+        args = ("generate", "--schedule", "1f1b", "--devices", "2", "--microbatches", "2",
+                "--format", "csv-comms")
+        self.assertEqual(self.ok(*args).splitlines()[0],
+                         "0F0,0SEND_F0,0F1,[0SEND_F1;0RECV_B0]BATCH,0B0,0RECV_B1,0B1")
+        self.assertEqual(self.ok(*args, "--pytorch").splitlines(),
+                         ["0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1",
+                          "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1"])
+        self.assertIn("needs --format csv-comms, not 'csv'",
+                      self.fails(2, "generate", "--schedule", "1f1b", "--devices", "2",
+                                 "--microbatches", "2", "--pytorch"))
+
     def test_input_takes_comm_mem_and_costs_file(self):
         # comm 1 on both cross-device edges: 1F0 [2,3] 1I0 [3,5] 1W0 [5,6]
         # 1F1 [6,7] 1I1 [7,9] 1W1 [9,10]; 0I0 [6,8] 0W0 [8,9] 0I1 [10,12] 0W1 [12,13].

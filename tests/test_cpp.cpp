@@ -257,6 +257,15 @@ void test_exports_and_generator_list()
     CHECK(!s.to_ascii(&r).empty());
     CHECK(!s.to_ascii().empty());
 
+    /* 1F1B p = 2, m = 2 lowered by hand: device 0 posts SEND_F1 with RECV_B0
+     * as one batched group; PyTorch's dialect lists the two, pipesched's
+     * marks the group. */
+    pipesched::Schedule low = pipesched::generate(pipesched::Plan(2, 2), "1f1b").lower();
+    CHECK_STRING(low.to_csv_comms_pytorch(),
+                 "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+                 "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1\n");
+    CHECK(low.to_csv_comms().find("[0SEND_F1;0RECV_B0]BATCH") != std::string::npos);
+
     std::vector<pipesched::GeneratorInfo> gens = pipesched::generators();
     bool found = false;
     for (const pipesched::GeneratorInfo &g : gens)

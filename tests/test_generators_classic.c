@@ -349,15 +349,17 @@ static psched_status noop_generate(const psched_plan *plan, psched_builder *b)
  * kinds: ours and PyTorch's spelling, NULL past the last kind. */
 static void test_op_kind_and_placement_names(void)
 {
-    static const char *const ours[] = {"F", "B", "W", "BW", "SEND_F", "RECV_F", "SEND_B",
-                                       "RECV_B"};
-    static const char *const torch[] = {"F", "I", "W", "B", "SEND_F", "RECV_F", "SEND_B",
-                                        "RECV_B"};
-    for (int k = 0; k < 8; k++) {
+    /* OFFLOAD and RELOAD are pipesched's activation copies: PyTorch has no
+     * such action, so both namings spell them the same way. */
+    static const char *const ours[] = {"F",      "B",      "W",      "BW",      "SEND_F",
+                                       "RECV_F", "SEND_B", "RECV_B", "OFFLOAD", "RELOAD"};
+    static const char *const torch[] = {"F",      "I",      "W",      "B",       "SEND_F",
+                                        "RECV_F", "SEND_B", "RECV_B", "OFFLOAD", "RELOAD"};
+    for (int k = 0; k < 10; k++) {
         CHECK_STR(psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PIPESCHED), ours[k]);
         CHECK_STR(psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PYTORCH), torch[k]);
     }
-    CHECK(psched_op_kind_str((psched_op_kind)8, PSCHED_NAMING_PIPESCHED) == NULL);
+    CHECK(psched_op_kind_str((psched_op_kind)10, PSCHED_NAMING_PIPESCHED) == NULL);
     CHECK(psched_op_kind_str((psched_op_kind)-1, PSCHED_NAMING_PIPESCHED) == NULL);
     CHECK(psched_op_kind_str(PSCHED_OP_F, (psched_naming)2) == NULL);
     CHECK_STR(psched_placement_str(PSCHED_PLACEMENT_AUTO), "auto");

@@ -36,6 +36,18 @@ enum cli_command {
 #define CLI_MAX_SCHEDULE_BYTES ((size_t)1 << 30)
 #define CLI_MAX_TABLE_BYTES ((size_t)16 << 20)
 
+/* The cost model extension flags (cli_costmodel.c). */
+typedef struct cli_costmodel {
+    bool have_overlap, have_bytes, have_topology;
+    double overlap, bytes[2];
+    const char *weights; /* --microbatch-weights: a list or a file */
+    uint32_t node_devices;
+    double intra[2], inter[2]; /* bandwidth, latency */
+    bool have_pcie;
+    double pcie, budget;
+    int offload; /* a psched_offload_policy, 0: none */
+} cli_costmodel;
+
 /* Everything the command line can say; "have_*" marks flags that were given. */
 typedef struct cli_opts {
     enum cli_command command;
@@ -44,10 +56,13 @@ typedef struct cli_opts {
     const char *input; /* --input, --file (hash) or validate's FILE: "-" is stdin */
     uint32_t devices, microbatches, chunks;
     bool have_devices, have_microbatches, have_chunks, have_placement, have_format;
+    uint32_t chains; /* --chains with --input: 0 = from the file's header (1 without) */
+    bool pytorch;    /* --pytorch: csv-comms in PyTorch's own compute_comms dialect */
     int64_t group_size;
     bool have_group_size;
     double cost[3], mem[3], comm, mem_limit;
     bool have_mem_limit, have_cost, have_mem, have_comm;
+    cli_costmodel costmodel;
 } cli_opts;
 
 /* ---- messages (cli_io.c) ---- */
@@ -120,6 +135,31 @@ int cli_flag_result_format(const char *command, const char *text, bool *json);
 /* Apply a `stage,F,B,W[,mem_F,mem_B,mem_W]` CSV file to @p plan, whose p
  * and v must already be set. */
 int cli_apply_costs_file(psched_plan *plan, const char *path);
+
+/* ---- cost model extensions (cli_costmodel.c) ---- */
+#define CLI_HELP_COSTMODEL                                                                 \
+    "  --overlap S           time an overlapped F&B pair saves, 0 <= S <= min(F,B) (0)\n"  \
+    "  --microbatch-weights W1,W2,...|FILE\n"                                               \
+    "                        weight of each micro-batch: its times, memory and bytes\n"    \
+    "                        scale by it (all 1)\n"                                         \
+    "  --comm-bytes F[,B]    bytes a stage sends forward and backward (0)\n"               \
+    "  --devices-per-node G  devices sharing a node (all on one node)\n"                   \
+    "  --intra-node BW[,LAT] bandwidth and latency of links inside a node (inf,0)\n"       \
+    "  --inter-node BW[,LAT] bandwidth and latency of links between nodes (inf,0)\n"    \
+    "  --offload all|selective|budget=X\n"                                                  \
+    "                        move activations to the host (PipeOffload): all, those\n"     \
+    "                        held long enough to hide the copies, or the longest-held\n"   \
+    "                        until each device's peak is <= X\n"                           \
+    "  --pcie-bandwidth B    memory units a device copies to or from the host per\n"       \
+    "                        time unit (inf)\n"
+
+void cli_costmodel_defaults(cli_costmodel *c);
+/* Reads one of the extension flags (by name, without "--"). */
+int cli_costmodel_flag(cli_costmodel *c, const char *flag, const char *value);
+/* Applies them to @p plan, whose p, m and costs are set. */
+int cli_apply_costmodel(psched_plan *plan, const cli_costmodel *c);
+/* --offload: replaces *schedule by its offloaded copy. */
+int cli_costmodel_transform(const cli_costmodel *c, psched_schedule **schedule);
 
 /* ---- output (cli_report.c) ---- */
 void cli_json_string(FILE *f, const char *s);

@@ -29,7 +29,10 @@ enum opt_id {
     OPT_OUTPUT,
     OPT_PLACEMENT,
     OPT_FILE,
-    OPT_INPUT
+    OPT_INPUT,
+    OPT_CHAINS,
+    OPT_PYTORCH,
+    OPT_COSTMODEL /* cli_costmodel.c */
 };
 
 /* Every command that works on a schedule takes it from a generator or a file. */
@@ -58,6 +61,16 @@ static const struct opt_def {
     {"output", OPT_OUTPUT, true, CMD_GENERATE},
     {"placement", OPT_PLACEMENT, true, PLAN_CMDS},
     {"file", OPT_FILE, true, CMD_HASH}, /* the spelling before --input; kept */
+    {"chains", OPT_CHAINS, true, PLAN_CMDS},
+    {"pytorch", OPT_PYTORCH, false, CMD_GENERATE},
+    {"overlap", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"microbatch-weights", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"comm-bytes", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"devices-per-node", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"intra-node", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"inter-node", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"pcie-bandwidth", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"offload", OPT_COSTMODEL, true, PLAN_CMDS},
 };
 
 static const char *command_name(enum cli_command command)
@@ -265,8 +278,13 @@ static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
         o->placement = v;
         o->have_placement = true;
         return CLI_OK;
+    case OPT_CHAINS:
+        return cli_flag_u32("chains", v, 1, 2, &o->chains);
+    case OPT_COSTMODEL:
+        return cli_costmodel_flag(&o->costmodel, d->name, v);
     case OPT_HELP:
     case OPT_JSON:
+    case OPT_PYTORCH:
         break;
     }
     return CLI_OK;
@@ -289,6 +307,7 @@ static void set_defaults(enum cli_command command, cli_opts *o)
     o->mem[1] = 0.0;
     o->mem[2] = -1.0;
     o->format = "csv";
+    cli_costmodel_defaults(&o->costmodel);
 }
 
 static int positional(enum cli_command command, cli_opts *o, const char *arg)
@@ -325,6 +344,8 @@ static int parse_flag(enum cli_command command, int argc, char **argv, int *i, c
         }
         if (d->id == OPT_HELP) {
             o->help = true;
+        } else if (d->id == OPT_PYTORCH) {
+            o->pytorch = true;
         } else if (command == CMD_GENERATE) {
             /* generate prints a schedule: --json is --format json */
             o->format = "json";

@@ -68,17 +68,21 @@ static const char help_list[] =
     "                        <stage><F|I|W|B><mb>. Shape values not given\n"               \
     "                        (--devices, --microbatches, --chunks, --placement)\n"         \
     "                        are inferred from the file\n"                                 \
+    "  --chains N            with --input: 2 reads a two-chain (DualPipe) file\n"          \
+    "                        written without its '# pipesched: chains=2' line\n"          \
     "With either, the costs and memory model:\n"                                           \
     "  --cost F,B,W          time of forward, backward for inputs and backward for\n"      \
     "                        weights on every stage; a full backward costs B+W (1,1,1)\n"  \
-    "  --costs-file FILE     per-stage values, CSV rows stage,F,B,W[,mem_F,mem_B,mem_W]\n" \
+    "  --costs-file FILE     per-stage values, CSV rows stage,F,B,W[,mem_F,mem_B,mem_W\n"  \
+    "                        [,overlap[,bytes_F,bytes_B]]]\n"                              \
     "                        ('#' comments, optional header row; stages not listed\n"      \
     "                        keep --cost and --mem; at most 16 MiB)\n"                     \
     "  --comm C              latency on every dependency between two devices (0)\n"        \
     "  --mem F,B,W           memory change of each op kind per stage (1,0,-1)\n"           \
     "  --mem-limit X         per-device memory limit, > 0, in the unit of the memory\n"    \
     "                        changes (unlimited); a schedule whose peak exceeds it\n"      \
-    "                        is an infeasible request\n"
+    "                        is an infeasible request\n"                                  \
+    CLI_HELP_COSTMODEL
 
 static const char help_generate[] =
     "Usage: pipesched generate --schedule NAME --devices P --microbatches M [options]\n"
@@ -94,6 +98,11 @@ static const char help_generate[] =
     "                        (schedule, plan and simulation), chrome (trace for\n"
     "                        Perfetto / chrome://tracing, one cost unit = 1 ms)\n"
     "                        or svg (timeline picture)\n"
+    "  --pytorch             with --format csv-comms: PyTorch's own compute_comms\n"
+    "                        dialect for _PipelineScheduleRuntime, whose sends do\n"
+    "                        not block: batched groups are written as single\n"
+    "                        actions (a rendezvous engine must read the default,\n"
+    "                        which marks them [a;b]BATCH)\n"
     "  --json                the same as --format json\n"
     "  --output FILE         write to FILE (atomically) instead of standard output\n";
 
@@ -183,6 +192,8 @@ static int fill_costs(psched_plan *plan, const cli_opts *o)
         rc = plan_setting(psched_plan_set_comm(plan, o->comm), "--comm");
     if (rc == CLI_OK && o->have_mem_limit)
         rc = plan_setting(psched_plan_set_memory_limit(plan, o->mem_limit), "--mem-limit");
+    if (rc == CLI_OK) /* before the file, whose per-stage values win */
+        rc = cli_apply_costmodel(plan, &o->costmodel);
     if (rc == CLI_OK && o->costs_file)
         rc = cli_apply_costs_file(plan, o->costs_file);
     return rc;
@@ -346,6 +357,37 @@ static int report_invalid(const cli_opts *o, psched_status st, const char *label
     return rc;
 }
 
+/* --chains N for a file: the importer learns a two-chain shape from the
+ * header line `# pipesched: chains=N` that pipesched's exporter writes; a
+ * file written elsewhere gets that line in front. A header that says
+ * otherwise is a contradiction, not something to override. */
+static int with_chains_header(const cli_opts *o, char **text, size_t *length)
+{
+    static const char head[] = "# pipesched: chains=";
+    size_t n = sizeof head - 1;
+    if (*length > n && memcmp(*text, head, n) == 0) {
+        if ((uint32_t)((*text)[n] - '0') != o->chains) {
+            cli_error("%s: --chains %u but the file's first line says chains=%c", o->input,
+                      (unsigned)o->chains, (*text)[n]);
+            return CLI_USAGE;
+        }
+        return CLI_OK;
+    }
+    char *joined = malloc(n + 2 + *length + 1);
+    if (!joined) {
+        cli_error("%s: out of memory", o->input);
+        return CLI_USAGE;
+    }
+    memcpy(joined, head, n);
+    joined[n] = (char)('0' + o->chains);
+    joined[n + 1] = '\n';
+    memcpy(joined + n + 2, *text, *length + 1);
+    free(*text);
+    *text = joined;
+    *length += n + 2;
+    return CLI_OK;
+}
+
 /* The schedule of the flags (a generator or --input), validated and
  * simulated: @p r may be NULL when the command needs no report. */
 static int load(const char *command, const cli_opts *o, psched_schedule **s, psched_report **r)
@@ -358,6 +400,16 @@ static int load(const char *command, const cli_opts *o, psched_schedule **s, psc
     if (!o->input && !o->schedule) {
         cli_error("%s: --schedule or --input is required (see 'pipesched %s --help')", command,
                   command);
+        return CLI_USAGE;
+    }
+    if (o->chains && !o->input) {
+        cli_error("%s: --chains describes a file: it needs --input (a generator sets its own "
+                  "chains)", command);
+        return CLI_USAGE;
+    }
+    if (o->pytorch && strcmp(o->format, "csv-comms") != 0) {
+        cli_error("%s: --pytorch selects PyTorch's compute_comms dialect: it needs "
+                  "--format csv-comms, not '%s'", command, o->format);
         return CLI_USAGE;
     }
     if (o->input && o->have_group_size) {
@@ -373,12 +425,18 @@ static int load(const char *command, const cli_opts *o, psched_schedule **s, psc
         size_t length;
         if ((rc = cli_read_file(o->input, CLI_MAX_SCHEDULE_BYTES, &text, &length)) != CLI_OK)
             return rc;
+        if (o->chains && (rc = with_chains_header(o, &text, &length)) != CLI_OK) {
+            free(text);
+            return rc;
+        }
         st = import(o, text, length, s, &rc);
         free(text);
         label = input_label(o);
     } else {
         rc = generate(command, o, s);
     }
+    if (rc == CLI_OK && st == PSCHED_OK)
+        rc = cli_costmodel_transform(&o->costmodel, s);
     if (rc != CLI_OK)
         return rc;
     /* psched_simulate validates first, with psched_validate's errors */
@@ -524,18 +582,20 @@ static bool want_colour(const cli_opts *o)
     return !o->output && isatty(STDOUT_FILENO) && !(no_color && no_color[0]);
 }
 
-/* csv-comms is the PyTorch compute_comms CSV of the lowered schedule: the
- * SEND/RECV ops come from psched_lower_comm with the plan's own costs. */
+/* csv-comms is the compute_comms CSV of the lowered schedule: the
+ * SEND/RECV ops come from psched_lower_comm with the plan's own costs, in
+ * pipesched's dialect (batched groups marked) or PyTorch's. */
 static psched_status export_schedule(const psched_schedule *s, const psched_report *r,
-                                     psched_format format, uint32_t flags, char **text,
-                                     size_t *length)
+                                     psched_format format, bool pytorch, uint32_t flags,
+                                     char **text, size_t *length)
 {
     if (format != PSCHED_FORMAT_CSV_COMMS)
         return psched_export(s, r, format, flags, text, length);
     psched_schedule *lowered = NULL;
     psched_status st = psched_lower_comm(s, NULL, &lowered);
     if (st == PSCHED_OK)
-        st = psched_export(lowered, NULL, format, flags, text, length);
+        st = psched_export(lowered, NULL, pytorch ? PSCHED_FORMAT_CSV_COMMS_PYTORCH : format,
+                           flags, text, length);
     psched_schedule_destroy(lowered);
     return st;
 }
@@ -550,7 +610,7 @@ static int cmd_generate(const cli_opts *o)
         uint32_t flags = format == PSCHED_FORMAT_ASCII && want_colour(o) ? PSCHED_EXPORT_COLOR : 0;
         char *text = NULL;
         size_t length = 0;
-        psched_status st = export_schedule(s, r, format, flags, &text, &length);
+        psched_status st = export_schedule(s, r, format, o->pytorch, flags, &text, &length);
         if (st != PSCHED_OK)
             rc = cli_fail(st, "export");
         else if (o->output)

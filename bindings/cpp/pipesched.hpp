@@ -460,6 +460,8 @@ public:
     }
     std::string to_csv() const { return render(PSCHED_FORMAT_CSV); }
     std::string to_csv_comms() const { return render(PSCHED_FORMAT_CSV_COMMS); }
+    /** PyTorch's own compute_comms dialect (no batched-group cells). */
+    std::string to_csv_comms_pytorch() const { return render(PSCHED_FORMAT_CSV_COMMS_PYTORCH); }
     std::string to_ascii(const Report *report = nullptr, bool color = false) const
     {
         return render(PSCHED_FORMAT_ASCII, report, color ? PSCHED_EXPORT_COLOR : 0u);
@@ -912,6 +914,83 @@ inline SearchResult plan_search(const Model &model, const Plan &plan,
 inline void load_plugin(const std::string &path)
 {
     detail::check(psched_plugin_load(path.c_str()));
+}
+
+/* ---- cost model extensions (docs/simulator.md, "Cost model extensions") ----
+ * Free functions on a Plan, so the class stays as it was; each throws
+ * pipesched::Error as the Plan setters do and returns the plan for chaining. */
+
+/** Time an overlapped F&B pair saves, every stage (0 <= s <= min(t_F, t_B)). */
+inline Plan &set_overlap_saving(Plan &plan, double saving)
+{
+    detail::check(psched_plan_set_overlap_saving(detail::require(plan.get(), "Plan"), saving));
+    return plan;
+}
+/** Time an overlapped F&B pair of one stage saves. */
+inline Plan &set_stage_overlap_saving(Plan &plan, std::uint32_t stage, double saving)
+{
+    detail::check(
+        psched_plan_set_stage_overlap_saving(detail::require(plan.get(), "Plan"), stage, saving));
+    return plan;
+}
+/** Overlap saving of a stage (NAN when out of range). */
+inline double overlap_saving(const Plan &plan, std::uint32_t stage)
+{
+    return psched_plan_stage_overlap_saving(detail::require(plan.get(), "Plan"), stage);
+}
+/** One weight per micro-batch (empty: all 1). */
+inline Plan &set_microbatch_weights(Plan &plan, const std::vector<double> &weights)
+{
+    detail::check(psched_plan_set_microbatch_weights(detail::require(plan.get(), "Plan"),
+                                                     weights.empty() ? nullptr : weights.data(),
+                                                     static_cast<std::uint32_t>(weights.size())));
+    return plan;
+}
+/** Weight of a micro-batch (NAN when out of range). */
+inline double microbatch_weight(const Plan &plan, std::uint32_t microbatch)
+{
+    return psched_plan_microbatch_weight(detail::require(plan.get(), "Plan"), microbatch);
+}
+/** Bytes every stage sends forward (activations) and backward (gradients). */
+inline Plan &set_comm_bytes(Plan &plan, double forward, double backward)
+{
+    detail::check(
+        psched_plan_set_comm_bytes(detail::require(plan.get(), "Plan"), forward, backward));
+    return plan;
+}
+/** Bytes one stage sends forward and backward. */
+inline Plan &set_stage_comm_bytes(Plan &plan, std::uint32_t stage, double forward, double backward)
+{
+    detail::check(psched_plan_set_stage_comm_bytes(detail::require(plan.get(), "Plan"), stage,
+                                                   forward, backward));
+    return plan;
+}
+/** Devices per node (0: one node) and the intra-/inter-node links. */
+inline Plan &set_topology(Plan &plan, std::uint32_t devices_per_node, double intra_bandwidth,
+                      double intra_latency, double inter_bandwidth, double inter_latency)
+{
+    detail::check(psched_plan_set_topology(detail::require(plan.get(), "Plan"), devices_per_node,
+                                           intra_bandwidth, intra_latency, inter_bandwidth,
+                                           inter_latency));
+    return plan;
+}
+
+/** Memory units a device copies to or from the host per time unit. */
+inline Plan &set_pcie_bandwidth(Plan &plan, double bandwidth)
+{
+    detail::check(psched_plan_set_pcie_bandwidth(detail::require(plan.get(), "Plan"), bandwidth));
+    return plan;
+}
+/** PipeOffload (psched_offload()): a copy of @p schedule with OFFLOAD/RELOAD
+ *  ops; @p budget is used by ::PSCHED_OFFLOAD_BUDGET only. */
+inline Schedule offload(const Schedule &schedule, psched_offload_policy policy,
+                        double budget = 0, const Plan *costs = nullptr)
+{
+    const psched_plan *c = costs ? detail::require(costs->get(), "Plan") : nullptr;
+    psched_schedule *out = nullptr;
+    detail::check(psched_offload(detail::require(schedule.get(), "Schedule"), c, policy, budget,
+                                 &out));
+    return Schedule::adopt(out);
 }
 
 } // namespace pipesched

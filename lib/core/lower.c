@@ -464,6 +464,11 @@ static psched_status check_args(const psched_schedule *s, const psched_plan *pla
                 continue;
             char t[48];
             psched__op_text(&s->ops[g], t, sizeof t);
+            if (s->ops[g].kind >= PSCHED_OP_OFFLOAD)
+                return psched_fail(PSCHED_EUNSUPPORTED,
+                                   "psched_lower_comm: device %u op %zu (%s): schedules with "
+                                   "OFFLOAD/RELOAD ops cannot be lowered yet; lower the schedule "
+                                   "without them", d, g - s->offset[d], t);
             return psched_fail(PSCHED_EINVAL, "psched_lower_comm: device %u op %zu (%s) is "
                                "already a comm op; lower a compute schedule", d,
                                g - s->offset[d], t);

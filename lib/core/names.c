@@ -15,6 +15,8 @@ const char *psched_op_kind_str(psched_op_kind kind, psched_naming naming)
         [PSCHED_OP_RECV_F] = {"RECV_F", "RECV_F"},
         [PSCHED_OP_SEND_B] = {"SEND_B", "SEND_B"},
         [PSCHED_OP_RECV_B] = {"RECV_B", "RECV_B"},
+        [PSCHED_OP_OFFLOAD] = {"OFFLOAD", "OFFLOAD"},
+        [PSCHED_OP_RELOAD] = {"RELOAD", "RELOAD"},
     };
     if ((unsigned)kind >= sizeof names / sizeof names[0] ||
         (naming != PSCHED_NAMING_PIPESCHED && naming != PSCHED_NAMING_PYTORCH))

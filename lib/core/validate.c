@@ -5,7 +5,7 @@
 bool psched__has_comm_ops(const psched_schedule *s)
 {
     for (size_t g = 0; g < s->offset[s->devices]; g++)
-        if (s->ops[g].kind >= PSCHED_OP_SEND_F)
+        if (s->ops[g].kind >= PSCHED_OP_SEND_F && s->ops[g].kind <= PSCHED_OP_RECV_B)
             return true;
     return false;
 }

@@ -86,7 +86,7 @@ static psched_status put_op(psched_buf *b, const psched_schedule *s, const psche
         psched__buf_puts(b, ", \"overlap_next\": true");
     if (op->flags & PSCHED_OP_BATCH_NEXT)
         psched__buf_puts(b, ", \"batch_next\": true");
-    if (op->kind >= PSCHED_OP_SEND_F) {
+    if (op->kind >= PSCHED_OP_SEND_F && op->kind <= PSCHED_OP_RECV_B) { /* not the copies */
         /* SEND_F and RECV_B talk to the next stage of the chain, RECV_F and
          * SEND_B to the previous one; the validator checks the stage exists,
          * a schedule that was never validated may name none. */

@@ -870,3 +870,162 @@ from ._optimizer import (Alternative, DeviceMemory, LayerGroup, Model,  # noqa: 
 
 __all__ += ["Model", "LayerGroup", "Partition", "StagePartition", "DeviceMemory",
             "Alternative", "SearchResult", "partition", "plan_search"]
+
+
+# ---- cost model extensions (docs/simulator.md, "Cost model extensions") ----
+# Plan and Schedule methods of ABI 1.1; setters return the plan, so calls
+# chain. Not part of a pickled Plan's state yet.
+
+def _costmodel_fn(name: str) -> _t.Any:
+    lib = _lib.load()
+    if not hasattr(lib, name):
+        raise _error(_lib.EUNSUPPORTED, f"{library_path()} has no {name}")
+    return getattr(lib, name)
+
+
+def _call(obj: _t.Any, name: str, *args: _t.Any) -> _t.Any:
+    fn = _costmodel_fn(name)
+    with _using(obj) as h:
+        return fn(h, *args)
+
+
+def _plan_set_overlap_saving(self: Plan, saving: float,
+                             stage: _t.Optional[int] = None) -> Plan:
+    """Time an overlapped F&B pair saves (0 <= s <= min(t_F, t_B)): on every
+    stage, or on `stage` only."""
+    if stage is None:
+        _check(_call(self, "psched_plan_set_overlap_saving", float(saving)))
+    else:
+        _check(_call(self, "psched_plan_set_stage_overlap_saving", _u32("stage", stage),
+                     float(saving)))
+    return self
+
+
+def _plan_overlap_saving(self: Plan, stage: int) -> float:
+    """The overlap saving of a stage."""
+    value = _call(self, "psched_plan_stage_overlap_saving", _u32("stage", stage))
+    if _math.isnan(value):
+        raise _invalid(f"stage ({stage}) must be < stages ({self.stages})")
+    return value
+
+
+def _plan_set_microbatch_weights(self: Plan,
+                                 weights: _t.Optional[_t.Sequence[float]]) -> Plan:
+    """One weight w_k > 0 per micro-batch (times, memory and bytes of
+    micro-batch k scale by it); None or [] goes back to all 1."""
+    values = [float(w) for w in (weights or ())]
+    array = (_ctypes.c_double * max(1, len(values)))(*values)
+    _check(_call(self, "psched_plan_set_microbatch_weights", array if values else None,
+                 len(values)))
+    return self
+
+
+def _plan_microbatch_weight(self: Plan, microbatch: int) -> float:
+    value = _call(self, "psched_plan_microbatch_weight", _u32("microbatch", microbatch))
+    if _math.isnan(value):
+        raise _invalid(f"microbatch ({microbatch}) must be < microbatches ({self.microbatches})")
+    return value
+
+
+def _plan_set_comm_bytes(self: Plan, forward: float, backward: _t.Optional[float] = None,
+                         stage: _t.Optional[int] = None) -> Plan:
+    """Bytes a stage sends forward (activations) and backward (gradients;
+    default: as forward): on every stage, or on `stage` only."""
+    backward = forward if backward is None else backward
+    if stage is None:
+        _check(_call(self, "psched_plan_set_comm_bytes", float(forward), float(backward)))
+    else:
+        _check(_call(self, "psched_plan_set_stage_comm_bytes", _u32("stage", stage),
+                     float(forward), float(backward)))
+    return self
+
+
+def _plan_comm_bytes(self: Plan, stage: int) -> _t.Tuple[float, float]:
+    """(forward, backward) bytes of a stage."""
+    f, b = _ctypes.c_double(), _ctypes.c_double()
+    _check(_call(self, "psched_plan_stage_comm_bytes", _u32("stage", stage), _ctypes.byref(f),
+                 _ctypes.byref(b)))
+    return (f.value, b.value)
+
+
+def _plan_set_topology(self: Plan, devices_per_node: int = 0,
+                       intra: _t.Tuple[float, float] = (_math.inf, 0.0),
+                       inter: _t.Tuple[float, float] = (_math.inf, 0.0)) -> Plan:
+    """Devices per node (0: one node) and the (bandwidth, latency) of links
+    inside a node and between nodes."""
+    _check(_call(self, "psched_plan_set_topology", _u32("devices_per_node", devices_per_node),
+                 float(intra[0]), float(intra[1]), float(inter[0]), float(inter[1])))
+    return self
+
+
+def _plan_topology(
+        self: Plan) -> _t.Tuple[int, _t.Tuple[float, float], _t.Tuple[float, float]]:
+    """(devices_per_node, (intra bandwidth, latency), (inter bandwidth, latency))."""
+    g = _ctypes.c_uint32()
+    v = [_ctypes.c_double() for _ in range(4)]
+    _check(_call(self, "psched_plan_topology", _ctypes.byref(g),
+                 *[_ctypes.byref(x) for x in v]))
+    return (g.value, (v[0].value, v[1].value), (v[2].value, v[3].value))
+
+
+Plan.set_overlap_saving = _plan_set_overlap_saving
+Plan.overlap_saving = _plan_overlap_saving
+Plan.set_microbatch_weights = _plan_set_microbatch_weights
+Plan.microbatch_weight = _plan_microbatch_weight
+Plan.set_comm_bytes = _plan_set_comm_bytes
+Plan.comm_bytes = _plan_comm_bytes
+Plan.set_topology = _plan_set_topology
+Plan.topology = _plan_topology
+
+
+# ---- activation offload (docs/simulator.md, "Activation offload") ----
+
+_OFFLOAD_POLICIES = {"all": 1, "selective": 2, "budget": 3}
+
+
+def _plan_set_pcie_bandwidth(self: Plan, bandwidth: float) -> Plan:
+    """Memory units a device copies to or from the host per time unit (> 0;
+    math.inf: copies take no time)."""
+    _check(_call(self, "psched_plan_set_pcie_bandwidth", float(bandwidth)))
+    return self
+
+
+def _plan_pcie_bandwidth(self: Plan) -> float:
+    return _call(self, "psched_plan_pcie_bandwidth")
+
+
+def _schedule_offload(self: Schedule, policy: str = "selective",
+                      budget: _t.Optional[float] = None,
+                      costs: _t.Optional[Plan] = None) -> Schedule:
+    """PipeOffload (psched_offload) → a new Schedule with OFFLOAD/RELOAD ops:
+    policy "all", "selective" or "budget" (with `budget`, the peak memory
+    per device to reach)."""
+    kind = _OFFLOAD_POLICIES.get(policy)
+    if kind is None:
+        raise _invalid(f"offload policy ({policy!r}) must be 'all', 'selective' or 'budget'")
+    if costs is not None:
+        _of_type("costs", costs, Plan)
+    fn = _costmodel_fn("psched_offload")
+    out = _ctypes.c_void_p()
+    with _using(self, costs) as (h, c):
+        _check(fn(h, c, kind, float(budget if budget is not None else 0), _ctypes.byref(out)))
+    return Schedule(out, _INTERNAL)
+
+
+_to_pytorch_actions_plain = Schedule.to_pytorch_actions
+
+
+def _to_pytorch_actions(self: Schedule) -> _t.List[_t.List[str]]:
+    offload = _kinds().index("OFFLOAD")  # kinds from here on are activation copies
+    if any(o.kind >= offload for d in range(self.devices) for o in self._raw_ops(d)):
+        raise _error(_lib.EUNSUPPORTED,
+                     "OFFLOAD/RELOAD are pipesched's own op kinds (activation copies); "
+                     "torch.distributed.pipelining has no such action: export the schedule "
+                     "before psched_offload")
+    return _to_pytorch_actions_plain(self)
+
+
+Plan.set_pcie_bandwidth = _plan_set_pcie_bandwidth
+Plan.pcie_bandwidth = _plan_pcie_bandwidth
+Schedule.offload = _schedule_offload
+Schedule.to_pytorch_actions = _to_pytorch_actions

@@ -309,3 +309,25 @@ def loaded_path():
 def has(name):
     """Whether the loaded library exports `name`."""
     return hasattr(load(), name)
+
+
+# Cost model extensions (ABI 1.1, docs/simulator.md): declared when present,
+# so an older library still imports and only these calls raise Unsupported.
+_COSTMODEL = {
+    "psched_plan_set_overlap_saving": (status_t, [ctypes.c_void_p, ctypes.c_double]),
+    "psched_plan_set_stage_overlap_saving": (status_t, [ctypes.c_void_p, u32, ctypes.c_double]),
+    "psched_plan_stage_overlap_saving": (ctypes.c_double, [ctypes.c_void_p, u32]),
+    "psched_plan_set_microbatch_weights": (status_t, [ctypes.c_void_p, double_out, u32]),
+    "psched_plan_microbatch_weight": (ctypes.c_double, [ctypes.c_void_p, u32]),
+    "psched_plan_set_comm_bytes": (status_t, [ctypes.c_void_p] + [ctypes.c_double] * 2),
+    "psched_plan_set_stage_comm_bytes": (status_t, [ctypes.c_void_p, u32] + [ctypes.c_double] * 2),
+    "psched_plan_stage_comm_bytes": (status_t, [ctypes.c_void_p, u32] + [double_out] * 2),
+    "psched_plan_set_topology": (status_t, [ctypes.c_void_p, u32] + [ctypes.c_double] * 4),
+    "psched_plan_topology": (status_t, [ctypes.c_void_p, ctypes.POINTER(u32)] + [double_out] * 4),
+    "psched_plan_set_pcie_bandwidth": (status_t, [ctypes.c_void_p, ctypes.c_double]),
+    "psched_plan_pcie_bandwidth": (ctypes.c_double, [ctypes.c_void_p]),
+    "psched_offload": (status_t, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                  ctypes.c_double, handle_out]),
+}
+_PROTOTYPES.update(_COSTMODEL)
+OPTIONAL = OPTIONAL | frozenset(_COSTMODEL)
