@@ -295,6 +295,15 @@ static psched_status every_generator_cost_1e308(void)
     return st;
 }
 
+/* Micro-batch weights scale the costs (the cost model): their sum counts. */
+static psched_status zb_weights_1e308(void)
+{
+    psched_plan *p = plan_new(4, 8, 0);
+    const double w[8] = {1, 1, 1e308, 1, 1, 1, 1, 1};
+    CHECK_OK(psched_plan_set_microbatch_weights(p, w, 8));
+    return generate_fails(p, "zb");
+}
+
 /* The simulator checks the costs it is given, not only the schedule's. */
 static psched_status simulate_with_cost_1e308(void)
 {
@@ -879,6 +888,8 @@ static const bad_case cases[] = {
      "F cost of stage 2 (1e+307) is too large"},
     {"every generator cost 1e308", every_generator_cost_1e308, PSCHED_EINVAL,
      "(1e+308) is too large"},
+    {"zb micro-batch weight 1e308", zb_weights_1e308, PSCHED_EINVAL,
+     "micro-batch weights (summing to 1e+308) are too large"},
     {"simulate costs 1e308", simulate_with_cost_1e308, PSCHED_EINVAL,
      "F cost of stage 0 (1e+308) is too large"},
     {"option misspelled", option_misspelled, PSCHED_EINVAL,

@@ -497,12 +497,18 @@ psched_status psched__plan_check_costs(const psched_plan *costs, uint32_t device
      * op after another plus every hop's latency, and its bubble ratio
      * multiplies the makespan by the device count: when that product is
      * finite, no sum it forms can overflow to infinity. */
-    double total = 0, largest = costs->comm;
+    double total = 0, largest = costs->comm, runs = 0;
     const char *what = "comm latency";
     uint32_t at = 0;
+    /* Micro-batch weights (the cost model) scale each micro-batch's costs:
+     * a stage runs its costs sum-of-weights times (m when unweighted). */
+    for (uint32_t i = 0; i < microbatches; i++) {
+        double wgt = psched_plan_microbatch_weight(costs, i);
+        runs += isnan(wgt) ? 1.0 : wgt;
+    }
     for (uint32_t s = 0; s < stages; s++) {
         psched_cost3 c = psched__plan_cost(costs, s);
-        total += (double)microbatches * (c.f + c.b + c.w);
+        total += runs * (c.f + c.b + c.w);
         const double v[3] = {c.f, c.b, c.w};
         static const char *const name[3] = {"F cost", "B cost", "W cost"};
         for (int k = 0; k < 3; k++) {
@@ -513,6 +519,11 @@ psched_status psched__plan_check_costs(const psched_plan *costs, uint32_t device
     total += 2.0 * (double)stages * (double)microbatches * costs->comm;
     if (isfinite(total * (double)devices))
         return PSCHED_OK;
+    if (runs > (double)microbatches)
+        return psched_fail(PSCHED_EINVAL, "micro-batch weights (summing to %g) are too large: "
+                           "devices (%u) x (stages (%u) x the weights' sum x (F + B + W) + 2 x "
+                           "stages x microbatches x comm) overflows to infinity", runs, devices,
+                           stages);
     if (what[0] == 'c')
         return psched_fail(PSCHED_EINVAL, "comm latency (%g) is too large: devices (%u) x (stages "
                            "(%u) x microbatches (%u) x (F + B + W) + 2 x stages x microbatches x "
