@@ -76,9 +76,31 @@ class TestList(CliCase):
         self.assertEqual(len(names), len(set(names)))
         for e in entries:
             self.assertEqual(set(e), {"name", "description", "constraints", "placement",
-                                      "default_chunks", "chains"})
+                                      "default_chunks", "chains", "aliases", "options"})
             self.assertIn(e["placement"], ("loop", "vshape", "custom"))
             self.assertTrue(e["description"], e["name"])
+
+    def test_list_shows_pytorch_class_names_as_aliases_that_generate(self):
+        # Issue 11 item 5: PyTorch's / torchtitan's class names, any case.
+        want = {"gpipe": ["GPipe"], "1f1b": ["1F1B"], "interleaved": ["Interleaved1F1B"],
+                "looped-bfs": ["LoopedBFS"], "interleaved-zb": ["InterleavedZeroBubble"],
+                "v-zb": ["ZBVZeroBubble"], "dualpipev": ["DualPipeV"]}
+        entries = {e["name"]: e["aliases"] for e in json.loads(self.ok("list", "--json"))}
+        for name, aliases in want.items():
+            self.assertEqual(entries[name], aliases)
+            for alias in aliases + [a.upper() for a in aliases]:
+                rep = self.simulate_json("--schedule", alias, "--devices", "4",
+                                         "--microbatches", "8")
+                self.assertEqual(rep["schedule"], name)
+        # Options come from the library's declarations, defaults included.
+        options = {e["name"]: e["options"] for e in json.loads(self.ok("list", "--json"))}
+        self.assertEqual([(o["name"], o["min"], o["max"], o["default"])
+                          for o in options["interleaved"]],
+                         [("group-size", 1, 2**32 - 1, None)])
+        self.assertEqual(options["zb"], [])
+        table = self.ok("list")
+        for aliases in want.values():
+            self.assertIn(aliases[0], table)
 
     def test_list_table_shows_every_registered_name_and_description(self):
         entries = json.loads(self.ok("list", "--json"))

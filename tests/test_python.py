@@ -389,6 +389,17 @@ class TestRegistry(Case):
         info = pipesched.schedule_info("dualpipe")
         self.assertEqual((info.placement, info.default_chunks, info.chains), ("vshape", 2, 2))
 
+    def test_schedule_info_shows_aliases_and_options_from_the_library(self):
+        info = pipesched.schedule_info("Interleaved1F1B")
+        self.assertEqual(info.name, "interleaved")
+        self.assertEqual(info.aliases, ("Interleaved1F1B",))
+        self.assertEqual([(o.name, o.min, o.max, o.default) for o in info.options],
+                         [("group-size", 1, 2**32 - 1, None)])
+        self.assertEqual(pipesched.schedule_info("zb").options, ())
+        with self.assertRaises(pipesched.InvalidArgument) as cm:
+            gen("1f1b", devices=2, microbatches=4, options={"group-sise": 2})
+        self.assertIn('"group-sise" is not an option of 1f1b', cm.exception.message)
+
     def test_plugin_generator_runs_from_python(self):
         if not PLUGIN_SAMPLE:
             self.skipTest("PIPESCHED_PLUGIN_SAMPLE not set")
@@ -535,8 +546,8 @@ class TestErrors(Case):
 
     def test_generate_check_failure_is_invalid_argument(self):
         with self.assertRaises(pipesched.InvalidArgument) as cm:
-            gen("interleaved", devices=4, microbatches=2, chunks=2)
-        self.assertIn("microbatches (2)", cm.exception.message)
+            gen("interleaved", devices=4, microbatches=9, chunks=2)
+        self.assertIn("microbatches (9)", cm.exception.message)
 
     def test_unreachable_memory_limit_is_infeasible(self):
         with self.assertRaises(pipesched.Infeasible) as cm:
