@@ -78,13 +78,17 @@ static double variant_min_act(const psched__group *g)
 
 static psched_status problem_layers(psched__problem *pb, const psched_model *model)
 {
+    /* check_args bounds L by PSCHED__PARTITION_MAX_LAYERS, so L + 1 and
+     * every (L + 1) x (stages + 1) table size below stay far from a wrap;
+     * sizes are still computed in size_t. */
     uint32_t L = model->layer_count;
+    size_t n = (size_t)L + 1;
     pb->model = model;
     pb->layers = L;
     pb->group_of = psched__calloc(L, sizeof *pb->group_of);
-    pb->time_prefix = psched__calloc(L + 1, sizeof(double));
-    pb->param_prefix = psched__calloc(L + 1, sizeof(double));
-    pb->minact_prefix = psched__calloc(L + 1, sizeof(double));
+    pb->time_prefix = psched__calloc(n, sizeof(double));
+    pb->param_prefix = psched__calloc(n, sizeof(double));
+    pb->minact_prefix = psched__calloc(n, sizeof(double));
     if (!pb->group_of || !pb->time_prefix || !pb->param_prefix || !pb->minact_prefix)
         return PSCHED_ENOMEM_FAIL();
     uint32_t l = 0;
@@ -1249,6 +1253,11 @@ static psched_status check_args(const psched_model *model, const psched_plan *pl
         return psched_fail(PSCHED_EINVAL, "model, plan, schedule name and output must be non-NULL");
     if (model->layer_count == 0)
         return psched_fail(PSCHED_EINVAL, "the model has no layer");
+    if (model->layer_count > PSCHED__PARTITION_MAX_LAYERS)
+        return psched_fail(PSCHED_EINVAL,
+                           "the model has %u layers; the partitioner handles at most %u "
+                           "(its tables grow with the layer count)",
+                           model->layer_count, PSCHED__PARTITION_MAX_LAYERS);
     double limit = psched_plan_memory_limit(plan);
     if (!(limit > 0))
         return psched_fail(PSCHED_EINVAL, "memory limit (%g) must be > 0", limit);
@@ -1298,6 +1307,8 @@ psched_status psched_partition(const psched_model *model, const psched_plan *pla
 {
     static const psched_partition_options defaults = PSCHED_PARTITION_OPTIONS_INIT;
     const psched_partition_options *o = options ? options : &defaults;
+    if (out)
+        *out = NULL; /* a failed call leaves no handle to free */
     psched_status st = check_args(model, plan, schedule, out);
     if (st || (st = check_options(o)))
         return st;

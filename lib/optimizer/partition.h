@@ -7,6 +7,13 @@
 
 #define PSCHED__RECOMPUTE_KINDS 3
 
+/* The most layers a model may have to be partitioned (docs/optimizer.md,
+ * "Limits"): real models have a few hundred; the tables are sized in
+ * size_t from it, and memory stays O(L x stages) plus the capped frontier
+ * store. A model may hold more (its count is a uint32_t); partition and
+ * plan search refuse it with a message naming both numbers. */
+#define PSCHED__PARTITION_MAX_LAYERS 100000u
+
 /* One recompute variant of a layer: activation bytes kept per micro-batch
  * and time added to the backward for inputs. */
 typedef struct psched__variant {

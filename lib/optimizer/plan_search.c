@@ -1,7 +1,7 @@
 /* The holistic planner: every candidate schedule × chunk count,
  * partitioned (with recomputation) by psched_partition(), measured by the
  * simulator, and ranked. DESIGN §6, docs/optimizer.md. */
-#include "internal.h"
+#include "partition.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -213,6 +213,11 @@ static psched_status check_search(const psched_model *model, const psched_plan *
         return psched_fail(PSCHED_EINVAL, "search flags (0x%x) has unknown bits", o->flags);
     if (psched_model_layers(model) == 0)
         return psched_fail(PSCHED_EINVAL, "the model has no layer");
+    if (psched_model_layers(model) > PSCHED__PARTITION_MAX_LAYERS)
+        return psched_fail(PSCHED_EINVAL,
+                           "the model has %u layers; the partitioner handles at most %u "
+                           "(its tables grow with the layer count)",
+                           psched_model_layers(model), PSCHED__PARTITION_MAX_LAYERS);
     if (!(psched_plan_memory_limit(plan) > 0))
         return psched_fail(PSCHED_EINVAL, "memory limit (%g) must be > 0",
                            psched_plan_memory_limit(plan));
@@ -226,6 +231,8 @@ psched_status psched_plan_search(const psched_model *model, const psched_plan *p
 {
     static const psched_search_options defaults = PSCHED_SEARCH_OPTIONS_INIT;
     const psched_search_options *o = options ? options : &defaults;
+    if (out)
+        *out = NULL; /* a failed call leaves no handle to free */
     psched_status st = check_search(model, plan, schedules, schedule_count, o, out);
     if (st)
         return st;
