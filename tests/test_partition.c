@@ -787,6 +787,66 @@ static void test_time_limit_still_returns_a_plan(void)
     psched_model_destroy(model);
 }
 
+/* The deadline, deterministically: a test clock that advances 1 ms at
+ * every read, so "time" is the number of deadline checks. Every method
+ * (even split, dp-time, the stage DP at v = 1, the two-walker DP at
+ * v = 2, the DP heuristic at v = 4) must end within 10% of a 0.4 s limit
+ * (at most 440 reads), return a partition (the even split at worst) and,
+ * when cut short, not claim it optimal. 3,000 layers: the full searches
+ * need far more reads than the limit allows. Real seconds are measured by
+ * bench/bench_partition.c --scale. */
+static double fake_now;
+static long fake_reads;
+static double fake_clock(void)
+{
+    fake_reads++;
+    return fake_now += 1e-3;
+}
+
+static void test_every_method_stops_at_the_deadline(void)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", 3000, 1, 1, 1, 4, 10));
+    CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
+    CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_FULL, 0.5, 1));
+    static const struct {
+        const char *schedule;
+        uint32_t v;
+        psched_partition_method method;
+    } runs[] = {
+        {"1f1b", 1, PSCHED_PARTITION_DP},        {"1f1b", 1, PSCHED_PARTITION_ILP},
+        {"1f1b", 1, PSCHED_PARTITION_DP_TIME},   {"1f1b", 1, PSCHED_PARTITION_EVEN},
+        {"interleaved", 2, PSCHED_PARTITION_DP}, {"v-half", 2, PSCHED_PARTITION_ILP},
+        {"interleaved", 4, PSCHED_PARTITION_DP},
+    };
+    for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+        psched_plan *plan = make_plan(4, 8, runs[k].v, 1e9);
+        psched_partition_options o = opts(runs[k].method);
+        o.time_limit = 0.4;
+        psched_partition_result *r = NULL;
+        fake_now = 0;
+        fake_reads = 0;
+        psched__set_test_clock(fake_clock);
+        psched_status st = psched_partition(model, plan, runs[k].schedule, &o, &r);
+        psched__set_test_clock(NULL);
+        CHECK_OK(st);
+        printf("# %s v=%u method %d: %ld clock reads, status %d, gap %g\n", runs[k].schedule,
+               runs[k].v, (int)runs[k].method, fake_reads, (int)psched_partition_status(r), psched_partition_gap(r));
+        CHECK(fake_reads <= 440);
+        CHECK(psched_partition_solve_time(r) <= 0.44);
+        CHECK(psched_partition_plan(r) != NULL);
+        CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
+        if (runs[k].method != PSCHED_PARTITION_EVEN && runs[k].method != PSCHED_PARTITION_DP_TIME) {
+            CHECK(psched_partition_status(r) == PSCHED_SOLVE_FEASIBLE);
+            CHECK(psched_partition_gap(r) >= 0 && psched_partition_gap(r) < 1);
+        }
+        psched_partition_result_destroy(r);
+        psched_plan_destroy(plan);
+    }
+    psched_model_destroy(model);
+}
+
 /* Every allocation of a partition and of a search may fail: the call
  * returns PSCHED_ENOMEM (never crashes), and succeeds once memory is back. */
 static void test_allocation_failures_return_enomem(void)
@@ -838,6 +898,7 @@ int main(void)
     RUN(test_plan_search_ranks_fitting_plans_by_step_time);
     RUN(test_plan_search_reports_misfits_with_their_memory);
     RUN(test_time_limit_still_returns_a_plan);
+    RUN(test_every_method_stops_at_the_deadline);
     RUN(test_allocation_failures_return_enomem);
     TEST_MAIN_END();
 }

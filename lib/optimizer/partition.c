@@ -21,8 +21,17 @@ struct psched_partition_result {
     psched_plan *plan;
 };
 
+static _Thread_local double (*test_clock)(void);
+
+void psched__set_test_clock(double (*clock)(void))
+{
+    test_clock = clock;
+}
+
 double psched__now(void)
 {
+    if (test_clock)
+        return test_clock();
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -46,13 +55,11 @@ static double time_left(const psched__problem *pb)
 
 static void problem_free(psched__problem *pb)
 {
-    if (pb->front) {
-        for (size_t i = 0; i < (size_t)(pb->layers + 1) * (pb->layers + 1); i++)
-            psched__dealloc(pb->front[i]);
+    if (pb->table) {
+        for (size_t i = 0; i <= pb->layers; i++)
+            psched__fronts_free(&pb->table[i]);
     }
-    psched__dealloc(pb->front);
-    psched__dealloc(pb->front_len);
-    psched__dealloc(pb->maxlen);
+    psched__dealloc(pb->table);
     psched__dealloc(pb->inflight);
     psched__dealloc(pb->device_of);
     psched__dealloc(pb->time_prefix);
@@ -233,6 +240,9 @@ static psched_status probe_schedule(const psched_plan *plan, const char *name,
     }
     if ((st = count_inflight(sched, pb)) || (st = psched_simulate(sched, NULL, &rep)))
         goto out;
+    pb->nmin = INFINITY;
+    for (uint32_t s = 0; s < pb->stages; s++)
+        pb->nmin = fmin(pb->nmin, pb->inflight[s]);
     double unit_device = 3.0 * pb->chunks, unit_sum = 3.0 * pb->stages;
     pb->kappa = (psched_report_makespan(rep) - (pb->microbatches - 1.0) * unit_device) / unit_sum;
     if ((st = calibrate_lambda(rp, name, psched_report_makespan(rep), pb)) ||
@@ -264,105 +274,189 @@ static int point_cmp(const void *a, const void *b)
     return 0;
 }
 
-/* Frontier of [i, i+len) from that of [i, i+len-1): every point extended
- * by every variant of the new layer, kept when no kept point has both less
- * extra time and fewer activation bytes, and when it can still fit. */
-static psched_status extend_front(psched__problem *pb, uint32_t i, uint32_t len, double nmin,
-                                  double tau_max)
+void psched__fronts_free(psched__fronts *fr)
 {
-    uint32_t pidx = psched__front_index(pb, i, len - 1), idx = psched__front_index(pb, i, len);
-    const psched__point *prev = pb->front[pidx];
-    uint32_t nprev = pb->front_len[pidx];
+    psched__dealloc(fr->pts);
+    psched__dealloc(fr->first);
+    memset(fr, 0, sizeof *fr);
+}
+
+/* Frontier of [i, i+len) from that of [i, i+len-1), appended to the pool:
+ * every point extended by every variant of the new layer, kept when no
+ * kept point has both less extra time and fewer activation bytes, and
+ * when it can still fit. */
+static psched_status extend_front(const psched__problem *pb, psched__fronts *fr, uint32_t len)
+{
+    uint32_t i = fr->start, nprev;
+    size_t pfirst = fr->first[len - 1];
+    nprev = (uint32_t)(fr->first[len] - pfirst);
+    size_t need = fr->npts + (size_t)nprev * PSCHED__RECOMPUTE_KINDS + 1;
+    if (need > fr->pcap) {
+        size_t cap = fr->pcap ? fr->pcap : 64;
+        while (cap < need)
+            cap *= 2;
+        psched__point *v = psched__reallocarray(fr->pts, cap, sizeof *v);
+        if (!v)
+            return PSCHED_ENOMEM_FAIL();
+        fr->pts = v;
+        fr->pcap = cap;
+    }
+    if ((size_t)len + 2 > fr->fcap) {
+        size_t cap = fr->fcap ? 2 * fr->fcap : 64;
+        size_t *v = psched__reallocarray(fr->first, cap, sizeof *v);
+        if (!v)
+            return PSCHED_ENOMEM_FAIL();
+        fr->first = v;
+        fr->fcap = cap;
+    }
     const psched__group *g = layer_group(pb, i + len - 1);
-    psched__point *cand = psched__reallocarray(NULL, (size_t)nprev * PSCHED__RECOMPUTE_KINDS + 1,
-                                               sizeof *cand);
-    if (!cand)
-        return PSCHED_ENOMEM_FAIL();
     double param = psched__range_param(pb, i, len), base = psched__range_time(pb, i, len);
+    psched__point *cand = fr->pts + fr->npts;
     uint32_t n = 0;
     for (uint32_t k = 0; k < nprev; k++) {
+        const psched__point *pk = &fr->pts[pfirst + k];
         for (int r = 0; r < PSCHED__RECOMPUTE_KINDS; r++) {
             if (!g->variant[r].present)
                 continue;
-            psched__point q = {prev[k].extra + g->variant[r].extra, prev[k].act + g->variant[r].act,
+            psched__point q = {pk->extra + g->variant[r].extra, pk->act + g->variant[r].act,
                                (int32_t)k, (uint8_t)r};
-            if (param + nmin * q.act > pb->limit || base + q.extra > tau_max)
+            if (param + pb->nmin * q.act > pb->limit || base + q.extra > pb->tau_max)
                 continue;
             cand[n++] = q;
         }
     }
-    qsort(cand, n, sizeof *cand, point_cmp);
+    if (n > 1)
+        qsort(cand, n, sizeof *cand, point_cmp);
     uint32_t kept = 0;
     for (uint32_t k = 0; k < n; k++)
         if (kept == 0 || cand[k].act < cand[kept - 1].act)
             cand[kept++] = cand[k];
-    pb->front[idx] = cand;
-    pb->front_len[idx] = kept;
+    fr->npts += kept;
+    fr->first[len + 1] = fr->npts;
     return PSCHED_OK;
 }
 
-static psched_status build_fronts(psched__problem *pb, double tau_max)
+psched_status psched__fronts_build(const psched__problem *pb, uint32_t i, size_t point_cap,
+                                   psched__fronts *fr, bool *capped)
+{
+    fr->start = i;
+    fr->npts = 0;
+    fr->maxlen = 0;
+    if (fr->fcap < 2 || fr->pcap < 1) {
+        psched__fronts_free(fr);
+        fr->start = i;
+        fr->first = psched__calloc(64, sizeof *fr->first);
+        fr->pts = psched__calloc(64, sizeof *fr->pts);
+        if (!fr->first || !fr->pts)
+            return PSCHED_ENOMEM_FAIL();
+        fr->fcap = fr->pcap = 64;
+    }
+    fr->pts[0] = (psched__point){0, 0, -1, 0};
+    fr->npts = 1;
+    fr->first[0] = 0;
+    fr->first[1] = 1;
+    for (uint32_t len = 1; i + len <= pb->layers; len++) {
+        if (psched__range_time(pb, i, len) > pb->tau_max)
+            break;
+        if (len % 256 == 0 && psched__expired(pb)) {
+            *capped = true; /* cut by the deadline: not the whole frontier */
+            break;
+        }
+        psched_status st = extend_front(pb, fr, len);
+        if (st)
+            return st;
+        if (fr->first[len + 1] == fr->first[len])
+            break;
+        if (fr->npts > point_cap) {
+            *capped = true;
+            break;
+        }
+        fr->maxlen = len;
+    }
+    fr->npts = fr->first[fr->maxlen + 1];
+    return PSCHED_OK;
+}
+
+/* Every start's frontiers, for the solvers that pair ranges of different
+ * starts (the two-chunk DP, the MILP), within PSCHED__FRONT_POINT_CAP
+ * points: each start gets an equal share of what the earlier ones left. */
+static psched_status build_table(psched__problem *pb)
 {
     uint32_t L = pb->layers;
-    size_t cells = (size_t)(L + 1) * (L + 1);
-    pb->front = psched__calloc(cells, sizeof *pb->front);
-    pb->front_len = psched__calloc(cells, sizeof *pb->front_len);
-    pb->maxlen = psched__calloc(L + 1, sizeof *pb->maxlen);
-    if (!pb->front || !pb->front_len || !pb->maxlen)
+    pb->table = psched__calloc((size_t)L + 1, sizeof *pb->table);
+    if (!pb->table)
         return PSCHED_ENOMEM_FAIL();
-    double nmin = INFINITY;
-    for (uint32_t s = 0; s < pb->stages; s++)
-        nmin = fmin(nmin, pb->inflight[s]);
+    pb->table_points = 0;
+    pb->widest = 1;
     for (uint32_t i = 0; i <= L; i++) {
-        uint32_t idx = psched__front_index(pb, i, 0);
-        pb->front[idx] = psched__calloc(1, sizeof(psched__point));
-        if (!pb->front[idx])
-            return PSCHED_ENOMEM_FAIL();
-        pb->front[idx][0].prev = -1;
-        pb->front_len[idx] = 1;
-        uint32_t len = 1;
-        for (; i + len <= L; len++) {
-            psched_status st = extend_front(pb, i, len, nmin, tau_max);
-            if (st)
-                return st;
-            if (pb->front_len[psched__front_index(pb, i, len)] == 0)
-                break;
+        if (psched__expired(pb)) {
+            /* The rest of the starts keep only the empty range: nothing
+             * is claimed optimal, the solvers end at their first check. */
+            pb->truncated = true;
+            for (uint32_t j = i; j <= L; j++) {
+                psched_status st = psched__fronts_build(pb, j, 0, &pb->table[j], &pb->truncated);
+                if (st)
+                    return st;
+            }
+            break;
         }
-        pb->maxlen[i] = len - 1;
+        size_t left = PSCHED__FRONT_POINT_CAP > pb->table_points
+                          ? PSCHED__FRONT_POINT_CAP - pb->table_points
+                          : 0;
+        size_t share = left / ((size_t)L + 1 - i);
+        psched_status st = psched__fronts_build(pb, i, share > 64 ? share : 64, &pb->table[i],
+                                                &pb->truncated);
+        if (st)
+            return st;
+        psched__fronts *fr = &pb->table[i];
+        pb->table_points += fr->npts;
+        for (uint32_t len = 0; len <= fr->maxlen; len++) {
+            uint32_t n = (uint32_t)(fr->first[len + 1] - fr->first[len]);
+            pb->widest = n > pb->widest ? n : pb->widest;
+        }
+        /* Give back what the start does not use. */
+        psched__point *v = psched__reallocarray(fr->pts, fr->npts, sizeof *v);
+        if (v) {
+            fr->pts = v;
+            fr->pcap = fr->npts;
+        }
     }
+    if (pb->truncated)
+        pb->thinned = true;
     return PSCHED_OK;
 }
 
-void psched__fill_choices(const psched__problem *pb, uint32_t i, uint32_t len, int32_t k,
-                          uint8_t *choice)
+void psched__fill_choices(const psched__fronts *fr, uint32_t len, int32_t k, uint8_t *choice)
 {
     for (uint32_t l = len; l >= 1; l--) {
-        const psched__point *pt = &pb->front[psched__front_index(pb, i, l)][k];
-        choice[i + l - 1] = pt->choice;
+        const psched__point *pt = &fr->pts[fr->first[l] + (size_t)k];
+        choice[fr->start + l - 1] = pt->choice;
         k = pt->prev;
     }
 }
 
-/* Index of the fastest point of [i, i+len) whose memory on stage s is at
- * most `budget`, or -1. Points are sorted by extra time, act decreasing. */
-static int32_t first_fitting(const psched__problem *pb, uint32_t s, uint32_t i, uint32_t len,
-                             double budget)
+/* Index of the fastest point of [fr->start, +len) whose memory on stage s
+ * is at most `budget`, or -1. Points are sorted by extra time, act
+ * decreasing. */
+static int32_t first_fitting(const psched__problem *pb, uint32_t s, const psched__fronts *fr,
+                             uint32_t len, double budget)
 {
-    uint32_t idx = psched__front_index(pb, i, len);
-    double param = psched__range_param(pb, i, len);
-    for (uint32_t k = 0; k < pb->front_len[idx]; k++)
-        if (param + pb->inflight[s] * pb->front[idx][k].act <= budget)
+    uint32_t n;
+    const psched__point *pts = psched__front(fr, len, &n);
+    double param = psched__range_param(pb, fr->start, len);
+    for (uint32_t k = 0; k < n; k++)
+        if (param + pb->inflight[s] * pts[k].act <= budget)
             return (int32_t)k;
     return -1;
 }
 
 /* Range lengths stage s may take from start i. */
-static void length_bounds(const psched__problem *pb, uint32_t s, uint32_t i, uint32_t *lo,
-                          uint32_t *hi)
+static void length_bounds(const psched__problem *pb, uint32_t s, const psched__fronts *fr,
+                          uint32_t *lo, uint32_t *hi)
 {
-    uint32_t rest = pb->stages - 1 - s, left = pb->layers - i;
+    uint32_t i = fr->start, rest = pb->stages - 1 - s, left = pb->layers - i;
     *lo = pb->allow_empty ? 0 : 1;
-    *hi = pb->maxlen[i] < left ? pb->maxlen[i] : left;
+    *hi = fr->maxlen < left ? fr->maxlen : left;
     if (!pb->allow_empty)
         *hi = left >= rest ? (*hi < left - rest ? *hi : left - rest) : 0;
     if (s == pb->stages - 1)
@@ -455,7 +549,7 @@ typedef struct dp_state {
 
 typedef struct dp_list {
     dp_state *v;
-    uint32_t n;
+    uint32_t n, pruned; /* pruned: the size after the last prune */
     size_t cap;
 } dp_list;
 
@@ -469,16 +563,6 @@ static int state_cmp(const void *a, const void *b)
     return 0;
 }
 
-static psched_status dp_push(dp_list *l, dp_state st)
-{
-    dp_state *v = psched__grow(l->v, &l->cap, l->n, sizeof *l->v, 8);
-    if (!v)
-        return PSCHED_ENOMEM_FAIL();
-    l->v = v;
-    l->v[l->n++] = st;
-    return PSCHED_OK;
-}
-
 /* Keep the states no other state beats in both tmax and extra. */
 static void dp_prune(dp_list *l)
 {
@@ -488,68 +572,109 @@ static void dp_prune(dp_list *l)
     for (uint32_t k = 0; k < l->n; k++)
         if (kept == 0 || l->v[k].extra < l->v[kept - 1].extra)
             l->v[kept++] = l->v[k];
-    l->n = kept;
+    l->n = l->pruned = kept;
 }
 
-static psched_status dp_stage(const psched__problem *pb, uint32_t s, double budget,
-                              dp_list *from, dp_list *to)
+/* A list is pruned whenever it doubles, so no list holds more than about
+ * twice its Pareto set while the states of later layers wait: the DP's
+ * memory stays linear in layers x stages x Pareto size. */
+static psched_status dp_push(dp_list *l, dp_state st)
 {
-    for (uint32_t i = 0; i <= pb->layers; i++) {
-        if (!from[i].n)
-            continue;
-        uint32_t lo, hi;
-        length_bounds(pb, s, i, &lo, &hi);
-        for (uint32_t len = lo; len <= hi; len++) {
-            int32_t k = first_fitting(pb, s, i, len, budget);
-            if (k < 0)
-                break; /* a longer range only needs more memory */
-            double extra = pb->front[psched__front_index(pb, i, len)][k].extra;
-            double t = psched__range_time(pb, i, len) + extra;
-            for (uint32_t q = 0; q < from[i].n; q++) {
-                dp_state ns = {fmax(from[i].v[q].tmax, t), from[i].v[q].extra + extra, i,
-                               (int32_t)q, k};
-                psched_status st = dp_push(&to[i + len], ns);
-                if (st)
-                    return st;
-            }
-        }
-    }
-    for (uint32_t j = 0; j <= pb->layers; j++)
-        dp_prune(&to[j]);
+    if (l->n >= 2 * l->pruned + 16)
+        dp_prune(l);
+    dp_state *v = psched__grow(l->v, &l->cap, l->n, sizeof *l->v, 8);
+    if (!v)
+        return PSCHED_ENOMEM_FAIL();
+    l->v = v;
+    l->v[l->n++] = st;
     return PSCHED_OK;
 }
 
-static void dp_rebuild(const psched__problem *pb, dp_list *lists, int32_t best,
-                       psched__solution *sol)
+/* Every transition out of stage s's states at start fr->start. */
+static psched_status dp_expand(const psched__problem *pb, uint32_t s, double budget,
+                               const psched__fronts *fr, const dp_list *from, dp_list *to)
+{
+    uint32_t i = fr->start, lo, hi;
+    length_bounds(pb, s, fr, &lo, &hi);
+    for (uint32_t len = lo; len <= hi; len++) {
+        int32_t k = first_fitting(pb, s, fr, len, budget);
+        if (k < 0)
+            break; /* a longer range only needs more memory */
+        uint32_t n;
+        double extra = psched__front(fr, len, &n)[k].extra;
+        double t = psched__range_time(pb, i, len) + extra;
+        for (uint32_t q = 0; q < from->n; q++) {
+            dp_state ns = {fmax(from->v[q].tmax, t), from->v[q].extra + extra, i, (int32_t)q, k};
+            psched_status st = dp_push(&to[i + len], ns);
+            if (st)
+                return st;
+        }
+    }
+    return PSCHED_OK;
+}
+
+static psched_status dp_rebuild(const psched__problem *pb, dp_list *lists, int32_t best,
+                                psched__fronts *fr, psched__solution *sol)
 {
     uint32_t j = pb->layers;
+    bool capped = false;
     for (uint32_t s = pb->stages; s-- > 0;) {
         const dp_state *st = &lists[(size_t)(s + 1) * (pb->layers + 1) + j].v[best];
         sol->first[s] = st->prev_i;
         sol->count[s] = j - st->prev_i;
-        psched__fill_choices(pb, st->prev_i, j - st->prev_i, st->point, sol->choice);
+        /* The frontiers are rebuilt exactly as the search built them. */
+        psched_status status = psched__fronts_build(pb, st->prev_i, PSCHED__FRONT_POINT_CAP, fr,
+                                                    &capped);
+        if (status)
+            return status;
+        psched__fill_choices(fr, j - st->prev_i, st->point, sol->choice);
         best = st->prev_state;
         j = st->prev_i;
     }
     sol->found = true;
+    return PSCHED_OK;
 }
 
-/* Stage by stage over Pareto sets of (largest stage time, recompute time).
- * With one chunk per device a stage is a device, so this is exact; with v
- * chunks each stage is held to 1/v of the memory and the result is a
- * feasible incumbent, not an optimum. */
-static psched_status solve_dp(const psched__problem *pb, psched__solution *sol)
+/* Over Pareto sets of (largest stage time, recompute time) per (stage,
+ * first layer), start by start: the frontiers of one start are built,
+ * every stage's states there are expanded, and the frontiers dropped, so
+ * memory is linear in the layers (times stages and Pareto sizes). With one
+ * chunk per device a stage is a device, so this is exact; with v chunks
+ * each stage is held to 1/v of the memory and the result is a feasible
+ * incumbent, not an optimum. *complete is false when the deadline or the
+ * point cap cut the search (sol->found then false). */
+static psched_status solve_dp(const psched__problem *pb, psched__solution *sol, bool *complete)
 {
-    size_t width = pb->layers + 1, cells = (size_t)(pb->stages + 1) * width;
+    size_t width = (size_t)pb->layers + 1, cells = ((size_t)pb->stages + 1) * width;
     dp_list *lists = psched__calloc(cells, sizeof *lists);
+    psched__fronts fr = {0};
     if (!lists)
         return PSCHED_ENOMEM_FAIL();
     psched_status st = dp_push(&lists[0], (dp_state){0, 0, 0, -1, -1});
     double budget = pb->limit / pb->chunks;
-    for (uint32_t s = 0; !st && s < pb->stages; s++)
-        st = dp_stage(pb, s, budget, &lists[s * width], &lists[(s + 1) * width]);
-    if (!st) {
+    bool capped = false, expired = false;
+    sol->found = false;
+    for (uint32_t i = 0; !st && i <= pb->layers; i++) {
+        if ((expired = psched__expired(pb)))
+            break;
+        bool any = false;
+        for (uint32_t s = 0; s < pb->stages && !any; s++)
+            any = lists[s * width + i].n > 0;
+        if (!any)
+            continue;
+        st = psched__fronts_build(pb, i, PSCHED__FRONT_POINT_CAP, &fr, &capped);
+        for (uint32_t s = 0; !st && s < pb->stages; s++) {
+            dp_list *from = &lists[s * width + i];
+            if (!from->n)
+                continue;
+            dp_prune(from);
+            st = dp_expand(pb, s, budget, &fr, from, &lists[(s + 1) * width]);
+        }
+    }
+    *complete = !expired && !capped;
+    if (!st && !expired) {
         dp_list *last = &lists[pb->stages * width + pb->layers];
+        dp_prune(last);
         int32_t best = -1;
         double best_obj = INFINITY;
         for (uint32_t q = 0; q < last->n; q++) {
@@ -560,20 +685,21 @@ static psched_status solve_dp(const psched__problem *pb, psched__solution *sol)
                 best = (int32_t)q;
             }
         }
-        sol->found = false;
         if (best >= 0)
-            dp_rebuild(pb, lists, best, sol);
+            st = dp_rebuild(pb, lists, best, &fr, sol);
     }
     for (size_t c = 0; c < cells; c++)
         psched__dealloc(lists[c].v);
     psched__dealloc(lists);
+    psched__fronts_free(&fr);
     return st;
 }
 
 /* Min over splits of max_s cost(s, range), where cost is the stage's base
  * time (memory = false) or its memory with every layer at its most
  * memory-saving variant (memory = true). Writes the split into sol when
- * non-NULL; returns the value (INFINITY when no split exists). */
+ * non-NULL; returns the value (INFINITY when no split exists, NAN when the
+ * deadline passed first). */
 static double minmax_split(const psched__problem *pb, bool memory, psched__solution *sol,
                            psched_status *status)
 {
@@ -590,11 +716,14 @@ static double minmax_split(const psched__problem *pb, bool memory, psched__solut
     for (size_t c = 0; c < cells; c++)
         best[c] = INFINITY;
     best[0] = 0;
-    for (uint32_t s = 0; s < pb->stages; s++) {
+    bool expired = false;
+    for (uint32_t s = 0; s < pb->stages && !expired; s++) {
         for (uint32_t i = 0; i <= pb->layers; i++) {
             double here = best[s * width + i];
             if (here == INFINITY)
                 continue;
+            if ((expired = psched__expired(pb)))
+                break;
             uint32_t rest = pb->stages - 1 - s, left = pb->layers - i;
             uint32_t lo = pb->allow_empty ? 0 : 1, hi = left;
             if (!pb->allow_empty)
@@ -615,7 +744,7 @@ static double minmax_split(const psched__problem *pb, bool memory, psched__solut
             }
         }
     }
-    double value = best[pb->stages * width + pb->layers];
+    double value = expired ? NAN : best[pb->stages * width + pb->layers];
     if (sol && value < INFINITY) {
         uint32_t j = pb->layers;
         for (uint32_t s = pb->stages; s-- > 0;) {
@@ -717,16 +846,18 @@ static psched_status column_push(column_list *c, psched__column col)
 static psched_status stage_columns(psched__problem *pb, uint32_t s, uint32_t i, double tau_max,
                                    column_list *out)
 {
+    const psched__fronts *fr = &pb->table[i];
     uint32_t lo, hi;
-    length_bounds(pb, s, i, &lo, &hi);
+    length_bounds(pb, s, fr, &lo, &hi);
     for (uint32_t len = lo; len <= hi; len++) {
-        uint32_t idx = psched__front_index(pb, i, len);
+        uint32_t nf;
+        const psched__point *front = psched__front(fr, len, &nf);
         double base = psched__range_time(pb, i, len), param = psched__range_param(pb, i, len);
-        if (pb->front_len[idx] == 0 || base + pb->front[idx][0].extra > tau_max)
+        if (nf == 0 || base + front[0].extra > tau_max)
             break;
-        uint32_t k0 = 0, k1 = pb->front_len[idx];
+        uint32_t k0 = 0, k1 = nf;
         if (pb->chunks == 1) {
-            int32_t k = first_fitting(pb, s, i, len, pb->limit);
+            int32_t k = first_fitting(pb, s, fr, len, pb->limit);
             if (k < 0)
                 break;
             k0 = (uint32_t)k;
@@ -744,7 +875,7 @@ static psched_status stage_columns(psched__problem *pb, uint32_t s, uint32_t i, 
             uint32_t k = n > MAX_POINTS_PER_RANGE
                              ? (uint32_t)(((uint64_t)q * step_num + step_den / 2) / step_den)
                              : q;
-            const psched__point *pt = &pb->front[idx][k];
+            const psched__point *pt = &front[k];
             psched__column col = {s, i, len, (int32_t)k, base + pt->extra,
                                   param + pb->inflight[s] * pt->act};
             if (col.mem > pb->limit || col.time > tau_max)
@@ -754,8 +885,7 @@ static psched_status stage_columns(psched__problem *pb, uint32_t s, uint32_t i, 
             if (st)
                 return st;
         }
-        if (!any && pb->chunks > 1 &&
-            param + pb->inflight[s] * pb->front[idx][pb->front_len[idx] - 1].act > pb->limit)
+        if (!any && pb->chunks > 1 && param + pb->inflight[s] * front[nf - 1].act > pb->limit)
             break;
     }
     return PSCHED_OK;
@@ -804,7 +934,7 @@ static void solution_from_columns(const psched__problem *pb, const column_list *
         const psched__column *col = &cols->v[chosen[s]];
         sol->first[s] = col->first;
         sol->count[s] = col->len;
-        psched__fill_choices(pb, col->first, col->len, col->point, sol->choice);
+        psched__fill_choices(&pb->table[col->first], col->len, col->point, sol->choice);
     }
     sol->found = true;
 }
@@ -814,23 +944,33 @@ typedef struct ilp_outcome {
     double gap;
 } ilp_outcome;
 
-/* The incumbent the exact searches start from: the best fitting of the
- * stage DP's solution (each stage held to 1/v of the memory), Megatron's
- * even split and the accounted even split, so no search returns a
- * partition the baselines beat. seed->found is false when none fits;
- * *objective is then INFINITY. */
+/* The incumbent the exact searches start from: the best fitting of
+ * Megatron's even split, the accounted even split and the stage DP's
+ * solution (each stage held to 1/v of the memory), so no search returns a
+ * partition the baselines beat. The even splits come first: their best
+ * objective bounds every stage's time in a better partition (a stage's
+ * device takes at least its time, and kappa >= 0 weighs at least the base
+ * time), so pb->tau_max keeps the frontiers to ranges that can matter.
+ * seed->found is false when none fits; *objective is then INFINITY.
+ * *dp_complete says whether the stage DP ran to its end. */
 static psched_status best_seed(psched__problem *pb, evaluation *ev, psched__solution *seed,
-                               double *objective)
+                               double *objective, bool *dp_complete)
 {
     psched__solution cand;
     psched_status st = solution_init(&cand, pb->stages, pb->layers);
     *objective = INFINITY;
+    *dp_complete = false;
     seed->found = false;
     for (int k = 0; !st && k < 3; k++) {
         cand.found = false;
-        if (k == 0) {
-            st = solve_dp(pb, &cand);
-        } else if (even_split(pb, k == 2, &cand) == PSCHED_OK) {
+        if (k == 2) {
+            double c = (pb->microbatches - 1.0) * fmax(1, pb->lambda);
+            if (isfinite(*objective) && c > 0 && pb->kappa >= 0) {
+                double tau = (*objective - pb->kappa * pb->time_total) / c;
+                pb->tau_max = tau + 1e-9 * fmax(1, fabs(tau));
+            }
+            st = solve_dp(pb, &cand, dp_complete);
+        } else if (even_split(pb, k == 1, &cand) == PSCHED_OK) {
             uniform_recompute(pb, &cand, ev);
         } else {
             cand.found = false;
@@ -847,17 +987,32 @@ static psched_status best_seed(psched__problem *pb, evaluation *ev, psched__solu
     return st;
 }
 
+/* A lower bound of the objective over every partition: the largest
+ * device takes at least the average and at least the slowest layer; with
+ * kappa < 0 the recompute time could lower it without bound, so 0. */
+static double objective_floor(const psched__problem *pb)
+{
+    if (pb->kappa < 0)
+        return 0;
+    double lb = pb->time_total / pb->devices;
+    for (uint32_t l = 0; l < pb->layers; l++)
+        lb = fmax(lb, psched__range_time(pb, l, 1));
+    return (pb->microbatches - 1.0) * lb + pb->kappa * pb->time_total;
+}
+
 /* The MILP seeded with the DP's solution; its objective bounds every
  * column's time (by the largest device time, and by that over lambda for
  * a single stage), which keeps the column count near S·L·(a few lengths). */
-static psched_status solve_ilp(psched__problem *pb, evaluation *ev,
-                               psched__solution *sol, ilp_outcome *res)
+static psched_status solve_ilp(psched__problem *pb, evaluation *ev, const psched__solution *seed_in,
+                               double seed_objective, psched__solution *sol, ilp_outcome *res)
 {
     psched__solution seed;
-    double seed_objective = INFINITY, tau_max = INFINITY;
+    double tau_max = INFINITY;
     psched_status st = solution_init(&seed, pb->stages, pb->layers);
     if (!st)
-        st = best_seed(pb, ev, &seed, &seed_objective);
+        copy_solution(pb, seed_in, &seed);
+    if (!st)
+        st = build_table(pb);
     if (!st && seed.found) {
         evaluate(pb, &seed, ev);
         if (pb->microbatches > 1)
@@ -1130,29 +1285,33 @@ static psched_status check_options(const psched_partition_options *o)
 }
 
 /* Two chunks per device in a loop or V layout: the exact two-walker DP
- * (partition_pair.c), started from the best seed. */
-static psched_status solve_pair(psched__problem *pb, evaluation *ev, psched__solution *sol,
+ * (partition_pair.c), started from the seed. */
+static psched_status solve_pair(psched__problem *pb, const psched__solution *seed,
+                                double incumbent, psched__solution *sol,
                                 psched_solve_status *status, double *gap)
 {
-    psched__solution seed;
-    double incumbent = INFINITY;
-    psched_status st = solution_init(&seed, pb->stages, pb->layers);
-    if (!st)
-        st = best_seed(pb, ev, &seed, &incumbent);
-    if (!st && seed.found)
-        copy_solution(pb, &seed, sol);
+    if (seed->found)
+        copy_solution(pb, seed, sol);
     psched__pair_outcome res;
+    psched_status st = build_table(pb);
     if (!st)
         st = psched__pair_solve(pb, incumbent, sol, &res);
-    solution_free(&seed);
     if (st)
         return st;
-    if (!sol->found)
+    if (!sol->found) {
         *status = PSCHED_SOLVE_INFEASIBLE;
-    else if (res.complete)
-        *status = PSCHED_SOLVE_OPTIMAL, *gap = 0;
-    else
-        *status = PSCHED_SOLVE_FEASIBLE, *gap = (res.objective - res.bound) / res.objective;
+        return PSCHED_OK;
+    }
+    if (res.complete && !pb->thinned) {
+        *status = PSCHED_SOLVE_OPTIMAL;
+        *gap = 0;
+        return PSCHED_OK;
+    }
+    /* The DP's bound covers the ranges it saw; with some left out only
+     * the floor every partition shares holds. */
+    double bound = pb->thinned || !isfinite(res.bound) ? objective_floor(pb) : res.bound;
+    *status = PSCHED_SOLVE_FEASIBLE;
+    *gap = fmax(0, (res.objective - bound) / res.objective);
     return PSCHED_OK;
 }
 
@@ -1179,39 +1338,45 @@ static psched_status solve_optimizer(psched__problem *pb, psched_partition_metho
         }
         *min_mem = NAN;
     }
-    if ((st = build_fronts(pb, INFINITY)))
+    psched__solution seed;
+    double incumbent = INFINITY;
+    bool dp_complete = false;
+    if ((st = solution_init(&seed, pb->stages, pb->layers)))
         return st;
-    if (exact && pair)
-        return solve_pair(pb, ev, sol, status, gap);
-    if (milp && !exact) {
+    st = best_seed(pb, ev, &seed, &incumbent, &dp_complete);
+    if (!st && exact && pair) {
+        st = solve_pair(pb, &seed, incumbent, sol, status, gap);
+    } else if (!st && milp && !exact) {
         ilp_outcome res = {false, NAN};
-        if ((st = solve_ilp(pb, ev, sol, &res)))
-            return st;
+        st = solve_ilp(pb, ev, &seed, incumbent, sol, &res);
         *status = !sol->found ? PSCHED_SOLVE_INFEASIBLE
                   : res.optimal ? PSCHED_SOLVE_OPTIMAL
                                 : PSCHED_SOLVE_FEASIBLE;
         *gap = res.optimal ? 0 : res.gap;
-        return PSCHED_OK;
+    } else if (!st && method == PSCHED_PARTITION_ILP && !exact) {
+        st = psched_fail(PSCHED_EUNSUPPORTED,
+                         "the ILP needs GLPK for %u chunks per device in this layout and this "
+                         "build has none; use v <= 2 with loop or V placement, or the dp method",
+                         pb->chunks);
+    } else if (!st) {
+        /* The seed is the stage DP's solution unless a baseline beat it. */
+        copy_solution(pb, &seed, sol);
+        if (!sol->found) {
+            *status = PSCHED_SOLVE_INFEASIBLE;
+        } else if (exact && dp_complete) {
+            *status = PSCHED_SOLVE_OPTIMAL;
+            *gap = 0;
+        } else {
+            /* A heuristic (v > 1), or the deadline or the point cap cut
+             * the DP: feasible, with the gap to the floor every partition
+             * shares. */
+            evaluate(pb, sol, ev);
+            *status = PSCHED_SOLVE_FEASIBLE;
+            *gap = fmax(0, (ev->objective - objective_floor(pb)) / ev->objective);
+        }
     }
-    if (method == PSCHED_PARTITION_ILP && !exact)
-        return psched_fail(PSCHED_EUNSUPPORTED,
-                           "the ILP needs GLPK for %u chunks per device in this layout and this "
-                           "build has none; use v <= 2 with loop or V placement, or the dp method",
-                           pb->chunks);
-    if ((st = solve_dp(pb, sol)))
-        return st;
-    if (!sol->found) {
-        *status = PSCHED_SOLVE_INFEASIBLE;
-        return PSCHED_OK;
-    }
-    if (exact) {
-        *status = PSCHED_SOLVE_OPTIMAL;
-        *gap = 0;
-        return PSCHED_OK;
-    }
-    evaluate(pb, sol, ev);
-    *status = fits(pb, ev->max_mem) ? PSCHED_SOLVE_FEASIBLE : PSCHED_SOLVE_INFEASIBLE;
-    return PSCHED_OK;
+    solution_free(&seed);
+    return st;
 }
 
 /* Run the method; sets *status. */
@@ -1229,7 +1394,12 @@ static psched_status run_method(psched__problem *pb, const psched_partition_opti
         uniform_recompute(pb, sol, ev);
         break;
     case PSCHED_PARTITION_DP_TIME:
-        minmax_split(pb, false, sol, &st);
+        if (isnan(minmax_split(pb, false, sol, &st)) && !st) {
+            /* The deadline came first: Megatron's split, which the
+             * time-balanced one would only have improved. */
+            if ((st = even_split(pb, false, sol)))
+                return st;
+        }
         if (st)
             return st;
         break;
@@ -1317,6 +1487,7 @@ psched_status psched_partition(const psched_model *model, const psched_plan *pla
     psched_plan *resolved = NULL;
     pb.allow_empty = (o->flags & PSCHED_PARTITION_ALLOW_EMPTY) != 0;
     pb.deadline = t0 + o->time_limit;
+    pb.tau_max = INFINITY;
     pb.limit = psched_plan_memory_limit(plan);
     st = probe_schedule(plan, schedule, &pb, &resolved);
     if (!st && !pb.allow_empty && model->layer_count < pb.stages)

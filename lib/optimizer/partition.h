@@ -44,6 +44,24 @@ typedef struct psched__point {
     uint8_t choice;
 } psched__point;
 
+/* The recompute frontiers of the ranges that start at one layer: the
+ * points of [start, start+len) are pts[first[len] .. first[len+1]), for
+ * len 0..maxlen. Built per start and on demand, so the stage DP holds one
+ * start's frontiers at a time (memory linear in the layers); the two-chunk
+ * DP and the MILP keep a table of every start, capped in points. */
+typedef struct psched__fronts {
+    psched__point *pts;
+    size_t *first;       /* maxlen + 2 entries */
+    size_t npts, pcap, fcap;
+    uint32_t start, maxlen;
+} psched__fronts;
+
+/* The most frontier points the optimizer holds at once, over every start
+ * (docs/optimizer.md, "Limits"): 4 Mi points, about 100 MB. Beyond it the
+ * longest ranges (or, for one start alone, the rest of its ranges) are left
+ * out and the result is no longer claimed optimal. */
+#define PSCHED__FRONT_POINT_CAP ((size_t)1 << 22)
+
 /* The problem as the solvers see it. Times and memory of a stage with
  * layers [i, j) and frontier point k: time = base[i..j) + extra_k,
  * memory = param[i..j) + inflight[s] * act_k. */
@@ -54,17 +72,19 @@ typedef struct psched__problem {
     double kappa;        /* weight of the fill/drain term */
     double lambda;       /* weight of the largest stage against the largest device */
     double *inflight;    /* per stage */
+    double nmin;         /* fewest in-flight micro-batches of any stage */
     uint32_t *device_of; /* per stage */
     double *time_prefix, *param_prefix; /* L + 1 prefix sums: f+b+w, param */
     double time_total;   /* Σ base time of every layer */
     double *minact_prefix; /* L + 1 prefix sums of each layer's smallest activation */
     const psched_model *model;
     uint32_t *group_of;  /* per layer */
+    double tau_max;      /* no range slower than this is worth a frontier */
     bool thinned;        /* some range offered only part of its frontier */
-    /* frontier[i][len]: Pareto points of range [i, i+len), len 0..maxlen[i] */
-    psched__point **front;
-    uint32_t *front_len; /* indexed (i * (L+1) + len) */
-    uint32_t *maxlen;    /* per start i */
+    bool truncated;      /* the point cap left some ranges out */
+    psched__fronts *table; /* per start 0..L, when built (psched__fronts_table) */
+    size_t table_points;
+    uint32_t widest;     /* most points of one range in the table */
     double deadline;     /* psched__now() value the whole call must end by */
 } psched__problem;
 
@@ -76,9 +96,12 @@ typedef struct psched__solution {
     bool found;
 } psched__solution;
 
-static inline uint32_t psched__front_index(const psched__problem *pb, uint32_t i, uint32_t len)
+/* The points of [fr->start, fr->start + len), len <= fr->maxlen. */
+static inline const psched__point *psched__front(const psched__fronts *fr, uint32_t len,
+                                                 uint32_t *n)
 {
-    return i * (pb->layers + 1) + len;
+    *n = (uint32_t)(fr->first[len + 1] - fr->first[len]);
+    return fr->pts + fr->first[len];
 }
 
 static inline double psched__range_time(const psched__problem *pb, uint32_t i, uint32_t len)
@@ -91,17 +114,32 @@ static inline double psched__range_param(const psched__problem *pb, uint32_t i, 
     return pb->param_prefix[i + len] - pb->param_prefix[i];
 }
 
-/* Monotonic wall-clock seconds. */
+/* Monotonic wall-clock seconds (or the test clock, when one is set). */
 PSCHED_INTERNAL double psched__now(void);
+
+/* Test hook: on this thread psched__now() returns clock() instead of the
+ * monotonic clock (NULL restores it), so tests check that every method
+ * stops at its deadline without depending on wall-clock time. */
+PSCHED_INTERNAL void psched__set_test_clock(double (*clock)(void));
 
 static inline bool psched__expired(const psched__problem *pb)
 {
     return psched__now() > pb->deadline;
 }
 
-/* Per-layer recompute choices of frontier point k of [i, i+len). */
-PSCHED_INTERNAL void psched__fill_choices(const psched__problem *pb, uint32_t i, uint32_t len,
-                                          int32_t k, uint8_t *choice);
+/* Build the frontiers of the ranges starting at layer i into fr (its
+ * buffers are reused), up to the first length that cannot fit the memory
+ * limit or whose base time exceeds pb->tau_max, or whose points would pass
+ * `point_cap` (then *capped is set). */
+PSCHED_INTERNAL psched_status psched__fronts_build(const psched__problem *pb, uint32_t i,
+                                                   size_t point_cap, psched__fronts *fr,
+                                                   bool *capped);
+
+PSCHED_INTERNAL void psched__fronts_free(psched__fronts *fr);
+
+/* Per-layer recompute choices of frontier point k of [fr->start, +len). */
+PSCHED_INTERNAL void psched__fill_choices(const psched__fronts *fr, uint32_t len, int32_t k,
+                                          uint8_t *choice);
 
 /* ---- the exact DP for two chunks per device (partition_pair.c) ---- */
 
