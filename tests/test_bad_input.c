@@ -696,6 +696,76 @@ static psched_status plan_search_of_2_32_minus_1_layers(void)
     return st;
 }
 
+static psched_status partition_model(psched_model *m, uint32_t p, double limit)
+{
+    psched_plan *plan = plan_new(p, 2 * p, 1);
+    CHECK_OK(psched_plan_set_memory_limit(plan, limit));
+    psched_partition_result *r = NULL;
+    psched_status st = psched_partition(m, plan, "1f1b", NULL, &r);
+    if (r) {
+        non_null_outputs++;
+        psched_partition_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+    return st;
+}
+
+static psched_status search_model(psched_model *m, uint32_t p, double limit)
+{
+    psched_plan *plan = plan_new(p, 2 * p, 0);
+    CHECK_OK(psched_plan_set_memory_limit(plan, limit));
+    psched_search_result *r = NULL;
+    /* The built-ins by name: this file registers generators of its own. */
+    static const char *const names[] = {"1f1b", "interleaved", "zb-h1", "v-half"};
+    psched_status st = psched_plan_search(m, plan, names, 4, NULL, &r);
+    if (r) {
+        non_null_outputs++;
+        psched_search_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+    return st;
+}
+
+static psched_model *model_of(uint32_t count, double t)
+{
+    psched_model *m = NULL;
+    CHECK_OK(psched_model_create(&m));
+    CHECK_OK(psched_model_add_layers(m, "layer", count, t, t, t, 1, 1));
+    return m;
+}
+
+/* Issue 12 item 6: more devices than layers named as such, not "no plan
+ * fits the memory limit". */
+static psched_status plan_search_with_more_devices_than_layers(void)
+{
+    return search_model(model_of(3, 1), 8, INFINITY);
+}
+
+/* Layer times of 1e308 overflow every sum: refused, not "infeasible
+ * (needs 280)" without a memory limit. */
+static psched_status partition_with_times_of_1e308(void)
+{
+    return partition_model(model_of(4, 1e308), 2, INFINITY);
+}
+
+static psched_status plan_search_with_times_of_1e308(void)
+{
+    return search_model(model_of(4, 1e308), 2, INFINITY);
+}
+
+/* An all-zero model: every partition ties and speed-ups would be 0/0. */
+static psched_status partition_with_all_zero_times(void)
+{
+    return partition_model(model_of(4, 0), 2, INFINITY);
+}
+
+static psched_status profile_number_beyond_double(void)
+{
+    return load_model_str(PROFILE_HEADER "layer,2,1e309,1,1,1,1\n");
+}
+
 /* ------------------------------------------------------------- plug-ins */
 
 static psched_status plugin_path_that_does_not_exist(void)
@@ -883,6 +953,16 @@ static const bad_case cases[] = {
      "the model has 4294967295 layers; the partitioner handles at most 100000"},
     {"plan search of 2^32 - 1 layers", plan_search_of_2_32_minus_1_layers, PSCHED_EINVAL,
      "the model has 4294967295 layers; the partitioner handles at most 100000"},
+    {"plan search, 8 devices, 3 layers", plan_search_with_more_devices_than_layers,
+     PSCHED_EINVAL, "the model has 3 layers, fewer than the 8 devices"},
+    {"partition, layer times 1e308", partition_with_times_of_1e308, PSCHED_EINVAL,
+     "the model's times overflow: 4 layers sum to inf"},
+    {"plan search, layer times 1e308", plan_search_with_times_of_1e308, PSCHED_EINVAL,
+     "the model's times overflow: 4 layers sum to inf"},
+    {"partition, all-zero times", partition_with_all_zero_times, PSCHED_EINVAL,
+     "the model's 4 layers take no time"},
+    {"profile 1e309", profile_number_beyond_double, PSCHED_EPARSE,
+     "line 2, column 9: f \"1e309\" is beyond the largest double"},
 };
 
 

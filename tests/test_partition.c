@@ -599,6 +599,19 @@ static void expect_parse_error(const char *text, const char *where)
     CHECK_CONTAINS(psched_last_error(), where);
 }
 
+/* A subnormal value (1e-320: strtod reports ERANGE for underflow) is a
+ * number >= 0 and loads as itself (issue 12 item 6). */
+static void test_model_csv_accepts_subnormal_values(void)
+{
+    static const char text[] = "type,count,f,b,w,act,param\nlayer,2,1e-320,1,1,1,1\n";
+    psched_model *m = NULL;
+    CHECK_OK(psched_model_load_csv(text, sizeof text - 1, &m));
+    double f = -1;
+    CHECK_OK(psched_model_group(m, 0, NULL, NULL, &f, NULL, NULL, NULL, NULL));
+    CHECK(f == 1e-320);
+    psched_model_destroy(m);
+}
+
 static void test_model_csv_errors_name_line_and_column(void)
 {
     const char *hdr = "type,count,f,b,w,act,param\n";
@@ -886,6 +899,7 @@ int main(void)
 {
     RUN(test_model_csv_reads_groups_and_variants);
     RUN(test_model_csv_errors_name_line_and_column);
+    RUN(test_model_csv_accepts_subnormal_values);
     RUN(test_limit_below_minimum_is_infeasible_with_minimum);
     RUN(test_head_heavy_model_beats_even);
     RUN(test_even_accounted_counts_embedding_and_head_as_layers);

@@ -1434,6 +1434,45 @@ static psched_status check_args(const psched_model *model, const psched_plan *pl
     return PSCHED_OK;
 }
 
+/* Refuse what the objective cannot weigh: a model whose layers take no
+ * time (every partition ties, speed-ups are 0/0) and times or bytes whose
+ * sums overflow (every figure would be inf, every comparison a tie). The
+ * objective multiplies the total time by at most m + S, memory the
+ * activations by at most the in-flight count. */
+static psched_status check_magnitudes(const psched__problem *pb)
+{
+    uint32_t L = pb->layers;
+    double act = 0, extra = 0, inflight = 0;
+    for (uint32_t g = 0; g < pb->model->group_count; g++) {
+        const psched__group *gr = &pb->model->groups[g];
+        double a = 0, e = 0;
+        for (int r = 0; r < PSCHED__RECOMPUTE_KINDS; r++)
+            if (gr->variant[r].present)
+                a = fmax(a, gr->variant[r].act), e = fmax(e, gr->variant[r].extra);
+        act += a * gr->count;
+        extra += e * gr->count;
+    }
+    for (uint32_t s = 0; s < pb->stages; s++)
+        inflight = fmax(inflight, pb->inflight[s]);
+    double weight = (double)pb->microbatches + pb->stages;
+    if (!isfinite((pb->time_total + extra) * weight))
+        return psched_fail(PSCHED_EINVAL,
+                           "the model's times overflow: %u layers sum to %g (f+b+w) plus %g "
+                           "(recompute), times m + S = %g; scale the times down",
+                           L, pb->time_total, extra, weight);
+    if (!isfinite(pb->param_prefix[L] + act * fmax(1, inflight)))
+        return psched_fail(PSCHED_EINVAL,
+                           "the model's bytes overflow: parameters sum to %g and activations to "
+                           "%g, times up to %g micro-batches in flight; scale the bytes down",
+                           pb->param_prefix[L], act, inflight);
+    if (!(pb->time_total > 0))
+        return psched_fail(PSCHED_EINVAL,
+                           "the model's %u layers take no time (f+b+w sum to 0): every "
+                           "partition ties; give the layers their times",
+                           L);
+    return PSCHED_OK;
+}
+
 static psched_status partition_problem(psched__problem *pb, const psched_partition_options *o,
                                        const char *schedule, psched_plan **resolved,
                                        psched_partition_result **out)
@@ -1497,6 +1536,8 @@ psched_status psched_partition(const psched_model *model, const psched_plan *pla
                          model->layer_count, pb.stages, schedule);
     if (!st)
         st = problem_layers(&pb, model);
+    if (!st)
+        st = check_magnitudes(&pb);
     psched_partition_result *r = NULL;
     if (!st)
         st = partition_problem(&pb, o, schedule, &resolved, &r);

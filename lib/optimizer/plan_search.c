@@ -221,6 +221,34 @@ static psched_status check_search(const psched_model *model, const psched_plan *
     if (!(psched_plan_memory_limit(plan) > 0))
         return psched_fail(PSCHED_EINVAL, "memory limit (%g) must be > 0",
                            psched_plan_memory_limit(plan));
+    /* The candidates would each refuse these (psched_partition's own
+     * checks); refusing them once names the cause instead of a table of
+     * identical failures. */
+    double total = 0;
+    for (uint32_t g = 0; g < psched_model_groups(model); g++) {
+        uint32_t layers = 0;
+        double f = 0, b = 0, w = 0;
+        psched_model_group(model, g, NULL, &layers, &f, &b, &w, NULL, NULL);
+        total += (f + b + w) * layers;
+    }
+    if (!isfinite(total * ((double)psched_plan_microbatches(plan) + 4.0 * psched_plan_devices(plan))))
+        return psched_fail(PSCHED_EINVAL,
+                           "the model's times overflow: %u layers sum to %g (f+b+w), times "
+                           "m + 4p; scale the times down",
+                           psched_model_layers(model), total);
+    if (!(total > 0))
+        return psched_fail(PSCHED_EINVAL,
+                           "the model's %u layers take no time (f+b+w sum to 0): every "
+                           "partition ties; give the layers their times",
+                           psched_model_layers(model));
+    /* Every schedule has at least one stage per device: name the cause
+     * here rather than rank no alternative ("nothing fits"). */
+    if (!(o->flags & PSCHED_PARTITION_ALLOW_EMPTY) &&
+        psched_model_layers(model) < psched_plan_devices(plan))
+        return psched_fail(PSCHED_EINVAL,
+                           "the model has %u layers, fewer than the %u devices: every schedule "
+                           "gives each device a stage; allow empty stages to plan it",
+                           psched_model_layers(model), psched_plan_devices(plan));
     return PSCHED_OK;
 }
 
@@ -249,8 +277,16 @@ psched_status psched_plan_search(const psched_model *model, const psched_plan *p
         psched_search_result_destroy(r);
         return st;
     }
-    if (r->count)
-        qsort(r->alts, r->count, sizeof *r->alts, alt_cmp);
+    if (!r->count) {
+        /* Every candidate refused the plan (the message is the last
+         * refusal's): say so rather than return an empty ranking. */
+        char why[256];
+        snprintf(why, sizeof why, "%s", psched_last_error());
+        psched_search_result_destroy(r);
+        return psched_fail(PSCHED_EINVAL, "no schedule accepts this plan; the last refusal: %s",
+                           why);
+    }
+    qsort(r->alts, r->count, sizeof *r->alts, alt_cmp);
     r->solve_time = seconds() - t0;
     *out = r;
     return PSCHED_OK;
