@@ -2,7 +2,7 @@
  * oracle written here from the documented model, DP = ILP on one chunk,
  * memory limits, the head-heavy model against Megatron's even split, the
  * GLPK error path, and the CSV layer-profile reader. */
-#include "partition.h"
+#include "optimizer.h"
 #include "testutil.h"
 
 #include <pthread.h>

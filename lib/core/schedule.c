@@ -131,3 +131,13 @@ const char *psched__kind_name(uint8_t kind)
                                         "SEND_F", "RECV_F", "SEND_B", "RECV_B"};
     return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
+
+/* Whether the schedule holds comm ops (it was lowered): validation and
+ * simulation then run the rendezvous engine. */
+bool psched__has_comm_ops(const psched_schedule *s)
+{
+    for (size_t g = 0; g < s->offset[s->devices]; g++)
+        if (s->ops[g].kind >= PSCHED_OP_SEND_F)
+            return true;
+    return false;
+}

@@ -1,7 +1,7 @@
 /* The model the optimizer partitions: an ordered list of layer groups,
  * built through the API, read from a CSV layer profile, or derived from
  * transformer hyper-parameters. */
-#include "partition.h"
+#include "model.h"
 
 #include <errno.h>
 #include <float.h>

@@ -20,7 +20,7 @@
  * deepening): the early passes, with tight bounds, are small, and a pass
  * after one that found nothing better only looks for z above the last tau
  * (that bounds the recompute time a better partition may have). */
-#include "partition.h"
+#include "optimizer.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* The holistic planner: every candidate schedule × chunk count,
  * partitioned (with recomputation) by psched_partition(), measured by the
  * simulator, and ranked. DESIGN §6, docs/optimizer.md. */
-#include "partition.h"
+#include "optimizer.h"
 
 #include <math.h>
 #include <stdio.h>

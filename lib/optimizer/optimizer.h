@@ -1,11 +1,27 @@
-/* Internal interface between the partitioner (partition.c), its GLPK
- * solver (partition_glpk.c) and the model (model.c). Not installed. */
-#ifndef PSCHED_PARTITION_H
-#define PSCHED_PARTITION_H
+/* The optimizer's internal header (one per folder; the model has its
+ * own, model.h, because it depends on nothing here). Not installed.
+ *
+ * Modules, each depending only on those above it, never back:
+ *   model.h/model.c        the model (layer groups, recompute variants)
+ *   clock.c                the deadline's clock (and the tests' clock)
+ *   fronts.c               recompute frontiers of layer ranges
+ *   problem.c              the partition problem: layers, in-flight counts,
+ *                          objective weights, solutions, their evaluation
+ *   baselines.c            Megatron's even splits, uniform recompute
+ *   dp.c                   the stage DP, the min-max split
+ *   partition_pair.c       the two-walker DP (two chunks per device)
+ *   partition_glpk.c       GLPK: the column MILP's solver
+ *   milp.c                 the MILP glue: columns, seed, min memory
+ *   certify.c              simulated step time: proof or honest gap
+ *   result.c               the result object and its getters
+ *   partition.c            psched_partition(): checks, method dispatch
+ *   plan_search.c          psched_plan_search() over psched_partition()
+ *   bound.c                psched_bound() (core only) */
+#ifndef PSCHED_OPTIMIZER_H
+#define PSCHED_OPTIMIZER_H
 
-#include "internal.h"
+#include "model.h"
 
-#define PSCHED__RECOMPUTE_KINDS 3
 
 /* The most layers a model may have to be partitioned (docs/optimizer.md,
  * "Limits"): real models have a few hundred; the tables are sized in
@@ -13,25 +29,6 @@
  * store. A model may hold more (its count is a uint32_t); partition and
  * plan search refuse it with a message naming both numbers. */
 #define PSCHED__PARTITION_MAX_LAYERS 100000u
-
-/* One recompute variant of a layer: activation bytes kept per micro-batch
- * and time added to the backward for inputs. */
-typedef struct psched__variant {
-    double act, extra;
-    bool present;
-} psched__variant;
-
-typedef struct psched__group {
-    char type[32];
-    uint32_t count;
-    double f, b, w, param;
-    psched__variant variant[PSCHED__RECOMPUTE_KINDS]; /* indexed by psched_recompute */
-} psched__group;
-
-struct psched_model {
-    psched__group *groups;
-    uint32_t group_count, layer_count;
-};
 
 /* A point of a layer range's recompute frontier: the range's extra
  * backward time and activation bytes for one mix of choices. `prev` is the
@@ -212,5 +209,109 @@ PSCHED_INTERNAL void psched__partition_force_milp(bool on);
 
 /* True when the build has GLPK. */
 PSCHED_INTERNAL bool psched__have_glpk(void);
+
+/* ---- the problem (problem.c) ---- */
+
+static inline const psched__group *psched__layer_group(const psched__problem *pb, uint32_t layer)
+{
+    return &pb->model->groups[pb->group_of[layer]];
+}
+
+PSCHED_INTERNAL void psched__problem_free(psched__problem *pb);
+
+/* Prefix sums and the layer-to-group map of the model. */
+PSCHED_INTERNAL psched_status psched__problem_layers(psched__problem *pb,
+                                                     const psched_model *model);
+
+/* Generate the schedule with unit costs: stage map, in-flight counts,
+ * kappa and lambda; *resolved gets the resolved plan (caller's comm). */
+PSCHED_INTERNAL psched_status psched__probe_schedule(const psched_plan *plan, const char *name,
+                                                     psched__problem *pb,
+                                                     psched_plan **resolved);
+
+/* Refuse all-zero times and sums that overflow (after probe and layers). */
+PSCHED_INTERNAL psched_status psched__problem_check(const psched__problem *pb);
+
+PSCHED_INTERNAL psched_status psched__solution_init(psched__solution *sol, uint32_t stages,
+                                                    uint32_t layers);
+PSCHED_INTERNAL void psched__solution_free(psched__solution *sol);
+PSCHED_INTERNAL void psched__solution_copy(const psched__problem *pb,
+                                           const psched__solution *from, psched__solution *to);
+
+/* Figures of a solution (arrays sized by the caller: stages, devices). */
+typedef struct psched__evaluation {
+    double *stage_time, *stage_mem, *dev_param, *dev_mem, *dev_time;
+    double objective, max_mem;
+} psched__evaluation;
+
+PSCHED_INTERNAL void psched__evaluate(const psched__problem *pb, const psched__solution *sol,
+                                      psched__evaluation *ev);
+PSCHED_INTERNAL bool psched__fits(const psched__problem *pb, double mem);
+
+/* ---- frontiers (fronts.c) ---- */
+
+/* Every start's frontiers into pb->table, within PSCHED__FRONT_POINT_CAP. */
+PSCHED_INTERNAL psched_status psched__fronts_table(psched__problem *pb);
+
+/* Fastest point of [fr->start, +len) fitting `budget` on stage s, or -1. */
+PSCHED_INTERNAL int32_t psched__first_fitting(const psched__problem *pb, uint32_t s,
+                                              const psched__fronts *fr, uint32_t len,
+                                              double budget);
+
+/* Range lengths stage s may take from fr->start. */
+PSCHED_INTERNAL void psched__length_bounds(const psched__problem *pb, uint32_t s,
+                                           const psched__fronts *fr, uint32_t *lo,
+                                           uint32_t *hi);
+
+/* ---- baselines (baselines.c) ---- */
+
+PSCHED_INTERNAL psched_status psched__even_split(const psched__problem *pb, bool accounted,
+                                                 psched__solution *sol);
+PSCHED_INTERNAL void psched__uniform_recompute(const psched__problem *pb, psched__solution *sol,
+                                               psched__evaluation *ev);
+
+/* ---- DPs (dp.c) ---- */
+
+PSCHED_INTERNAL psched_status psched__stage_dp(const psched__problem *pb, psched__solution *sol,
+                                               bool *complete);
+PSCHED_INTERNAL double psched__minmax_split(const psched__problem *pb, bool memory,
+                                            psched__solution *sol, psched_status *status);
+PSCHED_INTERNAL psched_status psched__lean_split_memory(const psched__problem *pb, double *out);
+
+/* ---- the MILP glue (milp.c) ---- */
+
+typedef struct psched__ilp_outcome {
+    bool optimal;
+    double gap;
+} psched__ilp_outcome;
+
+PSCHED_INTERNAL psched_status psched__solve_ilp(psched__problem *pb, psched__evaluation *ev,
+                                                const psched__solution *seed_in,
+                                                double seed_objective, psched__solution *sol,
+                                                psched__ilp_outcome *res);
+PSCHED_INTERNAL psched_status psched__milp_min_memory(const psched__problem *pb, double *out);
+
+/* ---- the result (result.c) ---- */
+
+struct psched_partition_result {
+    psched_solve_status status;
+    double gap, objective, solve_time, min_memory, makespan, bubble;
+    uint32_t stages, devices, layers;
+    bool has_partition;
+    uint32_t *first, *count;
+    uint8_t *choice;
+    double *stage_time, *stage_mem;
+    double *dev_param, *dev_mem, *dev_peak;
+    psched_plan *plan;
+};
+
+PSCHED_INTERNAL psched_partition_result *psched__result_alloc(const psched__problem *pb);
+
+/* Copy the solution in, write its costs into *plan (taken over) and
+ * simulate it. Nothing when !sol->found. */
+PSCHED_INTERNAL psched_status psched__result_fill(const psched__problem *pb,
+                                                  const psched__solution *sol, const char *name,
+                                                  psched_plan **plan, psched__evaluation *ev,
+                                                  psched_partition_result *r);
 
 #endif
