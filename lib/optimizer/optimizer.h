@@ -74,6 +74,7 @@ typedef struct psched__problem {
     double *time_prefix, *param_prefix; /* L + 1 prefix sums: f+b+w, param */
     double time_total;   /* Σ base time of every layer */
     double *minact_prefix; /* L + 1 prefix sums of each layer's smallest activation */
+    double *f_prefix, *b_prefix; /* L + 1 prefix sums of f and of b (no recompute) */
     const psched_model *model;
     uint32_t *group_of;  /* per layer */
     double tau_max;      /* no range slower than this is worth a frontier */
@@ -207,6 +208,11 @@ PSCHED_INTERNAL void psched__glpk_set_mem_limit(int mb);
  * against the DPs and the brute-force oracle. */
 PSCHED_INTERNAL void psched__partition_force_milp(bool on);
 
+/* Test hook: on this thread the ILP and DP methods return the solver's
+ * answer for the estimate without the simulated-time certificate, so
+ * tests can check the solvers against the estimate's oracle. */
+PSCHED_INTERNAL void psched__partition_skip_certify(bool on);
+
 /* True when the build has GLPK. */
 PSCHED_INTERNAL bool psched__have_glpk(void);
 
@@ -247,6 +253,11 @@ typedef struct psched__evaluation {
 PSCHED_INTERNAL void psched__evaluate(const psched__problem *pb, const psched__solution *sol,
                                       psched__evaluation *ev);
 PSCHED_INTERNAL bool psched__fits(const psched__problem *pb, double mem);
+
+/* Each stage's summed costs (recompute time added to B) and activation
+ * bytes (held from F to W) into the plan. */
+PSCHED_INTERNAL psched_status psched__write_costs(const psched__problem *pb,
+                                                  const psched__solution *sol, psched_plan *plan);
 
 /* ---- frontiers (fronts.c) ---- */
 
@@ -290,6 +301,32 @@ PSCHED_INTERNAL psched_status psched__solve_ilp(psched__problem *pb, psched__eva
                                                 double seed_objective, psched__solution *sol,
                                                 psched__ilp_outcome *res);
 PSCHED_INTERNAL psched_status psched__milp_min_memory(const psched__problem *pb, double *out);
+
+/* ---- the certificate for the simulated step time (certify.c) ---- */
+
+/* Simulated ops and search nodes one certification may spend
+ * (docs/optimizer.md): enough to enumerate every small instance, bounded
+ * for large ones (then the result is `feasible` with its gap). */
+#define PSCHED__CERTIFY_OPS ((size_t)1 << 20)
+#define PSCHED__CERTIFY_NODES ((size_t)100000)
+
+typedef struct psched__certificate {
+    bool proven;      /* no partition simulates faster than `makespan` */
+    double makespan;  /* simulated step time of the returned solution */
+    double bound;     /* proven lower bound of every partition's step time */
+    size_t simulated; /* partitions simulated */
+} psched__certificate;
+
+/* Among the candidates (each fitting the memory limit, any may be
+ * !found) keep the fastest by simulated step time, then search every
+ * contiguous split x recompute mix (branch and bound on lower bounds of
+ * the step time) within PSCHED__CERTIFY_OPS and the deadline; sol gets
+ * the fastest found. `plan` is the resolved plan with the caller's comm. */
+PSCHED_INTERNAL psched_status psched__certify(psched__problem *pb, const char *name,
+                                              const psched_plan *plan,
+                                              const psched__solution *const *candidates,
+                                              size_t count, psched__solution *sol,
+                                              psched__certificate *out);
 
 /* ---- the result (result.c) ---- */
 

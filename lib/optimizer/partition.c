@@ -15,6 +15,13 @@ void psched__partition_force_milp(bool on)
     force_milp = on;
 }
 
+static _Thread_local bool skip_certify;
+
+void psched__partition_skip_certify(bool on)
+{
+    skip_certify = on;
+}
+
 /* The incumbent the exact searches start from: the best fitting of
  * Megatron's even split, the accounted even split and the stage DP's
  * solution (each stage held to 1/v of the memory), so no search returns a
@@ -239,6 +246,56 @@ static psched_status run_method(psched__problem *pb, const psched_partition_opti
     return PSCHED_OK;
 }
 
+/* The baselines that fit, for the certificate: Megatron's even split,
+ * the accounted one (both with one recompute choice for every layer) and
+ * the time-balanced split with the same choice. found is false for one
+ * that does not apply or does not fit. */
+static psched_status baseline_candidates(psched__problem *pb, psched__evaluation *ev,
+                                         psched__solution base[3])
+{
+    psched_status st = PSCHED_OK;
+    for (int k = 0; !st && k < 3; k++) {
+        if ((st = psched__solution_init(&base[k], pb->stages, pb->layers)))
+            break;
+        if (k < 2) {
+            if (psched__even_split(pb, k == 1, &base[k]) != PSCHED_OK) {
+                base[k].found = false;
+                continue;
+            }
+        } else if (!(psched__minmax_split(pb, false, &base[k], &st) < INFINITY) || st) {
+            base[k].found = false;
+            continue;
+        }
+        psched__uniform_recompute(pb, &base[k], ev);
+        psched__evaluate(pb, &base[k], ev);
+        base[k].found = psched__fits(pb, ev->max_mem);
+    }
+    return st;
+}
+
+/* Replace the solver's answer by the fastest partition in simulation and
+ * state what is proven about it (certify.c). */
+static psched_status certify_result(psched__problem *pb, const char *schedule,
+                                    const psched_plan *resolved, psched__evaluation *ev,
+                                    psched__solution *sol, psched_solve_status *status,
+                                    double *gap)
+{
+    psched__solution base[3];
+    memset(base, 0, sizeof base);
+    psched_status st = baseline_candidates(pb, ev, base);
+    const psched__solution *cands[4] = {sol, &base[0], &base[1], &base[2]};
+    psched__certificate cert;
+    if (!st)
+        st = psched__certify(pb, schedule, resolved, cands, 4, sol, &cert);
+    if (!st && sol->found) {
+        *status = cert.proven ? PSCHED_SOLVE_OPTIMAL : PSCHED_SOLVE_FEASIBLE;
+        *gap = cert.proven ? 0 : fmax(0, (cert.makespan - cert.bound) / cert.makespan);
+    }
+    for (int k = 0; k < 3; k++)
+        psched__solution_free(&base[k]);
+    return st;
+}
+
 static psched_status check_args(const psched_model *model, const psched_plan *plan,
                                 const char *schedule, psched_partition_result **out)
 {
@@ -276,6 +333,9 @@ static psched_status partition_problem(psched__problem *pb, const psched_partiti
     }
     if (!st)
         st = run_method(pb, o, &ev, &sol, &r->status, &r->gap, &r->min_memory);
+    bool optimizer = o->method == PSCHED_PARTITION_ILP || o->method == PSCHED_PARTITION_DP;
+    if (!st && optimizer && sol.found && r->status != PSCHED_SOLVE_INFEASIBLE && !skip_certify)
+        st = certify_result(pb, schedule, *resolved, &ev, &sol, &r->status, &r->gap);
     if (!st)
         st = psched__result_fill(pb, &sol, schedule, resolved, &ev, r);
     if (!st && r->status == PSCHED_SOLVE_INFEASIBLE && isnan(r->min_memory))

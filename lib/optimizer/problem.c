@@ -22,6 +22,8 @@ void psched__problem_free(psched__problem *pb)
     psched__dealloc(pb->time_prefix);
     psched__dealloc(pb->param_prefix);
     psched__dealloc(pb->minact_prefix);
+    psched__dealloc(pb->f_prefix);
+    psched__dealloc(pb->b_prefix);
     psched__dealloc(pb->group_of);
     memset(pb, 0, sizeof *pb);
 }
@@ -48,7 +50,10 @@ psched_status psched__problem_layers(psched__problem *pb, const psched_model *mo
     pb->time_prefix = psched__calloc(n, sizeof(double));
     pb->param_prefix = psched__calloc(n, sizeof(double));
     pb->minact_prefix = psched__calloc(n, sizeof(double));
-    if (!pb->group_of || !pb->time_prefix || !pb->param_prefix || !pb->minact_prefix)
+    pb->f_prefix = psched__calloc(n, sizeof(double));
+    pb->b_prefix = psched__calloc(n, sizeof(double));
+    if (!pb->group_of || !pb->time_prefix || !pb->param_prefix || !pb->minact_prefix || !pb->f_prefix ||
+        !pb->b_prefix)
         return PSCHED_ENOMEM_FAIL();
     uint32_t l = 0;
     for (uint32_t g = 0; g < model->group_count; g++) {
@@ -56,6 +61,8 @@ psched_status psched__problem_layers(psched__problem *pb, const psched_model *mo
         for (uint32_t k = 0; k < gr->count; k++, l++) {
             pb->group_of[l] = g;
             pb->time_prefix[l + 1] = pb->time_prefix[l] + gr->f + gr->b + gr->w;
+            pb->f_prefix[l + 1] = pb->f_prefix[l] + gr->f;
+            pb->b_prefix[l + 1] = pb->b_prefix[l] + gr->b;
             pb->param_prefix[l + 1] = pb->param_prefix[l] + gr->param;
             pb->minact_prefix[l + 1] = pb->minact_prefix[l] + variant_min_act(gr);
         }
@@ -318,4 +325,28 @@ void psched__evaluate(const psched__problem *pb, const psched__solution *sol, ps
 bool psched__fits(const psched__problem *pb, double mem)
 {
     return mem <= pb->limit * (1 + 1e-12);
+}
+
+/* Write each stage's summed costs and its activation bytes (held from F
+ * to W) into the plan. */
+psched_status psched__write_costs(const psched__problem *pb, const psched__solution *sol,
+                                  psched_plan *plan)
+{
+    for (uint32_t s = 0; s < pb->stages; s++) {
+        double f = 0, b = 0, w = 0, act = 0;
+        for (uint32_t l = sol->first[s]; l < sol->first[s] + sol->count[s]; l++) {
+            const psched__group *g = psched__layer_group(pb, l);
+            const psched__variant *v = &g->variant[sol->choice[l]];
+            f += g->f;
+            b += g->b + v->extra;
+            w += g->w;
+            act += v->act;
+        }
+        psched_status st = psched_plan_set_stage_cost(plan, s, f, b, w);
+        if (!st)
+            st = psched_plan_set_stage_mem(plan, s, act, 0, -act);
+        if (st)
+            return st;
+    }
+    return PSCHED_OK;
 }

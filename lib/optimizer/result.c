@@ -49,30 +49,6 @@ psched_partition_result *psched__result_alloc(const psched__problem *pb)
     return r;
 }
 
-/* Write each stage's summed costs and its activation bytes (held from F
- * to W) into the plan. */
-static psched_status write_costs(const psched__problem *pb, const psched__solution *sol,
-                                 psched_plan *plan)
-{
-    for (uint32_t s = 0; s < pb->stages; s++) {
-        double f = 0, b = 0, w = 0, act = 0;
-        for (uint32_t l = sol->first[s]; l < sol->first[s] + sol->count[s]; l++) {
-            const psched__group *g = psched__layer_group(pb, l);
-            const psched__variant *v = &g->variant[sol->choice[l]];
-            f += g->f;
-            b += g->b + v->extra;
-            w += g->w;
-            act += v->act;
-        }
-        psched_status st = psched_plan_set_stage_cost(plan, s, f, b, w);
-        if (!st)
-            st = psched_plan_set_stage_mem(plan, s, act, 0, -act);
-        if (st)
-            return st;
-    }
-    return PSCHED_OK;
-}
-
 /* Generate the schedule again with the partition's costs and simulate it:
  * the figures users compare are the simulator's, not the model's. */
 static psched_status resimulate(const psched__problem *pb, const char *name,
@@ -113,7 +89,7 @@ psched_status psched__result_fill(const psched__problem *pb, const psched__solut
     memcpy(r->stage_mem, ev->stage_mem, pb->stages * sizeof(double));
     memcpy(r->dev_param, ev->dev_param, pb->devices * sizeof(double));
     memcpy(r->dev_mem, ev->dev_mem, pb->devices * sizeof(double));
-    psched_status st = write_costs(pb, sol, *plan);
+    psched_status st = psched__write_costs(pb, sol, *plan);
     if (st)
         return st;
     r->plan = *plan;
