@@ -213,6 +213,15 @@ PSCHED_INTERNAL void psched__partition_force_milp(bool on);
  * tests can check the solvers against the estimate's oracle. */
 PSCHED_INTERNAL void psched__partition_skip_certify(bool on);
 
+/* psched_partition(), and when !want_min_memory an infeasible result
+ * leaves min_memory NAN instead of computing it (the planner's baseline
+ * needs only whether the even split fits). */
+PSCHED_INTERNAL psched_status psched__partition(const psched_model *model,
+                                                const psched_plan *plan, const char *schedule,
+                                                const psched_partition_options *options,
+                                                bool want_min_memory,
+                                                psched_partition_result **out);
+
 /* True when the build has GLPK. */
 PSCHED_INTERNAL bool psched__have_glpk(void);
 

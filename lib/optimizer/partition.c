@@ -315,6 +315,7 @@ static psched_status check_args(const psched_model *model, const psched_plan *pl
 }
 
 static psched_status partition_problem(psched__problem *pb, const psched_partition_options *o,
+                                       bool want_min_memory,
                                        const char *schedule, psched_plan **resolved,
                                        psched_partition_result **out)
 {
@@ -339,7 +340,7 @@ static psched_status partition_problem(psched__problem *pb, const psched_partiti
     if (!st)
         st = psched__result_fill(pb, &sol, schedule, resolved, &ev, r);
     if (!st && r->status == PSCHED_SOLVE_INFEASIBLE && isnan(r->min_memory))
-        st = min_memory(pb, &r->min_memory);
+        st = want_min_memory ? min_memory(pb, &r->min_memory) : PSCHED_OK;
     psched__dealloc(ev.stage_time);
     psched__dealloc(ev.stage_mem);
     psched__dealloc(ev.dev_param);
@@ -357,6 +358,13 @@ static psched_status partition_problem(psched__problem *pb, const psched_partiti
 psched_status psched_partition(const psched_model *model, const psched_plan *plan,
                                const char *schedule, const psched_partition_options *options,
                                psched_partition_result **out)
+{
+    return psched__partition(model, plan, schedule, options, true, out);
+}
+
+psched_status psched__partition(const psched_model *model, const psched_plan *plan,
+                                const char *schedule, const psched_partition_options *options,
+                                bool want_min_memory, psched_partition_result **out)
 {
     static const psched_partition_options defaults = PSCHED_PARTITION_OPTIONS_INIT;
     const psched_partition_options *o = options ? options : &defaults;
@@ -384,7 +392,7 @@ psched_status psched_partition(const psched_model *model, const psched_plan *pla
         st = psched__problem_check(&pb);
     psched_partition_result *r = NULL;
     if (!st)
-        st = partition_problem(&pb, o, schedule, &resolved, &r);
+        st = partition_problem(&pb, o, want_min_memory, schedule, &resolved, &r);
     psched_plan_destroy(resolved);
     psched__problem_free(&pb);
     if (st)

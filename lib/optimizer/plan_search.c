@@ -91,7 +91,7 @@ static psched_status even_makespan(const psched_model *model, const psched_plan 
     o.method = PSCHED_PARTITION_EVEN;
     o.flags = flags;
     psched_partition_result *r = NULL;
-    psched_status st = psched_partition(model, plan, name, &o, &r);
+    psched_status st = psched__partition(model, plan, name, &o, false, &r);
     *out = NAN;
     if (st == PSCHED_OK && psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
         *out = psched_partition_makespan(r);
