@@ -275,7 +275,14 @@ typedef enum psched_op_kind {
     PSCHED_OP_SEND_F = 4, /**< send activations of the stage to stage+1 */
     PSCHED_OP_RECV_F = 5, /**< receive activations from stage-1 */
     PSCHED_OP_SEND_B = 6, /**< send gradients of the stage to stage-1 */
-    PSCHED_OP_RECV_B = 7  /**< receive gradients from stage+1 */
+    PSCHED_OP_RECV_B = 7, /**< receive gradients from stage+1 */
+    /** copy the activations of (stage, micro-batch) to the host, after its F,
+     *  on the device's copy stream (ABI 1.1; pipesched's extension, action
+     *  text `<stage>OFFLOAD<mb>`; see psched_offload()) */
+    PSCHED_OP_OFFLOAD = 8,
+    /** copy them back to the device before its backward (ABI 1.1;
+     *  `<stage>RELOAD<mb>`) */
+    PSCHED_OP_RELOAD = 9
 } psched_op_kind;
 
 /** Op flag: runs overlapped with the next op of the same list (DualPipe's
@@ -579,22 +586,35 @@ PSCHED_API psched_status psched_report_op_times(const psched_report *report, uin
 /** Export formats. */
 typedef enum psched_format {
     /** PyTorch compute_only CSV: one row per device, `<stage><F|I|W|B><mb>`,
-     *  overlapped pairs `(a;b)OVERLAP_F_B`; loadable by PyTorch's `_load_csv`. */
+     *  overlapped pairs `(a;b)OVERLAP_F_B`; loadable by PyTorch's `_load_csv`.
+     *  A two-chain schedule (DualPipe) starts with the line
+     *  `# pipesched: chains=2` (PyTorch has no two-chain schedules); a
+     *  lowered schedule is written as ::PSCHED_FORMAT_CSV_COMMS. */
     PSCHED_FORMAT_CSV = 0,
     /** Terminal grid: one row per device, ops at their simulated start. */
     PSCHED_FORMAT_ASCII = 1,
     /** JSON object: format_version, plan shape, costs, op lists and, when a
      *  report is given, op times and the report. */
     PSCHED_FORMAT_JSON = 2,
-    /** PyTorch compute_comms CSV of a lowered schedule: compute and
-     *  SEND/RECV actions; a batched group is written in list order. */
+    /** compute_comms CSV of a lowered schedule: compute and SEND/RECV
+     *  actions, a batched group as one cell `[a;b;...]BATCH` (pipesched's
+     *  extension, read back by psched_import_csv()), and a two-chain
+     *  schedule headed by the line `# pipesched: chains=2`. A runtime with
+     *  blocking (rendezvous) sends must read this one. */
     PSCHED_FORMAT_CSV_COMMS = 3,
     /** Chrome / Perfetto Trace Event Format (JSON): one `ph:"X"` event per
      *  compute op at its simulated time, one track per device. */
     PSCHED_FORMAT_CHROME = 4,
     /** SVG timeline: one lane per device, a box per op at its simulated
      *  time, colour per kind, micro-batch numbers, legend and title. */
-    PSCHED_FORMAT_SVG = 5
+    PSCHED_FORMAT_SVG = 5,
+    /** Exactly PyTorch's compute_comms dialect (`_dump_csv` /
+     *  `_load_csv`): a batched group's ops as separate cells in list order
+     *  and no header line. Only for runtimes whose sends are non-blocking
+     *  (PyTorch posts every send and receive as isend/irecv); a
+     *  blocking-send runtime executing it deadlocks where the schedule
+     *  needs a group. */
+    PSCHED_FORMAT_CSV_COMMS_PYTORCH = 6
 } psched_format;
 
 /** Export flag: colour the ASCII grid with ANSI escapes. */
@@ -617,9 +637,14 @@ PSCHED_API psched_status psched_export(const psched_schedule *schedule,
                                        uint32_t flags, char **text, size_t *length);
 
 /**
- * @brief Import a PyTorch compute_only CSV (one row per device; empty cells
- * are idle steps; `\n` or `\r\n`). Strict: anything that is not a whole
- * action is an error naming line and column.
+ * @brief Import a PyTorch compute_only or compute_comms CSV (one row per
+ * device; empty cells are idle steps; `\n` or `\r\n`; a leading UTF-8 BOM is
+ * skipped). Strict: anything that is not a whole action is an error naming
+ * line and column. pipesched's extensions are read back: a batched group
+ * `[a;b;...]BATCH` of SEND/RECV actions (BATCH_NEXT on all but its last op)
+ * and a first line `# pipesched: chains=N` giving the chain count (then m
+ * is N times the largest micro-batch + 1). A lowered file is not validated
+ * here: psched_validate() checks its matching pairs and the rendezvous rule.
  * @param text the file contents (need not be NUL-terminated).
  * @param length bytes in @p text.
  * @param plan optional shape: when given, its p, m, v, chains, placement and
@@ -1174,6 +1199,153 @@ typedef struct psched_bound_info {
  */
 PSCHED_API psched_status psched_bound(const psched_plan *plan, const psched_bound_options *options,
                                       psched_bound_info *out);
+
+/** @} */
+
+/** @defgroup costmodel Cost model extensions
+ *  Opt-in refinements of the DESIGN §3 cost model (docs/simulator.md, "Cost
+ *  model extensions"). A plan that sets none of them simulates exactly as
+ *  before; each is copied with the plan and read by psched_simulate().
+ *  @{ */
+
+/**
+ * @brief Set the time an overlapped F&B pair saves, for every stage
+ * (clears per-stage values). A pair of ops joined by
+ * #PSCHED_OP_OVERLAP_NEXT, one F and one B or BW, then takes
+ * t_F + t_B − s instead of t_F + t_B (DualPipe hides one op's all-to-all
+ * under the other's compute); with two stages in the pair the smaller of
+ * their savings counts, each scaled by its micro-batch's weight.
+ * @param plan the plan.
+ * @param saving s, finite with 0 <= s <= min(t_F, t_B) of every stage under
+ *        the current costs (psched_simulate() checks again). Default 0.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (out of range, NULL plan), ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_set_overlap_saving(psched_plan *plan, double saving);
+
+/** @brief Set the overlap saving of one stage (stage < p·v; same range as
+ *  psched_plan_set_overlap_saving() against that stage's costs).
+ *  @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM. */
+PSCHED_API psched_status psched_plan_set_stage_overlap_saving(psched_plan *plan, uint32_t stage,
+                                                              double saving);
+
+/** @brief Overlap saving of a stage (0 unless set; NAN for a NULL plan or
+ *  stage >= S). */
+PSCHED_API double psched_plan_stage_overlap_saving(const psched_plan *plan, uint32_t stage);
+
+/**
+ * @brief Give micro-batch k the weight w_k: its F, B and W times, its
+ * memory deltas and the bytes it sends all scale by w_k (variable sequence
+ * lengths). Micro-batches are numbered over all chains: with two chains,
+ * micro-batch k of chain c is c·m/2 + k.
+ * @param plan the plan.
+ * @param weights @p count finite values > 0 (copied), or NULL with count 0
+ *        to go back to every w_k = 1.
+ * @param count 0, or exactly the plan's micro-batch count m (a later change
+ *        of m makes psched_simulate() refuse the plan until they match).
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_set_microbatch_weights(psched_plan *plan,
+                                                            const double *weights,
+                                                            uint32_t count);
+
+/** @brief Weight of micro-batch @p microbatch (numbered over all chains; 1
+ *  unless set; NAN for a NULL plan or microbatch >= m). */
+PSCHED_API double psched_plan_microbatch_weight(const psched_plan *plan, uint32_t microbatch);
+
+/**
+ * @brief Set the bytes every stage sends to its neighbour: @p forward
+ * (activations of its F, to the next stage) and @p backward (gradients of
+ * its B or BW, to the stage before), both finite and >= 0 (clears per-stage
+ * values). Default 0: transfers cost only t_comm. A transfer between two
+ * devices then takes the link's latency + bytes·w_k / bandwidth
+ * (psched_plan_set_topology()), plus t_comm.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_set_comm_bytes(psched_plan *plan, double forward,
+                                                    double backward);
+
+/** @brief Set the bytes one stage sends forward and backward (stage < p·v).
+ *  @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM. */
+PSCHED_API psched_status psched_plan_set_stage_comm_bytes(psched_plan *plan, uint32_t stage,
+                                                          double forward, double backward);
+
+/** @brief Read the bytes a stage sends forward and backward (either pointer
+ *  may be NULL). @return ::PSCHED_OK or ::PSCHED_EINVAL (stage >= S). */
+PSCHED_API psched_status psched_plan_stage_comm_bytes(const psched_plan *plan, uint32_t stage,
+                                                      double *forward, double *backward);
+
+/**
+ * @brief Describe the links between devices. Devices d and e share a node
+ * when d / devices_per_node == e / devices_per_node (devices_per_node 0: all
+ * on one node). Each device has one outgoing link towards higher-numbered
+ * devices and one towards lower-numbered ones; the transfers leaving it in
+ * one direction queue on that link in issue order (a send-side model) while
+ * compute goes on. A transfer holds its link for bytes / bandwidth and
+ * arrives latency + t_comm later.
+ * @param plan the plan.
+ * @param devices_per_node devices sharing a node (0: all on one node).
+ * @param intra_bandwidth, inter_bandwidth bytes per time unit, > 0
+ *        (INFINITY, the default: bytes cost nothing).
+ * @param intra_latency, inter_latency finite, >= 0 (default 0).
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_set_topology(psched_plan *plan, uint32_t devices_per_node,
+                                                  double intra_bandwidth, double intra_latency,
+                                                  double inter_bandwidth, double inter_latency);
+
+/**
+ * @brief Set the bandwidth of every device's copy stream to the host, in
+ * memory units (the unit of the memory deltas) per time unit: an OFFLOAD or
+ * RELOAD of (stage s, micro-batch k) takes mem_F[s]·w_k / bandwidth.
+ * @param plan the plan.
+ * @param bandwidth > 0; INFINITY (the default): copies take no time.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_set_pcie_bandwidth(psched_plan *plan, double bandwidth);
+
+/** @brief Copy-stream bandwidth (INFINITY unless set; NAN for NULL). */
+PSCHED_API double psched_plan_pcie_bandwidth(const psched_plan *plan);
+
+/** Which activations psched_offload() moves to the host. */
+typedef enum psched_offload_policy {
+    /** every (stage, micro-batch) */
+    PSCHED_OFFLOAD_ALL = 1,
+    /** the pairs whose activation is held long enough to hide the round trip:
+     *  lifespan (backward start − forward end, simulated without offload)
+     *  >= 2 · copy time */
+    PSCHED_OFFLOAD_SELECTIVE = 2,
+    /** the longest-held pairs of each device, one at a time, until the
+     *  device's simulated peak is <= the budget (or nothing is left) */
+    PSCHED_OFFLOAD_BUDGET = 3
+} psched_offload_policy;
+
+/**
+ * @brief Activation offload (PipeOffload, arXiv 2503.01328): a copy of
+ * @p schedule with an OFFLOAD after the F of every chosen (stage,
+ * micro-batch) and a RELOAD one compute op ahead of its backward, so the
+ * copy back overlaps that op. The compute order is unchanged. Copies run on
+ * a per-device copy stream, one at a time, concurrently with compute;
+ * memory is released at an OFFLOAD's end and taken at a RELOAD's start; the
+ * backward waits for its RELOAD (docs/simulator.md, "Activation offload").
+ * @param schedule a valid compute schedule without comm or copy ops.
+ * @param costs costs, memory and PCIe bandwidth (NULL: the schedule's plan).
+ * @param policy a ::psched_offload_policy.
+ * @param budget peak memory per device for ::PSCHED_OFFLOAD_BUDGET (> 0,
+ *        in memory units); ignored otherwise.
+ * @param[out] out new schedule owned by the caller.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_EINVALID / ::PSCHED_EDEADLOCK
+ *         (the input is not valid), ::PSCHED_EUNSUPPORTED (comm or copy ops
+ *         in the input), ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_offload(const psched_schedule *schedule, const psched_plan *costs,
+                                        psched_offload_policy policy, double budget,
+                                        psched_schedule **out);
+
+/** @brief Read the topology (any pointer may be NULL; the defaults are
+ *  0, INFINITY, 0, INFINITY, 0). @return ::PSCHED_OK or ::PSCHED_EINVAL. */
+PSCHED_API psched_status psched_plan_topology(const psched_plan *plan, uint32_t *devices_per_node,
+                                              double *intra_bandwidth, double *intra_latency,
+                                              double *inter_bandwidth, double *inter_latency);
 
 /** @} */
 

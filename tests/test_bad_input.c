@@ -510,6 +510,33 @@ static psched_status csv_non_utf8(void)
     return import_str("0F0,\xff\xfe\n");
 }
 
+static psched_status csv_cr_only_line_endings(void)
+{
+    return import_str("0F0,0B0\r1F0,1B0\r");
+}
+
+/* The BOM is skipped: the message quotes the cell after it. */
+static psched_status csv_bom_then_bad_cell(void)
+{
+    return import_str("\xef\xbb\xbfx\n");
+}
+
+/* A terminal escape in a message would clear the user's screen. */
+static psched_status csv_escape_sequence(void)
+{
+    return import_str("0\x1b[2J\n");
+}
+
+static psched_status csv_group_of_one(void)
+{
+    return import_str("0F0,[0SEND_F0]BATCH\n1RECV_F0,1F0\n");
+}
+
+static psched_status csv_header_chains_3(void)
+{
+    return import_str("# pipesched: chains=3\n0F0\n");
+}
+
 static psched_status csv_nul_byte(void)
 {
     return import_text("0F0\0,0I0\n", 9, NULL);
@@ -896,7 +923,18 @@ static const bad_case cases[] = {
      "line 1 column 10485761"},
     {"CSV 10 MB number", csv_10mb_number, PSCHED_EPARSE,
      "line 1 column 5: \"9999999999999999999999999999999999999999...\""},
-    {"CSV non-UTF-8 cell", csv_non_utf8, PSCHED_EPARSE, "line 1 column 5: \"\xff\xfe\""},
+    {"CSV non-UTF-8 cell", csv_non_utf8, PSCHED_EPARSE, "line 1 column 5: \"\\xff\\xfe\""},
+    {"CSV CR-only line endings", csv_cr_only_line_endings, PSCHED_EPARSE,
+     "line 1 column 8: carriage return inside a line; rows end with \"\\n\" or \"\\r\\n\" "
+     "(CR-only line endings are not read)"},
+    {"CSV leading BOM, then a bad cell", csv_bom_then_bad_cell, PSCHED_EPARSE,
+     "line 1 column 1: \"x\" is not a whole action"},
+    {"CSV escape sequence in a cell", csv_escape_sequence, PSCHED_EPARSE,
+     "line 1 column 2: \"0\\x1b[2J\" is not a whole action"},
+    {"CSV batched group of one", csv_group_of_one, PSCHED_EPARSE,
+     "a batched group holds at least two actions"},
+    {"CSV header chains=3", csv_header_chains_3, PSCHED_EPARSE,
+     "line 1 column 1: \"# pipesched: chains=3\" is not the header"},
     {"CSV NUL byte", csv_nul_byte, PSCHED_EPARSE, "line 1 column 4: NUL byte"},
     {"CSV claiming millions of micro-batches", csv_claims_millions_of_microbatches,
      PSCHED_EINVALID, "stages (5) x micro-batches (5888889)"},

@@ -24,6 +24,9 @@ TEN_MB = 10 << 20
 
 
 def run(args, stdin=None):
+    """`stdin` is bytes, or an open file such as /dev/zero."""
+    if hasattr(stdin, "read"):
+        return subprocess.run([TOOL, *args], stdin=stdin, capture_output=True, timeout=120)
     return subprocess.run([TOOL, *args], input=stdin, capture_output=True, timeout=120)
 
 
@@ -95,7 +98,12 @@ VALUE_CASES = [
     ("cost with two values", ["generate", *PLAN, "--cost", "1,1"], 2, "'1,1'"),
     ("memory delta NaN", ["generate", *PLAN, "--mem", "1,nan,-1"], 2, "'1,nan,-1'"),
     ("comm negative", ["generate", *PLAN, "--comm", "-1"], 2, "'-1'"),
-    ("memory limit 0", ["generate", *PLAN, "--mem-limit", "0"], 2, "'0'"),
+    ("memory limit 0", ["generate", *PLAN, "--mem-limit", "0"], 2,
+     "--mem-limit '0': must be a finite number > 0 (bytes or memory units)"),
+    ("memory limit 0, simulate", ["simulate", *PLAN, "--mem-limit", "0"], 2,
+     "--mem-limit '0': must be a finite number > 0 (bytes or memory units)"),
+    ("memory limit negative", ["generate", *PLAN, "--mem-limit", "-5"], 2,
+     "--mem-limit '-5': must be a finite number > 0 (bytes or memory units)"),
     ("unknown schedule", ["generate", "--schedule", "1f1c", "--devices", "2",
                           "--microbatches", "4"], 2, '"1f1c"'),
     ("unknown format", ["generate", *PLAN, "--format", "xml"], 2, "xml"),
@@ -168,7 +176,7 @@ class TestBadFiles(BadInput):
     def test_schedule_csv_bad_bytes(self):
         self.validate_case(b"", "empty input")
         self.validate_case(b"0F0,0B0\n1F0,\xff\xfe\n", "line 2 column 5")
-        self.validate_case(b"0F0\x00,0B0\n", "line 1 column 4: NUL byte")
+        self.validate_case(b"0F0\x00,0B0\n", "NUL byte at byte offset 3 (line 1, column 4)")
         self.validate_case(b"0F0,0I0,0W0\n1F", "line 2 column 3")
         self.validate_case(b"0" * TEN_MB + b"\n", "line 1 column 10485761")
         self.validate_case(b"4294967296F0\n", "does not fit in 32 bits")
@@ -191,7 +199,157 @@ class TestBadFiles(BadInput):
 
     def test_layer_profile_nul_byte(self):
         data = PROFILE_HEADER + b"lay\x00er,2,1,1,1,1,1\n"
-        self.partition_case(data, "line 2, column 4: NUL byte")
+        self.partition_case(data, "NUL byte at byte offset 30 (line 2, column 4)")
+
+
+MEM_LIMIT_RULE = "must be a finite number > 0 (bytes or memory units)"
+GIB = 1 << 30
+TABLE_CAP = 16 << 20
+
+
+class TestBoundedReads(BadInput):
+    """Issue 12 item 4: no read without a bound. Every case stops after the
+    first 64 KiB chunk (or before reading, from the file size), so each
+    runs in milliseconds whatever the source could still deliver."""
+
+    def model_args(self, path):
+        return ["partition", "--model", path, "--devices", "2", "--microbatches", "4",
+                "--schedule", "1f1b", "--method", "even"]
+
+    def test_dev_zero_stops_at_the_first_nul(self):
+        want = "/dev/zero: NUL byte at byte offset 0 (line 1, column 1): not a text file"
+        self.check_failure(["validate", "/dev/zero"], 2, want)
+        self.check_failure(["simulate", "--input", "/dev/zero"], 2, want)
+        self.check_failure(["generate", *PLAN, "--costs-file", "/dev/zero"], 2, want)
+        self.check_failure(self.model_args("/dev/zero"), 2, want)
+        self.check_failure(["plan", "--model", "/dev/zero", "--devices", "2", "--microbatches",
+                            "4", "--mem-limit", "1e9"], 2, want)
+
+    def test_standard_input_from_dev_zero(self):
+        want = "standard input: NUL byte at byte offset 0 (line 1, column 1)"
+        for args in (["validate", "-"], ["hash", "--input", "-"],
+                     ["simulate", *PLAN, "--costs-file", "-"], self.model_args("-")):
+            with self.subTest(args=args), open("/dev/zero", "rb") as zero:
+                self.check_failure(args, 2, want, stdin=zero)
+
+    def test_a_nul_after_text_names_its_offset(self):
+        data = b"0F0,0I0,0W0\n" * 10000 + b"\x00"
+        self.check_failure(["validate", "-"], 2,
+                           "NUL byte at byte offset 120000 (line 10001, column 1)", stdin=data)
+
+    def test_control_bytes_are_not_text(self):
+        path = self.write("s.csv", b"0F0,\x01\n")
+        self.check_failure(["validate", path], 2,
+                           "control byte 0x01 at byte offset 4 (line 1, column 5): not a text")
+
+    def sparse(self, name, size):
+        path = os.path.join(self.dir, name)
+        with open(path, "wb") as f:
+            f.truncate(size)
+        return path
+
+    def test_oversized_files_are_refused_from_their_size(self):
+        # sparse files: no disk space, and the size check reads nothing
+        big = self.sparse("big.csv", GIB + 1)
+        self.check_failure(["validate", big], 2, big + ": larger than the 1 GiB input cap")
+        self.check_failure(["generate", "--input", big], 2, "larger than the 1 GiB input cap")
+        costs = self.sparse("costs.csv", TABLE_CAP + 1)
+        self.check_failure(["simulate", *PLAN, "--costs-file", costs], 2,
+                           costs + ": larger than the 16 MiB input cap")
+        model = self.sparse("model.csv", TABLE_CAP + 1)
+        self.check_failure(self.model_args(model), 2, "larger than the 16 MiB input cap")
+
+    def test_oversized_standard_input_stops_at_the_cap(self):
+        data = b"#" * TABLE_CAP + b"\n"
+        self.check_failure(["simulate", *PLAN, "--costs-file", "-"], 2,
+                           "standard input: larger than the 16 MiB input cap", stdin=data)
+
+    def test_files_at_the_cap_are_read(self):
+        # a comment line filling the costs cap exactly is still a valid file
+        path = self.write("costs.csv", b"#" * (TABLE_CAP - 1) + b"\n")
+        r = run(["simulate", *PLAN, "--costs-file", path])
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class TestMessages(BadInput):
+    """Issue 12 item 6, the messages the tool writes itself."""
+
+    def test_mem_limit_rule_is_the_same_in_every_command(self):
+        model = self.write("m.csv", PROFILE_HEADER + b"layer,4,1,1,1,1,1\n")
+        for args in (["simulate", *PLAN], ["bound", *PLAN], ["validate", *PLAN],
+                     ["partition", "--model", model, "--devices", "2", "--microbatches", "4",
+                      "--schedule", "1f1b"],
+                     ["plan", "--model", model, "--devices", "2", "--microbatches", "4"]):
+            with self.subTest(command=args[0]):
+                self.check_failure([*args, "--mem-limit", "0"], 2,
+                                   "--mem-limit '0': " + MEM_LIMIT_RULE)
+
+    def test_all_zero_model_prints_no_nan(self):
+        model = self.write("zero.csv", PROFILE_HEADER + b"layer,4,0,0,0,0,0\n")
+        shape = ["--model", model, "--devices", "2", "--microbatches", "4"]
+        for args in (["partition", *shape, "--schedule", "1f1b"],
+                     ["plan", *shape, "--mem-limit", "10", "--schedules", "1f1b"]):
+            with self.subTest(command=args[0]):
+                r = run(args)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertNotIn(b"nan", r.stdout.lower())
+                self.assertIn(b"(speed-up -)", r.stdout)
+
+    def test_plan_with_more_devices_than_layers_names_the_cause(self):
+        model = self.write("two.csv", PROFILE_HEADER + b"layer,2,1,1,1,1,1\n")
+        r = run(["plan", "--model", model, "--devices", "4", "--microbatches", "4",
+                 "--mem-limit", "1e9", "--schedules", "1f1b"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(b"no plan: no candidate could be partitioned (1f1b, v = ", r.stdout)
+        self.assertNotIn(b"fits the memory limit", r.stdout)
+
+    def test_byte_order_mark_is_dropped_from_every_input(self):
+        bom = b"\xef\xbb\xbf"
+        # costs file without a header: the first row is data, not a header
+        costs = self.write("costs.csv", bom + b"1,3,3,3\n")
+        r = run(["simulate", *PLAN, "--costs-file", costs, "--json"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # 1F1B p = 2, m = 4 with stage 1 at 3 + 6 per micro-batch: 36 busy
+        self.assertIn(b'"busy": [12, 36]', r.stdout)
+        r = run(["validate", "-", "--json"], stdin=bom + b"0F0,0I0,0W0\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        model = self.write("m.csv", bom + PROFILE_HEADER + b"layer,2,1,1,1,1,1\n")
+        r = run(["partition", "--model", model, "--devices", "2", "--microbatches", "4",
+                 "--schedule", "1f1b", "--method", "even"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_cr_only_line_endings_are_explained(self):
+        why = "carriage return without a line feed at byte offset 7 (line 1): lines end " \
+              "with LF or CR LF"
+        costs = self.write("costs.csv", b"0,1,1,1\r1,1,1,1\r")
+        self.check_failure(["simulate", *PLAN, "--costs-file", costs], 2, why)
+        self.check_failure(["validate", "-"], 2, why, stdin=b"0F0,0B0\r1F0,1B0\r")
+        self.check_failure(["validate", "-"], 2, "byte offset 11 (line 1)",
+                           stdin=b"0F0,0I0,0W0\r")
+        # CR LF is fine
+        r = run(["validate", "-"], stdin=b"0F0,0I0,0W0\r\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_messages_escape_bytes_a_terminal_cannot_show(self):
+        r = subprocess.run([TOOL.encode(), b"simulate", b"--schedule", b"1f1b", b"--devices",
+                            b"\x01\x1b[31m\xff", b"--microbatches", b"4"],
+                           capture_output=True, timeout=120)
+        self.assertEqual(r.returncode, 2)
+        line = r.stderr.decode("utf-8")  # valid UTF-8: strict decoding
+        self.assertEqual(line, "pipesched: --devices '\\x01\\x1b[31m\\xff': expected an integer "
+                               "in 1..65536\n")
+        path = os.path.join(self.dir.encode(), b"caf\xc3\xa9\x07.csv")
+        r = run(["validate", path])
+        self.assertIn("café\\x07.csv", r.stderr.decode("utf-8"))
+
+    def test_long_messages_stay_under_300_characters(self):
+        r = run(["simulate", "--schedule", "1f1b", "--devices", "9" * 5000,
+                 "--microbatches", "4"])
+        line = r.stderr.decode("utf-8").rstrip("\n")
+        self.assertLess(len(line), 300)
+        self.assertTrue(line.startswith("pipesched: --devices '999"), line)
+        self.assertTrue(line.endswith("999': expected an integer in 1..65536"), line)
+        self.assertIn(" ... ", line)
 
 
 def main():

@@ -419,10 +419,10 @@ class TestExports(CliCase):
         self.assertEqual(len(pairs), 2 * csv.count("OVERLAP_F_B"))
 
     def test_csv_comms_is_the_lowered_hand_example(self):
-        # issue 4's hand example; a batched group is written in list order
+        # issue 4's hand example; a batched group is one [..;..]BATCH cell
         out = self.ok("generate", *PLAN_1F1B_P2_M2, "--format", "csv-comms")
-        self.assertEqual(out, "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
-                              "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1\n")
+        self.assertEqual(out, "0F0,0SEND_F0,0F1,[0SEND_F1;0RECV_B0]BATCH,0B0,0RECV_B1,0B1\n"
+                              "1RECV_F0,1F0,1B0,[1SEND_B0;1RECV_F1]BATCH,1F1,1B1,1SEND_B1\n")
 
     def test_csv_comms_of_interleaved_has_a_send_and_a_recv_per_transfer(self):
         # p = 4, v = 2, loop placement: every edge s -> s+1 of the S = 8
@@ -430,7 +430,7 @@ class TestExports(CliCase):
         # backward transfers
         out = self.ok("generate", "--schedule", "interleaved", "--devices", "4",
                       "--microbatches", "8", "--format", "csv-comms")
-        cells = [c for row in out.splitlines() for c in row.split(",")]
+        cells = [c for row in out.splitlines() for c in re.split("[,;]", row)]
         for kind in ("SEND_F", "RECV_F", "SEND_B", "RECV_B"):
             self.assertEqual(sum(kind in c for c in cells), 7 * 8, kind)
         self.assertEqual(len(cells), 4 * 7 * 8 + 2 * 8 * 8)
@@ -523,7 +523,7 @@ class TestUsage(CliCase):
             ([*base, "--json=yes"], "--json"),
             ([*base, "--format", "csv"], "--format"),
             (["generate", *PLAN_1F1B_P4_M8, "--format", "png"], "--format 'png'"),
-            (["generate", *PLAN_1F1B_P4_M8, "--json"], "--json"),
+            ([*base, "--format", "svg"], "--format 'svg'"),
             (["simulate", "--devices", "4", "--microbatches", "8"], "--schedule"),
             (["simulate", "--schedule", "1f1b", "--microbatches", "8"], "--devices"),
             (["simulate", "--schedule", "1f1b", "--devices", "4"], "--microbatches"),
@@ -620,6 +620,314 @@ class TestHash(CliCase):
         self.assertTrue(out.startswith("Usage: pipesched hash"), out)
         self.assertIn("--file", out)
         self.assertIn("hash", self.ok("--help"))
+
+# A 1F1B order with split backwards, p = 2, m = 2, written by hand.
+TINY_CSV = "0F0,0F1,0I0,0W0,0I1,0W1\n1F0,1I0,1W0,1F1,1I1,1W1\n"
+
+
+class TestInput(CliCase):
+    """One grammar: every schedule command reads --input FILE ('-' is stdin)
+    with the same cost flags as a generator."""
+
+    def tiny(self):
+        return self.write("tiny.csv", TINY_CSV)
+
+    def test_simulate_input_at_given_costs_is_the_hand_derived_timeline(self):
+        # F = 1, I = 2, W = 1. Device 0: 0F0 [0,1] 0F1 [1,2]; device 1: 1F0
+        # [1,2] 1I0 [2,4] 1W0 [4,5] 1F1 [5,6] 1I1 [6,8] 1W1 [8,9]; device 0:
+        # 0I0 [4,6] 0W0 [6,7] 0I1 [8,10] 0W1 [10,11]. Peak: two F's held on
+        # device 0 before its first W, one on device 1.
+        rep = self.simulate_json("--input", self.tiny(), "--cost", "1,2,1")
+        self.assertEqual((rep["makespan"], rep["span"]), (11, 11))
+        self.assertEqual(rep["busy"], [8, 8])
+        self.assertEqual(rep["peak_memory"], [2, 1])
+        self.assertEqual((rep["schedule"], rep["devices"], rep["microbatches"]), ("csv", 2, 2))
+
+    def test_chains_2_reads_a_dualpipe_file_without_its_header(self):
+        # DualPipe's CSV without the '# pipesched: chains=2' line reads as one
+        # V, where stage 4 (chain 1's first stage) would need stage 3: refused.
+        # With --chains 2 it is the generated schedule again (same hash).
+        text = self.ok("generate", "--schedule", "dualpipe", "--devices", "4",
+                       "--microbatches", "8")
+        self.assertTrue(text.startswith("# pipesched: chains=2\n"))
+        bare = self.write("bare.csv", text.split("\n", 1)[1])
+        self.assertIn("needs device 3", self.fails(1, "validate", bare))
+        want = self.ok("hash", "--schedule", "dualpipe", "--devices", "4", "--microbatches", "8")
+        self.assertEqual(self.ok("hash", "--input", bare, "--chains", "2"), want)
+        full = self.write("full.csv", text)
+        self.assertEqual(self.ok("hash", "--input", full, "--chains", "2"), want)
+        self.assertIn("--chains 1 but the file's first line says chains=2",
+                      self.fails(2, "hash", "--input", full, "--chains", "1"))
+        self.assertIn("--chains describes a file",
+                      self.fails(2, "hash", "--schedule", "1f1b", "--devices", "2",
+                                 "--microbatches", "2", "--chains", "2"))
+        self.assertIn("--chains '3': expected an integer in 1..2",
+                      self.fails(2, "hash", "--input", full, "--chains", "3"))
+
+    def test_pytorch_writes_pytorchs_compute_comms_dialect(self):
+        # 1F1B p=2 m=2 lowered: device 0's SEND_F1 and RECV_B0 form a batched
+        # group (posted together, or the two devices' blocking sends wait for
+        # each other). pipesched's csv-comms marks the group; PyTorch's
+        # dialect has no groups (its sends do not block) and lists the two.
+        args = ("generate", "--schedule", "1f1b", "--devices", "2", "--microbatches", "2",
+                "--format", "csv-comms")
+        self.assertEqual(self.ok(*args).splitlines()[0],
+                         "0F0,0SEND_F0,0F1,[0SEND_F1;0RECV_B0]BATCH,0B0,0RECV_B1,0B1")
+        self.assertEqual(self.ok(*args, "--pytorch").splitlines(),
+                         ["0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1",
+                          "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1"])
+        self.assertIn("needs --format csv-comms, not 'csv'",
+                      self.fails(2, "generate", "--schedule", "1f1b", "--devices", "2",
+                                 "--microbatches", "2", "--pytorch"))
+
+    def test_input_takes_comm_mem_and_costs_file(self):
+        # comm 1 on both cross-device edges: 1F0 [2,3] 1I0 [3,5] 1W0 [5,6]
+        # 1F1 [6,7] 1I1 [7,9] 1W1 [9,10]; 0I0 [6,8] 0W0 [8,9] 0I1 [10,12] 0W1 [12,13].
+        tiny = self.tiny()
+        self.assertEqual(self.simulate_json("--input", tiny, "--cost", "1,2,1",
+                                            "--comm", "1")["makespan"], 13)
+        self.assertEqual(self.simulate_json("--input", tiny, "--mem", "2,0,-2")["peak_memory"],
+                         [4, 2])
+        costs = self.write("costs.csv", "0,1,2,1\n1,1,2,1\n")
+        self.assertEqual(self.simulate_json("--input", tiny, "--costs-file", costs)["makespan"],
+                         11)
+        msg = self.fails(1, "simulate", "--input", tiny, "--mem-limit", "1")
+        self.assertIn("exceeds --mem-limit 1 for " + tiny, msg)
+
+    def test_standard_input(self):
+        rep = json.loads(self.ok("simulate", "--input", "-", "--cost", "1,2,1", "--json",
+                                 stdin=TINY_CSV))
+        self.assertEqual(rep["makespan"], 11)
+
+    def test_torchtitan_custom_schedule_at_costs_1_2_1(self):
+        # p = 2, v = 2, m = 8: 16 F (1 each) and 16 I+W (3 each) per device
+        # = 64 busy; after the forwards (device 1 ends 3F7 at 17) the I/W
+        # pairs alternate between the devices in rounds of 12, the last
+        # 0W7 ending at 67. Every F is held until its W: peak 16.
+        path = self.reference("torchtitan", "custom_schedule.csv")
+        rep = self.simulate_json("--input", path, "--cost", "1,2,1")
+        self.assertEqual(rep["makespan"], 67)
+        self.assertEqual(rep["busy"], [64, 64])
+        self.assertEqual(rep["peak_memory"], [16, 16])
+        text = self.ok("simulate", "--input", path, "--cost", "1,2,1")
+        self.assertRegex(text, r"(?m)^makespan\s+67$")
+        self.assertRegex(text, r"(?m)^\s*0\s+64\s+3\s+16$")
+
+    def test_generate_converts_the_torchtitan_file_to_svg_at_those_costs(self):
+        path = self.reference("torchtitan", "custom_schedule.csv")
+        root = ET.fromstring(self.ok("generate", "--input", path, "--cost", "1,2,1",
+                                     "--format", "svg"))
+        self.assertIn("makespan 67", root.find(SVG + "title").text)
+        ops = [e for e in root.iter() if "op" in (e.get("class") or "").split()]
+        self.assertEqual(len(ops), 2 * 48)
+        # the widest box is an I (2 units) and the narrowest an F or W (1)
+        widths = sorted({float(e.get("width")) for e in ops})
+        self.assertAlmostEqual(widths[-1] / widths[0], 2, delta=0.1)
+
+    def test_generate_converts_to_every_format(self):
+        tiny = self.tiny()
+        self.assertEqual(self.ok("generate", "--input", tiny), TINY_CSV)
+        trace = json.loads(self.ok("generate", "--input", tiny, "--cost", "1,2,1",
+                                   "--format", "chrome"))
+        ends = {e["name"]: (e["ts"] + e["dur"]) / 1000 for e in trace["traceEvents"]
+                if e["ph"] == "X"}
+        self.assertEqual((ends["0W1"], ends["1W1"], ends["1I0"]), (11, 9, 4))
+        self.assertEqual(json.loads(self.ok("generate", "--input", tiny, "--json")),
+                         json.loads(self.ok("generate", "--input", tiny, "--format", "json")))
+        self.assertIn("SEND_F", self.ok("generate", "--input", tiny, "--format", "csv-comms"))
+        self.assertEqual(len(self.ok("generate", "--input", tiny, "--format", "ascii")
+                             .splitlines()) >= 2, True)
+
+    def test_validate_hash_and_bound_take_input_and_generators(self):
+        tiny = self.tiny()
+        by_path = json.loads(self.ok("validate", tiny, "--json"))
+        self.assertEqual(json.loads(self.ok("validate", "--input", tiny, "--json")), by_path)
+        self.assertEqual(self.ok("hash", "--input", tiny), self.ok("hash", "--file", tiny))
+        self.assertEqual(self.ok("hash", "--input", tiny).strip(), by_path["hash"])
+        gen = json.loads(self.ok("validate", *PLAN_1F1B_P4_M8, "--json"))
+        self.assertIs(gen["valid"], True)
+        self.assertEqual(gen["span"], 33)
+        # unit costs: work 2 * 3 = 6; device 1 starts at 1 and its last
+        # B's tail (W0) is covered by its own W's: device path 1 + 6 = 7
+        bound = json.loads(self.ok("bound", "--input", tiny, "--json"))
+        self.assertEqual((bound["lower_bound"]["makespan"], bound["lower_bound"]["span"]), (7, 6))
+
+    def test_grammar_errors(self):
+        tiny = self.tiny()
+        self.assertIn("exclude", self.fails(2, "simulate", "--input", tiny,
+                                            *PLAN_1F1B_P4_M8))
+        self.assertIn("--schedule or --input", self.fails(2, "simulate"))
+        self.assertIn("--group-size", self.fails(2, "simulate", "--input", tiny,
+                                                 "--group-size", "2"))
+        self.assertIn("one input file", self.fails(2, "validate", tiny, "--input", tiny))
+
+    def test_json_and_format_json_are_synonyms_on_every_command(self):
+        for args in (["list"], ["simulate", *PLAN_1F1B_P4_M8], ["bound", *PLAN_1F1B_P4_M8],
+                     ["hash", *PLAN_1F1B_P4_M8], ["validate", *PLAN_1F1B_P4_M8]):
+            with self.subTest(args=args):
+                self.assertEqual(self.ok(*args, "--json"), self.ok(*args, "--format", "json"))
+                self.assertEqual(self.ok(*args), self.ok(*args, "--format", "text"))
+
+    def test_partition_and_plan_take_comm(self):
+        # One layer per stage, unit costs: the partition is the plain 1F1B
+        # schedule, so its simulated makespan is simulate's at the same comm.
+        model = self.write("four.csv", "type,count,f,b,w,act,param\nlayer,4,1,1,1,1,1\n")
+        want = self.simulate_json(*PLAN_1F1B_P4_M8, "--comm", "0.5")["makespan"]
+        self.assertNotEqual(want, 33)
+        d = json.loads(self.ok("partition", "--model", model, "--devices", "4",
+                               "--microbatches", "8", "--schedule", "1f1b", "--comm", "0.5",
+                               "--json"))
+        self.assertEqual(d["makespan"], want)
+        d = json.loads(self.ok("plan", "--model", model, "--devices", "4", "--microbatches",
+                               "8", "--schedules", "1f1b", "--mem-limit", "1e9", "--comm", "0.5",
+                               "--format", "json"))
+        self.assertEqual(d["alternatives"][0]["makespan"], want)
+
+
+class TestSameFlagsEverywhere(CliCase):
+    def test_partition_and_plan_take_the_equals_form_and_the_shared_checks(self):
+        model = self.write("four.csv", "type,count,f,b,w,act,param\nlayer,4,1,1,1,1,1\n")
+        spaced = self.ok("partition", "--model", model, "--devices", "2", "--microbatches", "4",
+                         "--schedule", "1f1b", "--json")
+        joined = self.ok("partition", "--model=" + model, "--devices=2", "--microbatches=4",
+                         "--schedule=1f1b", "--json")
+        self.assertEqual(json.loads(spaced)["makespan"], json.loads(joined)["makespan"])
+        for cmd in ("partition", "plan"):
+            with self.subTest(command=cmd):
+                msg = self.fails(2, cmd, "--model", model, "--devices", "0",
+                                 "--microbatches", "4", "--schedule", "1f1b")
+                self.assertIn("--devices '0': expected an integer in 1..65536", msg)
+                msg = self.fails(2, cmd, "--model", model, "--devices", "2",
+                                 "--microbatches", "4", "--comm", "-1")
+                self.assertIn("--comm '-1': expected a finite number >= 0", msg)
+        msg = self.fails(2, "simulate", *PLAN_1F1B_P4_M8, "--comm", "-1")
+        self.assertIn("--comm '-1': expected a finite number >= 0", msg)
+
+    def test_subnormal_costs_are_numbers_not_errors(self):
+        # 1e-320 underflows strtod (ERANGE) but is a finite number >= 0
+        rep = self.simulate_json(*PLAN_1F1B_P4_M8, "--cost", "1e-320,1,1")
+        self.assertEqual(rep["busy"][0], 8 * (1e-320 + 2))
+        costs = self.write("costs.csv", "0,1e-320,1,1\n")
+        self.simulate_json(*PLAN_1F1B_P4_M8, "--costs-file", costs)
+
+
+class TestBound(CliCase):
+    """docs/simulator.md, worked example: p = 4, m = 8, unit costs, loop:
+    work 24, critical path 4 + 4 + 1 = 9, device path 3 + 24 = 27; with a
+    limit of 2 units the memory term is 8 * 7 / 2 = 28."""
+
+    WANT = {"makespan": 27, "span": 24, "work": 24, "critical_path": 9, "device_path": 27,
+            "memory": 0}
+
+    def test_bound_of_1f1b_p4_m8_is_the_worked_example(self):
+        d = json.loads(self.ok("bound", *PLAN_1F1B_P4_M8, "--json"))
+        self.assertEqual(d["lower_bound"], self.WANT)
+        # 1F1B runs (m + p - 1) * 3 = 33: gap = figure / bound - 1
+        self.assertEqual((d["makespan"], d["span"]), (33, 33))
+        self.assertAlmostEqual(d["gap"]["makespan"], 33 / 27 - 1, places=12)
+        self.assertEqual(d["gap"]["span"], 33 / 24 - 1)
+
+    def test_memory_limit_term(self):
+        d = json.loads(self.ok("bound", *PLAN_1F1B_P4_M8, "--mem-limit", "2", "--json"))
+        self.assertEqual(d["lower_bound"]["memory"], 28)
+        self.assertEqual(d["lower_bound"]["makespan"], 28)
+
+    def test_bound_text_names_every_term(self):
+        out = self.ok("bound", *PLAN_1F1B_P4_M8)
+        for line in (r"makespan bound\s+27\b", r"work\s+24$", r"critical path\s+9$",
+                     r"device path\s+27$", r"memory\s+0$", r"span bound\s+24\b",
+                     r"makespan\s+33 \(gap 22.2%\)$", r"span\s+33 \(gap 37.5%\)$"):
+            self.assertRegex(out, "(?m)^\\s*" + line)
+
+    def test_simulate_reports_lower_bound_and_gap(self):
+        rep = self.simulate_json(*PLAN_1F1B_P4_M8)
+        self.assertEqual(rep["lower_bound"], self.WANT)
+        self.assertEqual(rep["gap"]["span"], 0.375)
+        out = self.ok("simulate", *PLAN_1F1B_P4_M8)
+        self.assertRegex(out, r"(?m)^lower bound\s+makespan 27, span 24$")
+        self.assertRegex(out, r"(?m)^gap\s+makespan 22.2%, span 37.5%$")
+
+    def test_zb_h2_meets_the_span_bound(self):
+        # zero bubble for m >= 2p - 1 (DESIGN.md 3): span = work = 24
+        rep = self.simulate_json("--schedule", "zb-h2", "--devices", "4", "--microbatches", "8")
+        self.assertEqual((rep["span"], rep["lower_bound"]["span"], rep["gap"]["span"]),
+                         (24, 24, 0))
+
+
+def help_flags(text):
+    """The flags a --help text defines: lines that start with two spaces and
+    a flag (prose mentioning flags is indented further)."""
+    return {m.group(1) for m in re.finditer(r"(?m)^  (--[a-z][a-z-]*)", text)}
+
+
+class TestCliDoc(CliCase):
+    """docs/cli.md's tables list exactly the flags each command's --help
+    defines and the JSON keys each command prints."""
+
+    COMMANDS = ("list", "generate", "simulate", "validate", "hash", "bound", "partition", "plan")
+
+    def doc(self):
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "cli.md")
+        with open(path) as f:
+            return f.read()
+
+    def table(self, heading):
+        section = self.doc().split("## " + heading, 1)[1].split("\n## ", 1)[0]
+        rows = re.findall(r"^\| `([^`]+)`[^|]*\| ([^|]+) \|", section, re.M)
+        self.assertTrue(rows, heading)
+        return rows
+
+    def test_flag_table_matches_every_help(self):
+        documented = {c: set() for c in ("pipesched",) + self.COMMANDS}
+        for flag, commands in self.table("Flags"):
+            names = [c.strip() for c in commands.split(",")]
+            for c in names:
+                self.assertIn(c, documented, f"{flag}: unknown command {c}")
+                documented[c].add(flag.split()[0])
+        self.assertEqual(help_flags(self.ok("--help")), documented["pipesched"])
+        for c in self.COMMANDS:
+            with self.subTest(command=c):
+                self.assertEqual(help_flags(self.ok(c, "--help")) | {"--help"}, documented[c])
+
+    def test_json_key_table_matches_the_output(self):
+        model = self.write("m.csv", "type,count,f,b,w,act,param\nlayer,4,1,1,1,1,1\n")
+        shape = ["--devices", "4", "--microbatches", "8"]
+        outputs = {
+            "list": json.loads(self.ok("list", "--json"))[0],
+            "simulate": self.simulate_json(*PLAN_1F1B_P4_M8),
+            "validate": json.loads(self.ok("validate", *PLAN_1F1B_P4_M8, "--json")),
+            "hash": json.loads(self.ok("hash", *PLAN_1F1B_P4_M8, "--json")),
+            "bound": json.loads(self.ok("bound", *PLAN_1F1B_P4_M8, "--json")),
+            "partition": json.loads(self.ok("partition", "--model", model, *shape,
+                                            "--schedule", "1f1b", "--json")),
+            "plan": json.loads(self.ok("plan", "--model", model, *shape, "--mem-limit", "1e9",
+                                       "--schedules", "1f1b", "--json")),
+        }
+        rows = dict((c, k) for c, k in self.table("JSON keys"))
+        self.assertEqual(set(rows), set(outputs))
+        for c, keys in rows.items():
+            with self.subTest(command=c):
+                want = set(re.findall(r"`([A-Za-z_]+)`", keys))
+                self.assertEqual(set(outputs[c]), want)
+
+    def test_top_level_help_and_readme_list_every_format(self):
+        readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
+        with open(readme) as f:
+            text = f.read()
+        top = self.ok("--help")
+        for fmt in ("csv", "csv-comms", "ascii", "json", "chrome", "svg"):
+            with self.subTest(format=fmt):
+                self.assertRegex(top, r"\b%s\b" % fmt)
+                self.assertTrue("`%s`" % fmt in text, "README does not name the format " + fmt)
+
+    def test_getting_started_installs_glpk(self):
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs",
+                            "getting-started.md")
+        with open(path) as f:
+            installs = [l for l in f if "apt-get install" in l]
+        self.assertTrue(installs)
+        self.assertTrue(all("libglpk-dev" in l for l in installs), installs)
+
 
 HEAD_HEAVY = """type,count,f,b,w,act,param
 embedding,1,0.1,0.1,0.1,1,1

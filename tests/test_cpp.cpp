@@ -6,6 +6,7 @@
 
 #include "testutil.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -256,6 +257,15 @@ void test_exports_and_generator_list()
     CHECK(!s.to_ascii(&r).empty());
     CHECK(!s.to_ascii().empty());
 
+    /* 1F1B p = 2, m = 2 lowered by hand: device 0 posts SEND_F1 with RECV_B0
+     * as one batched group; PyTorch's dialect lists the two, pipesched's
+     * marks the group. */
+    pipesched::Schedule low = pipesched::generate(pipesched::Plan(2, 2), "1f1b").lower();
+    CHECK_STRING(low.to_csv_comms_pytorch(),
+                 "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+                 "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1\n");
+    CHECK(low.to_csv_comms().find("[0SEND_F1;0RECV_B0]BATCH") != std::string::npos);
+
     std::vector<pipesched::GeneratorInfo> gens = pipesched::generators();
     bool found = false;
     for (const pipesched::GeneratorInfo &g : gens)
@@ -267,6 +277,153 @@ void test_exports_and_generator_list()
         }
     CHECK(found);
     CHECK_STRING(pipesched::version(), psched_version());
+}
+
+/* docs/simulator.md's worked example: p = 4, m = 8, unit costs: work 24,
+ * critical path 9, device path 27; a limit of 2 units makes the memory
+ * term 8 * 7 / 2 = 28. */
+void test_bound_of_1f1b_p4_m8_is_the_worked_example()
+{
+    pipesched::Schedule s = pipesched::generate(pipesched::Plan(4, 8), "1f1b");
+    psched_bound_info b = s.bound();
+    CHECK_EQ_DBL(b.makespan, 27);
+    CHECK_EQ_DBL(b.span, 24);
+    CHECK_EQ_DBL(b.work, 24);
+    CHECK_EQ_DBL(b.critical_path, 9);
+    CHECK_EQ_DBL(b.device_path, 27);
+    CHECK_EQ_DBL(b.memory, 0);
+    pipesched::Plan limited = s.plan();
+    limited.memory_limit(2);
+    CHECK_EQ_DBL(pipesched::bound(limited).makespan, 28);
+    CHECK_EQ_DBL(pipesched::bound(limited, PSCHED_BOUND_IGNORE_MEMORY).makespan, 27);
+    /* v left to a generator: the plan cannot be bounded */
+    EXPECT_ERROR(PSCHED_EINVAL, pipesched::bound(pipesched::Plan(4, 8)));
+}
+
+/* ---- the optimizer and the builder ---- */
+
+/* Four identical layers (F = B = W = 1 each) over two devices under 1F1B:
+ * the only split with no slow stage is [2, 2], so every stage costs
+ * (2, 2, 2) and the 1F1B span (m + p - 1)(F + B + W) is 5 · 6 = 30 at m = 4. */
+void test_partition_splits_four_layers_two_and_two()
+{
+    pipesched::Model model;
+    model.add_layers("layer", 4, 1, 1, 1, 10, 100);
+    CHECK_EQ_INT(model.layers(), 4);
+    CHECK_EQ_INT(model.groups(), 1);
+    pipesched::Plan plan(2, 4);
+    plan.memory_limit(1e9);
+    pipesched::Partition part = pipesched::partition(model, plan, "1f1b");
+    CHECK(part.status() != PSCHED_SOLVE_INFEASIBLE);
+    CHECK_EQ_INT(part.stages(), 2);
+    for (uint32_t s = 0; s < 2; s++) {
+        pipesched::PartitionStage st = part.stage(s);
+        CHECK_EQ_INT(st.first, 2 * s);
+        CHECK_EQ_INT(st.count, 2);
+    }
+    CHECK_EQ_DBL(part.makespan(), 30);
+    CHECK_EQ_DBL(part.device(0).params, 200);
+    pipesched::KindValues c = part.plan().stage_cost(1);
+    CHECK_EQ_DBL(c.f, 2);
+    CHECK_EQ_DBL(c.w, 2);
+    CHECK_EQ_INT(part.layer_recompute(0), PSCHED_RECOMPUTE_NONE);
+}
+
+/* A layer group reads back with its recompute variants; a missing variant
+ * is nullopt, and a bad group throws EINVAL. */
+void test_model_groups_read_back_with_their_variants()
+{
+    pipesched::Model model = pipesched::Model::from_csv(
+        "type,count,f,b,w,act,param,act_selective,extra_selective\n"
+        "layer,3,1,2,3,40,7,10,0.5\n");
+    CHECK_EQ_INT(model.layers(), 3);
+    pipesched::LayerGroup g = model.group(0);
+    CHECK_STRING(g.type, "layer");
+    CHECK_EQ_INT(g.count, 3);
+    CHECK_EQ_DBL(g.b, 2);
+    CHECK_EQ_DBL(g.act_bytes, 40);
+    CHECK(g.selective.has_value());
+    CHECK_EQ_DBL(g.selective->act_bytes, 10);
+    CHECK_EQ_DBL(g.selective->extra_time, 0.5);
+    CHECK(!g.full.has_value());
+    EXPECT_ERROR(PSCHED_EINVAL, model.group(1));
+    pipesched::Model empty;
+    EXPECT_ERROR(PSCHED_EINVAL, pipesched::partition(empty, pipesched::Plan(2, 4), "1f1b"));
+}
+
+/* GPipe and 1F1B take the same time at p = 2, m = 4 with two equal stages
+ * ((m + p - 1)(F + B + W) = 30), so the search ranks both as fitting with
+ * makespan 30, ties in the order the names were given. */
+void test_plan_search_ranks_fitting_alternatives()
+{
+    pipesched::Model model;
+    model.add_layers("layer", 4, 1, 1, 1, 10, 100);
+    pipesched::Plan plan(2, 4);
+    plan.memory_limit(1e9);
+    pipesched::SearchResult r = pipesched::plan_search(model, plan, {"1f1b", "gpipe"});
+    CHECK_EQ_INT(r.size(), 2);
+    pipesched::SearchAlternative a = r.at(0), b = r.at(1);
+    CHECK_STRING(a.schedule, "1f1b");
+    CHECK_STRING(b.schedule, "gpipe");
+    CHECK(a.fits && b.fits);
+    CHECK_EQ_DBL(a.makespan, 30);
+    CHECK_EQ_DBL(b.makespan, 30);
+    CHECK_EQ_INT(a.error, PSCHED_OK);
+    std::optional<pipesched::PartitionView> p0 = r.partition(0);
+    CHECK(p0.has_value());
+    CHECK_EQ_INT(p0->stage(1).count, 2);
+    EXPECT_ERROR(PSCHED_EINVAL, r.at(2));
+    EXPECT_ERROR(PSCHED_ENOTFOUND, pipesched::plan_search(model, plan, {"no-such"}));
+}
+
+/* A generator written in C++ through pipesched::Builder: GPipe on two
+ * devices and two micro-batches, hand-written. */
+psched_status cpp_gpipe(const psched_plan *plan, psched_builder *raw)
+{
+    try {
+        pipesched::Builder b(raw);
+        uint32_t m = psched_plan_microbatches(plan);
+        for (uint32_t d = 0; d < 2; d++) {
+            b.reserve(d, 2 * m);
+            for (uint32_t k = 0; k < m; k++)
+                b.append(d, PSCHED_OP_F, d, k);
+            for (uint32_t k = 0; k < m; k++)
+                b.append(d, PSCHED_OP_BW, d, k);
+        }
+        CHECK_EQ_INT(b.count(1), 2 * m);
+        CHECK(b.plan() == plan);
+        return PSCHED_OK;
+    } catch (const pipesched::Error &e) {
+        return e.status();
+    }
+}
+
+psched_status cpp_bad(const psched_plan *, psched_builder *raw)
+{
+    try {
+        pipesched::Builder(raw).append(7, PSCHED_OP_F, 0, 0);
+        return PSCHED_OK;
+    } catch (const pipesched::Error &e) {
+        return e.status();
+    }
+}
+
+void test_builder_writes_a_generator_in_cpp()
+{
+    static const psched_generator gen = {PSCHED_GENERATOR_ABI, "cpp-gpipe", "GPipe via C++",
+                                         "p = 2", PSCHED_PLACEMENT_LOOP, 1, 1, nullptr,
+                                         cpp_gpipe};
+    static const psched_generator bad = {PSCHED_GENERATOR_ABI, "cpp-bad", "appends to device 7",
+                                         "none", PSCHED_PLACEMENT_LOOP, 1, 1, nullptr, cpp_bad};
+    CHECK_EQ_INT(psched_register_generator(&gen), PSCHED_OK);
+    CHECK_EQ_INT(psched_register_generator(&bad), PSCHED_OK);
+    pipesched::Schedule s = pipesched::generate(pipesched::Plan(2, 2), "cpp-gpipe");
+    s.validate();
+    check_ops(s.ops(1), 1,
+              {{PSCHED_OP_F, 0}, {PSCHED_OP_F, 1}, {PSCHED_OP_BW, 0}, {PSCHED_OP_BW, 1}});
+    /* GPipe p = 2, m = 2, unit costs: (m + p - 1)(F + B + W) = 9. */
+    CHECK_EQ_DBL(s.simulate().span(), 9);
+    EXPECT_ERROR(PSCHED_EINVAL, pipesched::generate(pipesched::Plan(2, 2), "cpp-bad"));
 }
 
 } // namespace
@@ -283,5 +440,10 @@ int main()
     RUN(test_csv_round_trip_keeps_the_hash);
     RUN(test_invalid_csv_schedule_fails_validation);
     RUN(test_exports_and_generator_list);
+    RUN(test_partition_splits_four_layers_two_and_two);
+    RUN(test_model_groups_read_back_with_their_variants);
+    RUN(test_plan_search_ranks_fitting_alternatives);
+    RUN(test_builder_writes_a_generator_in_cpp);
+    RUN(test_bound_of_1f1b_p4_m8_is_the_worked_example);
     TEST_MAIN_END();
 }

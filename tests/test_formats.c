@@ -124,7 +124,15 @@ static void test_csv_export_writes_comm_ops(void)
     psched_builder_append(b, 1, PSCHED_OP_SEND_B, 1, 0, 0);
     CHECK_OK(psched__builder_finish(b, plan, "test", &s));
     psched__builder_destroy(b);
+    /* a batched group is one cell (pipesched's extension), in every CSV
+     * format but PyTorch's own dialect */
     char *text = export_text(s, NULL, PSCHED_FORMAT_CSV, 0);
+    CHECK_STR(text, "0F0,[0SEND_F0;0RECV_B0]BATCH\n1RECV_F0,1SEND_B0\n");
+    psched_free(text);
+    text = export_text(s, NULL, PSCHED_FORMAT_CSV_COMMS, 0);
+    CHECK_STR(text, "0F0,[0SEND_F0;0RECV_B0]BATCH\n1RECV_F0,1SEND_B0\n");
+    psched_free(text);
+    text = export_text(s, NULL, PSCHED_FORMAT_CSV_COMMS_PYTORCH, 0);
     CHECK_STR(text, "0F0,0SEND_F0,0RECV_B0\n1RECV_F0,1SEND_B0\n");
     psched_free(text);
     psched_schedule_destroy(s); /* owns plan */
@@ -335,6 +343,132 @@ static void test_csv_import_accepts_idle_cells_spaces_and_crlf(void)
     CHECK_OK(psched_import_csv("0F0,0B0\n1F0,1B0", 15, NULL, &s));
     CHECK_EQ_INT(psched_schedule_devices(s), 2);
     psched_schedule_destroy(s);
+}
+
+/* ------------------------------------- CSV: two chains, BOM, CR, quoting */
+
+static psched_schedule *dualpipe(uint32_t p, uint32_t m)
+{
+    psched_plan *plan;
+    psched_schedule *s = NULL;
+    if (psched_plan_create(&plan))
+        return NULL;
+    psched_plan_set_devices(plan, p);
+    psched_plan_set_microbatches(plan, m);
+    CHECK_OK(psched_generate(plan, "dualpipe", &s));
+    psched_plan_destroy(plan);
+    return s;
+}
+
+static void test_csv_dualpipe_round_trip_keeps_two_chains(void)
+{
+    /* DualPipe runs two chains of p stages each (micro-batch numbers count
+     * per chain); without the header the importer reads one V of 2p stages,
+     * where stage p follows stage p-1. */
+    const uint32_t shapes[][2] = {{2, 4}, {4, 8}, {6, 12}};
+    for (size_t k = 0; k < 3; k++) {
+        psched_schedule *s = dualpipe(shapes[k][0], shapes[k][1]), *back = NULL;
+        if (!s)
+            continue;
+        char *text = export_text(s, NULL, PSCHED_FORMAT_CSV, 0);
+        CHECK(text && strncmp(text, "# pipesched: chains=2\n", 22) == 0);
+        CHECK_OK(psched_import_csv(text, strlen(text), NULL, &back));
+        if (back) {
+            const psched_plan *bp = psched_schedule_plan(back);
+            CHECK_EQ_INT(psched_plan_chains(bp), 2);
+            CHECK_EQ_INT(psched_plan_microbatches(bp), shapes[k][1]);
+            CHECK_EQ_INT(psched_plan_chunks(bp), 2);
+            CHECK_OK(psched_validate(back));
+            uint64_t h1 = 0, h2 = 0;
+            CHECK_OK(psched_schedule_hash(s, &h1));
+            CHECK_OK(psched_schedule_hash(back, &h2));
+            CHECK(h1 == h2);
+        }
+        psched_schedule_destroy(back);
+        /* the same rows without the header: one chain, which breaks */
+        if (text && k == 0) {
+            CHECK_OK(psched_import_csv(text + 22, strlen(text + 22), NULL, &back));
+            if (back) {
+                CHECK_EQ_INT(psched_plan_chains(psched_schedule_plan(back)), 1);
+                CHECK_EQ_INT(psched_validate(back), PSCHED_EINVALID);
+            }
+            psched_schedule_destroy(back);
+            back = NULL;
+            /* ... unless a plan says two chains (the import option) */
+            CHECK_OK(psched_import_csv(text + 22, strlen(text + 22), psched_schedule_plan(s),
+                                       &back));
+            if (back)
+                CHECK_OK(psched_validate(back));
+            psched_schedule_destroy(back);
+        }
+        psched_free(text);
+        psched_schedule_destroy(s);
+    }
+}
+
+static void test_csv_chains_header_is_checked(void)
+{
+    psched_schedule *s = NULL;
+    /* chains=1 is the default, spelled out */
+    CHECK_OK(psched_import_csv("# pipesched: chains=1\n0F0,0B0\n", 30, NULL, &s));
+    psched_schedule_destroy(s);
+    s = NULL;
+    psched_plan *one = ts_plan(1, 1, 1, PSCHED_PLACEMENT_LOOP);
+    const char *text = "# pipesched: chains=2\n0F0,0B0\n";
+    CHECK_EQ_INT(psched_import_csv(text, strlen(text), one, &s), PSCHED_EINVAL);
+    CHECK_STR(psched_last_error(), "the file's header says chains=2 but the plan has 1 chain");
+    check_parse_error("# pipesched: chains=2 \n0F0\n", "line 1 column 1", "is not the header");
+    check_parse_error("# a comment\n0F0\n", "line 1 column 1", "\"# a comment\" is not the header");
+    check_parse_error("0F0\n# pipesched: chains=2\n", "line 2 column 1", "only as the first line");
+    psched_plan_destroy(one);
+}
+
+static void test_csv_import_skips_a_leading_bom(void)
+{
+    /* as --costs-file does: editors on Windows start UTF-8 files with EF BB BF */
+    const char *text = "\xef\xbb\xbf" "0F0,0B0\n1F0,1B0\n";
+    psched_schedule *s = NULL;
+    CHECK_OK(psched_import_csv(text, strlen(text), NULL, &s));
+    if (s) {
+        CHECK_EQ_INT(psched_schedule_devices(s), 2);
+        char *out = export_text(s, NULL, PSCHED_FORMAT_CSV, 0);
+        CHECK_STR(out, "0F0,0B0\n1F0,1B0\n");
+        psched_free(out);
+    }
+    psched_schedule_destroy(s);
+    /* only at the very start: elsewhere it is an escaped, visible byte sequence */
+    check_parse_error("0F0\n\xef\xbb\xbf" "1F0\n", "line 2 column 1",
+                      "\"\\xef\\xbb\\xbf1F0\" is not a whole action");
+}
+
+static void test_csv_cr_only_line_endings_say_why(void)
+{
+    check_parse_error("0F0,0B0\r1F0,1B0\r", "line 1 column 8: carriage return inside a line; "
+                      "rows end with \"\\n\" or \"\\r\\n\" (CR-only line endings are not read)",
+                      NULL);
+}
+
+static void test_csv_messages_escape_bytes_and_stay_short(void)
+{
+    /* control characters, an invalid UTF-8 byte, a zero-width space and
+     * quotes show as \xNN; a long cell is cut */
+    check_parse_error("0F0,0\x01\n", "line 1 column 6", "\"0\\x01\" is not a whole action");
+    check_parse_error("0F0,0\x1b[31mF1\n", "line 1 column 6", "\"0\\x1b[31mF1\"");
+    check_parse_error("0F0,0\xe2\x80\x8b" "F1\n", "line 1 column 6", "\"0\\xe2\\x80\\x8bF1\"");
+    check_parse_error("0F0,0\"\\\n", "line 1 column 6", "\"0\\x22\\x5c\"");
+    char big[2000];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (char)(0x80 + i % 0x40);
+    memcpy(big, "0F0,0", 5);
+    psched_schedule *s = NULL;
+    CHECK_EQ_INT(psched_import_csv(big, sizeof big, NULL, &s), PSCHED_EPARSE);
+    const char *msg = psched_last_error();
+    CHECK(strlen(msg) < 300);
+    CHECK_CONTAINS(msg, "...\" is not a whole action");
+    for (const char *c = msg; *c; c++)
+        CHECK((unsigned char)*c >= 0x20 && (unsigned char)*c < 0x7f);
+    /* an unsupported PyTorch action quotes its cell the same way */
+    check_parse_error("0F0\n0UNSHARD1\x7f\n", "line 2 column 2", "\"0UNSHARD1\\x7f\"");
 }
 
 /* --------------------------------------------------- CSV import: shape */
@@ -651,7 +785,7 @@ static void test_json_export_without_report_flags_and_escapes(void)
     CHECK_CONTAINS(text, "{\"kind\": \"F\", \"stage\": 1, \"microbatch\": 0, \"chunk\": 1, "
                          "\"overlap_next\": true},\n");
     CHECK_CONTAINS(text, "{\"kind\": \"SEND_B\", \"stage\": 1, \"microbatch\": 0, \"chunk\": 1, "
-                         "\"batch_next\": true}\n");
+                         "\"batch_next\": true, \"peer\": 0, \"group\": 0}\n");
     CHECK(text && !strstr(text, "\"start\""));
     CHECK(text && !strstr(text, "\"report\""));
     psched_free(text);
@@ -726,6 +860,11 @@ int main(int argc, char **argv)
     RUN(test_csv_import_rejects_partial_actions_with_line_and_column);
     RUN(test_csv_import_rejects_other_malformed_input);
     RUN(test_csv_import_accepts_idle_cells_spaces_and_crlf);
+    RUN(test_csv_dualpipe_round_trip_keeps_two_chains);
+    RUN(test_csv_chains_header_is_checked);
+    RUN(test_csv_import_skips_a_leading_bom);
+    RUN(test_csv_cr_only_line_endings_say_why);
+    RUN(test_csv_messages_escape_bytes_and_stay_short);
     RUN(test_csv_import_infers_custom_placement);
     RUN(test_csv_import_rejects_inconsistent_shapes);
     RUN(test_csv_import_checks_the_file_against_a_plan);

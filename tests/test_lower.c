@@ -170,6 +170,36 @@ static size_t count_comm_ops(const psched_schedule *l)
 }
 
 /* 0: not accepted by the generator; 1: checked; -1: failed (reported). */
+/* The csv-comms file of a lowered schedule reads back as the same op lists,
+ * batched groups included, and validates under rendezvous semantics (the
+ * file a blocking-send runtime executes). */
+static void check_comms_csv_round_trip(const psched_schedule *l)
+{
+    char *text = NULL;
+    psched_schedule *back = NULL;
+    CHECK_OK(psched_export(l, NULL, PSCHED_FORMAT_CSV_COMMS, 0, &text, NULL));
+    if (text)
+        CHECK_OK(psched_import_csv(text, strlen(text), NULL, &back));
+    if (back) {
+        CHECK_OK(psched_validate(back));
+        CHECK_EQ_INT(psched_plan_chains(psched_schedule_plan(back)),
+                     psched_plan_chains(psched_schedule_plan(l)));
+        CHECK_EQ_INT(psched_plan_microbatches(psched_schedule_plan(back)),
+                     psched_plan_microbatches(psched_schedule_plan(l)));
+        CHECK_EQ_INT(psched_schedule_total_ops(back), psched_schedule_total_ops(l));
+        int same = psched_schedule_total_ops(back) == psched_schedule_total_ops(l);
+        for (uint32_t d = 0; same && d < l->devices; d++)
+            same = back->offset[d + 1] == l->offset[d + 1];
+        for (size_t g = 0; same && g < psched_schedule_total_ops(l); g++)
+            same = back->ops[g].kind == l->ops[g].kind && back->ops[g].stage == l->ops[g].stage &&
+                   back->ops[g].microbatch == l->ops[g].microbatch &&
+                   back->ops[g].flags == l->ops[g].flags;
+        CHECK(same);
+    }
+    psched_schedule_destroy(back);
+    psched_free(text);
+}
+
 static int lower_one(const char *name, uint32_t p, uint32_t v, uint32_t m)
 {
     psched_plan *plan;
@@ -187,6 +217,7 @@ static int lower_one(const char *name, uint32_t p, uint32_t v, uint32_t m)
             CHECK_OK(psched_validate(l));
             CHECK(same_compute_order(s, l));
             CHECK_EQ_INT(count_comm_ops(l), 2 * cross_device_edges(psched_schedule_plan(s)));
+            check_comms_csv_round_trip(l);
         }
         result = tu_failed_checks == before ? 1 : -1;
         if (result < 0)
@@ -463,26 +494,149 @@ static void test_rendezvous_times_put_the_latency_on_the_transfer(void)
 
 /* ---- formats */
 
-static void test_comms_csv_round_trip_drops_the_groups(void)
+static void test_comms_csv_keeps_the_groups_and_pytorch_mode_drops_them(void)
 {
     psched_plan *plan = ts_plan(2, 2, 1, PSCHED_PLACEMENT_LOOP);
-    psched_schedule *s = ts_build(plan, hand_compute), *l = NULL, *back = NULL;
-    char *text = NULL;
+    psched_schedule *s = ts_build(plan, hand_compute), *l = NULL, *back = NULL, *flat = NULL;
+    char *text = NULL, *torch = NULL;
     CHECK_OK(psched_lower_comm(s, NULL, &l));
+    /* hand_lowered: one group per device, Megatron's send_forward_recv_backward */
     CHECK_OK(psched_export(l, NULL, PSCHED_FORMAT_CSV_COMMS, 0, &text, NULL));
-    CHECK_STR(text, "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
-                    "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1\n");
+    CHECK_STR(text, "0F0,0SEND_F0,0F1,[0SEND_F1;0RECV_B0]BATCH,0B0,0RECV_B1,0B1\n"
+                    "1RECV_F0,1F0,1B0,[1SEND_B0;1RECV_F1]BATCH,1F1,1B1,1SEND_B1\n");
     CHECK_OK(psched_import_csv(text, strlen(text), NULL, &back));
     if (back) {
-        CHECK_STR(render(back, 0), "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1");
-        CHECK_STR(render(back, 1), "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1");
-        /* CSV cannot say "batched", so the steady state deadlocks again. */
-        CHECK_EQ_INT(psched_validate(back), PSCHED_EDEADLOCK);
+        CHECK_STR(render(back, 0), hand_lowered[0]);
+        CHECK_STR(render(back, 1), hand_lowered[1]);
+        CHECK_OK(psched_validate(back));
     }
+    /* PyTorch's dialect: the group's ops as separate cells, which PyTorch
+     * posts as isend/irecv; read back with blocking sends it deadlocks. */
+    CHECK_OK(psched_export(l, NULL, PSCHED_FORMAT_CSV_COMMS_PYTORCH, 0, &torch, NULL));
+    CHECK_STR(torch, "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+                     "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1\n");
+    CHECK_OK(psched_import_csv(torch, strlen(torch), NULL, &flat));
+    if (flat) {
+        CHECK_EQ_INT(psched_validate(flat), PSCHED_EDEADLOCK);
+        CHECK_STR(psched_last_error(), "deadlock: device 0 op 3 (0SEND_F1) waits for device 1 op 4 "
+                                       "(1RECV_F1); device 1 op 3 (1SEND_B0) waits for device 0 "
+                                       "op 4 (0RECV_B0)");
+    }
+    psched_free(torch);
     psched_free(text);
+    psched_schedule_destroy(flat);
     psched_schedule_destroy(back);
     psched_schedule_destroy(l);
     psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+static void test_json_lists_comm_ops_with_peer_and_group(void)
+{
+    psched_plan *plan = ts_plan(2, 2, 1, PSCHED_PLACEMENT_LOOP);
+    psched_schedule *s = ts_build(plan, hand_compute), *l = NULL;
+    char *text = NULL;
+    CHECK_OK(psched_lower_comm(s, NULL, &l));
+    CHECK_OK(psched_export(l, NULL, PSCHED_FORMAT_JSON, 0, &text, NULL));
+    /* device 0: 0SEND_F0 is unit 0, {0SEND_F1, 0RECV_B0} unit 1, 0RECV_B1
+     * unit 2, all with device 1; device 1's 1RECV_F0 is its unit 0 */
+    CHECK_CONTAINS(text, "{\"kind\": \"SEND_F\", \"stage\": 0, \"microbatch\": 0, \"chunk\": 0, "
+                         "\"peer\": 1, \"group\": 0}");
+    CHECK_CONTAINS(text, "{\"kind\": \"SEND_F\", \"stage\": 0, \"microbatch\": 1, \"chunk\": 0, "
+                         "\"batch_next\": true, \"peer\": 1, \"group\": 1}");
+    CHECK_CONTAINS(text, "{\"kind\": \"RECV_B\", \"stage\": 0, \"microbatch\": 0, \"chunk\": 0, "
+                         "\"peer\": 1, \"group\": 1}");
+    CHECK_CONTAINS(text, "{\"kind\": \"RECV_B\", \"stage\": 0, \"microbatch\": 1, \"chunk\": 0, "
+                         "\"peer\": 1, \"group\": 2}");
+    CHECK_CONTAINS(text, "{\"kind\": \"RECV_F\", \"stage\": 1, \"microbatch\": 0, \"chunk\": 0, "
+                         "\"peer\": 0, \"group\": 0}");
+    CHECK_CONTAINS(text, "{\"kind\": \"SEND_B\", \"stage\": 1, \"microbatch\": 1, \"chunk\": 0, "
+                         "\"peer\": 0, \"group\": 2}");
+    /* compute ops carry neither */
+    CHECK_CONTAINS(text, "{\"kind\": \"F\", \"stage\": 0, \"microbatch\": 0, \"chunk\": 0}");
+    psched_free(text);
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+static void test_lowered_csv_import_errors_name_the_rule(void)
+{
+    static const struct {
+        const char *text;
+        psched_status status;
+        const char *message;
+    } rows[] = {
+        {"0F0,[0SEND_F0]BATCH\n1RECV_F0,1F0\n", PSCHED_EPARSE,
+         "line 1 column 5: \"[0SEND_F0]BATCH\" is not a whole action: a batched group holds at "
+         "least two actions"},
+        {"[0F0;0SEND_F0]BATCH\n1RECV_F0,1F0\n", PSCHED_EPARSE,
+         "line 1 column 2: \"[0F0;0SEND_F0]BATCH\" is not a whole action: a batched group holds "
+         "SEND/RECV actions only"},
+        {"0F0,[0SEND_F0;0RECV_B0]\n1F0\n", PSCHED_EPARSE,
+         "line 1 column 23: \"[0SEND_F0;0RECV_B0]\" is not a whole action: expected ';' or the "
+         "end \"]BATCH\" of a batched group"},
+        {"0F0,[0SEND_F0,0RECV_B0]BATCH\n1F0\n", PSCHED_EPARSE,
+         "line 1 column 14: \"[0SEND_F0\" is not a whole action: expected ';' or the end "
+         "\"]BATCH\" of a batched group"},
+        {"# pipesched: chains=3\n0F0\n", PSCHED_EPARSE,
+         "line 1 column 1: \"# pipesched: chains=3\" is not the header \"# pipesched: chains=N\" "
+         "with N = 1 or 2 (no other '#' line is read)"},
+        {"0F0,0B0\n# pipesched: chains=2\n", PSCHED_EPARSE,
+         "line 2 column 1: \"# pipesched: chains=2\": a line starting with '#' is read only as the "
+         "first line, the header \"# pipesched: chains=N\""},
+        /* parsed, then the validator's matching-pair rule: the RECV has no SEND */
+        {"0F0,0B0\n1RECV_F0,1F0,1B0\n", PSCHED_EINVALID, NULL},
+        /* the rendezvous rule: both devices send first */
+        {"0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n", PSCHED_OK, NULL},
+        {"0F0,0F1,0SEND_F0,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+         "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1\n", PSCHED_EDEADLOCK,
+         "deadlock: device 0 op 3 (0SEND_F1) waits for device 1 op 4 (1RECV_F1); device 1 op 3 "
+         "(1SEND_B0) waits for device 0 op 4 (0RECV_B0)"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        psched_schedule *s = NULL;
+        psched_status st = psched_import_csv(rows[i].text, strlen(rows[i].text), NULL, &s);
+        if (st == PSCHED_OK)
+            st = psched_validate(s);
+        CHECK_EQ_INT(st, rows[i].status);
+        if (rows[i].message)
+            CHECK_STR(psched_last_error(), rows[i].message);
+        if (st != rows[i].status)
+            fprintf(stderr, "  row %zu: %s\n", i, psched_last_error());
+        psched_schedule_destroy(s);
+    }
+}
+
+static void test_batch_flag_outside_comm_ops_is_refused_by_the_csv_export(void)
+{
+    psched_plan *plan = ts_plan(2, 2, 1, PSCHED_PLACEMENT_LOOP);
+    const char *on_compute[] = {"0F0+0SEND_F0", "1RECV_F0,1F0"};
+    const char *before_compute[] = {"0F0,0SEND_F0+0B0", "1RECV_F0,1F0"};
+    const char *at_end[] = {"0F0,0SEND_F0+", "1RECV_F0,1F0"};
+    const char *const *cases[] = {on_compute, before_compute, at_end};
+    const char *messages[] = {
+        "device 0 op 0 (0F0) has BATCH_NEXT but is a compute op; a batched group holds SEND/RECV "
+        "ops only",
+        "device 0 op 1 (0SEND_F0) has BATCH_NEXT but the next op is a compute op; a batched "
+        "group holds SEND/RECV ops only",
+        "device 0 op 1 (0SEND_F0) has BATCH_NEXT but is the last op of its device; a batched "
+        "group needs the op it chains to",
+    };
+    for (size_t i = 0; i < 3; i++) {
+        psched_schedule *s = build_rows(plan, cases[i]);
+        char *text = NULL;
+        CHECK(s != NULL);
+        if (!s)
+            continue;
+        CHECK_EQ_INT(psched_export(s, NULL, PSCHED_FORMAT_CSV_COMMS, 0, &text, NULL), PSCHED_EINVAL);
+        CHECK_STR(psched_last_error(), messages[i]);
+        CHECK(text == NULL);
+        /* PyTorch's dialect has no groups to check */
+        CHECK_OK(psched_export(s, NULL, PSCHED_FORMAT_CSV_COMMS_PYTORCH, 0, &text, NULL));
+        psched_free(text);
+        psched_schedule_destroy(s);
+    }
     psched_plan_destroy(plan);
 }
 
@@ -524,6 +678,11 @@ static void test_pytorch_comms_file_is_valid_under_rendezvous(void)
         /* 3 stage pairs (0-1, 1-2, 2-3) x 2 directions x 8 mbs x 2 ops */
         CHECK_EQ_INT(count_comm_ops(s), 96);
         CHECK_OK(psched_validate(s));
+        /* our PyTorch mode writes PyTorch's own file back byte for byte */
+        char *back = NULL;
+        CHECK_OK(psched_export(s, NULL, PSCHED_FORMAT_CSV_COMMS_PYTORCH, 0, &back, NULL));
+        CHECK(back && strlen(back) == len && memcmp(back, text, len) == 0);
+        psched_free(back);
     }
     psched_schedule_destroy(s);
     free(text);
@@ -619,7 +778,10 @@ int main(int argc, char **argv)
     RUN(test_lowered_1f1b_keeps_the_compute_makespan);
     RUN(test_lowering_keeps_the_makespan_of_reference_orders);
     RUN(test_rendezvous_times_put_the_latency_on_the_transfer);
-    RUN(test_comms_csv_round_trip_drops_the_groups);
+    RUN(test_comms_csv_keeps_the_groups_and_pytorch_mode_drops_them);
+    RUN(test_json_lists_comm_ops_with_peer_and_group);
+    RUN(test_lowered_csv_import_errors_name_the_rule);
+    RUN(test_batch_flag_outside_comm_ops_is_refused_by_the_csv_export);
     RUN(test_pytorch_comms_file_is_valid_under_rendezvous);
     RUN(test_lowering_refuses_bad_input);
     RUN(test_lowering_and_rendezvous_survive_every_allocation_failure);

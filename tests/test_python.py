@@ -27,6 +27,9 @@ REFERENCE = os.environ.get("PIPESCHED_REFERENCE", "")
 PLUGIN_SAMPLE = os.environ.get("PIPESCHED_PLUGIN_SAMPLE", "")
 CLI = os.environ.get("PIPESCHED_CLI", "")
 DOCS = os.environ.get("PIPESCHED_DOCS", "")
+# Set by .ci/wheel: the package under test is the installed wheel, found
+# without PIPESCHED_LIBRARY, and this file runs from outside the checkout.
+INSTALLED = os.environ.get("PIPESCHED_TEST_INSTALLED") == "1"
 
 
 def gen(name, **plan_args):
@@ -62,8 +65,32 @@ class Case(unittest.TestCase):
             raise
 
 
+def package_copy(tmp):
+    """A copy of the imported package's Python files only (no library, no
+    _build_config.py) under tmp/site/pipesched; returns that directory."""
+    package = os.path.dirname(pipesched.__file__)
+    copy = os.path.join(tmp, "site", "pipesched")
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns(
+        "__pycache__", "libpipesched*", "_build_config.py"))
+    return copy
+
+
+def run_without_pipesched_library(code, pythonpath, cwd):
+    env = {k: v for k, v in os.environ.items() if k != "PIPESCHED_LIBRARY"}
+    env["PYTHONPATH"] = pythonpath
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=60, cwd=cwd)
+
+
 class TestLibrary(Case):
     def test_library_is_found_through_pipesched_library(self):
+        if INSTALLED:
+            # The installed wheel: no variable, the copy inside the package.
+            self.assertNotIn("PIPESCHED_LIBRARY", os.environ)
+            self.assertEqual(pipesched.library_path(),
+                             os.path.join(os.path.dirname(pipesched.__file__),
+                                          "libpipesched.so.1"))
+            return
         self.assertIn("PIPESCHED_LIBRARY", os.environ)
         self.assertEqual(pipesched.library_path(), os.environ["PIPESCHED_LIBRARY"])
 
@@ -77,20 +104,62 @@ class TestLibrary(Case):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("/nonexistent/libpipesched.so.1 (PIPESCHED_LIBRARY)", r.stdout)
 
-    def test_library_next_to_the_package_is_found(self):
+    def test_library_inside_the_package_is_found(self):
         tmp = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, tmp)
-        package = os.path.dirname(pipesched.__file__)
-        copy = os.path.join(tmp, "pipesched")
-        shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
-        os.symlink(os.environ["PIPESCHED_LIBRARY"], os.path.join(copy, "libpipesched.so.1"))
-        env = {k: v for k, v in os.environ.items() if k != "PIPESCHED_LIBRARY"}
-        env["PYTHONPATH"] = tmp
+        copy = package_copy(tmp)
+        os.symlink(pipesched.library_path(), os.path.join(copy, "libpipesched.so.1"))
         code = "import pipesched; print(pipesched.library_path()); print(pipesched.version())"
-        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                           text=True, timeout=60, cwd=tmp)
+        r = run_without_pipesched_library(code, os.path.dirname(copy), tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.splitlines()[0], os.path.join(copy, "libpipesched.so.1"))
+
+    def prefix_install(self, tmp):
+        """A `meson install` layout under tmp/root: the package in
+        lib/python3/site-packages/pipesched with a _build_config.py saying
+        the library went to lib/arch, and the library there."""
+        copy = package_copy(tmp)
+        root = os.path.join(tmp, "root")
+        site = os.path.join(root, "lib", "python3", "site-packages")
+        os.makedirs(site)
+        package = os.path.join(site, "pipesched")
+        shutil.move(copy, package)
+        with open(os.path.join(package, "_build_config.py"), "w") as f:
+            f.write("VERSION = '0'\n"
+                    "PACKAGE_DIR = '/usr/local/lib/python3/site-packages/pipesched'\n"
+                    "LIBRARY_DIR = '/usr/local/lib/arch'\n")
+        libdir = os.path.join(root, "lib", "arch")
+        os.makedirs(libdir)
+        os.symlink(pipesched.library_path(), os.path.join(libdir, "libpipesched.so.1"))
+        return site, package, libdir
+
+    def test_library_of_the_same_prefix_is_found(self):
+        # The relative path from the recorded package directory to the
+        # recorded library directory, applied to where the package really is
+        # (a DESTDIR here), finds the library with no variable.
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        site, _, libdir = self.prefix_install(tmp)
+        r = run_without_pipesched_library("import pipesched; print(pipesched.library_path())",
+                                          site, tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), os.path.join(libdir, "libpipesched.so.1"))
+
+    def test_copy_inside_the_package_comes_before_the_prefix(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        site, package, _ = self.prefix_install(tmp)
+        os.symlink(pipesched.library_path(), os.path.join(package, "libpipesched.so.1"))
+        r = run_without_pipesched_library("import pipesched; print(pipesched.library_path())",
+                                          site, tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), os.path.join(package, "libpipesched.so.1"))
+
+    def test_lookup_order_is_documented(self):
+        doc = pipesched._lib.__doc__
+        steps = [doc.index(s) for s in ("$PIPESCHED_LIBRARY", "inside the package",
+                                        "same prefix", "system loader")]
+        self.assertEqual(steps, sorted(steps))
 
     def test_version_is_the_project_version(self):
         expected = os.environ.get("PIPESCHED_EXPECTED_VERSION")
@@ -120,15 +189,24 @@ class TestPlan(Case):
             self.assertIsNone(plan.option("absent"))
 
     def test_plan_defaults(self):
-        with pipesched.Plan() as plan:
+        with pipesched.Plan(4, 8) as plan:
             self.assertEqual((plan.devices, plan.microbatches, plan.chunks), (4, 8, 0))
             self.assertEqual(plan.placement, "auto")
             self.assertIsNone(plan.mem_limit)
             self.assertEqual(plan.comm, 0)
 
+    def test_plan_requires_devices_and_microbatches(self):
+        # No silent default shape: both are required arguments.
+        with self.assertRaisesRegex(TypeError, "devices.*microbatches"):
+            pipesched.Plan()
+        with self.assertRaisesRegex(TypeError, "microbatches"):
+            pipesched.Plan(devices=4)
+        with self.assertRaisesRegex(TypeError, "microbatches"):
+            pipesched.generate("1f1b", devices=4)
+
     def test_stage_costs_imply_chunks(self):
-        with pipesched.Plan(devices=2, stage_costs=[(1, 1, 1), (2, 2, 2), (3, 3, 3),
-                                                    (4, 4, 4)]) as plan:
+        with pipesched.Plan(devices=2, microbatches=4,
+                            stage_costs=[(1, 1, 1), (2, 2, 2), (3, 3, 3), (4, 4, 4)]) as plan:
             self.assertEqual(plan.chunks, 2)
             self.assertEqual(plan.stage_cost(2), (3, 3, 3))
 
@@ -428,7 +506,7 @@ class TestLowering(Case):
 class TestErrors(Case):
     def test_plan_devices_0_is_invalid_argument(self):
         with self.assertRaises(pipesched.InvalidArgument) as cm:
-            pipesched.Plan(devices=0)
+            pipesched.Plan(devices=0, microbatches=1)
         e = cm.exception
         self.assertIn("devices (0)", e.message)
         self.assertEqual(e.status, 1)
@@ -439,12 +517,12 @@ class TestErrors(Case):
 
     def test_plan_negative_and_unknown_values(self):
         with self.assertRaises(pipesched.InvalidArgument) as cm:
-            pipesched.Plan(devices=-1)
+            pipesched.Plan(devices=-1, microbatches=1)
         self.assertIn("devices (-1)", cm.exception.message)
         with self.assertRaises(pipesched.InvalidArgument):
-            pipesched.Plan(placement="diagonal")
+            pipesched.Plan(2, 2, placement="diagonal")
         with self.assertRaises(pipesched.InvalidArgument) as cm:
-            pipesched.Plan(cost=(1, -1, 1))
+            pipesched.Plan(2, 2, cost=(1, -1, 1))
         self.assertEqual(cm.exception.status, 1)
 
     def test_generate_unknown_name_is_not_found(self):
@@ -687,6 +765,389 @@ class TestOptimizer(Case):
         self.assertLessEqual(best.peak_memory, 80e9)
         self.assertLess(best.makespan, best.even_makespan)
         self.assertEqual(best.status, "optimal")
+
+
+GENERATORS = ("gpipe", "1f1b", "interleaved", "interleaved-zb", "looped-bfs", "zb-h1", "zb-h2",
+              "zb", "v-min", "v-half", "v-zb", "dualpipev", "dualpipe")
+
+
+class TestNativeApi(Case):
+    def test_version_dunder_is_the_library_version(self):
+        self.assertEqual(pipesched.__version__, pipesched.version())
+        expected = os.environ.get("PIPESCHED_EXPECTED_VERSION")
+        if expected:
+            self.assertEqual(pipesched.__version__, expected)
+        self.assertIn("__version__", dir(pipesched))
+
+    def test_all_is_the_public_surface_and_nothing_leaks(self):
+        names = [n for n in dir(pipesched) if not n.startswith("_")]
+        self.assertEqual(sorted(names), sorted(pipesched.__all__))
+        for leaked in ("os", "ctypes", "math", "collections", "operator", "typing", "threading",
+                       "annotations"):
+            self.assertNotIn(leaked, dir(pipesched))
+        for name in pipesched.__all__:
+            self.assertTrue(hasattr(pipesched, name), name)
+        ns = {}
+        exec("from pipesched import *", ns)
+        self.assertEqual(sorted(k for k in ns if k != "__builtins__"), sorted(pipesched.__all__))
+
+    def test_every_public_function_and_method_is_annotated(self):
+        import inspect
+        import typing
+
+        def check(fn, where):
+            hints = typing.get_type_hints(fn)  # resolves every annotation
+            sig = inspect.signature(fn)
+            for p in sig.parameters.values():
+                if p.name in ("self", "cls"):
+                    continue
+                self.assertIn(p.name, hints, f"{where}: parameter {p.name} has no type hint")
+            self.assertIn("return", hints, f"{where}: no return type hint")
+
+        checked = 0
+        for name in pipesched.__all__:
+            obj = getattr(pipesched, name)
+            if inspect.isfunction(obj):
+                check(obj, name)
+                checked += 1
+            elif inspect.isclass(obj) and obj.__module__.startswith("pipesched"):
+                if issubclass(obj, BaseException) or issubclass(obj, tuple):
+                    # exceptions take (status, message); NamedTuples declare fields
+                    if issubclass(obj, tuple):
+                        self.assertTrue(typing.get_type_hints(obj), name)
+                    continue
+                for attr, member in vars(obj).items():
+                    if attr.startswith("_") and attr not in ("__init__", "__eq__", "__hash__"):
+                        continue
+                    if isinstance(member, property):
+                        check(member.fget, f"{name}.{attr}")
+                        checked += 1
+                    elif isinstance(member, (classmethod, staticmethod)):
+                        check(member.__func__, f"{name}.{attr}")
+                        checked += 1
+                    elif inspect.isfunction(member):
+                        check(member, f"{name}.{attr}")
+                        checked += 1
+        self.assertGreater(checked, 50)
+
+    def test_py_typed_marker_ships_with_the_package(self):
+        self.assertTrue(os.path.isfile(os.path.join(os.path.dirname(pipesched.__file__),
+                                                    "py.typed")))
+
+    def test_equal_orders_and_plans_compare_equal(self):
+        a = self.schedule("1f1b", devices=4, microbatches=8)
+        b = self.schedule("1f1b", devices=4, microbatches=8)
+        self.assertIsNot(a, b)
+        self.assertEqual(a, b)
+        self.assertEqual(hash(a), hash(b))
+        self.assertEqual(len({a, b}), 1)
+        # An import of the same order with the same plan is the same schedule
+        # (the generator name does not count).
+        with a.plan as plan:
+            c = pipesched.from_csv(a.to_csv(), plan)
+        self.addCleanup(c.close)
+        self.assertEqual(c.name, "csv")
+        self.assertEqual(a, c)
+        # Another order, another shape, other costs: not equal. 1F1B's order
+        # does not depend on costs, so the library's hash (which leaves costs
+        # out) is the same, but the plans differ.
+        self.assertNotEqual(a, self.schedule("gpipe", devices=4, microbatches=8))
+        self.assertNotEqual(a, self.schedule("1f1b", devices=4, microbatches=9))
+        d = self.schedule("1f1b", devices=4, microbatches=8, cost=(2, 1, 1))
+        self.assertEqual(a.hash, d.hash)
+        self.assertNotEqual(a, d)
+        self.assertNotEqual(a, "1f1b")
+        self.assertFalse(a == 5)
+
+    def test_pickle_round_trips_every_generator_and_its_lowering(self):
+        import copy
+        import pickle
+        for name in GENERATORS:
+            with self.subTest(name=name):
+                s = self.schedule(name, devices=4, microbatches=8, cost=(1, 2, 1.5), comm=0.25,
+                                  mem_limit=100)
+                t = pickle.loads(pickle.dumps(s))
+                self.addCleanup(t.close)
+                self.assertEqual(t, s)
+                self.assertEqual((t.name, t.hash, t.to_csv()), (name, s.hash, s.to_csv()))
+                self.assertEqual(t.simulate().makespan, s.simulate().makespan)
+                lowered = s.lower()
+                self.addCleanup(lowered.close)
+                u = pickle.loads(pickle.dumps(lowered))
+                self.addCleanup(u.close)
+                # BATCH_NEXT flags have no CSV form: the copy is lowered again
+                self.assertEqual(u, lowered)
+                self.assertEqual([u.op_flags(d) for d in range(4)],
+                                 [lowered.op_flags(d) for d in range(4)])
+                self.assertEqual(copy.deepcopy(s), s)
+        with self.schedule("1f1b", devices=2, microbatches=4).lower() as lowered:
+            self.assertTrue(any(f & pipesched.BATCH_NEXT for d in range(2)
+                                for f in lowered.op_flags(d)))
+
+    def test_from_csv_takes_text_bytes_or_a_path(self):
+        import pathlib
+        text = self.reference("torchtitan", "custom_schedule.csv")
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        path = os.path.join(tmp, "custom_schedule.csv")
+        with open(path, "w", newline="") as f:
+            f.write(text)
+        made = [pipesched.from_csv(text), pipesched.from_csv(text.encode()),
+                pipesched.from_csv(bytearray(text.encode())), pipesched.from_csv(pathlib.Path(path))]
+        for s in made:
+            self.addCleanup(s.close)
+            self.assertEqual(s, made[0])
+        # A str is always the text: a file name gets a ParseError that says
+        # how to read the file.
+        with self.assertRaises(pipesched.ParseError) as cm:
+            pipesched.from_csv(path)
+        self.assertIn(f"pass pathlib.Path({path!r})", cm.exception.message)
+        with self.assertRaises(FileNotFoundError):
+            pipesched.from_csv(pathlib.Path(tmp, "absent.csv"))
+        m = pipesched.Model.from_csv(pathlib.Path(DOCS, "examples", "llama70b.csv")) \
+            if DOCS else None
+        if m is not None:
+            self.addCleanup(m.close)
+            self.assertGreater(m.layers, 0)
+
+    def test_generate_argument_order_does_not_matter(self):
+        with pipesched.Plan(4, 8) as plan:
+            made = [pipesched.generate("zb-h1", plan), pipesched.generate(plan, "zb-h1"),
+                    pipesched.generate(name="zb-h1", plan=plan),
+                    pipesched.generate(plan=plan, name="zb-h1")]
+        for s in made:
+            self.addCleanup(s.close)
+            self.assertEqual((s, s.name), (made[0], "zb-h1"))
+
+
+class TestConcurrentClose(Case):
+    def test_close_waits_for_a_call_in_flight_and_refuses_new_ones(self):
+        import threading
+        import time
+        s = gen("1f1b", devices=4, microbatches=8)
+        lib = pipesched._lib.load()
+        with s._use() as h:  # a call in flight, as another thread would hold it
+            closer = threading.Thread(target=s.close)
+            closer.start()
+            while not s.closed:  # close() has begun ...
+                time.sleep(0.001)
+            self.assertTrue(closer.is_alive())  # ... and waits for this use
+            with self.assertRaisesRegex(ValueError, "operation on a closed schedule"):
+                s.ops(0)
+            self.assertEqual(lib.psched_schedule_total_ops(h), 4 * 8 * 2)  # still valid
+        closer.join()
+        self.assertFalse(closer.is_alive())
+
+    def test_threads_using_a_schedule_while_it_closes_never_crash(self):
+        import threading
+        s = gen("zb", devices=4, microbatches=16)
+        ready = threading.Barrier(5)
+        outcomes = []
+
+        def work():
+            ready.wait()
+            try:
+                while True:
+                    s.to_csv()
+                    s.simulate().close()
+                    s.hash
+            except ValueError as e:
+                outcomes.append(str(e))
+
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        ready.wait()
+        for _ in range(20):  # let every worker run some calls first
+            s.to_csv()
+        s.close()
+        for t in threads:
+            t.join()
+        self.assertEqual(outcomes, ["operation on a closed schedule"] * 4)
+
+
+class TestBadInput(Case):
+    """Bad arguments from Python: each row is an exact exception type and a
+    message fragment naming the parameter; nothing reaches C (issue 12
+    item 3: these crashed or wrapped silently before)."""
+
+    def test_table(self):
+        import pickle
+        plan = pipesched.Plan(2, 4)
+        model = equal_layers(4)
+        s = gen("1f1b", devices=2, microbatches=4)
+        report = s.simulate()
+        closed_plan = pipesched.Plan(2, 2)
+        closed_plan.close()
+        for obj in (plan, model, s, report):
+            self.addCleanup(obj.close)
+        csv = "0F0,0B0\n1F0,1B0\n"
+        big = "4294967295"
+        E = pipesched.InvalidArgument
+        rows = [
+            # wrong handle types (segfaulted before)
+            ("generate plan=Model", lambda: pipesched.generate("1f1b", model),
+             TypeError, "plan must be a pipesched.Plan, not Model"),
+            ("to_json report=Plan", lambda: s.to_json(report=plan),
+             TypeError, "report must be a pipesched.Report, not Plan"),
+            ("to_ascii report=Model", lambda: s.to_ascii(report=model),
+             TypeError, "report must be a pipesched.Report, not Model"),
+            ("to_svg report=Schedule", lambda: s.to_svg(report=s),
+             TypeError, "report must be a pipesched.Report, not Schedule"),
+            ("to_chrome report=int", lambda: s.to_chrome(report=1),
+             TypeError, "report must be a pipesched.Report, not int"),
+            ("plan_search plan=Report", lambda: pipesched.plan_search(model, report),
+             TypeError, "plan must be a pipesched.Plan, not Report"),
+            ("plan_search model=Plan", lambda: pipesched.plan_search(plan, plan),
+             TypeError, "model must be a pipesched.Model, not Plan"),
+            ("partition plan=Schedule", lambda: pipesched.partition(model, s, "1f1b"),
+             TypeError, "plan must be a pipesched.Plan, not Schedule"),
+            ("from_csv plan=Model", lambda: pipesched.from_csv(csv, plan=model),
+             TypeError, "plan must be a pipesched.Plan, not Model"),
+            ("simulate costs=Model", lambda: s.simulate(costs=model),
+             TypeError, "costs must be a pipesched.Plan, not Model"),
+            ("lower plan=Report", lambda: s.lower(plan=report),
+             TypeError, "plan must be a pipesched.Plan, not Report"),
+            ("from_csv source=None", lambda: pipesched.from_csv(None),
+             TypeError, "source must be CSV text (str), bytes or a path (os.PathLike), not NoneType"),
+            # names: type and embedded NUL (cut short by C before)
+            ("generate name=None", lambda: pipesched.generate(None, plan),
+             TypeError, "name must be a str, not NoneType"),
+            ("generate name=bytes", lambda: pipesched.generate(b"1f1b", plan),
+             TypeError, "name must be a str, not bytes"),
+            ("generate NUL", lambda: pipesched.generate("1f1b\0junk", plan),
+             E, "name ('1f1b\\x00junk') contains a NUL character"),
+            ("schedule_info NUL", lambda: pipesched.schedule_info("zb\0"),
+             E, "name ('zb\\x00') contains a NUL character"),
+            ("partition schedule=None", lambda: pipesched.partition(model, plan, None),
+             TypeError, "schedule must be a str, not NoneType"),
+            ("partition NUL", lambda: pipesched.partition(model, plan, "1f1b\0x"),
+             E, "schedule ('1f1b\\x00x') contains a NUL character"),
+            ("plan_search schedules[1]", lambda: pipesched.plan_search(model, plan, ["1f1b", None]),
+             TypeError, "schedules[1] must be a str, not NoneType"),
+            ("add_layers type=None", lambda: model.add_layers(None, 1, 1, 1, 1, 1, 1),
+             TypeError, "type must be a str, not NoneType"),
+            ("add_layers NUL", lambda: model.add_layers("a\0b", 1, 1, 1, 1, 1, 1),
+             E, "type ('a\\x00b') contains a NUL character"),
+            ("option name NUL", lambda: pipesched.Plan(2, 2, options={"x\0y": 1}),
+             E, "option name ('x\\x00y') contains a NUL character"),
+            ("option name int", lambda: pipesched.Plan(2, 2, options={1: 2}),
+             TypeError, "option name must be a str, not int"),
+            ("load_plugin NUL", lambda: pipesched.load_plugin("/tmp/x\0y.so"),
+             E, "path ('/tmp/x\\x00y.so') contains a NUL character"),
+            ("load_plugin None", lambda: pipesched.load_plugin(None),
+             TypeError, "path must be a str, bytes or os.PathLike, not NoneType"),
+            # integers: range of the C type (wrapped silently before)
+            ("add_layers count=2**32+1", lambda: model.add_layers("x", 2**32 + 1, 1, 1, 1, 1, 1),
+             E, "count (4294967297) must be between 0 and " + big),
+            ("add_layers count=-1", lambda: model.add_layers("x", -1, 1, 1, 1, 1, 1),
+             E, "count (-1) must be between 0 and " + big),
+            ("from_transformer hidden=-1", lambda: pipesched.Model.from_transformer(
+                hidden=-1, ffn=4, heads=1, layers=1, vocab=8, sequence=4),
+             E, "hidden (-1) must be between 0 and " + big),
+            ("from_transformer kv_heads=2**32", lambda: pipesched.Model.from_transformer(
+                hidden=4, ffn=4, heads=1, layers=1, vocab=8, sequence=4, kv_heads=2**32),
+             E, "kv_heads (4294967296) must be between 0 and " + big),
+            ("partition chunks=2**32+2",
+             lambda: pipesched.partition(model, plan, "interleaved", chunks=2**32 + 2),
+             E, "chunks (4294967298) must be between 0 and " + big),
+            ("Plan group_size=2**64", lambda: pipesched.Plan(2, 2, group_size=2**64),
+             E, "option 'group-size' (18446744073709551616) must be between "
+                "-9223372036854775808 and 9223372036854775807"),
+            ("Plan devices=2**32", lambda: pipesched.Plan(2**32, 2),
+             E, "devices (4294967296) must be between 0 and " + big),
+            ("Plan microbatches=-1", lambda: pipesched.Plan(2, -1),
+             E, "microbatches (-1) must be between 0 and " + big),
+            ("Plan placement[1]=-1", lambda: pipesched.Plan(2, 2, placement=[0, -1]),
+             E, "placement[1] (-1) must be between 0 and " + big),
+            ("Plan devices=2.0", lambda: pipesched.Plan(2.0, 2),
+             TypeError, "devices must be an integer, not float"),
+            ("Plan chunks='2'", lambda: pipesched.Plan(2, 2, chunks="2"),
+             TypeError, "chunks must be an integer, not str"),
+            ("ops device=-1", lambda: s.ops(-1),
+             E, "device (-1) must be between 0 and " + big),
+            ("stage_cost stage=2**32", lambda: plan.stage_cost(2**32),
+             E, "stage (4294967296) must be between 0 and " + big),
+            ("op_times device=2**40", lambda: report.op_times(2**40),
+             E, "device (1099511627776) must be between 0 and " + big),
+            # doubles
+            ("Plan comm='1'", lambda: pipesched.Plan(2, 2, comm="1"),
+             TypeError, "comm must be a number, not str"),
+            ("Plan mem_limit=10**400", lambda: pipesched.Plan(2, 2, mem_limit=10**400),
+             OverflowError, "mem_limit (100000000000... (401 digits)) is too large for a double"),
+            ("Plan cost pair", lambda: pipesched.Plan(2, 2, cost=(1, 2)),
+             E, "cost ((1, 2)) must be three numbers (F, B, W)"),
+            ("Plan cost=None", lambda: pipesched.Plan(2, 2, cost=None),
+             TypeError, "cost must be three numbers (F, B, W), not NoneType"),
+            ("Plan stage_costs[1][2]", lambda: pipesched.Plan(2, 2, stage_costs=[(1, 1, 1),
+                                                                                (1, 1, "w")]),
+             TypeError, "stage_costs[1][2] must be a number, not str"),
+            ("add_layers act=None", lambda: model.add_layers("x", 1, 1, 1, 1, None, 1),
+             TypeError, "act must be a number, not NoneType"),
+            ("add_layers selective=5", lambda: model.add_layers("x", 1, 1, 1, 1, 1, 1, 5),
+             TypeError, "selective must be a pair (act_bytes, extra_time), not 5"),
+            ("partition time_limit='10'",
+             lambda: pipesched.partition(model, plan, "1f1b", time_limit="10"),
+             TypeError, "time_limit must be a number, not str"),
+            ("partition method=3", lambda: pipesched.partition(model, plan, "1f1b", method=3),
+             TypeError, "method must be a str, not int"),
+            # objects that wrap a raw C pointer are made by the package only
+            ("Schedule(1)", lambda: pipesched.Schedule(1),
+             TypeError, "pipesched.Schedule cannot be created directly; use generate(), "
+                        "from_csv() or Schedule.lower()"),
+            ("Report(1, [])", lambda: pipesched.Report(1, []),
+             TypeError, "pipesched.Report cannot be created directly; use Schedule.simulate()"),
+            ("Partition(1)", lambda: pipesched.Partition(1),
+             TypeError, "pipesched.Partition cannot be created directly"),
+            ("SearchResult(1)", lambda: pipesched.SearchResult(1),
+             TypeError, "pipesched.SearchResult cannot be created directly; use plan_search()"),
+            # closed handles and handles that cannot be pickled
+            ("generate closed plan", lambda: pipesched.generate("1f1b", closed_plan),
+             ValueError, "operation on a closed plan"),
+            ("pickle a Plan", lambda: pickle.dumps(plan),
+             TypeError, "cannot pickle a pipesched plan: it owns a C handle"),
+            ("unpickle junk", lambda: pipesched._restore_schedule({"format": 9}),
+             E, "not a pickled pipesched.Schedule of format 1"),
+        ]
+        for label, call, exc, fragment in rows:
+            with self.subTest(label):
+                with self.assertRaises(BaseException) as cm:
+                    call()
+                self.assertIs(type(cm.exception), exc, f"{label}: {cm.exception!r}")
+                self.assertIn(fragment, str(cm.exception))
+        # The model took none of the bad rows.
+        self.assertEqual(model.layers, 4)
+
+
+class TestDocs(Case):
+    """The Python page's tour and the README's Python example run as written."""
+
+    def run_code(self, code, where):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=120, cwd=tmp)
+        self.assertEqual(r.returncode, 0, f"{where}:\n{r.stderr}")
+        return r.stdout
+
+    def test_python_tour_runs(self):
+        path = os.path.join(DOCS, "examples", "python_tour.py")
+        if not os.path.exists(path):
+            self.fail(f"{path} is missing (PIPESCHED_DOCS={DOCS!r})")
+        with open(path) as f:
+            out = self.run_code(f.read(), path)
+        self.assertIn("devices (-1) must be between 0 and 4294967295", out)
+
+    def test_readme_python_example_runs(self):
+        readme = os.path.join(DOCS, os.pardir, "README.md")
+        if not os.path.exists(readme):
+            self.fail(f"{readme} is missing (PIPESCHED_DOCS={DOCS!r})")
+        with open(readme) as f:
+            text = f.read()
+        section = text[text.index("\n## Python\n"):]
+        code = section[section.index("```python\n") + 10:section.index("\n```", section.index("```python"))]
+        out = self.run_code(code, "README.md, section Python")
+        self.assertIn("['0F0', '0F1', '0F2', '0F3', '0I0', '0W0']", out)
 
 
 if __name__ == "__main__":

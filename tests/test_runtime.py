@@ -1,13 +1,21 @@
 #!/usr/bin/env python3
 """Proof by execution: the pipeline_runtime example trains a 16-layer MLP for
-one step under every schedule, one thread per device, after comm lowering.
+one step under every schedule, one thread per device (or, in TestMpi, one
+MPI process per device), after comm lowering.
 
-Usage: test_runtime.py PATH/TO/pipeline_runtime REFERENCE_DIR
+Usage: test_runtime.py PATH/TO/pipeline_runtime REFERENCE_DIR [TEST ...]
+TestMpi runs mpirun from the environment variable PIPESCHED_MPIRUN (meson
+sets it when the runtime was built with MPI).
 
 Expected values come from the generators' documented constraints (which
 grid points exist), closed forms with unit costs (1F1B's peak on device d is
 min(m, p-d)), hand-derived op orders and the shared reference files; never
 from the program's own earlier output.
+
+Memory is in bytes, measured from the runtime's tensors: a tensor is
+kRows x kWidth = 2 x 8 float64 values = 128 bytes; with L layers per stage an
+F saves 2L + 1 tensors (each layer's input and output, the stage output), a
+B adds L (pre-activation gradients), a W frees all 3L + 1.
 """
 import os
 import re
@@ -24,6 +32,13 @@ BUILTINS = ["gpipe", "1f1b", "interleaved", "looped-bfs", "v-zb", "dualpipev", "
 
 def run(*args):
     return subprocess.run([RUNTIME, *args], capture_output=True, text=True, timeout=120)
+
+
+TENSOR = 2 * 8 * 8  # bytes
+
+
+def f_bytes(layers):
+    return (2 * layers + 1) * TENSOR
 
 
 # Grid points p in {2,3,4}, v in {1..4}, m in {p, 2p, 3p+1} each generator's
@@ -53,22 +68,23 @@ class RuntimeCase(unittest.TestCase):
         self.assertTrue(r.stdout.startswith("FAIL "), r.stdout)
         return r.stdout
 
-    def check_grid(self, out):
+    def check_grid(self, out, expected=None, grid_points=36):
         runs = {}
         lines = out.splitlines()
         for line in lines[:-1]:
-            self.assertRegex(line, r"^ok   \S+ +p=\d v=\d m=\d+: gradient diff 0, peak [\d ]+ = "
-                                   r"simulator$")
+            self.assertRegex(line, r"^ok   \S+ +p=\d v=\d m=\d+( via csv-comms)?: gradient diff 0, "
+                                   r"peak bytes [\d ]+ = simulator$")
             runs[line.split()[1]] = runs.get(line.split()[1], 0) + 1
         # a generator registered later must pass too, with at least one run
-        for name, n in EXPECTED_RUNS.items():
-            self.assertEqual(runs.get(name), n, name)
+        for name, n in (expected or EXPECTED_RUNS).items():
+            self.assertEqual(runs.get(name, 0), n, name)
         m = re.fullmatch(r"(\d+) schedules executed \((\d+) grid points not accepted by "
                          r"their generator\): all match", lines[-1])
         self.assertIsNotNone(m, lines[-1])
         self.assertEqual(int(m.group(1)), sum(runs.values()))
-        # 3 p x 4 v x 3 m = 36 grid points per registered generator
-        self.assertEqual((int(m.group(1)) + int(m.group(2))) % 36, 0)
+        # 3 p x 4 v x 3 m = 36 grid points per registered generator (12 for one p)
+        self.assertEqual((int(m.group(1)) // (2 if expected else 1) + int(m.group(2)))
+                         % grid_points, 0)
 
 
 class TestGrid(RuntimeCase):
@@ -76,6 +92,19 @@ class TestGrid(RuntimeCase):
         self.assertEqual(sorted(EXPECTED_RUNS), sorted(BUILTINS))
         self.assertEqual(sum(EXPECTED_RUNS.values()), 152)
         self.check_grid(self.passes("--all"))
+
+    def test_every_lowered_schedule_runs_from_its_csv_comms_file(self):
+        # lowered, written as csv-comms ([a;b]BATCH groups, the chains
+        # header), read back and executed as it is: no deadlock, same results
+        out = self.passes("--all", "--via-csv")
+        self.check_grid(out, {n: 2 * k for n, k in EXPECTED_RUNS.items()})
+        self.assertEqual(out.count(" via csv-comms: gradient diff 0"), 152)
+
+    def test_pytorch_comms_file_runs_as_it_is(self):
+        out = self.passes("--csv", os.path.join(REFERENCE, "pytorch",
+                                                "zb1p_2rank_2stagep_comms.csv"))
+        self.assertIn("lowered: 80 compute ops, 96 comm ops, 0 batched groups", out)
+        self.assertIn("max |pipelined - reference| = 0 ", out)
 
     def test_grid_also_matches_with_uneven_costs_and_comm_latency(self):
         # Costs move the comm ops and change the batched groups; the
@@ -88,9 +117,10 @@ class TestOneSchedule(RuntimeCase):
         out = self.passes("--schedule", "1f1b", "--devices", "4", "--microbatches", "8")
         self.assertTrue(out.startswith("OK   1f1b"), out)
         self.assertIn("gradients: max |pipelined - reference| = 0 over 1 chain", out)
-        # 1F1B keeps min(m, p - d) micro-batches on device d
-        self.assertIn("peak live activations per device: runtime 4 3 2 1, simulator 4 3 2 1",
-                      out)
+        # 1F1B keeps min(m, p - d) micro-batches on device d, each an F of a
+        # 4-layer stage: 9 tensors of 128 bytes = 1152 (BW frees what F saved)
+        self.assertIn("peak activation bytes per device: runtime 4608 3456 2304 1152, "
+                      "simulator 4608 3456 2304 1152", out)
         # 16 F, 16 BW on 4 devices; 3 boundaries x 8 micro-batches x 2
         # directions x (send + receive) = 96 comm ops
         self.assertIn("lowered: 64 compute ops, 96 comm ops", out)
@@ -113,8 +143,43 @@ class TestOneSchedule(RuntimeCase):
         out = self.passes("--csv", path)
         self.assertIn("p=2 v=2 m=8", out)
         self.assertIn("max |pipelined - reference| = 0 ", out)
-        # every device runs its 16 forwards (2 stages x 8) before any W
-        self.assertIn("runtime 16 16, simulator 16 16", out)
+        # every device runs its 16 forwards (2 stages x 8, 4 layers each) before
+        # any W, then one I adds its 4 pre-activation gradients before its W:
+        # 16 x 1152 + 4 x 128 = 18944
+        self.assertEqual(16 * f_bytes(4) + 4 * TENSOR, 18944)
+        self.assertIn("runtime 18944 18944, simulator 18944 18944", out)
+
+
+class TestMemory(RuntimeCase):
+    def test_zb_h1_measures_the_input_gradients_b_keeps_until_w(self):
+        # ZB-H1 p = 2, m = 2, 8 layers per stage. Device 0 runs
+        # 0F0 0F1 0I0 0W0 0I1 0W1: its peak is after 0I0, 2 F + 1 B; device 1
+        # runs 1F0 1I0 1F1 1I1 1W0 1W1: after 1I1, 2 F + 2 B. Counting
+        # records (+1 per F) would give 2 and 2.
+        out = self.passes("--schedule", "zb-h1", "--devices", "2", "--microbatches", "2", "--show")
+        self.assertIn("device 0: 0F0 0SEND_F0 0F1 {0SEND_F1;0RECV_B0} 0I0 0W0 0RECV_B1 0I1 0W1",
+                      out)
+        self.assertIn("device 1: 1RECV_F0 1F0 1I0 {1SEND_B0;1RECV_F1} 1F1 1I1 1SEND_B1 1W0 1W1",
+                      out)
+        d0, d1 = 2 * f_bytes(8) + 8 * TENSOR, 2 * f_bytes(8) + 2 * 8 * TENSOR
+        self.assertIn(f"peak activation bytes per device: runtime {d0} {d1}, simulator {d0} {d1}\n",
+                      out)
+
+    def test_a_record_counting_memory_model_mismatches_the_measured_bytes(self):
+        # --mem 1,0,-1 is the simulator's default (one unit per F): the
+        # simulator then predicts records while the runtime measures bytes
+        out = self.fails("--schedule", "1f1b", "--devices", "2", "--microbatches", "4",
+                         "--mem", "1,0,-1")
+        self.assertIn("gradients: max |pipelined - reference| = 0 ", out)
+        # 1F1B p = 2 keeps 2 and 1 F of 8 layers: 2 x 2176 and 2176 bytes
+        self.assertIn("peak activation bytes per device: runtime 4352 2176, simulator 2 1: "
+                      "MISMATCH", out)
+
+    def test_the_byte_model_given_by_hand_matches(self):
+        # p = 2: 8 layers per stage, F = 17 tensors, B = 8, W = -25
+        out = self.passes("--schedule", "1f1b", "--devices", "2", "--microbatches", "4",
+                          "--mem", f"{f_bytes(8)},{8 * TENSOR},{-25 * TENSOR}")
+        self.assertIn("runtime 4352 2176, simulator 4352 2176", out)
 
 
 class TestBrokenSchedules(RuntimeCase):
@@ -132,6 +197,8 @@ class TestBrokenSchedules(RuntimeCase):
         out = self.fails("--schedule", "zb-h1", "--devices", "2", "--microbatches", "4",
                          "--break", "w-before-b", "--force")
         self.assertIn("runtime: device 0 op 5 (0W0): W before its B", out)
+        # the runtime stopped: no gradients were compared
+        self.assertNotIn("gradients:", out)
 
     def test_unbatched_sends_deadlock_in_the_validator(self):
         out = self.fails("--schedule", "1f1b", "--devices", "2", "--microbatches", "4",
@@ -161,6 +228,110 @@ class TestBrokenSchedules(RuntimeCase):
         m = re.search(r"gradients: max \|pipelined - reference\| = (\S+) .*: MISMATCH", out)
         self.assertIsNotNone(m, out)
         self.assertGreater(float(m.group(1)), 1e-6)
+        # the gradients alone fail it: without a simulated peak the memory
+        # line is informative, not a check
+        self.assertRegex(out, r"peak activation bytes per device: runtime \d+ \d+, simulator n/a "
+                              r"\(invalid schedule\)\n")
+
+    def test_forced_run_of_a_valid_schedule_passes(self):
+        # --force changes nothing when the validator accepts: the forced
+        # breakage runs above fail because of the damage, not because of --force
+        self.passes("--schedule", "zb-h2", "--devices", "2", "--microbatches", "4", "--force")
+
+
+def expected_runs_for(p):
+    """Grid points of one p (v in 1..4, m in {p, 2p, 3p+1}) each generator
+    accepts, as EXPECTED_RUNS sums them over p in {2, 3, 4}."""
+    runs = {n: 3 for n in ["gpipe", "1f1b", "zb-h1", "zb-h2", "zb", "v-zb", "v-half", "v-min"]}
+    runs.update({"looped-bfs": 12, "interleaved": 6, "interleaved-zb": 6, "dualpipev": 2,
+                 "dualpipe": 1 if p in (2, 4) else 0})
+    return runs
+
+
+MPIRUN = os.environ.get("PIPESCHED_MPIRUN")
+
+
+@unittest.skipUnless(MPIRUN, "PIPESCHED_MPIRUN is not set (runtime built without MPI)")
+class TestMpi(RuntimeCase):
+    """One MPI process per device (Open MPI, oversubscribed on small
+    machines): every generator, p in {2, 3, 4}, directly and read back from
+    its csv-comms file, and the reference CSVs; one mpirun per p."""
+
+    def mpirun(self, p, *args):
+        env = dict(os.environ)
+        # Open MPI: more processes than cores, yield while waiting, and root
+        # in containers; other MPIs ignore these variables
+        env.update({"OMPI_MCA_rmaps_base_oversubscribe": "1",
+                    "OMPI_MCA_mpi_yield_when_idle": "1",
+                    "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+        return subprocess.run([MPIRUN, "-np", str(p), RUNTIME, *args], capture_output=True,
+                              text=True, timeout=300, env=env)
+
+    def grid(self, p, *csvs):
+        args = ["--all", "--via-csv"]
+        for c in csvs:
+            args += ["--csv", os.path.join(REFERENCE, c)]
+        r = self.mpirun(p, *args)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        lines = r.stdout.splitlines()
+        # the grid, then one block per CSV file
+        end = next(i for i, line in enumerate(lines) if " schedules executed " in line)
+        expected = {n: 2 * k for n, k in expected_runs_for(p).items()}  # direct + via csv-comms
+        self.check_grid("\n".join(lines[:end + 1]), expected, 12)
+        self.assertEqual(sum(" via csv-comms: " in line for line in lines[:end]),
+                         sum(expected_runs_for(p).values()))
+        return lines[end + 1:]
+
+    def test_p2_every_generator_and_the_reference_csvs(self):
+        rest = "\n".join(self.grid(2, "torchtitan/custom_schedule.csv",
+                                   "pytorch/zb1p_2rank_2stagep_compute.csv",
+                                   "pytorch/zb1p_2rank_2stagep_comms.csv"))
+        self.assertEqual(rest.count("\nOK   ") + rest.startswith("OK   "), 3, rest)
+        self.assertEqual(rest.count("max |pipelined - reference| = 0 "), 3, rest)
+        self.assertIn("runtime 18944 18944, simulator 18944 18944", rest)
+        # PyTorch's comms file runs as it is (no groups, and none needed)
+        self.assertIn("lowered: 80 compute ops, 96 comm ops, 0 batched groups", rest)
+
+    def test_p3_every_generator(self):
+        self.assertEqual(self.grid(3), [])
+
+    def test_p4_every_generator_and_dualpipev_reference(self):
+        rest = "\n".join(self.grid(4, "pytorch/dualpipev_4rank_10mb.csv"))
+        self.assertTrue(rest.startswith("OK   "), rest)
+        self.assertIn("p=4 v=2 m=10", rest)
+
+    def test_1f1b_on_4_processes_matches_the_thread_backend_figures(self):
+        r = self.mpirun(4, "--schedule", "1f1b", "--microbatches", "8")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("max |pipelined - reference| = 0 over 1 chain", r.stdout)
+        self.assertIn("peak activation bytes per device: runtime 4608 3456 2304 1152, "
+                      "simulator 4608 3456 2304 1152", r.stdout)
+
+    def test_unbatched_sends_deadlock_and_the_watchdog_names_them(self):
+        # MPI_Issend is synchronous: like NCCL, a send without its group waits
+        r = self.mpirun(2, "--schedule", "1f1b", "--microbatches", "4", "--break", "unbatch",
+                        "--force", "--timeout", "0.5")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("runtime: watchdog: no op completed for 0.5 s; waiting: "
+                      "device 0 op 3 (0SEND_F1, send not matched); "
+                      "device 1 op 3 (1SEND_B0, send not matched)", r.stdout)
+
+    def test_w_before_b_stops_the_rank(self):
+        r = self.mpirun(2, "--schedule", "zb-h1", "--microbatches", "4", "--break", "w-before-b",
+                        "--force", "--timeout", "0.5")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("runtime: device 0 op 5 (0W0): W before its B", r.stdout)
+
+    def test_swapped_sends_give_wrong_gradients(self):
+        r = self.mpirun(2, "--schedule", "zb-h2", "--microbatches", "4", "--break", "send-order",
+                        "--force")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"gradients: max \|pipelined - reference\| = \S+ .*: MISMATCH")
+
+    def test_a_schedule_for_another_process_count_is_refused(self):
+        r = self.mpirun(3, "--schedule", "1f1b", "--devices", "2", "--microbatches", "4")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("runtime: the schedule has 2 devices but mpirun started 3 processes", r.stdout)
 
 
 class TestGuidePage(unittest.TestCase):
@@ -192,5 +363,6 @@ class TestUsage(unittest.TestCase):
 
 
 if __name__ == "__main__":
+    # Further arguments name single cases (meson's runtime-break-* tests).
     RUNTIME, REFERENCE = sys.argv[1], sys.argv[2]
-    unittest.main(argv=[sys.argv[0]], verbosity=2)
+    unittest.main(argv=[sys.argv[0], *sys.argv[3:]], verbosity=2)

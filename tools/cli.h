@@ -26,19 +26,43 @@ enum cli_command {
     CMD_GENERATE = 2u,
     CMD_SIMULATE = 4u,
     CMD_VALIDATE = 8u,
-    CMD_HASH = 16u
+    CMD_HASH = 16u,
+    CMD_BOUND = 32u
 };
+
+/* Input size caps (docs/cli.md): a schedule file may be large (one row per
+ * device, up to PSCHED_MAX_OPS actions), a costs file or a layer profile
+ * holds one short row per stage or layer group. */
+#define CLI_MAX_SCHEDULE_BYTES ((size_t)1 << 30)
+#define CLI_MAX_TABLE_BYTES ((size_t)16 << 20)
+
+/* The cost model extension flags (cli_costmodel.c). */
+typedef struct cli_costmodel {
+    bool have_overlap, have_bytes, have_topology;
+    double overlap, bytes[2];
+    const char *weights; /* --microbatch-weights: a list or a file */
+    uint32_t node_devices;
+    double intra[2], inter[2]; /* bandwidth, latency */
+    bool have_pcie;
+    double pcie, budget;
+    int offload; /* a psched_offload_policy, 0: none */
+} cli_costmodel;
 
 /* Everything the command line can say; "have_*" marks flags that were given. */
 typedef struct cli_opts {
+    enum cli_command command;
     bool help, json;
-    const char *schedule, *costs_file, *format, *output, *placement, *file;
+    const char *schedule, *costs_file, *format, *output, *placement;
+    const char *input; /* --input, --file (hash) or validate's FILE: "-" is stdin */
     uint32_t devices, microbatches, chunks;
-    bool have_devices, have_microbatches, have_placement;
+    bool have_devices, have_microbatches, have_chunks, have_placement, have_format;
+    uint32_t chains; /* --chains with --input: 0 = from the file's header (1 without) */
+    bool pytorch;    /* --pytorch: csv-comms in PyTorch's own compute_comms dialect */
     int64_t group_size;
     bool have_group_size;
     double cost[3], mem[3], comm, mem_limit;
-    bool have_mem_limit;
+    bool have_mem_limit, have_cost, have_mem, have_comm;
+    cli_costmodel costmodel;
 } cli_opts;
 
 /* ---- messages (cli_io.c) ---- */
@@ -47,6 +71,11 @@ void cli_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
+/* @p text with control bytes and bytes that are not UTF-8 written as \xNN,
+ * shortened to fit one line under 300 characters with "pipesched: "
+ * (malloc'd; NULL when out of memory). cli_error applies it to every
+ * message. */
+char *cli_clean_message(const char *text);
 /* Exit code for a library status (see the enum above). */
 int cli_exit_code(psched_status status);
 /* Print "pipesched: [context: ]<psched_last_error()>" and return the exit
@@ -54,9 +83,15 @@ int cli_exit_code(psched_status status);
 int cli_fail(psched_status status, const char *context);
 
 /* ---- files (cli_io.c) ---- */
-/* Read a whole file ("-" is standard input) into a NUL-terminated malloc'd
- * buffer. Returns CLI_OK or CLI_USAGE (message printed). */
-int cli_read_file(const char *path, char **data, size_t *length);
+/* Read a whole text file ("-" is standard input) into a NUL-terminated
+ * malloc'd buffer, at most @p cap bytes. Reading stops at the first byte
+ * that cannot be in a text file (NUL, other control bytes but tab, LF, CR
+ * and form feed, a CR not followed by LF) and at the cap, with an error
+ * naming the file and the byte offset. A leading UTF-8 byte order mark is
+ * dropped. Returns CLI_OK or CLI_USAGE (message printed). */
+int cli_read_file(const char *path, size_t cap, char **data, size_t *length);
+/* "1 GiB", "16 MiB": a cap for messages and help. */
+const char *cli_size_text(size_t bytes, char buf[32]);
 /* Write @p data to @p path through a temporary file in the same directory
  * and a rename, so readers never see a partial file. */
 int cli_write_atomic(const char *path, const char *data, size_t length);
@@ -80,11 +115,51 @@ int cli_parse_args(enum cli_command command, int argc, char **argv, int first, c
  * number, no sign on unsigned values; 0 on success, -1 otherwise. */
 int cli_strtou32(const char *text, uint32_t *out);
 int cli_strtod(const char *text, double *out);
+/* The shared value checks of flags, with one message per rule, used by
+ * every command so that a flag means and says the same everywhere.
+ * Each prints the message and returns CLI_USAGE, or returns CLI_OK. */
+int cli_flag_u32(const char *flag, const char *text, uint32_t min, uint32_t max, uint32_t *out);
+int cli_flag_mem_limit(const char *text, double *out);
+int cli_flag_comm(const char *text, double *out);
+/* The value of the option at argv[*i] for the parsers of partition and
+ * plan: `--name=value` or `--name value` (then *i advances). @p name gets
+ * the option name. Returns CLI_OK or CLI_USAGE (message printed). */
+#define CLI_FLAG_NAME 64
+int cli_flag_value(const char *command, int argc, char **argv, int *i, char name[CLI_FLAG_NAME],
+                   const char **value);
+/* --format of a command whose result is text or JSON: "text" or "json"
+ * (sets *json), the same as --json. */
+int cli_flag_result_format(const char *command, const char *text, bool *json);
 
 /* ---- per-stage costs (cli_costs.c) ---- */
 /* Apply a `stage,F,B,W[,mem_F,mem_B,mem_W]` CSV file to @p plan, whose p
  * and v must already be set. */
 int cli_apply_costs_file(psched_plan *plan, const char *path);
+
+/* ---- cost model extensions (cli_costmodel.c) ---- */
+#define CLI_HELP_COSTMODEL                                                                 \
+    "  --overlap S           time an overlapped F&B pair saves, 0 <= S <= min(F,B) (0)\n"  \
+    "  --microbatch-weights W1,W2,...|FILE\n"                                               \
+    "                        weight of each micro-batch: its times, memory and bytes\n"    \
+    "                        scale by it (all 1)\n"                                         \
+    "  --comm-bytes F[,B]    bytes a stage sends forward and backward (0)\n"               \
+    "  --devices-per-node G  devices sharing a node (all on one node)\n"                   \
+    "  --intra-node BW[,LAT] bandwidth and latency of links inside a node (inf,0)\n"       \
+    "  --inter-node BW[,LAT] bandwidth and latency of links between nodes (inf,0)\n"    \
+    "  --offload all|selective|budget=X\n"                                                  \
+    "                        move activations to the host (PipeOffload): all, those\n"     \
+    "                        held long enough to hide the copies, or the longest-held\n"   \
+    "                        until each device's peak is <= X\n"                           \
+    "  --pcie-bandwidth B    memory units a device copies to or from the host per\n"       \
+    "                        time unit (inf)\n"
+
+void cli_costmodel_defaults(cli_costmodel *c);
+/* Reads one of the extension flags (by name, without "--"). */
+int cli_costmodel_flag(cli_costmodel *c, const char *flag, const char *value);
+/* Applies them to @p plan, whose p, m and costs are set. */
+int cli_apply_costmodel(psched_plan *plan, const cli_costmodel *c);
+/* --offload: replaces *schedule by its offloaded copy. */
+int cli_costmodel_transform(const cli_costmodel *c, psched_schedule **schedule);
 
 /* ---- output (cli_report.c) ---- */
 void cli_json_string(FILE *f, const char *s);
@@ -96,6 +171,10 @@ void cli_json_number(FILE *f, double x);
 int cli_report_json_fields(FILE *f, const psched_schedule *schedule, const psched_report *report);
 /* The human summary of a simulation. */
 int cli_report_text(FILE *f, const psched_schedule *schedule, const psched_report *report);
+/* `pipesched bound`: the plan's lower bounds with each term, and the
+ * schedule's makespan and span with their gaps. */
+int cli_bound_json(FILE *f, const psched_schedule *schedule, const psched_report *report);
+int cli_bound_text(FILE *f, const psched_schedule *schedule, const psched_report *report);
 /* Name of a placement: "loop", "vshape", "custom" or "auto". */
 const char *cli_placement_name(psched_placement placement);
 
@@ -112,11 +191,12 @@ typedef struct cli_model_flags {
     uint32_t devices, microbatches, chunks;
     double mem_limit; /* INFINITY until --mem-limit */
     bool have_limit;
+    double comm; /* --comm: latency between devices (0) */
 } cli_model_flags;
-/* Reads --model, --devices, --microbatches, --chunks or --mem-limit into
- * @p f: returns true when @p flag is one of them, with *ok false when its
- * value does not parse. */
-bool cli_model_flag(cli_model_flags *f, const char *flag, const char *value, bool *ok);
+/* Reads --model, --devices, --microbatches, --chunks, --mem-limit or
+ * --comm into @p f: returns true when @p flag is one of them, with *rc the
+ * outcome of its value check (message printed). */
+bool cli_model_flag(cli_model_flags *f, const char *flag, const char *value, int *rc);
 /* A new plan with the shape and memory limit of @p f (the caller destroys
  * it); the library's status on failure. */
 psched_status cli_model_plan(const cli_model_flags *f, psched_plan **plan);

@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -27,10 +28,15 @@ enum opt_id {
     OPT_FORMAT,
     OPT_OUTPUT,
     OPT_PLACEMENT,
-    OPT_FILE
+    OPT_FILE,
+    OPT_INPUT,
+    OPT_CHAINS,
+    OPT_PYTORCH,
+    OPT_COSTMODEL /* cli_costmodel.c */
 };
 
-#define PLAN_CMDS (CMD_GENERATE | CMD_SIMULATE | CMD_HASH)
+/* Every command that works on a schedule takes it from a generator or a file. */
+#define PLAN_CMDS (CMD_GENERATE | CMD_SIMULATE | CMD_VALIDATE | CMD_HASH | CMD_BOUND)
 
 static const struct opt_def {
     const char *name;
@@ -38,11 +44,12 @@ static const struct opt_def {
     bool takes_value;
     unsigned commands;
 } opt_defs[] = {
-    {"help", OPT_HELP, false, CMD_LIST | PLAN_CMDS | CMD_VALIDATE},
-    {"json", OPT_JSON, false, CMD_LIST | CMD_SIMULATE | CMD_VALIDATE | CMD_HASH},
+    {"help", OPT_HELP, false, CMD_LIST | PLAN_CMDS},
+    {"json", OPT_JSON, false, CMD_LIST | PLAN_CMDS},
     {"schedule", OPT_SCHEDULE, true, PLAN_CMDS},
-    {"devices", OPT_DEVICES, true, PLAN_CMDS | CMD_VALIDATE},
-    {"microbatches", OPT_MICROBATCHES, true, PLAN_CMDS | CMD_VALIDATE},
+    {"input", OPT_INPUT, true, PLAN_CMDS},
+    {"devices", OPT_DEVICES, true, PLAN_CMDS},
+    {"microbatches", OPT_MICROBATCHES, true, PLAN_CMDS},
     {"chunks", OPT_CHUNKS, true, PLAN_CMDS},
     {"group-size", OPT_GROUP_SIZE, true, PLAN_CMDS},
     {"cost", OPT_COST, true, PLAN_CMDS},
@@ -50,10 +57,20 @@ static const struct opt_def {
     {"comm", OPT_COMM, true, PLAN_CMDS},
     {"mem", OPT_MEM, true, PLAN_CMDS},
     {"mem-limit", OPT_MEM_LIMIT, true, PLAN_CMDS},
-    {"format", OPT_FORMAT, true, CMD_GENERATE},
+    {"format", OPT_FORMAT, true, CMD_LIST | PLAN_CMDS},
     {"output", OPT_OUTPUT, true, CMD_GENERATE},
-    {"placement", OPT_PLACEMENT, true, CMD_VALIDATE},
-    {"file", OPT_FILE, true, CMD_HASH},
+    {"placement", OPT_PLACEMENT, true, PLAN_CMDS},
+    {"file", OPT_FILE, true, CMD_HASH}, /* the spelling before --input; kept */
+    {"chains", OPT_CHAINS, true, PLAN_CMDS},
+    {"pytorch", OPT_PYTORCH, false, CMD_GENERATE},
+    {"overlap", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"microbatch-weights", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"comm-bytes", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"devices-per-node", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"intra-node", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"inter-node", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"pcie-bandwidth", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"offload", OPT_COSTMODEL, true, PLAN_CMDS},
 };
 
 static const char *command_name(enum cli_command command)
@@ -69,6 +86,8 @@ static const char *command_name(enum cli_command command)
         return "validate";
     case CMD_HASH:
         return "hash";
+    case CMD_BOUND:
+        return "bound";
     }
     return "?";
 }
@@ -100,7 +119,7 @@ int cli_strtod(const char *text, double *out)
     return 0;
 }
 
-static int flag_u32(const char *flag, const char *text, uint32_t min, uint32_t max, uint32_t *out)
+int cli_flag_u32(const char *flag, const char *text, uint32_t min, uint32_t max, uint32_t *out)
 {
     if (cli_strtou32(text, out) != 0 || *out < min || *out > max) {
         cli_error("--%s '%s': expected an integer in %u..%u", flag, text, (unsigned)min,
@@ -110,12 +129,32 @@ static int flag_u32(const char *flag, const char *text, uint32_t min, uint32_t m
     return CLI_OK;
 }
 
-static int flag_double(const char *flag, const char *text, double min, bool min_open,
-                       double *out)
+int cli_flag_mem_limit(const char *text, double *out)
 {
-    if (cli_strtod(text, out) != 0 || *out < min || (min_open && *out == min)) {
-        cli_error("--%s '%s': expected a finite number %s %g", flag, text, min_open ? ">" : ">=",
-                  min);
+    /* One rule for every command: the limit is in the unit of the memory
+     * deltas, which are bytes when they come from a layer profile. */
+    if (cli_strtod(text, out) != 0 || !(*out > 0)) {
+        cli_error("--mem-limit '%s': must be a finite number > 0 (bytes or memory units)", text);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+int cli_flag_comm(const char *text, double *out)
+{
+    if (cli_strtod(text, out) != 0 || *out < 0) {
+        cli_error("--comm '%s': expected a finite number >= 0", text);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+int cli_flag_result_format(const char *command, const char *text, bool *json)
+{
+    if (strcmp(text, "json") == 0)
+        *json = true;
+    else if (strcmp(text, "text") != 0) {
+        cli_error("--format '%s': %s prints text or json", text, command);
         return CLI_USAGE;
     }
     return CLI_OK;
@@ -146,6 +185,25 @@ static int flag_triple(const char *flag, const char *text, bool costs, double ou
     return CLI_USAGE;
 }
 
+int cli_flag_value(const char *command, int argc, char **argv, int *i, char name[CLI_FLAG_NAME],
+                   const char **value)
+{
+    const char *a = argv[*i];
+    const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+    if (eq) {
+        snprintf(name, CLI_FLAG_NAME, "%.*s", (int)(eq - a), a);
+        *value = eq + 1;
+        return CLI_OK;
+    }
+    if (*i + 1 >= argc) {
+        cli_error("%s: option %s needs a value", command, a);
+        return CLI_USAGE;
+    }
+    snprintf(name, CLI_FLAG_NAME, "%s", a);
+    *value = argv[++*i];
+    return CLI_OK;
+}
+
 static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
 {
     switch (d->id) {
@@ -154,32 +212,41 @@ static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
         return CLI_OK;
     case OPT_DEVICES:
         o->have_devices = true;
-        return flag_u32(d->name, v, 1, PSCHED_MAX_DEVICES, &o->devices);
+        return cli_flag_u32(d->name, v, 1, PSCHED_MAX_DEVICES, &o->devices);
     case OPT_MICROBATCHES:
         o->have_microbatches = true;
-        return flag_u32(d->name, v, 1, PSCHED_MAX_MICROBATCHES, &o->microbatches);
+        return cli_flag_u32(d->name, v, 1, PSCHED_MAX_MICROBATCHES, &o->microbatches);
     case OPT_CHUNKS:
-        return flag_u32(d->name, v, 0, PSCHED_MAX_CHUNKS, &o->chunks);
+        o->have_chunks = true;
+        return cli_flag_u32(d->name, v, 0, PSCHED_MAX_CHUNKS, &o->chunks);
     case OPT_GROUP_SIZE: {
         uint32_t n;
         o->have_group_size = true;
-        int rc = flag_u32(d->name, v, 1, PSCHED_MAX_MICROBATCHES, &n);
+        int rc = cli_flag_u32(d->name, v, 1, PSCHED_MAX_MICROBATCHES, &n);
         o->group_size = n;
         return rc;
     }
     case OPT_COST:
+        o->have_cost = true;
         return flag_triple(d->name, v, true, o->cost);
     case OPT_MEM:
+        o->have_mem = true;
         return flag_triple(d->name, v, false, o->mem);
     case OPT_COMM:
-        return flag_double(d->name, v, 0.0, false, &o->comm);
+        o->have_comm = true;
+        return cli_flag_comm(v, &o->comm);
     case OPT_MEM_LIMIT:
         o->have_mem_limit = true;
-        return flag_double(d->name, v, 0.0, true, &o->mem_limit);
+        return cli_flag_mem_limit(v, &o->mem_limit);
     case OPT_COSTS_FILE:
         o->costs_file = v;
         return CLI_OK;
     case OPT_FORMAT: {
+        o->have_format = true;
+        if (o->command != CMD_GENERATE) {
+            o->format = v;
+            return cli_flag_result_format(command_name(o->command), v, &o->json);
+        }
         static const char *const formats[] = {"csv", "csv-comms", "ascii", "json", "chrome", "svg"};
         size_t k = 0;
         while (k < sizeof formats / sizeof formats[0] && strcmp(v, formats[k]) != 0)
@@ -195,7 +262,13 @@ static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
         o->output = v;
         return CLI_OK;
     case OPT_FILE:
-        o->file = v;
+    case OPT_INPUT:
+        if (o->input) {
+            cli_error("%s: one input file only ('%s' and '%s')", command_name(o->command),
+                      o->input, v);
+            return CLI_USAGE;
+        }
+        o->input = v;
         return CLI_OK;
     case OPT_PLACEMENT:
         if (strcmp(v, "loop") != 0 && strcmp(v, "vshape") != 0) {
@@ -205,8 +278,13 @@ static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
         o->placement = v;
         o->have_placement = true;
         return CLI_OK;
+    case OPT_CHAINS:
+        return cli_flag_u32("chains", v, 1, 2, &o->chains);
+    case OPT_COSTMODEL:
+        return cli_costmodel_flag(&o->costmodel, d->name, v);
     case OPT_HELP:
     case OPT_JSON:
+    case OPT_PYTORCH:
         break;
     }
     return CLI_OK;
@@ -220,20 +298,22 @@ static const struct opt_def *find_opt(const char *name, size_t len)
     return NULL;
 }
 
-static void set_defaults(cli_opts *o)
+static void set_defaults(enum cli_command command, cli_opts *o)
 {
     memset(o, 0, sizeof *o);
+    o->command = command;
     o->cost[0] = o->cost[1] = o->cost[2] = 1.0;
     o->mem[0] = 1.0;
     o->mem[1] = 0.0;
     o->mem[2] = -1.0;
     o->format = "csv";
+    cli_costmodel_defaults(&o->costmodel);
 }
 
 static int positional(enum cli_command command, cli_opts *o, const char *arg)
 {
-    if (command == CMD_VALIDATE && !o->file) {
-        o->file = arg;
+    if (command == CMD_VALIDATE && !o->input) {
+        o->input = arg;
         return CLI_OK;
     }
     cli_error("%s: unexpected argument '%s' (see 'pipesched %s --help')", command_name(command),
@@ -262,10 +342,17 @@ static int parse_flag(enum cli_command command, int argc, char **argv, int *i, c
             cli_error("%s: option '--%s' takes no value", command_name(command), d->name);
             return CLI_USAGE;
         }
-        if (d->id == OPT_HELP)
+        if (d->id == OPT_HELP) {
             o->help = true;
-        else
+        } else if (d->id == OPT_PYTORCH) {
+            o->pytorch = true;
+        } else if (command == CMD_GENERATE) {
+            /* generate prints a schedule: --json is --format json */
+            o->format = "json";
+            o->have_format = true;
+        } else {
             o->json = true;
+        }
         return CLI_OK;
     }
     const char *value = eq ? eq + 1 : NULL;
@@ -281,7 +368,7 @@ static int parse_flag(enum cli_command command, int argc, char **argv, int *i, c
 
 int cli_parse_args(enum cli_command command, int argc, char **argv, int first, cli_opts *o)
 {
-    set_defaults(o);
+    set_defaults(command, o);
     bool only_positional = false;
     for (int i = first; i < argc; i++) {
         const char *arg = argv[i];

@@ -4,6 +4,10 @@
  *     stage,F,B,W,mem_F,mem_B,mem_W      (optional header row)
  *     3,3,6,3                            (the last of four stages 3x slower)
  *
+ * and, for the cost model extensions (docs/simulator.md), an 8th column
+ * `overlap` (time an overlapped F&B pair of the stage saves) and 9th and
+ * 10th `bytes_F,bytes_B` (bytes the stage sends forward and backward).
+ *
  * Stages not listed keep the --cost / --mem values. Every error names the
  * file and line.
  *
@@ -15,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_FIELDS 7
+#define MAX_FIELDS 10
 
-static const char *const column_names[MAX_FIELDS] = {"stage", "F",     "B",    "W",
-                                                     "mem_F", "mem_B", "mem_W"};
+static const char *const column_names[MAX_FIELDS] = {
+    "stage", "F", "B", "W", "mem_F", "mem_B", "mem_W", "overlap", "bytes_F", "bytes_B"};
 
 static char *trim(char *s)
 {
@@ -66,15 +70,20 @@ static int apply_values(costs_ctx *c, uint32_t stage, char *fields[MAX_FIELDS], 
 {
     double v[MAX_FIELDS];
     for (int i = 1; i < n; i++) {
-        if (cli_strtod(fields[i], &v[i]) != 0 || (i <= 3 && v[i] < 0)) {
+        bool nonneg = i <= 3 || i >= 7;
+        if (cli_strtod(fields[i], &v[i]) != 0 || (nonneg && v[i] < 0)) {
             cli_error("%s:%u: column %d (%s) '%s': expected a finite number%s", c->path, c->line,
-                      i + 1, column_names[i], fields[i], i <= 3 ? " >= 0" : "");
+                      i + 1, column_names[i], fields[i], nonneg ? " >= 0" : "");
             return CLI_USAGE;
         }
     }
     psched_status st = psched_plan_set_stage_cost(c->plan, stage, v[1], v[2], v[3]);
-    if (st == PSCHED_OK && n == MAX_FIELDS)
+    if (st == PSCHED_OK && n >= 7)
         st = psched_plan_set_stage_mem(c->plan, stage, v[4], v[5], v[6]);
+    if (st == PSCHED_OK && n >= 8)
+        st = psched_plan_set_stage_overlap_saving(c->plan, stage, v[7]);
+    if (st == PSCHED_OK && n == 10)
+        st = psched_plan_set_stage_comm_bytes(c->plan, stage, v[8], v[9]);
     if (st != PSCHED_OK) {
         cli_error("%s:%u: %s", c->path, c->line, psched_last_error());
         return cli_exit_code(st);
@@ -102,8 +111,9 @@ static int parse_line(costs_ctx *c, char *text)
         return CLI_OK;
     }
     c->header_allowed = false;
-    if (n != 4 && n != MAX_FIELDS) {
-        cli_error("%s:%u: expected 4 or 7 fields (stage,F,B,W[,mem_F,mem_B,mem_W]), got %s%d",
+    if (n != 4 && n != 7 && n != 8 && n != 10) {
+        cli_error("%s:%u: expected 4 or 7 fields (stage,F,B,W[,mem_F,mem_B,mem_W]), or 8 or 10 "
+                  "with the cost model's [,overlap[,bytes_F,bytes_B]], got %s%d",
                   c->path, c->line, n > MAX_FIELDS ? "more than " : "",
                   n > MAX_FIELDS ? MAX_FIELDS : n);
         return CLI_USAGE;
@@ -128,16 +138,13 @@ int cli_apply_costs_file(psched_plan *plan, const char *path)
 {
     char *data;
     size_t length;
-    int rc = cli_read_file(path, &data, &length);
+    int rc = cli_read_file(path, CLI_MAX_TABLE_BYTES, &data, &length);
     if (rc != CLI_OK)
         return rc;
     costs_ctx c = {plan, path, 0, psched_plan_stages(plan), NULL, true};
     c.set_on_line = calloc(c.stages ? c.stages : 1, sizeof *c.set_on_line);
     if (!c.set_on_line) {
         cli_error("%s: out of memory", path);
-        rc = CLI_USAGE;
-    } else if (strlen(data) != length) {
-        cli_error("%s: contains a NUL byte: not a text file", path);
         rc = CLI_USAGE;
     }
     for (char *line = data; rc == CLI_OK && line;) {

@@ -4,21 +4,86 @@
  */
 #include "cli.h"
 
-#include <fcntl.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Length of the well-formed UTF-8 sequence at @p s (at most @p n bytes
+ * available), 0 when the bytes there are not one (overlong forms,
+ * surrogates and code points above U+10FFFF included). */
+static size_t utf8_sequence(const unsigned char *s, size_t n)
+{
+    size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+    if (s[0] < 0xc2 || s[0] > 0xf4 || n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+        (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+        return 0;
+    return len;
+}
+
+/* Messages stay on one line a terminal can show: control bytes and bytes
+ * that are not UTF-8 become \xNN, and a long message keeps its head (what
+ * is wrong) and its tail (the rule) around " ... ". */
+enum { MESSAGE_MAX = 288 /* + "pipesched: " stays under 300 */, HEAD = 170 };
+
+char *cli_clean_message(const char *text)
+{
+    size_t n = strlen(text);
+    char *out = malloc(4 * n + 1);
+    if (!out)
+        return NULL;
+    const unsigned char *s = (const unsigned char *)text;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = s[i] >= 0x80 ? utf8_sequence(s + i, n - i) : 1;
+        if (len == 0 || s[i] < 0x20 || s[i] == 0x7f) {
+            o += (size_t)sprintf(out + o, "\\x%02x", s[i]);
+            i++;
+        } else {
+            memcpy(out + o, s + i, len);
+            o += len;
+            i += len;
+        }
+    }
+    out[o] = '\0';
+    if (o > MESSAGE_MAX) {
+        /* cut at character boundaries, never inside a UTF-8 sequence */
+        size_t head = HEAD, tail = o - (MESSAGE_MAX - HEAD - 5);
+        while (head > 0 && ((unsigned char)out[head] & 0xc0) == 0x80)
+            head--;
+        while (tail < o && ((unsigned char)out[tail] & 0xc0) == 0x80)
+            tail++;
+        memcpy(out + head, " ... ", 5);
+        memmove(out + head + 5, out + tail, o - tail + 1);
+    }
+    return out;
+}
+
 void cli_error(const char *fmt, ...)
 {
-    va_list ap;
+    va_list ap, again;
     va_start(ap, fmt);
-    fputs("pipesched: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *raw = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    char *clean = NULL;
+    if (raw) {
+        vsnprintf(raw, (size_t)n + 1, fmt, again);
+        clean = cli_clean_message(raw);
+    }
+    fprintf(stderr, "pipesched: %s\n", clean ? clean : "out of memory while reporting an error");
+    free(clean);
+    free(raw);
+    va_end(again);
     va_end(ap);
 }
 
@@ -48,45 +113,139 @@ int cli_fail(psched_status status, const char *context)
     return cli_exit_code(status);
 }
 
-static int read_stream(FILE *f, const char *path, char **data, size_t *length)
+const char *cli_size_text(size_t bytes, char buf[32])
 {
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - len - 1, f);
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    size_t u = 0;
+    while (u + 1 < sizeof units / sizeof units[0] && bytes >= 1024 && bytes % 1024 == 0) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(buf, 32, "%zu %s", bytes, units[u]);
+    return buf;
+}
+
+/* Where the text check stands: line and column of the next byte, and
+ * whether the previous chunk ended in a CR. */
+typedef struct text_scan {
+    size_t offset, line, column;
+    bool pending_cr;
+} text_scan;
+
+/* Check bytes [from, to) of @p buf; on the first byte no text file holds,
+ * print the error and return CLI_USAGE. Bytes >= 0x80 are left to the
+ * parsers, which name the line and column of malformed UTF-8. */
+static int scan_text(text_scan *t, const char *path, const unsigned char *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++, t->offset++) {
+        unsigned char c = buf[i];
+        if (t->pending_cr && c != '\n') {
+            cli_error("%s: carriage return without a line feed at byte offset %zu (line %zu): "
+                      "lines end with LF or CR LF; CR-only line endings are not read",
+                      path, t->offset - 1, t->line);
+            return CLI_USAGE;
+        }
+        t->pending_cr = c == '\r';
+        if (c == '\n') {
+            t->line++;
+            t->column = 1;
+            continue;
+        }
+        if (c == 0 || (c < 0x20 && c != '\t' && c != '\r') || c == 0x7f) {
+            if (c == 0)
+                cli_error("%s: NUL byte at byte offset %zu (line %zu, column %zu): not a text "
+                          "file", path, t->offset, t->line, t->column);
+            else
+                cli_error("%s: control byte 0x%02x at byte offset %zu (line %zu, column %zu): "
+                          "not a text file", path, c, t->offset, t->line, t->column);
+            return CLI_USAGE;
+        }
+        t->column++;
+    }
+    return CLI_OK;
+}
+
+static int too_large(const char *path, size_t cap)
+{
+    char buf[32];
+    cli_error("%s: larger than the %s input cap (docs/cli.md)", path, cli_size_text(cap, buf));
+    return CLI_USAGE;
+}
+
+/* Read in chunks, checking each as it arrives, so that /dev/zero or a
+ * binary file stops at its first bad byte instead of filling memory. */
+static int read_stream(FILE *f, const char *path, size_t cap, char **data, size_t *length)
+{
+    enum { CHUNK = 1 << 16 };
+    size_t size = 0, len = 0;
+    char *buf = NULL;
+    text_scan t = {0, 1, 1, false};
+    for (;;) {
+        if (size - len < CHUNK + 1) {
+            size_t grown = size ? size * 2 : CHUNK + 1;
+            char *p = realloc(buf, grown);
+            if (!p) {
+                free(buf);
+                cli_error("cannot read '%s': out of memory", path);
+                return CLI_USAGE;
+            }
+            buf = p;
+            size = grown;
+        }
+        size_t n = fread(buf + len, 1, CHUNK, f);
         if (ferror(f)) {
             cli_error("cannot read '%s': %s", path, strerror(errno));
             free(buf);
             return CLI_USAGE;
         }
-        if (feof(f)) {
-            buf[len] = '\0';
-            *data = buf;
-            *length = len;
-            return CLI_OK;
+        if (scan_text(&t, path, (const unsigned char *)buf + len, n) != CLI_OK) {
+            free(buf);
+            return CLI_USAGE;
         }
-        if (cap - len - 1 == 0) {
-            char *grown = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-            if (!grown)
-                free(buf);
-            buf = grown;
-            cap *= 2;
+        len += n;
+        if (len > cap) {
+            free(buf);
+            return too_large(path, cap);
         }
+        if (n == 0 || feof(f))
+            break;
     }
-    cli_error("cannot read '%s': out of memory", path);
-    return CLI_USAGE;
+    if (t.pending_cr) {
+        /* a file ending in CR without LF: the last line ends CR-only */
+        free(buf);
+        cli_error("%s: carriage return without a line feed at byte offset %zu (line %zu): "
+                  "lines end with LF or CR LF; CR-only line endings are not read",
+                  path, t.offset - 1, t.line);
+        return CLI_USAGE;
+    }
+    /* A UTF-8 byte order mark (Windows editors write one) is not content:
+     * every reader of the tool drops it, the same way. */
+    if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0) {
+        memmove(buf, buf + 3, len - 3);
+        len -= 3;
+    }
+    buf[len] = '\0';
+    *data = buf;
+    *length = len;
+    return CLI_OK;
 }
 
-int cli_read_file(const char *path, char **data, size_t *length)
+int cli_read_file(const char *path, size_t cap, char **data, size_t *length)
 {
     if (strcmp(path, "-") == 0)
-        return read_stream(stdin, "standard input", data, length);
+        return read_stream(stdin, "standard input", cap, data, length);
     FILE *f = fopen(path, "rb");
     if (!f) {
         cli_error("cannot open '%s': %s", path, strerror(errno));
         return CLI_USAGE;
     }
-    int rc = read_stream(f, path, data, length);
+    /* A regular file's size is known before reading it. */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uintmax_t)st.st_size > cap) {
+        fclose(f);
+        return too_large(path, cap);
+    }
+    int rc = read_stream(f, path, cap, data, length);
     fclose(f);
     return rc;
 }

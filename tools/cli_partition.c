@@ -22,6 +22,7 @@ const char cli_help_partition[] =
     "  --chunks V            model chunks per device; 0 = the schedule's default (0)\n"
     "  --schedule NAME       generator name, see 'pipesched list' (required)\n"
     "  --mem-limit BYTES     device memory, > 0 (unlimited)\n"
+    "  --comm C              latency on every dependency between two devices (0)\n"
     "  --method M            ilp (default), dp, even, even-accounted or dp-time\n"
     "  --time-limit S        seconds the whole call may take (10)\n"
     "  --allow-empty         a stage may receive no layer\n"
@@ -31,6 +32,9 @@ const char cli_help_partition[] =
     "                        first, count, recompute {none, selective, full},\n"
     "                        time, memory}], devices [{device, params, memory,\n"
     "                        peak_memory}]\n"
+    "  --format FMT          text (the default) or json (the same as --json)\n"
+    "\n"
+    "The layer profile is read as text, at most 16 MiB.\n"
     "\n"
     "Exit status: 0 a plan fits, 1 no plan fits the memory limit, 2 bad usage.\n";
 
@@ -47,8 +51,11 @@ static const char *const status_names[] = {"optimal", "feasible", "infeasible"};
 static int parse_value(const char *flag, const char *value, part_opts *o)
 {
     bool ok = true;
-    if (cli_model_flag(&o->shape, flag, value, &ok)) {
-        /* read into o->shape */
+    int rc = CLI_OK;
+    if (cli_model_flag(&o->shape, flag, value, &rc)) {
+        return rc;
+    } else if (strcmp(flag, "--format") == 0) {
+        return cli_flag_result_format("partition", value, &o->json);
     } else if (strcmp(flag, "--schedule") == 0) {
         o->schedule = value;
     } else if (strcmp(flag, "--time-limit") == 0) {
@@ -85,11 +92,12 @@ static int parse(int argc, char **argv, int first, part_opts *o)
             o->json = true;
         } else if (strcmp(a, "--allow-empty") == 0) {
             o->options.flags |= PSCHED_PARTITION_ALLOW_EMPTY;
-        } else if (i + 1 >= argc) {
-            cli_error("partition: option %s needs a value", a);
-            return CLI_USAGE;
         } else {
-            int rc = parse_value(a, argv[++i], o);
+            char name[CLI_FLAG_NAME];
+            const char *value;
+            int rc = cli_flag_value("partition", argc, argv, &i, name, &value);
+            if (rc == CLI_OK)
+                rc = parse_value(name, value, o);
             if (rc != CLI_OK)
                 return rc;
         }
@@ -103,18 +111,21 @@ static int parse(int argc, char **argv, int first, part_opts *o)
     return CLI_OK;
 }
 
-bool cli_model_flag(cli_model_flags *f, const char *flag, const char *value, bool *ok)
+bool cli_model_flag(cli_model_flags *f, const char *flag, const char *value, int *rc)
 {
+    *rc = CLI_OK;
     if (strcmp(flag, "--model") == 0)
         f->model = value;
     else if (strcmp(flag, "--devices") == 0)
-        *ok = cli_strtou32(value, &f->devices) == 0;
+        *rc = cli_flag_u32("devices", value, 1, PSCHED_MAX_DEVICES, &f->devices);
     else if (strcmp(flag, "--microbatches") == 0)
-        *ok = cli_strtou32(value, &f->microbatches) == 0;
+        *rc = cli_flag_u32("microbatches", value, 1, PSCHED_MAX_MICROBATCHES, &f->microbatches);
     else if (strcmp(flag, "--chunks") == 0)
-        *ok = cli_strtou32(value, &f->chunks) == 0;
+        *rc = cli_flag_u32("chunks", value, 0, PSCHED_MAX_CHUNKS, &f->chunks);
     else if (strcmp(flag, "--mem-limit") == 0)
-        *ok = f->have_limit = cli_strtod(value, &f->mem_limit) == 0 && f->mem_limit > 0;
+        f->have_limit = (*rc = cli_flag_mem_limit(value, &f->mem_limit)) == CLI_OK;
+    else if (strcmp(flag, "--comm") == 0)
+        *rc = cli_flag_comm(value, &f->comm);
     else
         return false;
     return true;
@@ -131,6 +142,8 @@ psched_status cli_model_plan(const cli_model_flags *f, psched_plan **plan)
         st = psched_plan_set_chunks(*plan, f->chunks);
     if (!st)
         st = psched_plan_set_memory_limit(*plan, f->mem_limit);
+    if (!st)
+        st = psched_plan_set_comm(*plan, f->comm);
     return st;
 }
 
@@ -138,7 +151,7 @@ int cli_load_model(const char *path, psched_model **model)
 {
     char *text;
     size_t length;
-    int rc = cli_read_file(path, &text, &length);
+    int rc = cli_read_file(path, CLI_MAX_TABLE_BYTES, &text, &length);
     if (rc != CLI_OK)
         return rc;
     psched_status st = psched_model_load_csv(text, length, model);
@@ -251,9 +264,12 @@ static void print_text(FILE *f, const part_opts *o, const psched_partition_resul
     if (plan) {
         cli_partition_text_stages(f, r);
         fprintf(f, "\nsimulated makespan: %.6g\n", psched_partition_makespan(r));
-        if (isfinite(even))
-            fprintf(f, "even split makespan: %.6g (speed-up %.3fx)\n", even,
-                    even / psched_partition_makespan(r));
+        double speedup = even / psched_partition_makespan(r);
+        /* an all-zero model has no speed-up: 0 / 0 prints '-' */
+        if (isfinite(even) && isfinite(speedup))
+            fprintf(f, "even split makespan: %.6g (speed-up %.3fx)\n", even, speedup);
+        else if (isfinite(even))
+            fprintf(f, "even split makespan: %.6g (speed-up -)\n", even);
         fprintf(f, "objective: %.6g\n", psched_partition_objective(r));
     }
     fprintf(f, "method: %s, status: %s", method_names[o->options.method], status_names[status]);

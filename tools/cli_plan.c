@@ -21,6 +21,7 @@ const char cli_help_plan[] =
     "  --devices P           pipeline devices (required)\n"
     "  --microbatches M      micro-batches per step (required)\n"
     "  --mem-limit BYTES     device memory, > 0 (required)\n"
+    "  --comm C              latency on every dependency between two devices (0)\n"
     "  --schedules A,B,...   generators to try (default: every registered one)\n"
     "  --chunks V            only this v (default: 1, 2 and 4)\n"
     "  --time-limit S        seconds for each candidate's partition (1)\n"
@@ -33,6 +34,7 @@ const char cli_help_plan[] =
     "                        error}], and plan: the best alternative's {schedule,\n"
     "                        chunks, status, objective, stages [...], devices\n"
     "                        [...]} as in 'pipesched partition --json', or null\n"
+    "  --format FMT          text (the default) or json (the same as --json)\n"
     "\n"
     "Status: optimal (the partition is proven best for that schedule and v\n"
     "under the optimizer's model), feasible (time limit: gap shown), infeasible\n"
@@ -75,8 +77,11 @@ static int split_names(plan_opts *o, const char *list)
 static int parse_value(const char *flag, const char *value, plan_opts *o)
 {
     bool ok = true;
-    if (cli_model_flag(&o->shape, flag, value, &ok))
-        ; /* read into o->shape */
+    int rc = CLI_OK;
+    if (cli_model_flag(&o->shape, flag, value, &rc))
+        return rc;
+    else if (strcmp(flag, "--format") == 0)
+        return cli_flag_result_format("plan", value, &o->json);
     else if (strcmp(flag, "--schedules") == 0)
         return split_names(o, value);
     else if (strcmp(flag, "--time-limit") == 0)
@@ -107,11 +112,12 @@ static int parse(int argc, char **argv, int first, plan_opts *o)
             o->json = true;
         } else if (strcmp(a, "--allow-empty") == 0) {
             o->options.flags |= PSCHED_PARTITION_ALLOW_EMPTY;
-        } else if (i + 1 >= argc) {
-            cli_error("plan: option %s needs a value", a);
-            rc = CLI_USAGE;
         } else {
-            rc = parse_value(a, argv[++i], o);
+            char name[CLI_FLAG_NAME];
+            const char *value;
+            rc = cli_flag_value("plan", argc, argv, &i, name, &value);
+            if (rc == CLI_OK)
+                rc = parse_value(name, value, o);
         }
         if (rc != CLI_OK)
             return rc;
@@ -223,10 +229,15 @@ static void print_table(FILE *f, const psched_search_result *r)
                     status);
             continue;
         }
-        fprintf(f, "%-5zu %-15s %-3u %12.2f %7.1f%% %13.4g %8.3fx  %s\n", i + 1,
+        /* an all-zero model has no speed-up (0 / 0): '-' */
+        double speedup = psched_search_even_makespan(r, i) / t;
+        char vs[32] = "-";
+        if (isfinite(speedup))
+            snprintf(vs, sizeof vs, "%.3fx", speedup);
+        fprintf(f, "%-5zu %-15s %-3u %12.2f %7.1f%% %13.4g %9s  %s\n", i + 1,
                 psched_search_schedule(r, i), psched_search_chunks(r, i), t,
-                100 * psched_search_bubble_ratio(r, i), psched_search_peak_memory(r, i),
-                psched_search_even_makespan(r, i) / t, status);
+                100 * psched_search_bubble_ratio(r, i), psched_search_peak_memory(r, i), vs,
+                status);
     }
 }
 
@@ -234,7 +245,18 @@ static void print_text(FILE *f, const plan_opts *o, const psched_search_result *
 {
     print_table(f, r);
     if (psched_search_count(r) == 0 || !psched_search_fits(r, 0)) {
-        fprintf(f, "\nno plan fits the memory limit %.6g\n", o->shape.mem_limit);
+        /* Say the real cause: the memory limit only when some candidate
+         * could be partitioned at all, else the first candidate's error. */
+        size_t n = psched_search_count(r);
+        bool all_failed = true;
+        for (size_t i = 0; i < n; i++)
+            all_failed = all_failed && psched_search_error(r, i) != PSCHED_OK;
+        if (n > 0 && all_failed)
+            fprintf(f, "\nno plan: no candidate could be partitioned (%s, v = %u: %s)\n",
+                    psched_search_schedule(r, 0), psched_search_chunks(r, 0),
+                    psched_search_error_message(r, 0));
+        else
+            fprintf(f, "\nno plan fits the memory limit %.6g\n", o->shape.mem_limit);
         fprintf(f, "search time %.3f s\n", psched_search_solve_time(r));
         return;
     }
@@ -245,9 +267,12 @@ static void print_text(FILE *f, const plan_opts *o, const psched_search_result *
             psched_search_schedule(r, 0), psched_search_chunks(r, 0), mk,
             100 * psched_search_bubble_ratio(r, 0), psched_search_peak_memory(r, 0),
             o->shape.mem_limit);
-    if (isfinite(even))
+    if (isfinite(even) && isfinite(even / mk))
         fprintf(f, "even split of %s, v = %u: step time %.6g (speed-up %.3fx)\n",
                 psched_search_schedule(r, 0), psched_search_chunks(r, 0), even, even / mk);
+    else if (isfinite(even))
+        fprintf(f, "even split of %s, v = %u: step time %.6g (speed-up -)\n",
+                psched_search_schedule(r, 0), psched_search_chunks(r, 0), even);
     else
         fprintf(f, "even split of %s, v = %u: does not fit\n", psched_search_schedule(r, 0),
                 psched_search_chunks(r, 0));

@@ -37,6 +37,15 @@ static const char *fmt_human(char buf[NUM_BUF], double x)
     return buf;
 }
 
+/* A gap as a percentage ("22.2%"), "-" when it is not a number. */
+static const char *fmt_percent(char buf[NUM_BUF], double x)
+{
+    if (!isfinite(x))
+        return "-";
+    snprintf(buf, NUM_BUF, "%.3g%%", 100 * x);
+    return buf;
+}
+
 void cli_json_number(FILE *f, double x)
 {
     char buf[NUM_BUF];
@@ -111,13 +120,50 @@ static void json_key_number(FILE *f, const char *key, double x)
     cli_json_number(f, x);
 }
 
-int cli_report_json_fields(FILE *f, const psched_schedule *s, const psched_report *r)
+/* Lower bounds of the schedule's plan: every valid order of it obeys them. */
+static psched_status plan_bound(const psched_schedule *s, psched_bound_info *b)
+{
+    memset(b, 0, sizeof *b);
+    b->version = PSCHED_BOUND_INFO_VERSION;
+    return psched_bound(psched_schedule_plan(s), NULL, b);
+}
+
+/* figure / bound - 1 (documented in docs/simulator.md); 0 when both are 0,
+ * NAN (printed null or "-") when only the bound is 0. */
+static double gap_of(double figure, double bound)
+{
+    if (bound > 0)
+        return figure / bound - 1;
+    return figure == 0 ? 0 : NAN;
+}
+
+/* ",\n  "lower_bound": {...},\n  "gap": {...}" or nulls when the library
+ * cannot bound this plan. */
+static void json_bound_keys(FILE *f, const psched_schedule *s, const psched_report *r)
+{
+    psched_bound_info b;
+    if (plan_bound(s, &b) != PSCHED_OK) {
+        fputs(",\n  \"lower_bound\": null,\n  \"gap\": null", f);
+        return;
+    }
+    const char *keys[] = {"makespan", "span", "work", "critical_path", "device_path", "memory"};
+    double values[] = {b.makespan, b.span, b.work, b.critical_path, b.device_path, b.memory};
+    fputs(",\n  \"lower_bound\": {", f);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        fprintf(f, "%s\"%s\": ", i ? ", " : "", keys[i]);
+        cli_json_number(f, values[i]);
+    }
+    fputs("},\n  \"gap\": {\"makespan\": ", f);
+    cli_json_number(f, gap_of(psched_report_makespan(r), b.makespan));
+    fputs(", \"span\": ", f);
+    cli_json_number(f, gap_of(psched_report_span(r), b.span));
+    fputs("}", f);
+}
+
+/* The shape keys every schedule-printing command starts with. */
+static void json_shape_keys(FILE *f, const psched_schedule *s)
 {
     const psched_plan *plan = psched_schedule_plan(s);
-    uint64_t hash;
-    psched_status st = psched_schedule_hash(s, &hash);
-    if (st != PSCHED_OK)
-        return cli_fail(st, "hash");
     fputs("  \"schedule\": ", f);
     cli_json_string(f, psched_schedule_name(s));
     fprintf(f, ",\n  \"placement\": \"%s\"", cli_placement_name(psched_plan_placement(plan)));
@@ -127,6 +173,15 @@ int cli_report_json_fields(FILE *f, const psched_schedule *s, const psched_repor
     fprintf(f, ",\n  \"chains\": %" PRIu32, psched_plan_chains(plan));
     fprintf(f, ",\n  \"stages\": %" PRIu32, psched_plan_stages(plan));
     fprintf(f, ",\n  \"ops\": %zu", psched_schedule_total_ops(s));
+}
+
+int cli_report_json_fields(FILE *f, const psched_schedule *s, const psched_report *r)
+{
+    uint64_t hash;
+    psched_status st = psched_schedule_hash(s, &hash);
+    if (st != PSCHED_OK)
+        return cli_fail(st, "hash");
+    json_shape_keys(f, s);
     json_key_number(f, "makespan", psched_report_makespan(r));
     json_key_number(f, "span", psched_report_span(r));
     json_key_number(f, "bubble_ratio", psched_report_bubble_ratio(r));
@@ -139,6 +194,7 @@ int cli_report_json_fields(FILE *f, const psched_schedule *s, const psched_repor
         return rc;
     json_key_number(f, "peak_memory_M", psched_report_peak_memory_M(r));
     fprintf(f, ",\n  \"hash\": \"%016" PRIx64 "\"", hash);
+    json_bound_keys(f, s, r);
     return CLI_OK;
 }
 
@@ -193,6 +249,58 @@ int cli_report_text(FILE *f, const psched_schedule *s, const psched_report *r)
     fprintf(f, "span           %s\n", fmt_human(buf, psched_report_span(r)));
     fprintf(f, "bubble ratio   %s\n", fmt_human(buf, psched_report_bubble_ratio(r)));
     fprintf(f, "peak memory M  %s\n", fmt_human(buf, psched_report_peak_memory_M(r)));
+    psched_bound_info b;
+    if (plan_bound(s, &b) == PSCHED_OK) {
+        char buf2[NUM_BUF];
+        fprintf(f, "lower bound    makespan %s, span %s\n", fmt_human(buf, b.makespan),
+                fmt_human(buf2, b.span));
+        fprintf(f, "gap            makespan %s, span %s\n",
+                fmt_percent(buf, gap_of(psched_report_makespan(r), b.makespan)),
+                fmt_percent(buf2, gap_of(psched_report_span(r), b.span)));
+    } else {
+        fprintf(f, "lower bound    n/a (%s)\n", psched_last_error());
+    }
     fprintf(f, "hash           %016" PRIx64 "\n\n", hash);
     return device_table(f, r);
+}
+
+int cli_bound_json(FILE *f, const psched_schedule *s, const psched_report *r)
+{
+    psched_bound_info b;
+    psched_status st = plan_bound(s, &b);
+    if (st != PSCHED_OK)
+        return cli_fail(st, "bound");
+    fputs("{\n", f);
+    json_shape_keys(f, s);
+    json_key_number(f, "makespan", psched_report_makespan(r));
+    json_key_number(f, "span", psched_report_span(r));
+    json_bound_keys(f, s, r);
+    fputs("\n}\n", f);
+    return CLI_OK;
+}
+
+int cli_bound_text(FILE *f, const psched_schedule *s, const psched_report *r)
+{
+    psched_bound_info b;
+    psched_status st = plan_bound(s, &b);
+    if (st != PSCHED_OK)
+        return cli_fail(st, "bound");
+    const psched_plan *plan = psched_schedule_plan(s);
+    char buf[NUM_BUF];
+    fprintf(f, "schedule         %s\n", psched_schedule_name(s));
+    fprintf(f, "placement        %s\n", cli_placement_name(psched_plan_placement(plan)));
+    fprintf(f, "devices          %" PRIu32 "\n", psched_plan_devices(plan));
+    fprintf(f, "microbatches     %" PRIu32 "\n", psched_plan_microbatches(plan));
+    fprintf(f, "chunks           %" PRIu32 "\n", psched_plan_chunks(plan));
+    fprintf(f, "makespan bound   %s (the largest term below)\n", fmt_human(buf, b.makespan));
+    fprintf(f, "  work           %s\n", fmt_human(buf, b.work));
+    fprintf(f, "  critical path  %s\n", fmt_human(buf, b.critical_path));
+    fprintf(f, "  device path    %s\n", fmt_human(buf, b.device_path));
+    fprintf(f, "  memory         %s\n", fmt_human(buf, b.memory));
+    fprintf(f, "span bound       %s (work)\n", fmt_human(buf, b.span));
+    fprintf(f, "makespan         %s", fmt_human(buf, psched_report_makespan(r)));
+    fprintf(f, " (gap %s)\n", fmt_percent(buf, gap_of(psched_report_makespan(r), b.makespan)));
+    fprintf(f, "span             %s", fmt_human(buf, psched_report_span(r)));
+    fprintf(f, " (gap %s)\n", fmt_percent(buf, gap_of(psched_report_span(r), b.span)));
+    return CLI_OK;
 }

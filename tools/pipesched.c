@@ -18,12 +18,22 @@ static const char help_main[] =
     "\n"
     "Commands:\n"
     "  list       show every registered schedule generator\n"
-    "  generate   build a schedule and print it (csv, ascii or json)\n"
-    "  simulate   build a schedule and print its simulated time and memory\n"
-    "  validate   check a schedule read from a PyTorch compute_only CSV file\n"
+    "  generate   build a schedule, or convert a CSV file, and print it as csv,\n"
+    "             csv-comms, ascii, json, chrome or svg\n"
+    "  simulate   print a schedule's simulated time and memory, lower bound and gap\n"
+    "  validate   check a schedule (a PyTorch compute_only CSV file or a generator)\n"
     "  hash       print the 64-bit hash ranks compare before training\n"
+    "  bound      print the lower bounds on makespan and span of a schedule's plan\n"
     "  partition  split a layer profile over the stages of a schedule (optimizer)\n"
     "  plan       find the fastest schedule, chunks and partition that fit in memory\n"
+    "\n"
+    "Every command that works on a schedule takes it from a generator\n"
+    "(--schedule NAME --devices P --microbatches M ...) or from a file\n"
+    "(--input FILE, '-' for standard input), with the same cost flags.\n"
+    "\n"
+    "Formats (generate --format): csv (PyTorch compute_only), csv-comms (PyTorch\n"
+    "compute_comms), ascii, json, chrome (Perfetto trace), svg. Every command\n"
+    "that prints results takes --json (or --format json).\n"
     "\n"
     "Options:\n"
     "  --help     show this help ('pipesched <command> --help' for a command)\n"
@@ -36,30 +46,48 @@ static const char help_list[] =
     "\n"
     "Show every registered schedule generator: name, constraints, description.\n"
     "\n"
-    "  --json   print a JSON array of objects {name, description, constraints,\n"
-    "           placement, default_chunks, chains}\n";
+    "  --json                print a JSON array of objects {name, description,\n"
+    "                        constraints, placement, default_chunks, chains}\n"
+    "  --format FMT          text (the default) or json (the same as --json)\n";
 
-#define HELP_PLAN                                                                          \
-    "  --schedule NAME       generator name, see 'pipesched list' (required)\n"            \
-    "  --devices P           pipeline devices, 1..65536 (required)\n"                      \
-    "  --microbatches M      micro-batches per step, 1..16777216 (required)\n"             \
+#define HELP_INPUT                                                                         \
+    "The schedule comes from a generator:\n"                                               \
+    "  --schedule NAME       generator name, see 'pipesched list'\n"                       \
+    "  --devices P           pipeline devices, 1..65536 (required with --schedule)\n"      \
+    "  --microbatches M      micro-batches per step, 1..16777216 (required with\n"         \
+    "                        --schedule)\n"                                                \
     "  --chunks V            model chunks per device; 0 = the schedule's default (0)\n"    \
     "  --group-size N        micro-batch group size of the interleaved schedules\n"        \
+    "  --placement KIND      loop or vshape (default: the generator's)\n"                  \
+    "or from a file:\n"                                                                    \
+    "  --input FILE          a PyTorch compute_only CSV file ('-' reads standard\n"        \
+    "                        input; at most 1 GiB): one row per device, actions\n"         \
+    "                        <stage><F|I|W|B><mb>. Shape values not given\n"               \
+    "                        (--devices, --microbatches, --chunks, --placement)\n"         \
+    "                        are inferred from the file\n"                                 \
+    "  --chains N            with --input: 2 reads a two-chain (DualPipe) file\n"          \
+    "                        written without its '# pipesched: chains=2' line\n"          \
+    "With either, the costs and memory model:\n"                                           \
     "  --cost F,B,W          time of forward, backward for inputs and backward for\n"      \
     "                        weights on every stage; a full backward costs B+W (1,1,1)\n"  \
-    "  --costs-file FILE     per-stage values, CSV rows stage,F,B,W[,mem_F,mem_B,mem_W]\n" \
+    "  --costs-file FILE     per-stage values, CSV rows stage,F,B,W[,mem_F,mem_B,mem_W\n"  \
+    "                        [,overlap[,bytes_F,bytes_B]]]\n"                              \
     "                        ('#' comments, optional header row; stages not listed\n"      \
-    "                        keep --cost and --mem)\n"                                     \
+    "                        keep --cost and --mem; at most 16 MiB)\n"                     \
     "  --comm C              latency on every dependency between two devices (0)\n"        \
     "  --mem F,B,W           memory change of each op kind per stage (1,0,-1)\n"           \
-    "  --mem-limit X         per-device memory limit, > 0 (unlimited); a schedule\n"       \
-    "                        whose peak exceeds it is an infeasible request\n"
+    "  --mem-limit X         per-device memory limit, > 0, in the unit of the memory\n"    \
+    "                        changes (unlimited); a schedule whose peak exceeds it\n"      \
+    "                        is an infeasible request\n"                                  \
+    CLI_HELP_COSTMODEL
 
 static const char help_generate[] =
     "Usage: pipesched generate --schedule NAME --devices P --microbatches M [options]\n"
+    "       pipesched generate --input FILE.csv [options]\n"
     "\n"
-    "Build a schedule and print it.\n"
-    "\n" HELP_PLAN
+    "Build a schedule, or read one from a file, and print it in a format.\n"
+    "\n" HELP_INPUT
+    "Output:\n"
     "  --format FMT          csv (PyTorch compute_only, the default), csv-comms\n"
     "                        (PyTorch compute_comms: the schedule lowered with\n"
     "                        SEND/RECV ops), ascii (a grid of ops at their\n"
@@ -67,53 +95,75 @@ static const char help_generate[] =
     "                        (schedule, plan and simulation), chrome (trace for\n"
     "                        Perfetto / chrome://tracing, one cost unit = 1 ms)\n"
     "                        or svg (timeline picture)\n"
+    "  --pytorch             with --format csv-comms: PyTorch's own compute_comms\n"
+    "                        dialect for _PipelineScheduleRuntime, whose sends do\n"
+    "                        not block: batched groups are written as single\n"
+    "                        actions (a rendezvous engine must read the default,\n"
+    "                        which marks them [a;b]BATCH)\n"
+    "  --json                the same as --format json\n"
     "  --output FILE         write to FILE (atomically) instead of standard output\n";
 
 static const char help_simulate[] =
     "Usage: pipesched simulate --schedule NAME --devices P --microbatches M [options]\n"
+    "       pipesched simulate --input FILE.csv [options]\n"
     "\n"
-    "Build a schedule and print its simulated makespan, span, bubble ratio, busy\n"
-    "and idle time and peak memory per device, and its hash.\n"
-    "\n" HELP_PLAN "  --json                print one JSON object\n";
+    "Simulate a schedule and print its makespan, span, bubble ratio, peak memory,\n"
+    "the lower bounds on makespan and span every schedule of its plan obeys and\n"
+    "the gap to them, busy and idle time and peak memory per device, and its hash.\n"
+    "\n" HELP_INPUT
+    "Output:\n"
+    "  --json                print one JSON object (docs/cli.md lists its keys)\n"
+    "  --format FMT          text (the default) or json (the same as --json)\n";
 
 static const char help_validate[] =
-    "Usage: pipesched validate FILE.csv [--devices P] [--microbatches M]\n"
-    "                          [--placement loop|vshape] [--json]\n"
+    "Usage: pipesched validate FILE.csv [options]\n"
+    "       pipesched validate --input FILE.csv [options]\n"
+    "       pipesched validate --schedule NAME --devices P --microbatches M [options]\n"
     "\n"
-    "Check a schedule in PyTorch's compute_only CSV form ('-' reads standard\n"
-    "input): one row per device, actions <stage><F|I|W|B><mb>. Prints the first\n"
-    "broken rule, or the simulation summary with unit costs. Shape values that\n"
-    "are not given are inferred from the file.\n"
-    "\n"
-    "  --devices P           device count (default: the row count)\n"
-    "  --microbatches M      micro-batch count (default: largest micro-batch + 1)\n"
-    "  --placement KIND      loop or vshape (default: loop if the file fits it,\n"
-    "                        else vshape, else a custom map)\n"
+    "Check a schedule against the dependency rules. Prints the first broken\n"
+    "rule (exit 1), or the simulation summary as 'simulate' does.\n"
+    "\n" HELP_INPUT
+    "Output:\n"
     "  --json                print {\"valid\": ..., \"error\": ..., and the simulate\n"
-    "                        keys when valid}\n";
+    "                        keys when valid}\n"
+    "  --format FMT          text (the default) or json (the same as --json)\n";
 
 static const char help_hash[] =
     "Usage: pipesched hash --schedule NAME --devices P --microbatches M [options]\n"
-    "       pipesched hash --file FILE.csv [--devices P] [--microbatches M] [--json]\n"
+    "       pipesched hash --input FILE.csv [options]\n"
     "\n"
     "Print the schedule's 64-bit hash as 16 hex digits: XXH3-64 of its shape\n"
     "(p, m, v, chains, stage placement) and every device's op list. It is the\n"
     "same on every platform and for every library version with the same soname,\n"
     "so ranks can compare it before step 0. Costs, memory and latency do not\n"
     "enter it.\n"
-    "\n" HELP_PLAN
-    "  --file FILE           hash a schedule read from a PyTorch compute_only CSV\n"
-    "                        file instead ('-' reads standard input); its shape\n"
-    "                        is inferred unless --devices/--microbatches are given\n"
-    "  --json                print {\"hash\": ..., \"schedule\": the JSON export}\n";
+    "\n" HELP_INPUT
+    "  --file FILE           the same as --input (the older spelling)\n"
+    "Output:\n"
+    "  --json                print {\"hash\": ..., \"schedule\": the JSON export}\n"
+    "  --format FMT          text (the default) or json (the same as --json)\n";
 
-/* ---- building a schedule from the plan flags ---- */
+static const char help_bound[] =
+    "Usage: pipesched bound --schedule NAME --devices P --microbatches M [options]\n"
+    "       pipesched bound --input FILE.csv [options]\n"
+    "\n"
+    "Print lower bounds on the makespan and the span that hold for every valid\n"
+    "schedule of the plan (p, m, v, placement, costs, comm, memory limit), each\n"
+    "term of the makespan bound (work, critical path, device path, memory; see\n"
+    "docs/simulator.md), and the given schedule's figures and gap to them.\n"
+    "\n" HELP_INPUT
+    "Output:\n"
+    "  --json                print one JSON object (docs/cli.md lists its keys)\n"
+    "  --format FMT          text (the default) or json (the same as --json)\n";
+
+/* ---- the schedule a command works on: a generator or a file ---- */
 
 static int require(const char *command, const char *flag, bool given)
 {
     if (given)
         return CLI_OK;
-    cli_error("%s: --%s is required (see 'pipesched %s --help')", command, flag, command);
+    cli_error("%s: --%s is required with --schedule (see 'pipesched %s --help')", command, flag,
+              command);
     return CLI_USAGE;
 }
 
@@ -122,17 +172,16 @@ static int plan_setting(psched_status st, const char *flag)
     return st == PSCHED_OK ? CLI_OK : cli_fail(st, flag);
 }
 
-static int fill_plan(psched_plan *plan, const cli_opts *o, const psched_generator *g)
+static psched_placement placement_kind(const char *name)
 {
-    /* v is needed now so that --costs-file can check its stage indices. */
-    uint32_t chunks = o->chunks ? o->chunks : g->default_chunks ? g->default_chunks : 1;
-    int rc = plan_setting(psched_plan_set_devices(plan, o->devices), "--devices");
-    if (rc == CLI_OK)
-        rc = plan_setting(psched_plan_set_microbatches(plan, o->microbatches), "--microbatches");
-    if (rc == CLI_OK)
-        rc = plan_setting(psched_plan_set_chunks(plan, chunks), "--chunks");
-    if (rc == CLI_OK)
-        rc = plan_setting(psched_plan_set_cost(plan, o->cost[0], o->cost[1], o->cost[2]),
+    return strcmp(name, "vshape") == 0 ? PSCHED_PLACEMENT_VSHAPE : PSCHED_PLACEMENT_LOOP;
+}
+
+/* The cost and memory flags, on a plan whose p and v are already set (so
+ * that --costs-file can check its stage indices). */
+static int fill_costs(psched_plan *plan, const cli_opts *o)
+{
+    int rc = plan_setting(psched_plan_set_cost(plan, o->cost[0], o->cost[1], o->cost[2]),
                           "--cost");
     if (rc == CLI_OK)
         rc = plan_setting(psched_plan_set_mem(plan, o->mem[0], o->mem[1], o->mem[2]), "--mem");
@@ -140,17 +189,40 @@ static int fill_plan(psched_plan *plan, const cli_opts *o, const psched_generato
         rc = plan_setting(psched_plan_set_comm(plan, o->comm), "--comm");
     if (rc == CLI_OK && o->have_mem_limit)
         rc = plan_setting(psched_plan_set_memory_limit(plan, o->mem_limit), "--mem-limit");
-    if (rc == CLI_OK && o->have_group_size)
-        rc = plan_setting(psched_plan_set_option(plan, "group-size", o->group_size),
-                          "--group-size");
+    if (rc == CLI_OK) /* before the file, whose per-stage values win */
+        rc = cli_apply_costmodel(plan, &o->costmodel);
     if (rc == CLI_OK && o->costs_file)
         rc = cli_apply_costs_file(plan, o->costs_file);
     return rc;
 }
 
+static int fill_plan(psched_plan *plan, const cli_opts *o, const psched_generator *g)
+{
+    uint32_t chunks = o->chunks ? o->chunks : g->default_chunks ? g->default_chunks : 1;
+    int rc = plan_setting(psched_plan_set_devices(plan, o->devices), "--devices");
+    if (rc == CLI_OK)
+        rc = plan_setting(psched_plan_set_microbatches(plan, o->microbatches), "--microbatches");
+    if (rc == CLI_OK)
+        rc = plan_setting(psched_plan_set_chunks(plan, chunks), "--chunks");
+    if (rc == CLI_OK && o->have_placement)
+        rc = plan_setting(psched_plan_set_placement(plan, placement_kind(o->placement)),
+                          "--placement");
+    if (rc == CLI_OK && o->have_group_size)
+        rc = plan_setting(psched_plan_set_option(plan, "group-size", o->group_size),
+                          "--group-size");
+    if (rc == CLI_OK)
+        rc = fill_costs(plan, o);
+    return rc;
+}
+
+static const char *input_label(const cli_opts *o)
+{
+    return strcmp(o->input, "-") == 0 ? "standard input" : o->input;
+}
+
 /* Generators with a fixed order cannot honour a memory limit, so the
  * limit is checked on the simulated peak of whatever came out. */
-static int check_memory_limit(const cli_opts *o, const psched_report *r)
+static int check_memory_limit(const cli_opts *o, const psched_schedule *s, const psched_report *r)
 {
     if (!o->have_mem_limit)
         return CLI_OK;
@@ -159,19 +231,17 @@ static int check_memory_limit(const cli_opts *o, const psched_report *r)
         psched_report_device(r, d, NULL, NULL, &peak);
         if (peak > o->mem_limit + 1e-9 * fabs(o->mem_limit)) {
             cli_error("peak memory %g on device %u exceeds --mem-limit %g for %s", peak,
-                      (unsigned)d, o->mem_limit, o->schedule);
+                      (unsigned)d, o->mem_limit, o->input ? input_label(o) : psched_schedule_name(s));
             return CLI_INVALID;
         }
     }
     return CLI_OK;
 }
 
-/* Generate and simulate the schedule the flags describe. */
-static int build(const char *command, const cli_opts *o, psched_schedule **s, psched_report **r)
+/* Generate the schedule the flags describe. */
+static int generate(const char *command, const cli_opts *o, psched_schedule **s)
 {
-    int rc = require(command, "schedule", o->schedule != NULL);
-    if (rc == CLI_OK)
-        rc = require(command, "devices", o->have_devices);
+    int rc = require(command, "devices", o->have_devices);
     if (rc == CLI_OK)
         rc = require(command, "microbatches", o->have_microbatches);
     if (rc != CLI_OK)
@@ -188,10 +258,196 @@ static int build(const char *command, const cli_opts *o, psched_schedule **s, ps
     if (rc == CLI_OK && (st = psched_generate(plan, o->schedule, s)) != PSCHED_OK)
         rc = cli_fail(st, NULL);
     psched_plan_destroy(plan);
-    if (rc == CLI_OK && (st = psched_simulate(*s, NULL, r)) != PSCHED_OK)
-        rc = cli_fail(st, NULL);
-    if (rc == CLI_OK)
-        rc = check_memory_limit(o, *r);
+    return rc;
+}
+
+/* The shape for a file import: the flags given; p and m from @p inferred
+ * otherwise. Chunks and placement left open are inferred by the import. */
+static int shape_plan(const cli_opts *o, const psched_schedule *inferred, psched_plan **out)
+{
+    const psched_plan *ip = inferred ? psched_schedule_plan(inferred) : NULL;
+    uint32_t p = o->have_devices ? o->devices : psched_plan_devices(ip);
+    uint32_t m = o->have_microbatches ? o->microbatches : psched_plan_microbatches(ip);
+    psched_plan *plan;
+    psched_status st = psched_plan_create(&plan);
+    if (st == PSCHED_OK && (st = psched_plan_set_devices(plan, p)) == PSCHED_OK &&
+        (st = psched_plan_set_microbatches(plan, m)) == PSCHED_OK && o->chunks)
+        st = psched_plan_set_chunks(plan, o->chunks);
+    if (st == PSCHED_OK && o->have_placement)
+        st = psched_plan_set_placement(plan, placement_kind(o->placement));
+    if (st != PSCHED_OK) {
+        psched_plan_destroy(plan);
+        return cli_fail(st, input_label(o));
+    }
+    *out = plan;
+    return CLI_OK;
+}
+
+/* Import @p text: without shape flags the import infers everything; with
+ * some, a first import infers p and m where the flags leave them open. */
+static psched_status import_shape(const cli_opts *o, const char *text, size_t length,
+                                  psched_schedule **out, int *rc)
+{
+    psched_schedule *inferred = NULL;
+    psched_status st = PSCHED_OK;
+    bool shaped = o->have_devices || o->have_microbatches || o->chunks || o->have_placement;
+    if (!o->have_devices || !o->have_microbatches) {
+        st = psched_import_csv(text, length, NULL, &inferred);
+        if (st != PSCHED_OK || !shaped) {
+            *out = inferred;
+            return st;
+        }
+    }
+    psched_plan *plan = NULL;
+    *rc = shape_plan(o, inferred, &plan);
+    psched_schedule_destroy(inferred);
+    if (*rc != CLI_OK)
+        return PSCHED_OK;
+    st = psched_import_csv(text, length, plan, out);
+    psched_plan_destroy(plan);
+    return st;
+}
+
+/* Import with the cost flags: the shape comes from the file (and the shape
+ * flags), then the file is read again with that shape and the costs, so
+ * the schedule carries them into the simulation and every export. */
+static psched_status import(const cli_opts *o, const char *text, size_t length,
+                            psched_schedule **out, int *rc)
+{
+    psched_schedule *shaped = NULL;
+    psched_status st = import_shape(o, text, length, &shaped, rc);
+    bool costs = o->have_cost || o->have_mem || o->have_comm || o->have_mem_limit || o->costs_file;
+    if (st != PSCHED_OK || *rc != CLI_OK || !costs) {
+        *out = shaped;
+        return st;
+    }
+    psched_plan *plan = NULL;
+    st = psched_plan_clone(psched_schedule_plan(shaped), &plan);
+    psched_schedule_destroy(shaped);
+    if (st != PSCHED_OK) {
+        *rc = cli_fail(st, input_label(o));
+        return PSCHED_OK;
+    }
+    *rc = fill_costs(plan, o);
+    if (*rc == CLI_OK)
+        st = psched_import_csv(text, length, plan, out);
+    psched_plan_destroy(plan);
+    return st;
+}
+
+/* A file that does not parse or breaks a rule: one line on stderr and,
+ * for validate --json, {"valid": false, "error": ...} on stdout. */
+static int report_invalid(const cli_opts *o, psched_status st, const char *label)
+{
+    char *message = cli_clean_message(psched_last_error());
+    int rc = cli_fail(st, label);
+    if (o->command == CMD_VALIDATE && o->json && message) {
+        cli_membuf out;
+        if (cli_membuf_open(&out) == CLI_OK) {
+            fputs("{\n  \"valid\": false,\n  \"error\": ", out.f);
+            cli_json_string(out.f, message);
+            fputs("\n}\n", out.f);
+            cli_membuf_finish(&out, true);
+        }
+    }
+    free(message);
+    return rc;
+}
+
+/* --chains N for a file: the importer learns a two-chain shape from the
+ * header line `# pipesched: chains=N` that pipesched's exporter writes; a
+ * file written elsewhere gets that line in front. A header that says
+ * otherwise is a contradiction, not something to override. */
+static int with_chains_header(const cli_opts *o, char **text, size_t *length)
+{
+    static const char head[] = "# pipesched: chains=";
+    size_t n = sizeof head - 1;
+    if (*length > n && memcmp(*text, head, n) == 0) {
+        if ((uint32_t)((*text)[n] - '0') != o->chains) {
+            cli_error("%s: --chains %u but the file's first line says chains=%c", o->input,
+                      (unsigned)o->chains, (*text)[n]);
+            return CLI_USAGE;
+        }
+        return CLI_OK;
+    }
+    char *joined = malloc(n + 2 + *length + 1);
+    if (!joined) {
+        cli_error("%s: out of memory", o->input);
+        return CLI_USAGE;
+    }
+    memcpy(joined, head, n);
+    joined[n] = (char)('0' + o->chains);
+    joined[n + 1] = '\n';
+    memcpy(joined + n + 2, *text, *length + 1);
+    free(*text);
+    *text = joined;
+    *length += n + 2;
+    return CLI_OK;
+}
+
+/* The schedule of the flags (a generator or --input), validated and
+ * simulated: @p r may be NULL when the command needs no report. */
+static int load(const char *command, const cli_opts *o, psched_schedule **s, psched_report **r)
+{
+    if (o->input && o->schedule) {
+        cli_error("%s: --input and --schedule exclude each other (a file or a generator)",
+                  command);
+        return CLI_USAGE;
+    }
+    if (!o->input && !o->schedule) {
+        cli_error("%s: --schedule or --input is required (see 'pipesched %s --help')", command,
+                  command);
+        return CLI_USAGE;
+    }
+    if (o->chains && !o->input) {
+        cli_error("%s: --chains describes a file: it needs --input (a generator sets its own "
+                  "chains)", command);
+        return CLI_USAGE;
+    }
+    if (o->pytorch && strcmp(o->format, "csv-comms") != 0) {
+        cli_error("%s: --pytorch selects PyTorch's compute_comms dialect: it needs "
+                  "--format csv-comms, not '%s'", command, o->format);
+        return CLI_USAGE;
+    }
+    if (o->input && o->have_group_size) {
+        cli_error("%s: --group-size is a generator option: it does not apply to --input",
+                  command);
+        return CLI_USAGE;
+    }
+    int rc = CLI_OK;
+    psched_status st = PSCHED_OK;
+    const char *label = NULL;
+    if (o->input) {
+        char *text;
+        size_t length;
+        if ((rc = cli_read_file(o->input, CLI_MAX_SCHEDULE_BYTES, &text, &length)) != CLI_OK)
+            return rc;
+        if (o->chains && (rc = with_chains_header(o, &text, &length)) != CLI_OK) {
+            free(text);
+            return rc;
+        }
+        st = import(o, text, length, s, &rc);
+        free(text);
+        label = input_label(o);
+    } else {
+        rc = generate(command, o, s);
+    }
+    if (rc == CLI_OK && st == PSCHED_OK)
+        rc = cli_costmodel_transform(&o->costmodel, s);
+    if (rc != CLI_OK)
+        return rc;
+    /* psched_simulate validates first, with psched_validate's errors */
+    psched_report *report = NULL;
+    if (st == PSCHED_OK)
+        st = psched_simulate(*s, NULL, &report);
+    if (st != PSCHED_OK)
+        return report_invalid(o, st, label);
+    if (o->command != CMD_BOUND)
+        rc = check_memory_limit(o, *s, report);
+    if (r && rc == CLI_OK)
+        *r = report;
+    else
+        psched_report_destroy(report);
     return rc;
 }
 
@@ -268,18 +524,20 @@ static bool want_colour(const cli_opts *o)
     return !o->output && isatty(STDOUT_FILENO) && !(no_color && no_color[0]);
 }
 
-/* csv-comms is the PyTorch compute_comms CSV of the lowered schedule: the
- * SEND/RECV ops come from psched_lower_comm with the plan's own costs. */
+/* csv-comms is the compute_comms CSV of the lowered schedule: the
+ * SEND/RECV ops come from psched_lower_comm with the plan's own costs, in
+ * pipesched's dialect (batched groups marked) or PyTorch's. */
 static psched_status export_schedule(const psched_schedule *s, const psched_report *r,
-                                     psched_format format, uint32_t flags, char **text,
-                                     size_t *length)
+                                     psched_format format, bool pytorch, uint32_t flags,
+                                     char **text, size_t *length)
 {
     if (format != PSCHED_FORMAT_CSV_COMMS)
         return psched_export(s, r, format, flags, text, length);
     psched_schedule *lowered = NULL;
     psched_status st = psched_lower_comm(s, NULL, &lowered);
     if (st == PSCHED_OK)
-        st = psched_export(lowered, NULL, format, flags, text, length);
+        st = psched_export(lowered, NULL, pytorch ? PSCHED_FORMAT_CSV_COMMS_PYTORCH : format,
+                           flags, text, length);
     psched_schedule_destroy(lowered);
     return st;
 }
@@ -288,13 +546,13 @@ static int cmd_generate(const cli_opts *o)
 {
     psched_schedule *s = NULL;
     psched_report *r = NULL;
-    int rc = build("generate", o, &s, &r);
+    int rc = load("generate", o, &s, &r);
     if (rc == CLI_OK) {
         psched_format format = parse_format(o->format);
         uint32_t flags = format == PSCHED_FORMAT_ASCII && want_colour(o) ? PSCHED_EXPORT_COLOR : 0;
         char *text = NULL;
         size_t length = 0;
-        psched_status st = export_schedule(s, r, format, flags, &text, &length);
+        psched_status st = export_schedule(s, r, format, o->pytorch, flags, &text, &length);
         if (st != PSCHED_OK)
             rc = cli_fail(st, "export");
         else if (o->output)
@@ -308,163 +566,47 @@ static int cmd_generate(const cli_opts *o)
     return rc;
 }
 
-static int print_report(const psched_schedule *s, const psched_report *r, bool json,
-                        const char *valid_file)
+static int print_report(const cli_opts *o, const psched_schedule *s, const psched_report *r)
 {
+    bool validate = o->command == CMD_VALIDATE;
+    const char *label = o->input ? input_label(o) : psched_schedule_name(s);
     cli_membuf out;
     int rc = cli_membuf_open(&out);
     if (rc != CLI_OK)
         return rc;
-    if (json) {
-        fputs(valid_file ? "{\n  \"valid\": true,\n  \"error\": null,\n" : "{\n", out.f);
+    if (o->json) {
+        fputs(validate ? "{\n  \"valid\": true,\n  \"error\": null,\n" : "{\n", out.f);
         rc = cli_report_json_fields(out.f, s, r);
         fputs("\n}\n", out.f);
     } else {
-        if (valid_file)
-            fprintf(out.f, "%s: valid\n\n", valid_file);
+        if (validate)
+            fprintf(out.f, "%s: valid\n\n", label);
         rc = cli_report_text(out.f, s, r);
     }
     int wrc = cli_membuf_finish(&out, rc == CLI_OK);
     return rc != CLI_OK ? rc : wrc;
 }
 
+/* simulate and validate print the same summary (validate says "valid"). */
 static int cmd_simulate(const cli_opts *o)
 {
     psched_schedule *s = NULL;
     psched_report *r = NULL;
-    int rc = build("simulate", o, &s, &r);
+    int rc = load(o->command == CMD_VALIDATE ? "validate" : "simulate", o, &s, &r);
     if (rc == CLI_OK)
-        rc = print_report(s, r, o->json, NULL);
+        rc = print_report(o, s, r);
     psched_report_destroy(r);
     psched_schedule_destroy(s);
-    return rc;
-}
-
-static const char *file_label(const cli_opts *o)
-{
-    return strcmp(o->file, "-") == 0 ? "standard input" : o->file;
-}
-
-/* The shape for a file import: the flags given; p and m from @p inferred
- * otherwise. Chunks and placement left open are inferred by the import. */
-static int shape_plan(const cli_opts *o, const psched_schedule *inferred, psched_plan **out)
-{
-    const psched_plan *ip = inferred ? psched_schedule_plan(inferred) : NULL;
-    uint32_t p = o->have_devices ? o->devices : psched_plan_devices(ip);
-    uint32_t m = o->have_microbatches ? o->microbatches : psched_plan_microbatches(ip);
-    psched_plan *plan;
-    psched_status st = psched_plan_create(&plan);
-    if (st == PSCHED_OK && (st = psched_plan_set_devices(plan, p)) == PSCHED_OK &&
-        (st = psched_plan_set_microbatches(plan, m)) == PSCHED_OK && o->have_placement)
-        st = psched_plan_set_placement(plan, strcmp(o->placement, "vshape") == 0
-                                                 ? PSCHED_PLACEMENT_VSHAPE
-                                                 : PSCHED_PLACEMENT_LOOP);
-    if (st != PSCHED_OK) {
-        psched_plan_destroy(plan);
-        return cli_fail(st, file_label(o));
-    }
-    *out = plan;
-    return CLI_OK;
-}
-
-/* Import @p text: without shape flags the import infers everything; with
- * some, a first import infers p and m where the flags leave them open. */
-static psched_status import(const cli_opts *o, const char *text, size_t length,
-                            psched_schedule **out, int *rc)
-{
-    psched_schedule *inferred = NULL;
-    psched_status st = PSCHED_OK;
-    if (!o->have_devices || !o->have_microbatches) {
-        st = psched_import_csv(text, length, NULL, &inferred);
-        if (st != PSCHED_OK || !(o->have_devices || o->have_microbatches || o->have_placement)) {
-            *out = inferred;
-            return st;
-        }
-    }
-    psched_plan *plan = NULL;
-    *rc = shape_plan(o, inferred, &plan);
-    psched_schedule_destroy(inferred);
-    if (*rc != CLI_OK)
-        return PSCHED_OK;
-    st = psched_import_csv(text, length, plan, out);
-    psched_plan_destroy(plan);
-    return st;
-}
-
-/* A file that does not parse or breaks a rule: one line on stderr and,
- * with --json, {"valid": false, "error": ...} on stdout. */
-static int report_invalid(const cli_opts *o, psched_status st)
-{
-    char *message = strdup(psched_last_error());
-    int rc = cli_fail(st, file_label(o));
-    if (o->json && message) {
-        cli_membuf out;
-        if (cli_membuf_open(&out) == CLI_OK) {
-            fputs("{\n  \"valid\": false,\n  \"error\": ", out.f);
-            cli_json_string(out.f, message);
-            fputs("\n}\n", out.f);
-            cli_membuf_finish(&out, true);
-        }
-    }
-    free(message);
     return rc;
 }
 
 static int cmd_validate(const cli_opts *o)
 {
-    if (!o->file) {
+    if (!o->input && !o->schedule) {
         cli_error("validate: a CSV file is required (see 'pipesched validate --help')");
         return CLI_USAGE;
     }
-    char *text;
-    size_t length;
-    int rc = cli_read_file(o->file, &text, &length);
-    if (rc != CLI_OK)
-        return rc;
-    psched_schedule *s = NULL;
-    psched_report *r = NULL;
-    psched_status st = import(o, text, length, &s, &rc);
-    free(text);
-    /* psched_simulate validates first, with psched_validate's errors */
-    if (rc == CLI_OK && st == PSCHED_OK)
-        st = psched_simulate(s, NULL, &r);
-    if (rc == CLI_OK)
-        rc = st == PSCHED_OK ? print_report(s, r, o->json, file_label(o)) : report_invalid(o, st);
-    psched_report_destroy(r);
-    psched_schedule_destroy(s);
-    return rc;
-}
-
-/* The schedule `hash` names: imported from --file (and validated, as
- * `validate` would), or generated from the plan flags. */
-static int hash_input(const cli_opts *o, psched_schedule **s)
-{
-    if (!o->file && !o->schedule) {
-        cli_error("hash: --schedule or --file is required (see 'pipesched hash --help')");
-        return CLI_USAGE;
-    }
-    if (!o->file) {
-        psched_report *r = NULL;
-        int rc = build("hash", o, s, &r);
-        psched_report_destroy(r);
-        return rc;
-    }
-    if (o->schedule) {
-        cli_error("hash: --file and --schedule exclude each other");
-        return CLI_USAGE;
-    }
-    char *text;
-    size_t length;
-    int rc = cli_read_file(o->file, &text, &length);
-    if (rc != CLI_OK)
-        return rc;
-    psched_status st = import(o, text, length, s, &rc);
-    free(text);
-    if (rc == CLI_OK && st == PSCHED_OK)
-        st = psched_validate(*s);
-    if (rc == CLI_OK && st != PSCHED_OK)
-        rc = cli_fail(st, file_label(o));
-    return rc;
+    return cmd_simulate(o);
 }
 
 /* --json: the export, indented one level, as the "schedule" value. */
@@ -490,8 +632,13 @@ static int hash_json(FILE *f, const psched_schedule *s, uint64_t hash)
 
 static int cmd_hash(const cli_opts *o)
 {
+    if (!o->input && !o->schedule) {
+        cli_error("hash: --schedule or --input (--file) is required (see 'pipesched hash "
+                  "--help')");
+        return CLI_USAGE;
+    }
     psched_schedule *s = NULL;
-    int rc = hash_input(o, &s);
+    int rc = load("hash", o, &s, NULL);
     uint64_t hash = 0;
     psched_status st = rc == CLI_OK ? psched_schedule_hash(s, &hash) : PSCHED_OK;
     if (st != PSCHED_OK)
@@ -509,6 +656,22 @@ static int cmd_hash(const cli_opts *o)
     return rc;
 }
 
+static int cmd_bound(const cli_opts *o)
+{
+    psched_schedule *s = NULL;
+    psched_report *r = NULL;
+    int rc = load("bound", o, &s, &r);
+    cli_membuf out;
+    if (rc == CLI_OK && (rc = cli_membuf_open(&out)) == CLI_OK) {
+        rc = o->json ? cli_bound_json(out.f, s, r) : cli_bound_text(out.f, s, r);
+        int wrc = cli_membuf_finish(&out, rc == CLI_OK);
+        rc = rc != CLI_OK ? rc : wrc;
+    }
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+    return rc;
+}
+
 /* ---- main ---- */
 
 static const struct command {
@@ -522,6 +685,7 @@ static const struct command {
     {"simulate", CMD_SIMULATE, help_simulate, cmd_simulate},
     {"validate", CMD_VALIDATE, help_validate, cmd_validate},
     {"hash", CMD_HASH, help_hash, cmd_hash},
+    {"bound", CMD_BOUND, help_bound, cmd_bound},
 };
 
 static int print_text(const char *text)

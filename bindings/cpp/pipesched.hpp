@@ -13,6 +13,15 @@
  *     for (const psched_op &op : schedule.ops(0)) ...
  *     double span = schedule.simulate().span();
  *
+ * The optimizer and generator authoring are wrapped the same way:
+ *
+ *     pipesched::Model model = pipesched::Model::from_csv(profile_text);
+ *     auto part = pipesched::partition(model, plan.memory_limit(80e9), "1f1b");
+ *     pipesched::Plan tuned = part.plan();       // per-stage costs
+ *     auto ranked = pipesched::plan_search(model, plan, {"1f1b", "zb-h1"});
+ *     // inside a psched_generator's generate callback:
+ *     pipesched::Builder(builder).append(0, PSCHED_OP_F, 0, 0);
+ *
  * SPDX-License-Identifier: MIT
  */
 #ifndef PIPESCHED_HPP
@@ -68,6 +77,18 @@ template <typename T> T *require(T *handle, const char *what)
     return handle;
 }
 
+/* psched_bound() with the options and result versions of this header. */
+inline psched_bound_info bound(const psched_plan *plan, std::uint32_t flags)
+{
+    psched_bound_options options{};
+    options.version = PSCHED_BOUND_OPTIONS_VERSION;
+    options.flags = flags;
+    psched_bound_info info{};
+    info.version = PSCHED_BOUND_INFO_VERSION;
+    check(psched_bound(plan, &options, &info));
+    return info;
+}
+
 struct PlanDeleter {
     void operator()(psched_plan *p) const noexcept { psched_plan_destroy(p); }
 };
@@ -76,6 +97,18 @@ struct ScheduleDeleter {
 };
 struct ReportDeleter {
     void operator()(psched_report *r) const noexcept { psched_report_destroy(r); }
+};
+struct ModelDeleter {
+    void operator()(psched_model *m) const noexcept { psched_model_destroy(m); }
+};
+struct PartitionDeleter {
+    void operator()(psched_partition_result *r) const noexcept
+    {
+        psched_partition_result_destroy(r);
+    }
+};
+struct SearchDeleter {
+    void operator()(psched_search_result *r) const noexcept { psched_search_result_destroy(r); }
 };
 struct FreeDeleter {
     void operator()(char *p) const noexcept { psched_free(p); }
@@ -373,6 +406,15 @@ public:
      *  broken rule. */
     void validate() const { detail::check(psched_validate(get_checked())); }
 
+    /** Lower bounds on makespan and span that every valid schedule of this
+     *  schedule's plan obeys (psched_bound()); @p flags 0 or
+     *  PSCHED_BOUND_IGNORE_MEMORY. The gap of a simulation is
+     *  `report.span() / bound().span - 1`. */
+    psched_bound_info bound(std::uint32_t flags = 0) const
+    {
+        return detail::bound(psched_schedule_plan(get_checked()), flags);
+    }
+
     /** Simulate with the schedule's own costs, or those of @p costs. */
     Report simulate(const Plan *costs = nullptr) const
     {
@@ -418,6 +460,8 @@ public:
     }
     std::string to_csv() const { return render(PSCHED_FORMAT_CSV); }
     std::string to_csv_comms() const { return render(PSCHED_FORMAT_CSV_COMMS); }
+    /** PyTorch's own compute_comms dialect (no batched-group cells). */
+    std::string to_csv_comms_pytorch() const { return render(PSCHED_FORMAT_CSV_COMMS_PYTORCH); }
     std::string to_ascii(const Report *report = nullptr, bool color = false) const
     {
         return render(PSCHED_FORMAT_ASCII, report, color ? PSCHED_EXPORT_COLOR : 0u);
@@ -455,6 +499,15 @@ inline Schedule generate(const Plan &plan, const std::string &name)
     return Schedule::generate(plan, name);
 }
 
+/** Lower bounds on makespan and span for every valid schedule of @p plan,
+ *  whose chunks and placement must be set (psched_bound(): throws Error
+ *  PSCHED_EINVAL otherwise, PSCHED_EINFEASIBLE for a memory limit below one
+ *  micro-batch's activation). @p flags 0 or PSCHED_BOUND_IGNORE_MEMORY. */
+inline psched_bound_info bound(const Plan &plan, std::uint32_t flags = 0)
+{
+    return detail::bound(detail::require(plan.get(), "Plan"), flags);
+}
+
 /** Schedule::from_csv(text, plan). */
 inline Schedule from_csv(std::string_view text, const Plan *plan = nullptr)
 {
@@ -488,10 +541,407 @@ inline std::vector<GeneratorInfo> generators()
     return out;
 }
 
+/** Non-owning view of the ::psched_builder a generator appends through,
+ *  for generators written in C++ (the callbacks of a ::psched_generator).
+ *  Every append that fails throws; the builder latches the first error, so
+ *  a generator may also catch and return error().status(). */
+class Builder {
+public:
+    explicit Builder(psched_builder *builder) : builder_(detail::require(builder, "Builder")) {}
+
+    /** psched_builder_reserve(): room for @p count more ops on @p device. */
+    Builder &reserve(std::uint32_t device, std::size_t count)
+    {
+        detail::check(psched_builder_reserve(builder_, device, count));
+        return *this;
+    }
+    /** psched_builder_append(): one op at the end of @p device's list. */
+    Builder &append(std::uint32_t device, psched_op_kind kind, std::uint32_t stage,
+                    std::uint32_t microbatch, std::uint32_t flags = 0)
+    {
+        detail::check(psched_builder_append(builder_, device, kind, stage, microbatch, flags));
+        return *this;
+    }
+    /** psched_builder_append_pair(): an overlapped F&B pair. */
+    Builder &append_pair(std::uint32_t device, psched_op_kind kind1, std::uint32_t stage1,
+                         std::uint32_t microbatch1, psched_op_kind kind2, std::uint32_t stage2,
+                         std::uint32_t microbatch2)
+    {
+        detail::check(psched_builder_append_pair(builder_, device, kind1, stage1, microbatch1,
+                                                 kind2, stage2, microbatch2));
+        return *this;
+    }
+    /** Ops appended so far to @p device. */
+    std::size_t count(std::uint32_t device) const { return psched_builder_count(builder_, device); }
+    /** The plan being built for (owned by the library). */
+    const psched_plan *plan() const noexcept { return psched_builder_plan(builder_); }
+    psched_builder *get() const noexcept { return builder_; }
+
+private:
+    psched_builder *builder_;
+};
+
+/** A recompute variant of a layer group. */
+struct RecomputeVariant {
+    double act_bytes;
+    double extra_time;
+};
+
+/** One layer group of a Model, copied. */
+struct LayerGroup {
+    std::string type;
+    std::uint32_t count;
+    double f, b, w;
+    double act_bytes;
+    double param_bytes;
+    std::optional<RecomputeVariant> selective;
+    std::optional<RecomputeVariant> full;
+};
+
+/** Owner of a psched_model: the layer profile the optimizer partitions. */
+class Model {
+public:
+    Model()
+    {
+        psched_model *m = nullptr;
+        detail::check(psched_model_create(&m));
+        handle_.reset(m);
+    }
+    /** psched_model_load_csv(): a layer-profile CSV. */
+    static Model from_csv(std::string_view text)
+    {
+        psched_model *m = nullptr;
+        detail::check(psched_model_load_csv(text.data(), text.size(), &m));
+        return Model(m);
+    }
+    /** psched_model_transformer(): the analytic transformer profile; set
+     *  `config.version` or leave it 0 for this header's version. */
+    static Model transformer(psched_transformer config)
+    {
+        if (config.version == 0)
+            config.version = PSCHED_TRANSFORMER_VERSION;
+        psched_model *m = nullptr;
+        detail::check(psched_model_transformer(&config, &m));
+        return Model(m);
+    }
+
+    Model(const Model &) = delete;
+    Model &operator=(const Model &) = delete;
+    Model(Model &&) noexcept = default;
+    Model &operator=(Model &&) noexcept = default;
+    ~Model() = default;
+
+    /** psched_model_add_layers(): @p count identical layers at the end. */
+    Model &add_layers(const std::string &type, std::uint32_t count, double f, double b, double w,
+                      double act_bytes, double param_bytes)
+    {
+        detail::check(psched_model_add_layers(raw(), type.c_str(), count, f, b, w, act_bytes,
+                                              param_bytes));
+        return *this;
+    }
+    /** psched_model_set_recompute(): offer a variant for group @p group. */
+    Model &recompute(std::uint32_t group, psched_recompute kind, double act_bytes,
+                     double extra_time)
+    {
+        detail::check(psched_model_set_recompute(raw(), group, kind, act_bytes, extra_time));
+        return *this;
+    }
+    std::uint32_t groups() const { return psched_model_groups(get_checked()); }
+    std::uint32_t layers() const { return psched_model_layers(get_checked()); }
+    /** Group @p index with its recompute variants. */
+    LayerGroup group(std::uint32_t index) const
+    {
+        LayerGroup g{};
+        const char *type = nullptr;
+        detail::check(psched_model_group(get_checked(), index, &type, &g.count, &g.f, &g.b, &g.w,
+                                         &g.act_bytes, &g.param_bytes));
+        g.type = type;
+        g.selective = variant(index, PSCHED_RECOMPUTE_SELECTIVE);
+        g.full = variant(index, PSCHED_RECOMPUTE_FULL);
+        return g;
+    }
+
+    const psched_model *get() const noexcept { return handle_.get(); }
+    explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+private:
+    explicit Model(psched_model *m) noexcept : handle_(m) {}
+    psched_model *raw() { return detail::require(handle_.get(), "Model"); }
+    const psched_model *get_checked() const { return detail::require(handle_.get(), "Model"); }
+    std::optional<RecomputeVariant> variant(std::uint32_t index, psched_recompute kind) const
+    {
+        RecomputeVariant v{};
+        psched_status st =
+            psched_model_group_recompute(get_checked(), index, kind, &v.act_bytes, &v.extra_time);
+        if (st == PSCHED_ENOTFOUND)
+            return std::nullopt;
+        detail::check(st);
+        return v;
+    }
+
+    std::unique_ptr<psched_model, detail::ModelDeleter> handle_;
+};
+
+/** One virtual stage of a partition. */
+struct PartitionStage {
+    std::uint32_t first;
+    std::uint32_t count;
+    double time;
+    double memory;
+};
+
+/** One device of a partition. */
+struct PartitionDevice {
+    double params;
+    double memory;
+    double peak_memory;
+};
+
+/** Read-only view of a psched_partition_result's figures; shared by
+ *  Partition (which owns its result) and SearchResult::partition() (whose
+ *  result the search owns). */
+class PartitionView {
+public:
+    explicit PartitionView(const psched_partition_result *r)
+        : result_(detail::require(r, "Partition"))
+    {
+    }
+    psched_solve_status status() const { return psched_partition_status(result_); }
+    double gap() const { return psched_partition_gap(result_); }
+    double objective() const { return psched_partition_objective(result_); }
+    double solve_time() const { return psched_partition_solve_time(result_); }
+    double min_memory() const { return psched_partition_min_memory(result_); }
+    double makespan() const { return psched_partition_makespan(result_); }
+    double bubble_ratio() const { return psched_partition_bubble_ratio(result_); }
+    std::uint32_t stages() const { return psched_partition_stages(result_); }
+    PartitionStage stage(std::uint32_t s) const
+    {
+        PartitionStage out{};
+        detail::check(psched_partition_stage(result_, s, &out.first, &out.count, &out.time,
+                                             &out.memory));
+        return out;
+    }
+    PartitionDevice device(std::uint32_t d) const
+    {
+        PartitionDevice out{};
+        detail::check(psched_partition_device(result_, d, &out.params, &out.memory,
+                                              &out.peak_memory));
+        return out;
+    }
+    psched_recompute layer_recompute(std::uint32_t layer) const
+    {
+        return psched_partition_layer_recompute(result_, layer);
+    }
+    /** A copy of the plan with the partition's per-stage costs (throws
+     *  ::PSCHED_EINFEASIBLE when no partition was found). */
+    Plan plan() const
+    {
+        const psched_plan *p = psched_partition_plan(result_);
+        if (!p)
+            throw Error(PSCHED_EINFEASIBLE, "the partition has no plan: none was found");
+        psched_plan *copy = nullptr;
+        detail::check(psched_plan_clone(p, &copy));
+        return Plan::adopt(copy);
+    }
+    const psched_partition_result *get() const noexcept { return result_; }
+
+private:
+    const psched_partition_result *result_;
+};
+
+/** Owner of a psched_partition_result (psched_partition()). */
+class Partition : public PartitionView {
+public:
+    Partition(const Partition &) = delete;
+    Partition &operator=(const Partition &) = delete;
+    Partition(Partition &&) noexcept = default;
+    Partition &operator=(Partition &&) noexcept = default;
+    ~Partition() = default;
+
+private:
+    friend Partition partition(const Model &, const Plan &, const std::string &,
+                               const psched_partition_options *);
+    explicit Partition(psched_partition_result *r) : PartitionView(r), handle_(r) {}
+    std::unique_ptr<psched_partition_result, detail::PartitionDeleter> handle_;
+};
+
+/** psched_partition(): split @p model over the stages of @p schedule on
+ *  @p plan (options NULL: #PSCHED_PARTITION_OPTIONS_INIT). */
+inline Partition partition(const Model &model, const Plan &plan, const std::string &schedule,
+                           const psched_partition_options *options = nullptr)
+{
+    psched_partition_result *r = nullptr;
+    detail::check(psched_partition(detail::require(model.get(), "Model"),
+                                   detail::require(plan.get(), "Plan"), schedule.c_str(),
+                                   options, &r));
+    return Partition(r);
+}
+
+/** One ranked alternative of a plan search. */
+struct SearchAlternative {
+    std::string schedule;
+    std::uint32_t chunks;
+    psched_status error;
+    std::string error_message;
+    psched_solve_status status;
+    bool fits;
+    double makespan;
+    double bubble_ratio;
+    double peak_memory;
+    double even_makespan;
+};
+
+/** Owner of a psched_search_result (psched_plan_search()). */
+class SearchResult {
+public:
+    SearchResult(const SearchResult &) = delete;
+    SearchResult &operator=(const SearchResult &) = delete;
+    SearchResult(SearchResult &&) noexcept = default;
+    SearchResult &operator=(SearchResult &&) noexcept = default;
+    ~SearchResult() = default;
+
+    std::size_t size() const { return psched_search_count(get_checked()); }
+    double solve_time() const { return psched_search_solve_time(get_checked()); }
+    /** Alternative @p i (ranked: fitting ones by makespan first). */
+    SearchAlternative at(std::size_t i) const
+    {
+        const psched_search_result *r = get_checked();
+        const char *name = psched_search_schedule(r, i);
+        if (!name)
+            throw Error(PSCHED_EINVAL, "alternative " + std::to_string(i) + " out of range (" +
+                                           std::to_string(size()) + " alternatives)");
+        return {name,
+                psched_search_chunks(r, i),
+                psched_search_error(r, i),
+                psched_search_error_message(r, i),
+                psched_search_status(r, i),
+                psched_search_fits(r, i) != 0,
+                psched_search_makespan(r, i),
+                psched_search_bubble_ratio(r, i),
+                psched_search_peak_memory(r, i),
+                psched_search_even_makespan(r, i)};
+    }
+    /** The partition of alternative @p i, owned by this result (nullopt
+     *  when its partition failed). */
+    std::optional<PartitionView> partition(std::size_t i) const
+    {
+        const psched_partition_result *p = psched_search_partition(get_checked(), i);
+        if (!p)
+            return std::nullopt;
+        return PartitionView(p);
+    }
+    const psched_search_result *get() const noexcept { return handle_.get(); }
+
+private:
+    friend SearchResult plan_search(const Model &, const Plan &, const std::vector<std::string> &,
+                                    const psched_search_options *);
+    explicit SearchResult(psched_search_result *r) noexcept : handle_(r) {}
+    const psched_search_result *get_checked() const
+    {
+        return detail::require(handle_.get(), "SearchResult");
+    }
+    std::unique_ptr<psched_search_result, detail::SearchDeleter> handle_;
+};
+
+/** psched_plan_search(): the fastest plan that fits, over @p schedules
+ *  (empty: every registered generator). */
+inline SearchResult plan_search(const Model &model, const Plan &plan,
+                                const std::vector<std::string> &schedules = {},
+                                const psched_search_options *options = nullptr)
+{
+    std::vector<const char *> names;
+    names.reserve(schedules.size());
+    for (const std::string &s : schedules)
+        names.push_back(s.c_str());
+    psched_search_result *r = nullptr;
+    detail::check(psched_plan_search(detail::require(model.get(), "Model"),
+                                     detail::require(plan.get(), "Plan"),
+                                     names.empty() ? nullptr : names.data(), names.size(),
+                                     options, &r));
+    return SearchResult(r);
+}
+
 /** Load a plug-in shared object and register its generators. */
 inline void load_plugin(const std::string &path)
 {
     detail::check(psched_plugin_load(path.c_str()));
+}
+
+/* ---- cost model extensions (docs/simulator.md, "Cost model extensions") ----
+ * Free functions on a Plan, so the class stays as it was; each throws
+ * pipesched::Error as the Plan setters do and returns the plan for chaining. */
+
+/** Time an overlapped F&B pair saves, every stage (0 <= s <= min(t_F, t_B)). */
+inline Plan &set_overlap_saving(Plan &plan, double saving)
+{
+    detail::check(psched_plan_set_overlap_saving(detail::require(plan.get(), "Plan"), saving));
+    return plan;
+}
+/** Time an overlapped F&B pair of one stage saves. */
+inline Plan &set_stage_overlap_saving(Plan &plan, std::uint32_t stage, double saving)
+{
+    detail::check(
+        psched_plan_set_stage_overlap_saving(detail::require(plan.get(), "Plan"), stage, saving));
+    return plan;
+}
+/** Overlap saving of a stage (NAN when out of range). */
+inline double overlap_saving(const Plan &plan, std::uint32_t stage)
+{
+    return psched_plan_stage_overlap_saving(detail::require(plan.get(), "Plan"), stage);
+}
+/** One weight per micro-batch (empty: all 1). */
+inline Plan &set_microbatch_weights(Plan &plan, const std::vector<double> &weights)
+{
+    detail::check(psched_plan_set_microbatch_weights(detail::require(plan.get(), "Plan"),
+                                                     weights.empty() ? nullptr : weights.data(),
+                                                     static_cast<std::uint32_t>(weights.size())));
+    return plan;
+}
+/** Weight of a micro-batch (NAN when out of range). */
+inline double microbatch_weight(const Plan &plan, std::uint32_t microbatch)
+{
+    return psched_plan_microbatch_weight(detail::require(plan.get(), "Plan"), microbatch);
+}
+/** Bytes every stage sends forward (activations) and backward (gradients). */
+inline Plan &set_comm_bytes(Plan &plan, double forward, double backward)
+{
+    detail::check(
+        psched_plan_set_comm_bytes(detail::require(plan.get(), "Plan"), forward, backward));
+    return plan;
+}
+/** Bytes one stage sends forward and backward. */
+inline Plan &set_stage_comm_bytes(Plan &plan, std::uint32_t stage, double forward, double backward)
+{
+    detail::check(psched_plan_set_stage_comm_bytes(detail::require(plan.get(), "Plan"), stage,
+                                                   forward, backward));
+    return plan;
+}
+/** Devices per node (0: one node) and the intra-/inter-node links. */
+inline Plan &set_topology(Plan &plan, std::uint32_t devices_per_node, double intra_bandwidth,
+                      double intra_latency, double inter_bandwidth, double inter_latency)
+{
+    detail::check(psched_plan_set_topology(detail::require(plan.get(), "Plan"), devices_per_node,
+                                           intra_bandwidth, intra_latency, inter_bandwidth,
+                                           inter_latency));
+    return plan;
+}
+
+/** Memory units a device copies to or from the host per time unit. */
+inline Plan &set_pcie_bandwidth(Plan &plan, double bandwidth)
+{
+    detail::check(psched_plan_set_pcie_bandwidth(detail::require(plan.get(), "Plan"), bandwidth));
+    return plan;
+}
+/** PipeOffload (psched_offload()): a copy of @p schedule with OFFLOAD/RELOAD
+ *  ops; @p budget is used by ::PSCHED_OFFLOAD_BUDGET only. */
+inline Schedule offload(const Schedule &schedule, psched_offload_policy policy,
+                        double budget = 0, const Plan *costs = nullptr)
+{
+    const psched_plan *c = costs ? detail::require(costs->get(), "Plan") : nullptr;
+    psched_schedule *out = nullptr;
+    detail::check(psched_offload(detail::require(schedule.get(), "Schedule"), c, policy, budget,
+                                 &out));
+    return Schedule::adopt(out);
 }
 
 } // namespace pipesched

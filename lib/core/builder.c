@@ -219,7 +219,7 @@ static psched_status check_op(psched_builder *b, uint32_t device, psched_op_kind
     if (device >= b->devices)
         return psched_fail(PSCHED_EINVAL, "append: device (%u) must be < devices (%u)", device,
                            b->devices);
-    if ((unsigned)kind > PSCHED_OP_RECV_B)
+    if ((unsigned)kind > PSCHED_OP_RELOAD)
         return psched_fail(PSCHED_EINVAL, "append: kind (%d) is not a psched_op_kind", (int)kind);
     if (stage >= b->stages)
         return psched_fail(PSCHED_EINVAL, "append: stage (%u) must be < stages (%u)", stage,
@@ -260,7 +260,7 @@ psched_status psched_builder_append(psched_builder *b, uint32_t device, psched_o
         return psched_fail(PSCHED_EINVAL, "builder is NULL");
     if (UNLIKELY(b->status))
         return b->status;
-    if (UNLIKELY(device >= b->devices || (unsigned)kind > PSCHED_OP_RECV_B ||
+    if (UNLIKELY(device >= b->devices || (unsigned)kind > PSCHED_OP_RELOAD ||
                  stage >= b->stages || microbatch >= b->mbs ||
                  (flags & ~(uint32_t)(PSCHED_OP_OVERLAP_NEXT | PSCHED_OP_BATCH_NEXT)) ||
                  b->stage_device[stage] != device))

@@ -79,6 +79,12 @@ static psched_status index_fail(exec *x, uint32_t d, size_t g)
         return psched_fail(PSCHED_EINVALID,
                            "device %u op %zu (%s): stage %u is placed on device %u", d, i,
                            t, o->stage, x->stage_device[o->stage]);
+    if ((o->flags & PSCHED_OP_OVERLAP_NEXT) && g + 1 < s->offset[d + 1] &&
+        s->ops[g + 1].kind >= PSCHED_OP_OFFLOAD && s->ops[g + 1].kind <= PSCHED_OP_RELOAD)
+        return psched_fail(PSCHED_EINVALID,
+                           "device %u op %zu (%s): an overlapped pair holds two compute ops; "
+                           "the next op is a copy (OFFLOAD/RELOAD), which runs on the copy "
+                           "stream", d, i, t);
     if ((o->flags & PSCHED_OP_OVERLAP_NEXT) &&
         (g + 1 >= s->offset[d + 1] || (s->ops[g + 1].flags & PSCHED_OP_OVERLAP_NEXT)))
         return psched_fail(PSCHED_EINVALID,
@@ -88,6 +94,51 @@ static psched_status index_fail(exec *x, uint32_t d, size_t g)
                           sizeof where);
     return psched_fail(PSCHED_EINVALID, "device %u op %zu (%s): duplicate of %s", d, i, t,
                        where);
+}
+
+static uint32_t *copy_slot(exec *x, uint32_t stage, uint32_t mb, uint8_t kind)
+{
+    return &x->copy_pos[((size_t)mb * x->S + stage) * 2 + (kind - PSCHED_OP_OFFLOAD)];
+}
+
+/* Pass 1 for an activation copy (OFFLOAD/RELOAD): on its stage's device,
+ * no flags, no duplicate. The copy index is allocated at the first one, so
+ * schedules without copies pay nothing. */
+static psched_status index_copy(exec *x, uint32_t d, size_t g)
+{
+    const psched_op *o = &x->s->ops[g];
+    char t[48];
+    size_t i = g - x->s->offset[d];
+    psched__op_text(o, t, sizeof t);
+    if (o->stage >= x->S || o->microbatch >= x->mbs)
+        return psched_fail(PSCHED_EINVALID,
+                           "device %u op %zu (%s): stage must be < %u and micro-batch < %u",
+                           d, i, t, x->S, x->mbs);
+    if (x->stage_device[o->stage] != d)
+        return psched_fail(PSCHED_EINVALID,
+                           "device %u op %zu (%s): stage %u is placed on device %u", d, i,
+                           t, o->stage, x->stage_device[o->stage]);
+    if (o->flags)
+        return psched_fail(PSCHED_EINVALID,
+                           "device %u op %zu (%s): a copy runs alone on the copy stream and "
+                           "takes no flags (0x%x)", d, i, t, o->flags);
+    if (!x->copy_pos) {
+        size_t n = (size_t)x->S * x->mbs * 2;
+        x->copy_pos = psched__reallocarray(NULL, n + 1, sizeof *x->copy_pos);
+        x->copy_free = psched__calloc(x->p, sizeof *x->copy_free);
+        if (!x->copy_pos || !x->copy_free)
+            return PSCHED_ENOMEM_FAIL();
+        memset(x->copy_pos, 0xff, n * sizeof *x->copy_pos);
+    }
+    uint32_t *at = copy_slot(x, o->stage, o->microbatch, o->kind);
+    if (*at != NONE) {
+        char where[96];
+        psched__exec_describe(x, *at, where, sizeof where);
+        return psched_fail(PSCHED_EINVALID, "device %u op %zu (%s): duplicate of %s", d, i, t,
+                           where);
+    }
+    *at = (uint32_t)g;
+    return PSCHED_OK;
 }
 
 /* Pass 1: every op is a known compute op on its placement's device, no
@@ -108,13 +159,23 @@ static psched_status index_ops(exec *x)
                     __builtin_prefetch(slot_ptr(x, soon->stage, soon->microbatch, 0), 1);
             }
 #endif
-            if (o->kind > PSCHED_OP_BW && x->comm_ok)
-                continue; /* rendezvous.c checks comm ops */
-            if (UNLIKELY(o->kind > PSCHED_OP_BW || o->stage >= x->S ||
+            if (UNLIKELY(o->kind > PSCHED_OP_BW)) {
+                if (o->kind == PSCHED_OP_OFFLOAD || o->kind == PSCHED_OP_RELOAD) {
+                    psched_status st = index_copy(x, d, g);
+                    if (st)
+                        return st;
+                    continue;
+                }
+                if (x->comm_ok)
+                    continue; /* rendezvous.c checks comm ops */
+                return index_fail(x, d, g);
+            }
+            if (UNLIKELY(o->stage >= x->S ||
                          o->microbatch >= x->mbs || x->stage_device[o->stage] != d))
                 return index_fail(x, d, g);
             if (UNLIKELY((o->flags & PSCHED_OP_OVERLAP_NEXT) &&
-                         (g + 1 >= last || (ops[g + 1].flags & PSCHED_OP_OVERLAP_NEXT))))
+                         (g + 1 >= last || (ops[g + 1].flags & PSCHED_OP_OVERLAP_NEXT) ||
+                          ops[g + 1].kind >= PSCHED_OP_OFFLOAD)))
                 return index_fail(x, d, g);
             uint32_t *at = slot_ptr(x, o->stage, o->microbatch, o->kind);
             if (UNLIKELY(*at != NONE))
@@ -146,6 +207,26 @@ static const char *cell_problem(const uint32_t *e, uint8_t *kind)
     return NULL;
 }
 
+/* Pass 3 for copies: an OFFLOAD without its RELOAD leaves the backward
+ * without its input, a RELOAD without an OFFLOAD copies nothing back. */
+static psched_status check_copy_pairs(exec *x)
+{
+    for (uint32_t st = 0; st < x->S; st++) {
+        for (uint32_t k = 0; k < x->mbs; k++) {
+            uint32_t off = *copy_slot(x, st, k, PSCHED_OP_OFFLOAD);
+            uint32_t re = *copy_slot(x, st, k, PSCHED_OP_RELOAD);
+            if ((off == NONE) == (re == NONE))
+                continue;
+            char a[96], t[48];
+            psched__exec_describe(x, off != NONE ? off : re, a, sizeof a);
+            name_op(st, k, off != NONE ? PSCHED_OP_RELOAD : PSCHED_OP_OFFLOAD, t, sizeof t);
+            return psched_fail(PSCHED_EINVALID, "%s: has no matching %s (copies come in "
+                               "pairs: OFFLOAD after the F, RELOAD before the backward)", a, t);
+        }
+    }
+    return PSCHED_OK;
+}
+
 /* Pass 3: every (stage, micro-batch) has one F and either BW or B + W. A
  * cell is good when F is there and exactly one of BW, (B and W) is; the
  * scan tests that in memory order, and only a failure walks the cells
@@ -162,7 +243,7 @@ static psched_status check_counts(exec *x)
         bad |= (e[PSCHED_SLOT_F] == NONE) | (fused ? any_split : !split);
     }
     if (!bad)
-        return PSCHED_OK;
+        return x->copy_pos ? check_copy_pairs(x) : PSCHED_OK;
     for (uint32_t st = 0; st < x->S; st++) {
         for (uint32_t k = 0; k < x->mbs; k++) {
             uint8_t kind;
@@ -188,6 +269,18 @@ static psched_status check_deps_exist(exec *x)
             const psched_op *o = &s->ops[g];
             uint32_t dep[2];
             int n = psched__exec_deps(x, o, dep);
+            if (UNLIKELY(o->kind == PSCHED_OP_OFFLOAD || o->kind == PSCHED_OP_RELOAD)) {
+                bool off = o->kind == PSCHED_OP_OFFLOAD;
+                uint32_t need = off ? psched__exec_at(x, o->stage, o->microbatch, PSCHED_SLOT_F)
+                                    : *copy_slot(x, o->stage, o->microbatch, PSCHED_OP_OFFLOAD);
+                if (need != NONE)
+                    continue;
+                char a[96], t[48];
+                psched__exec_describe(x, g, a, sizeof a);
+                name_op(o->stage, o->microbatch, off ? PSCHED_OP_F : PSCHED_OP_OFFLOAD, t,
+                        sizeof t);
+                return psched_fail(PSCHED_EINVALID, "%s: needs %s which never runs", a, t);
+            }
             for (int i = 0; i < n; i++) {
                 if (dep[i] != NONE)
                     continue;
@@ -214,11 +307,44 @@ static psched_status check_deps_exist(exec *x)
     return PSCHED_OK;
 }
 
+/* w_k of an op's micro-batch (1 without weights). */
+static inline double op_weight(const exec *x, const psched_op *o)
+{
+    return x->weight ? x->weight[(size_t)(o->stage / x->per) * x->mbs + o->microbatch] : 1.0;
+}
+
 double psched__exec_cost(const exec *x, const psched_op *o)
 {
     /* comm kinds never reach here; anything past BW costs like BW */
     uint32_t k = o->kind <= PSCHED_OP_BW ? o->kind : PSCHED_OP_BW;
-    return x->stage_cost[(size_t)o->stage * PSCHED_SLOTS + k];
+    double t = x->stage_cost[(size_t)o->stage * PSCHED_SLOTS + k];
+    return x->weight ? t * op_weight(x, o) : t;
+}
+
+/* What an overlapped pair saves: only an F with a B or BW hides one op's
+ * communication under the other's compute; each side's saving scales with
+ * its micro-batch, and the pair saves the smaller, so never more than
+ * either op takes (the setter keeps s <= min(t_F, t_B)). */
+static double pair_saving(const exec *x, const psched_op *a, const psched_op *b)
+{
+    if (a->kind != PSCHED_OP_F) {
+        const psched_op *t = a;
+        a = b;
+        b = t;
+    }
+    if (a->kind != PSCHED_OP_F || (b->kind != PSCHED_OP_B && b->kind != PSCHED_OP_BW))
+        return 0;
+    return fmin(x->overlap[a->stage] * op_weight(x, a), x->overlap[b->stage] * op_weight(x, b));
+}
+
+double psched__exec_unit_cost(const exec *x, const psched_op *ops, size_t g, size_t n)
+{
+    double cost = 0;
+    for (size_t u = g; u < g + n; u++)
+        cost += psched__exec_cost(x, &ops[u]);
+    if (n == 2 && x->overlap)
+        cost -= pair_saving(x, &ops[g], &ops[g + 1]);
+    return cost;
 }
 
 void psched__exec_enqueue(exec *x, uint32_t d)
@@ -265,7 +391,7 @@ static inline int take_dep(exec *x, uint32_t d, size_t g, size_t n, uint32_t dep
         return DEP_PARK;
     }
     if (x->end) {
-        double t = x->end[dep] + (dd == d ? 0 : x->costs->comm);
+        double t = dd == d ? x->end[dep] : x->links ? x->arrive[dep] : x->end[dep] + x->costs->comm;
         if (t > *ready)
             *ready = t;
     }
@@ -297,8 +423,56 @@ static inline int take_deps(exec *x, uint32_t d, size_t g, size_t n, const psche
     case PSCHED_OP_W:
         r = take_dep(x, d, g, n, psched__exec_at(x, s, k, PSCHED_SLOT_B), d, ready);
         break;
+    case PSCHED_OP_OFFLOAD:
+        r = take_dep(x, d, g, n, psched__exec_at(x, s, k, PSCHED_SLOT_F), d, ready);
+        break;
+    case PSCHED_OP_RELOAD:
+        r = take_dep(x, d, g, n, *copy_slot(x, s, k, PSCHED_OP_OFFLOAD), d, ready);
+        break;
+    }
+    /* an offloaded activation is back only when its RELOAD has ended */
+    if (UNLIKELY(x->copy_pos) && r == DEP_READY &&
+        (o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW)) {
+        uint32_t re = *copy_slot(x, s, k, PSCHED_OP_RELOAD);
+        if (re != NONE)
+            r = take_dep(x, d, g, n, re, d, ready);
     }
     return r;
+}
+
+/* Link model: the output of op g (just finished on device d) leaves for
+ * the device of its consumer on the link of d in that direction, after
+ * whatever was issued on that link before it (ops of one device finish in
+ * list order, so this is issue order); it holds the link for bytes /
+ * bandwidth and arrives the link's latency + t_comm after that. */
+static void send_output(exec *x, const psched_op *o, size_t g, uint32_t d)
+{
+    uint32_t to;
+    int dir;
+    if (o->kind == PSCHED_OP_F && !(x->stage_flags[o->stage] & PSCHED_EXEC_LAST)) {
+        to = x->stage_device[o->stage + 1];
+        dir = 0;
+    } else if ((o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW) &&
+               !(x->stage_flags[o->stage] & PSCHED_EXEC_FIRST)) {
+        to = x->stage_device[o->stage - 1];
+        dir = 1;
+    } else {
+        return;
+    }
+    if (to == d)
+        return;
+    const psched_costmodel *c = x->costs->cm;
+    uint32_t nd = c->node_devices;
+    int inter = nd && d / nd != to / nd;
+    double *link = &x->link_free[2 * (size_t)d + (to < d)];
+    double leave = fmax(x->end[g], *link);
+    double hold = psched__plan_bytes(x->costs, o->stage, dir) * op_weight(x, o) / c->bandwidth[inter];
+    if (!(hold >= 0)) /* 0 bytes over an infinite link: no time, not NaN */
+        hold = 0;
+    *link = leave + hold;
+    x->arrive[g] = leave + hold + c->latency[inter] + x->costs->comm;
+    if (x->leave_out)
+        x->leave_out[g] = leave;
 }
 
 /* Devices take turns after an op or two, so each device's list is one of
@@ -323,6 +497,31 @@ static inline void prefetch_ahead(const exec *x, const psched_op *ops, size_t g,
 #endif
 }
 
+/* An activation copy, issued when device d's compute reaches it: it starts
+ * once the copy stream is free and its input is there (the F for an
+ * OFFLOAD, the OFFLOAD for a RELOAD), takes mem_F·w_k / PCIe bandwidth on
+ * the copy stream and none of the compute stream. */
+static int run_copy(exec *x, uint32_t d, size_t g)
+{
+    const psched_op *o = &x->s->ops[g];
+    double ready = x->free_at[d];
+    int r = take_deps(x, d, g, 1, o, &ready);
+    if (r != DEP_READY)
+        return r;
+    if (x->end) {
+        const psched_costmodel *c = x->costs->cm;
+        double bw = c ? c->pcie_bandwidth : INFINITY;
+        double amount = fabs(psched__plan_mem(x->costs, o->stage).f) * op_weight(x, o);
+        double t = isinf(bw) ? 0 : amount / bw;
+        double start = fmax(ready, x->copy_free[d]);
+        x->start[g] = start;
+        x->end[g] = start + t;
+        x->copy_free[d] = start + t;
+    }
+    x->cursor[d] = g + 1;
+    return DEP_READY;
+}
+
 /* Runs device d until its list ends or it needs an op that has not run. */
 static psched_status run_device(exec *x, uint32_t d)
 {
@@ -331,6 +530,14 @@ static psched_status run_device(exec *x, uint32_t d)
     while (x->cursor[d] < last) {
         size_t g = x->cursor[d];
         size_t n = (ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
+        if (UNLIKELY(ops[g].kind >= PSCHED_OP_OFFLOAD)) {
+            int r = run_copy(x, d, g);
+            if (r == DEP_PARK)
+                return PSCHED_OK;
+            if (UNLIKELY(r == DEP_MISSING))
+                return check_deps_exist(x);
+            continue;
+        }
         prefetch_ahead(x, ops, g, last);
         double ready = x->free_at[d], cost = 0;
         for (size_t u = g; u < g + n; u++) {
@@ -347,11 +554,16 @@ static psched_status run_device(exec *x, uint32_t d)
             }
             cost += x->stage_cost[(size_t)ops[u].stage * PSCHED_SLOTS + ops[u].kind];
         }
+        if (UNLIKELY(x->weight || x->overlap))
+            cost = psched__exec_unit_cost(x, ops, g, n);
         if (x->end) {
             for (size_t u = g; u < g + n; u++) {
                 x->start[u] = ready;
                 x->end[u] = ready + cost;
             }
+            if (UNLIKELY(x->links))
+                for (size_t u = g; u < g + n; u++)
+                    send_output(x, &ops[u], u, d);
         }
         x->free_at[d] = ready + cost;
         x->cursor[d] = g + n;
@@ -454,6 +666,11 @@ void psched__exec_free(exec *x)
     psched__dealloc(x->waiting);
     psched__dealloc(x->queue);
     psched__dealloc(x->queued);
+    psched__dealloc(x->overlap);
+    psched__dealloc(x->arrive);
+    psched__dealloc(x->link_free);
+    psched__dealloc(x->copy_pos);
+    psched__dealloc(x->copy_free);
     if (x->own_times) {
         psched__dealloc(x->start);
         psched__dealloc(x->end);
@@ -475,7 +692,33 @@ static void fill_stages(exec *x)
         t[PSCHED_OP_B] = c.b;
         t[PSCHED_OP_W] = c.w;
         t[PSCHED_OP_BW] = c.b + c.w;
+        if (x->overlap)
+            x->overlap[st] = psched__plan_overlap(x->costs, st);
     }
+}
+
+/* The extensions' tables, when the costs plan sets any (times only). */
+static bool alloc_costmodel(exec *x, size_t total)
+{
+    const psched_costmodel *c = x->costs->cm;
+    if (!c)
+        return true;
+    x->per = x->S / (x->plan->chains ? x->plan->chains : 1);
+    if (c->weight && c->weight_len == (size_t)x->mbs * (x->plan->chains ? x->plan->chains : 1))
+        x->weight = c->weight;
+    bool overlap = c->overlap_all > 0;
+    for (uint32_t i = 0; c->overlap && i < c->overlap_len; i++)
+        overlap |= c->overlap[i] > 0;
+    if (overlap && !(x->overlap = psched__calloc(x->S + 1, sizeof *x->overlap)))
+        return false;
+    if (psched__costmodel_links(x->costs)) {
+        x->links = true;
+        x->arrive = psched__calloc(total + 1, sizeof *x->arrive);
+        x->link_free = psched__calloc(2 * (size_t)x->p, sizeof *x->link_free);
+        if (!x->arrive || !x->link_free)
+            return false;
+    }
+    return true;
 }
 
 /* Allocation and the per-stage tables; times only when `timed`. */
@@ -514,7 +757,8 @@ static psched_status exec_alloc(exec *x, const psched_schedule *s, const psched_
     x->queue = psched__reallocarray(NULL, x->p, sizeof *x->queue);
     x->queued = psched__calloc(x->p, sizeof *x->queued);
     if ((timed && (!x->start || !x->end)) || !x->pos || !x->stage_device || !x->stage_flags ||
-        !x->stage_cost || !x->cursor || !x->free_at || !x->waiting || !x->queue || !x->queued) {
+        !x->stage_cost || !x->cursor || !x->free_at || !x->waiting || !x->queue || !x->queued ||
+        (timed && !alloc_costmodel(x, total))) {
         psched__exec_free(x);
         return PSCHED_ENOMEM_FAIL();
     }
@@ -556,11 +800,21 @@ psched_status psched__exec_setup(exec *x, const psched_schedule *s, const psched
                                  double *start, double *end, bool comm_ok)
 {
     psched_status st = exec_alloc(x, s, costs, start, end, comm_ok, true);
-    return st ? st : exec_check(x, false);
+    if (!st)
+        st = exec_check(x, false);
+    if (!st && x->copy_pos) {
+        psched__exec_free(x);
+        return psched_fail(PSCHED_EUNSUPPORTED,
+                           "schedule has OFFLOAD/RELOAD ops: comm lowering and the rendezvous "
+                           "engine do not handle activation copies (lower the schedule without "
+                           "them)");
+    }
+    return st;
 }
 
-psched_status psched__execute(const psched_schedule *s, const psched_plan *costs, double *start,
-                              double *end)
+psched_status psched__execute_transfers(const psched_schedule *s, const psched_plan *costs,
+                                        double *start, double *end, double *leave,
+                                        double *arrive)
 {
     exec x;
     psched_status st = exec_alloc(&x, s, costs, start, end, false, start || end);
@@ -568,7 +822,23 @@ psched_status psched__execute(const psched_schedule *s, const psched_plan *costs
         st = exec_check(&x, true);
     if (st)
         return st;
+    size_t total = s->offset[s->devices];
+    if (x.links && leave) {
+        x.leave_out = leave;
+        for (size_t g = 0; g < total; g++)
+            leave[g] = NAN;
+    }
     st = psched__exec_run(&x);
+    if (!st && x.links && arrive) {
+        for (size_t g = 0; g < total; g++)
+            arrive[g] = leave && isnan(leave[g]) ? NAN : x.arrive[g];
+    }
     psched__exec_free(&x);
     return st;
+}
+
+psched_status psched__execute(const psched_schedule *s, const psched_plan *costs, double *start,
+                              double *end)
+{
+    return psched__execute_transfers(s, costs, start, end, NULL, NULL);
 }

@@ -33,6 +33,17 @@ typedef struct psched_exec {
     uint32_t *stage_device;
     uint8_t *stage_flags;   /* PSCHED_EXEC_FIRST / PSCHED_EXEC_LAST per stage */
     double *stage_cost;     /* [stage*PSCHED_SLOTS + kind]: F, B, W, BW times */
+    /* cost model extensions (costmodel.c), NULL/false when not set: */
+    const double *weight;   /* [chain*mbs + mb]: w_k of the costs plan */
+    double *overlap;        /* [stage]: what an overlapped F&B pair saves */
+    uint32_t per;           /* stages per chain */
+    bool links;             /* transfers by bytes and links: arrive[] holds times */
+    double *arrive;         /* [g]: when op g's output reaches its consumer's device */
+    double *link_free;      /* [2d + (towards lower devices)]: when the link is free */
+    double *leave_out;      /* caller's [g]: when op g's output left, or NULL */
+    /* activation copies (OFFLOAD/RELOAD), NULL when the schedule has none: */
+    uint32_t *copy_pos;     /* [(mb*S + stage)*2 + kind - OFFLOAD] -> global op index */
+    double *copy_free;      /* [d]: when device d's copy stream is free */
     double *start, *end; /* per op; NULL when not timed (validation only) */
     size_t *cursor;     /* next op per device (global index); op g of device d ran iff
                            g < cursor[d] */
@@ -59,8 +70,12 @@ PSCHED_INTERNAL void psched__exec_free(psched_exec *x);
 /* "device 1 op 7 (3I2)" for global op index g */
 PSCHED_INTERNAL void psched__exec_describe(const psched_exec *x, size_t g, char *buf,
                                            size_t size);
-/* Compute time of one op under x->costs. */
+/* Compute time of one op under x->costs (its micro-batch's weight included). */
 PSCHED_INTERNAL double psched__exec_cost(const psched_exec *x, const psched_op *o);
+/* Time of the unit [g, g + n) of the op array (n = 2: an overlapped pair,
+ * the sum of its ops less the pair's overlap saving). */
+PSCHED_INTERNAL double psched__exec_unit_cost(const psched_exec *x, const psched_op *ops, size_t g,
+                                              size_t n);
 PSCHED_INTERNAL void psched__exec_enqueue(psched_exec *x, uint32_t d);
 /* EDEADLOCK naming the cycle of waiting devices: device d is stuck at op
  * at[d] and waits for op x->waiting[d] of another device. */

@@ -60,6 +60,29 @@ typedef struct psched_cost3 {
     double f, b, w;
 } psched_cost3;
 
+/* The cost model's opt-in extensions (issue 18, DESIGN §3 "Extensions"):
+ * NULL in a plan until one of them is set, so the default model takes no
+ * branch it did not take before. */
+typedef struct psched_costmodel {
+    /* time an overlapped F&B pair saves, per stage (NULL: overlap_all) */
+    double overlap_all;
+    double *overlap;
+    uint32_t overlap_len;
+    /* micro-batch weights w_k over all chains (NULL: every w_k = 1) */
+    double *weight;
+    uint32_t weight_len;
+    /* bytes a stage sends: activations forward [2s], gradients backward
+     * [2s+1] (NULL: bytes_all) */
+    double bytes_all[2];
+    double *bytes;
+    uint32_t bytes_len;
+    /* topology: devices per node (0: one node), [0] intra-node, [1] inter-node */
+    uint32_t node_devices;
+    double bandwidth[2], latency[2];
+    /* PCIe bandwidth of the per-device copy stream (OFFLOAD/RELOAD) */
+    double pcie_bandwidth;
+} psched_costmodel;
+
 typedef struct psched_option {
     char key[32];
     int64_t value;
@@ -77,6 +100,7 @@ struct psched_plan {
     double comm, memory_limit;
     psched_option *options;
     uint32_t option_count;
+    psched_costmodel *cm; /* NULL: none of the extensions is set */
 };
 
 /* Costs of one stage without bounds checks (caller guarantees stage < S). */
@@ -88,6 +112,42 @@ static inline psched_cost3 psched__plan_mem(const psched_plan *p, uint32_t s)
 {
     return (p->mem && s < p->mem_len) ? p->mem[s] : p->mem_all;
 }
+/* Overlap saving of a stage and the weight of micro-batch `k` of chain
+ * `chain` under the extensions (0 and 1 without them). */
+static inline double psched__plan_overlap(const psched_plan *p, uint32_t s)
+{
+    const psched_costmodel *c = p->cm;
+    if (!c)
+        return 0;
+    return (c->overlap && s < c->overlap_len) ? c->overlap[s] : c->overlap_all;
+}
+static inline double psched__plan_weight(const psched_plan *p, uint32_t chain, uint32_t k)
+{
+    const psched_costmodel *c = p->cm;
+    uint32_t per = p->microbatches / (p->chains ? p->chains : 1);
+    size_t i = (size_t)chain * per + k;
+    return (c && c->weight && i < c->weight_len) ? c->weight[i] : 1.0;
+}
+/* Bytes stage s sends forward (dir 0) or backward (dir 1). */
+static inline double psched__plan_bytes(const psched_plan *p, uint32_t s, int dir)
+{
+    const psched_costmodel *c = p->cm;
+    if (!c)
+        return 0;
+    return (c->bytes && s < c->bytes_len) ? c->bytes[2 * (size_t)s + (size_t)dir]
+                                          : c->bytes_all[dir];
+}
+/* Copies and frees of the extensions (plan.c uses them in clone/destroy). */
+PSCHED_INTERNAL psched_status psched__costmodel_clone(const psched_costmodel *c,
+                                                      psched_costmodel **out);
+PSCHED_INTERNAL void psched__costmodel_free(psched_costmodel *c);
+/* The extensions are consistent with the plan's costs and shape: every
+ * overlap saving <= min(t_F, t_B) of its stage, weights for exactly m
+ * micro-batches. Checked by psched_simulate (costs can change after). */
+PSCHED_INTERNAL psched_status psched__costmodel_check(const psched_plan *plan);
+/* True when a transfer can cost more than t_comm (bytes or link latency set). */
+PSCHED_INTERNAL bool psched__costmodel_links(const psched_plan *plan);
+
 /* Micro-batches per chain. */
 static inline uint32_t psched__plan_chain_mbs(const psched_plan *p)
 {
@@ -158,6 +218,14 @@ PSCHED_INTERNAL int psched__op_text(const psched_op *op, char *buf, size_t size)
 PSCHED_INTERNAL psched_status psched__execute(const psched_schedule *s, const psched_plan *costs,
                                               double *start, double *end);
 
+/* psched__execute that also reports, per op, when its output leaves on a
+ * link and arrives (NAN for ops without a transfer), for the link model of
+ * the cost model extensions; leave/arrive may be NULL. */
+PSCHED_INTERNAL psched_status psched__execute_transfers(const psched_schedule *s,
+                                                        const psched_plan *costs, double *start,
+                                                        double *end, double *leave,
+                                                        double *arrive);
+
 /* Same contract as psched__execute for a lowered schedule (one with comm
  * ops): rendezvous point-to-point semantics, batched groups posted
  * together; compute ops keep their DESIGN §2 dependencies. Lives in
@@ -174,6 +242,9 @@ struct psched_report {
     double *busy, *idle, *peak; /* per device */
     size_t *offset;             /* devices + 1 */
     double *start, *end;        /* per op */
+    /* per op: when its output leaves on a link and arrives at the consumer's
+     * device (NAN: no transfer); NULL unless the costs model links */
+    double *leave, *arrive;
 };
 
 /* ---- registry ---- */

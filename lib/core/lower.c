@@ -43,12 +43,13 @@
  *
  * The compute order is unchanged. Cost: O(ops log ops).
  *
- * CSV: PyTorch's compute_comms CSV (PSCHED_FORMAT_CSV_COMMS) has no spelling
- * for a batched group: the export writes a group's ops in list order and an
- * import of a comms CSV carries no BATCH_NEXT flags. A lowered schedule that
- * needs groups therefore validates as a deadlock once re-imported from CSV
- * (PyTorch's own runtime posts every SEND/RECV as an asynchronous
- * isend/irecv, for which its files are written).
+ * CSV: ::PSCHED_FORMAT_CSV_COMMS writes a batched group as one cell
+ * `[a;b]BATCH` and psched_import_csv() reads it back, so a lowered schedule
+ * survives a file. PyTorch's compute_comms dialect
+ * (PSCHED_FORMAT_CSV_COMMS_PYTORCH) has no spelling for a group: it writes
+ * the group's ops in list order, and a schedule that needs groups validates
+ * as a deadlock once re-imported from it (PyTorch's own runtime posts every
+ * SEND/RECV as an asynchronous isend/irecv, for which its files are written).
  */
 #include "execute.h"
 
@@ -463,6 +464,11 @@ static psched_status check_args(const psched_schedule *s, const psched_plan *pla
                 continue;
             char t[48];
             psched__op_text(&s->ops[g], t, sizeof t);
+            if (s->ops[g].kind >= PSCHED_OP_OFFLOAD)
+                return psched_fail(PSCHED_EUNSUPPORTED,
+                                   "psched_lower_comm: device %u op %zu (%s): schedules with "
+                                   "OFFLOAD/RELOAD ops cannot be lowered yet; lower the schedule "
+                                   "without them", d, g - s->offset[d], t);
             return psched_fail(PSCHED_EINVAL, "psched_lower_comm: device %u op %zu (%s) is "
                                "already a comm op; lower a compute schedule", d,
                                g - s->offset[d], t);

@@ -39,6 +39,7 @@ void psched_plan_destroy(psched_plan *plan)
     psched__dealloc(plan->cost);
     psched__dealloc(plan->mem);
     psched__dealloc(plan->options);
+    psched__costmodel_free(plan->cm);
     psched__dealloc(plan);
 }
 
@@ -71,6 +72,8 @@ psched_status psched_plan_clone(const psched_plan *plan, psched_plan **out)
     ok = dup_array((void **)&c->mem, ok ? plan->mem : NULL, plan->mem_len, sizeof *c->mem) && ok;
     ok = dup_array((void **)&c->options, ok ? plan->options : NULL, plan->option_count,
                    sizeof *c->options) && ok;
+    c->cm = NULL;
+    ok = ok && psched__costmodel_clone(plan->cm, &c->cm) == PSCHED_OK;
     if (!ok) {
         psched_plan_destroy(c);
         return PSCHED_ENOMEM_FAIL();

@@ -381,9 +381,7 @@ static void run_device(rv *r, uint32_t d)
             continue;
         }
         size_t n = (ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
-        double cost = 0;
-        for (size_t u = g; u < g + n; u++)
-            cost += psched__exec_cost(x, &ops[u]);
+        double cost = psched__exec_unit_cost(x, ops, g, n);
         for (size_t u = g; u < g + n; u++) {
             x->start[u] = x->free_at[d];
             x->end[u] = x->free_at[d] + cost;

@@ -120,15 +120,16 @@ psched_status psched_schedule_ops(const psched_schedule *s, uint32_t device, siz
 int psched__op_text(const psched_op *op, char *buf, size_t size)
 {
     static const char *const kind_text[] = {"F", "I", "W", "B", "SEND_F", "RECV_F", "SEND_B",
-                                            "RECV_B"};
-    const char *k = op->kind <= PSCHED_OP_RECV_B ? kind_text[op->kind] : "?";
+                                            "RECV_B", "OFFLOAD", "RELOAD"};
+    const char *k = op->kind <= PSCHED_OP_RELOAD ? kind_text[op->kind] : "?";
     return snprintf(buf, size, "%u%s%u", op->stage, k, op->microbatch);
 }
 
 const char *psched__kind_name(uint8_t kind)
 {
     static const char *const names[] = {"F",      "B",      "W",      "BW",
-                                        "SEND_F", "RECV_F", "SEND_B", "RECV_B"};
+                                        "SEND_F", "RECV_F", "SEND_B", "RECV_B",
+                                        "OFFLOAD", "RELOAD"};
     return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
@@ -137,7 +138,7 @@ const char *psched__kind_name(uint8_t kind)
 bool psched__has_comm_ops(const psched_schedule *s)
 {
     for (size_t g = 0; g < s->offset[s->devices]; g++)
-        if (s->ops[g].kind >= PSCHED_OP_SEND_F)
+        if (s->ops[g].kind >= PSCHED_OP_SEND_F && s->ops[g].kind <= PSCHED_OP_RECV_B)
             return true;
     return false;
 }

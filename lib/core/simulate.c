@@ -5,6 +5,7 @@
 #include "memadvise.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void psched_report_destroy(psched_report *r)
@@ -17,6 +18,8 @@ void psched_report_destroy(psched_report *r)
     psched__dealloc(r->offset);
     psched__dealloc(r->start);
     psched__dealloc(r->end);
+    psched__dealloc(r->leave);
+    psched__dealloc(r->arrive);
     psched__dealloc(r);
 }
 
@@ -60,23 +63,92 @@ static double *mem_table(const psched_plan *costs, uint32_t stages)
     return t;
 }
 
+#define UNLIKELY_COPY(kind) ((kind) == PSCHED_OP_OFFLOAD || (kind) == PSCHED_OP_RELOAD)
+
+/* One change of a device's memory at a time: copies change memory at
+ * their own times (an OFFLOAD frees at its end, a RELOAD takes at its
+ * start), so with copies the running sum goes by time, not list order. */
+typedef struct mem_event {
+    double t;
+    int cls; /* at equal times: frees (0), compute in list order (1), reloads (2) */
+    size_t g;
+    double delta;
+} mem_event;
+
+static int event_cmp(const void *pa, const void *pb)
+{
+    const mem_event *a = pa, *b = pb;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    if (a->cls != b->cls)
+        return a->cls - b->cls;
+    return a->g < b->g ? -1 : a->g > b->g;
+}
+
+/* Peak memory of device d of a schedule with copies: compute ops change it
+ * at their start (the same sum as list order when there are no copies),
+ * copies as above. */
+static psched_status copy_peak(psched_report *r, const psched_schedule *s, const double *mem_of,
+                               const psched_plan *costs, uint32_t d)
+{
+    const double *w = costs->cm ? costs->cm->weight : NULL;
+    uint32_t per = s->plan->devices * s->plan->chunks / (s->plan->chains ? s->plan->chains : 1);
+    uint32_t mbs = psched__plan_chain_mbs(s->plan);
+    size_t first = s->offset[d], n = s->offset[d + 1] - first;
+    mem_event *ev = psched__reallocarray(NULL, n + 1, sizeof *ev);
+    if (!ev)
+        return PSCHED_ENOMEM_FAIL();
+    for (size_t i = 0; i < n; i++) {
+        size_t g = first + i;
+        const psched_op *o = &s->ops[g];
+        double wk = w ? w[(size_t)(o->stage / per) * mbs + o->microbatch] : 1.0;
+        double act = mem_of[(size_t)o->stage * 8 + PSCHED_OP_F] * wk;
+        if (o->kind == PSCHED_OP_OFFLOAD)
+            ev[i] = (mem_event){r->end[g], 0, g, -act};
+        else if (o->kind == PSCHED_OP_RELOAD)
+            ev[i] = (mem_event){r->start[g], 2, g, act};
+        else
+            ev[i] = (mem_event){r->start[g], 1, g, mem_of[(size_t)o->stage * 8 + o->kind] * wk};
+    }
+    qsort(ev, n, sizeof *ev, event_cmp);
+    double mem = 0, peak = 0;
+    for (size_t i = 0; i < n; i++) {
+        mem += ev[i].delta;
+        if (mem > peak)
+            peak = mem;
+    }
+    psched__dealloc(ev);
+    r->peak[d] = peak;
+    return PSCHED_OK;
+}
+
 /* Busy time, span, peak memory and latest end of one device. An
  * overlapped pair is one unit: its time counts once. */
 static double device_figures(psched_report *r, const psched_schedule *s, const double *mem_of,
-                             uint32_t d, double *latest)
+                             const psched_plan *costs, uint32_t d, double *latest)
 {
+    /* micro-batch weights scale activation memory (NULL: all 1) */
+    const double *w = costs->cm ? costs->cm->weight : NULL;
+    uint32_t per = s->plan->devices * s->plan->chunks / (s->plan->chains ? s->plan->chains : 1);
+    uint32_t mbs = psched__plan_chain_mbs(s->plan);
     double busy = 0, mem = 0, peak = 0, last_end = *latest;
     size_t first = s->offset[d], last = s->offset[d + 1];
     bool paired = false; /* the previous op opened an overlapped pair */
     for (size_t g = first; g < last; g++) {
         const psched_op *o = &s->ops[g];
         double end = r->end[g];
+        if (UNLIKELY_COPY(o->kind)) {
+            if (end > last_end)
+                last_end = end;
+            continue; /* the copy stream's time, not the device's; memory: copy_peak */
+        }
         if (!paired)
             busy += end - r->start[g];
         paired = (o->flags & PSCHED_OP_OVERLAP_NEXT) != 0;
         if (end > last_end)
             last_end = end;
-        mem += mem_of[(size_t)o->stage * 8 + (o->kind & 7u)];
+        double delta = mem_of[(size_t)o->stage * 8 + (o->kind & 7u)];
+        mem += w ? delta * w[(size_t)(o->stage / per) * mbs + o->microbatch] : delta;
         if (mem > peak)
             peak = mem;
     }
@@ -101,13 +173,30 @@ psched_status psched_simulate(const psched_schedule *s, const psched_plan *costs
                            psched_plan_stages(costs), S);
     if (!costs)
         costs = s->plan;
+    psched_status bad = psched__costmodel_check(costs);
+    if (bad)
+        return bad;
+    if (costs->cm && costs->cm->weight && costs->microbatches != s->plan->microbatches)
+        return psched_fail(PSCHED_EINVAL,
+                           "cost plan weighs %u micro-batches but the schedule has %u",
+                           costs->microbatches, s->plan->microbatches);
     size_t total = s->offset[s->devices];
     psched_report *r = report_alloc(s->devices, total);
     if (!r)
         return PSCHED_ENOMEM_FAIL();
-    psched_status st = psched__has_comm_ops(s)
-                           ? psched__execute_rendezvous(s, costs, r->start, r->end)
-                           : psched__execute(s, costs, r->start, r->end);
+    bool comm_ops = psched__has_comm_ops(s);
+    if (!comm_ops && psched__costmodel_links(costs)) {
+        /* the link model's transfers, for the traces */
+        r->leave = psched__reallocarray(NULL, total + 1, sizeof *r->leave);
+        r->arrive = psched__reallocarray(NULL, total + 1, sizeof *r->arrive);
+        if (!r->leave || !r->arrive) {
+            psched_report_destroy(r);
+            return PSCHED_ENOMEM_FAIL();
+        }
+    }
+    psched_status st = comm_ops ? psched__execute_rendezvous(s, costs, r->start, r->end)
+                                : psched__execute_transfers(s, costs, r->start, r->end,
+                                                            r->leave, r->arrive);
     if (st) {
         psched_report_destroy(r);
         return st;
@@ -120,10 +209,19 @@ psched_status psched_simulate(const psched_schedule *s, const psched_plan *costs
     memcpy(r->offset, s->offset, ((size_t)s->devices + 1) * sizeof *r->offset);
     double makespan = 0, span = 0, busy = 0;
     for (uint32_t d = 0; d < s->devices; d++) {
-        span = fmax(span, device_figures(r, s, mem_of, d, &makespan));
+        span = fmax(span, device_figures(r, s, mem_of, costs, d, &makespan));
         busy += r->busy[d];
     }
+    bool copies = false;
+    for (size_t g = 0; g < total && !copies; g++)
+        copies = UNLIKELY_COPY(s->ops[g].kind);
+    for (uint32_t d = 0; copies && d < s->devices && !st; d++)
+        st = copy_peak(r, s, mem_of, costs, d);
     psched__dealloc(mem_of);
+    if (st) {
+        psched_report_destroy(r);
+        return st;
+    }
     double peak = 0, model = 0;
     for (uint32_t d = 0; d < s->devices; d++) {
         r->idle[d] = makespan - r->busy[d];

@@ -21,7 +21,14 @@
  * nest two equal intervals on one track. A comm op (SEND_F, RECV_F, SEND_B,
  * RECV_B) that takes time is an X event too; one that takes no time is a
  * thread-scoped instant ("i") event, so the X events of an unlowered
- * schedule are exactly its compute ops.
+ * schedule are exactly its compute ops. Activation copies (OFFLOAD,
+ * RELOAD) run on a copy stream concurrent with compute, so they go on a
+ * track of their own, "device d copies" (tid = devices + d), present only
+ * when the schedule has copies. With the link model (bytes and links in
+ * the costs), each transfer is an X event named "3F2 -> device 4" (cat
+ * "TRANSFER") from the time it leaves its device's link to its arrival,
+ * on a track per device and direction, "device d link up" (to higher
+ * devices, tid = 3·devices + 2d) and "device d link down" (tid + 1).
  *
  * Times: the trace's unit is the microsecond and the cost model's unit is
  * whatever the plan's costs are in (usually milliseconds of a layer), so
@@ -59,6 +66,49 @@ static void put_header(psched_buf *b, const psched_schedule *s, const psched_rep
                            "  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 0, "
                            "\"tid\": %u, \"args\": {\"sort_index\": %u}}",
                            d, d, d, d);
+    bool copies = false;
+    for (size_t g = 0; g < s->offset[s->devices] && !copies; g++)
+        copies = s->ops[g].kind == PSCHED_OP_OFFLOAD || s->ops[g].kind == PSCHED_OP_RELOAD;
+    for (uint32_t d = 0; copies && d < s->devices; d++)
+        psched__buf_printf(b, ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, "
+                           "\"tid\": %u, \"args\": {\"name\": \"device %u copies\"}},\n"
+                           "  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 0, "
+                           "\"tid\": %u, \"args\": {\"sort_index\": %u}}",
+                           s->devices + d, d, s->devices + d, s->devices + d);
+}
+
+/* The link tracks and their transfers (report from the link model). */
+static void put_links(psched_buf *b, const psched_schedule *s, const psched_report *r)
+{
+    uint32_t p = s->devices;
+    for (uint32_t d = 0; d < p; d++)
+        for (uint32_t dir = 0; dir < 2; dir++)
+            psched__buf_printf(b, ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, "
+                               "\"tid\": %u, \"args\": {\"name\": \"device %u link %s\"}},\n"
+                               "  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 0, "
+                               "\"tid\": %u, \"args\": {\"sort_index\": %u}}",
+                               3 * p + 2 * d + dir, d, dir ? "down" : "up", 3 * p + 2 * d + dir,
+                               3 * p + 2 * d + dir);
+    for (uint32_t d = 0; d < p; d++) {
+        for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
+            if (isnan(r->leave[g]))
+                continue;
+            const psched_op *op = &s->ops[g];
+            /* an F sends to the next stage, a backward to the one before */
+            uint32_t to = psched_plan_stage_device(
+                s->plan, op->kind == PSCHED_OP_F ? op->stage + 1 : op->stage - 1);
+            char name[48];
+            psched__op_text(op, name, sizeof name);
+            psched__buf_printf(b, ",\n  {\"name\": \"%s -> device %u\", \"cat\": \"TRANSFER\", "
+                               "\"ph\": \"X\", \"ts\": ", name, to);
+            psched__buf_json_num(b, r->leave[g] * CHROME_US_PER_UNIT);
+            psched__buf_puts(b, ", \"dur\": ");
+            psched__buf_json_num(b, (r->arrive[g] - r->leave[g]) * CHROME_US_PER_UNIT);
+            psched__buf_printf(b, ", \"pid\": 0, \"tid\": %u, \"args\": {\"stage\": %u, "
+                               "\"microbatch\": %u}}",
+                               3 * p + 2 * d + (to < d), op->stage, op->microbatch);
+        }
+    }
 }
 
 static void put_event(psched_buf *b, const psched_op *op, uint32_t device, double start,
@@ -94,7 +144,8 @@ static psched_status put_device(psched_buf *b, const psched_schedule *s, const p
         const psched_op *op = &s->ops[first + i];
         bool overlapped = (op->flags & PSCHED_OP_OVERLAP_NEXT) ||
                           (i > 0 && (s->ops[first + i - 1].flags & PSCHED_OP_OVERLAP_NEXT));
-        put_event(b, op, d, start, end, overlapped);
+        bool copy = op->kind == PSCHED_OP_OFFLOAD || op->kind == PSCHED_OP_RELOAD;
+        put_event(b, op, copy ? s->devices + d : d, start, end, overlapped);
     }
     return PSCHED_OK;
 }
@@ -107,6 +158,8 @@ psched_status psched__export_chrome(const psched_schedule *s, const psched_repor
     put_header(&b, s, r);
     for (uint32_t d = 0; d < s->devices && st == PSCHED_OK; d++)
         st = put_device(&b, s, r, d);
+    if (st == PSCHED_OK && r && r->leave && r->arrive)
+        put_links(&b, s, r);
     if (st != PSCHED_OK) {
         psched__dealloc(b.data);
         return st;

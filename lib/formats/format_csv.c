@@ -8,10 +8,23 @@
  * SEND_F, RECV_F, SEND_B, RECV_B, or an overlapped pair
  * `(<action>;<action>)OVERLAP_F_B`.
  *
- * Export writes no idle cells and ends every row with "\n". BATCH_NEXT flags
- * have no CSV spelling and are dropped.
+ * Two extensions, both written only where PyTorch's dialect has no
+ * spelling for what the schedule holds (docs/formats.md):
+ * - a batched comm group (ops chained by BATCH_NEXT, posted together) is one
+ *   cell `[<action>;<action>;...]BATCH`, in list order;
+ * - a two-chain schedule (DualPipe) starts with the line
+ *   `# pipesched: chains=2`, without which its stages read as one V.
+ * PSCHED_FORMAT_CSV_COMMS_PYTORCH writes exactly PyTorch's compute_comms
+ * dialect instead: a group's ops as separate cells in list order and no
+ * header line (PyTorch's runtime posts every send and receive as an
+ * asynchronous isend/irecv, for which that file is enough).
  *
- * Import rules (strict: every cell is a whole action or empty):
+ * Export writes no idle cells and ends every row with "\n".
+ *
+ * Import rules (strict: every cell is a whole action, a batched group or
+ * empty):
+ * - the first line may be the header `# pipesched: chains=N` (N = 1 or 2); no
+ *   other line may start with '#';
  * - rows are separated by "\n" or "\r\n"; a newline at the very end of the
  *   text does not start another row, but an empty line anywhere else is a
  *   device with no ops (export writes exactly that for an empty device);
@@ -40,14 +53,17 @@ psched_status psched_export(const psched_schedule *schedule, const psched_report
         return psched_fail(PSCHED_EINVAL, "psched_export: the report has %u devices but the "
                            "schedule has %u; pass the report of this schedule",
                            psched_report_devices(report), schedule->devices);
-    if (format == PSCHED_FORMAT_CSV || format == PSCHED_FORMAT_CSV_COMMS)
-        return psched__export_csv(schedule, text, length); /* comm ops print as SEND_F etc. */
+    if (format == PSCHED_FORMAT_CSV || format == PSCHED_FORMAT_CSV_COMMS ||
+        format == PSCHED_FORMAT_CSV_COMMS_PYTORCH) /* comm ops print as SEND_F etc. */
+        return psched__export_csv(schedule, format == PSCHED_FORMAT_CSV_COMMS_PYTORCH, text,
+                                  length);
     if (format == PSCHED_FORMAT_JSON)
         return psched__export_json(schedule, report, text, length);
     if (format != PSCHED_FORMAT_ASCII && format != PSCHED_FORMAT_CHROME &&
         format != PSCHED_FORMAT_SVG)
         return psched_fail(PSCHED_EINVAL, "psched_export: unknown format %d (csv 0, ascii 1, "
-                                          "json 2, csv-comms 3, chrome 4, svg 5)", (int)format);
+                                          "json 2, csv-comms 3, chrome 4, svg 5, "
+                                          "csv-comms-pytorch 6)", (int)format);
     /* The timeline formats draw simulated times: simulate once here when
      * the caller has no report. */
     psched_report *own = NULL;
@@ -72,11 +88,13 @@ psched_status psched_export(const psched_schedule *schedule, const psched_report
  * digits by hand: no snprintf, no growing buffer, one allocation. */
 
 static const char *const kind_text[] = {"F", "I", "W", "B", "SEND_F", "RECV_F", "SEND_B",
-                                        "RECV_B"};
+                                        "RECV_B", "OFFLOAD", "RELOAD"};
 
 static size_t kind_len(uint8_t kind)
 {
-    return kind <= PSCHED_OP_BW ? 1 : kind <= PSCHED_OP_RECV_B ? 6 : 1 /* "?" */;
+    if (kind == PSCHED_OP_OFFLOAD) /* pipesched's copy ops (docs/simulator.md) */
+        return 7;
+    return kind <= PSCHED_OP_BW ? 1 : kind <= PSCHED_OP_RELOAD ? 6 : 1 /* "?" */;
 }
 
 static size_t u32_len(uint32_t x)
@@ -121,7 +139,7 @@ static char *put_op(char *p, const psched_op *op)
 {
     p = put_u32(p, op->stage);
     size_t n = kind_len(op->kind);
-    memcpy(p, op->kind <= PSCHED_OP_RECV_B ? kind_text[op->kind] : "?", n);
+    memcpy(p, op->kind <= PSCHED_OP_RELOAD ? kind_text[op->kind] : "?", n);
     return put_u32(p + n, op->microbatch);
 }
 
@@ -143,25 +161,69 @@ static psched_status check_pair(const psched_schedule *s, uint32_t d, size_t i)
     return PSCHED_OK;
 }
 
-#define OVERLAP_TAIL ")OVERLAP_F_B"
-
-/* Length of the text, or an error for a malformed overlapped pair. */
-static psched_status csv_length(const psched_schedule *s, size_t *out)
+/* A batch flag must chain comm ops of one device: the group's cell holds
+ * SEND/RECV actions only and ends at the first op without the flag. */
+static psched_status check_group(const psched_schedule *s, uint32_t d, size_t i)
 {
-    size_t len = 0;
+    size_t first = s->offset[d], last = s->offset[d + 1];
+    const psched_op *op = &s->ops[i];
+    if (op->kind >= PSCHED_OP_SEND_F && i + 1 < last && s->ops[i + 1].kind >= PSCHED_OP_SEND_F)
+        return PSCHED_OK;
+    char tmp[48];
+    psched__op_text(op, tmp, sizeof tmp);
+    if (op->kind < PSCHED_OP_SEND_F)
+        return psched_fail(PSCHED_EINVAL, "device %u op %zu (%s) has BATCH_NEXT but is a compute "
+                           "op; a batched group holds SEND/RECV ops only", d, i - first, tmp);
+    if (i + 1 == last)
+        return psched_fail(PSCHED_EINVAL, "device %u op %zu (%s) has BATCH_NEXT but is the last op "
+                           "of its device; a batched group needs the op it chains to", d,
+                           i - first, tmp);
+    return psched_fail(PSCHED_EINVAL, "device %u op %zu (%s) has BATCH_NEXT but the next op is a "
+                       "compute op; a batched group holds SEND/RECV ops only", d, i - first, tmp);
+}
+
+#define OVERLAP_TAIL ")OVERLAP_F_B"
+#define BATCH_TAIL "]BATCH"
+#define CHAINS_HEADER "# pipesched: chains="
+
+/* Ops [i, end) of device d that one cell holds: an overlapped pair, a
+ * batched group (unless @p flat) or a single op. */
+static psched_status cell_end(const psched_schedule *s, uint32_t d, size_t i, bool flat,
+                              size_t *end)
+{
+    psched_status st;
+    if (s->ops[i].flags & PSCHED_OP_OVERLAP_NEXT) {
+        if ((st = check_pair(s, d, i)) != PSCHED_OK)
+            return st;
+        *end = i + 2;
+        return PSCHED_OK;
+    }
+    size_t j = i;
+    while (!flat && (s->ops[j].flags & PSCHED_OP_BATCH_NEXT)) {
+        if ((st = check_group(s, d, j)) != PSCHED_OK)
+            return st;
+        j++;
+    }
+    *end = j + 1;
+    return PSCHED_OK;
+}
+
+/* Length of the text, or an error for a malformed pair or group. */
+static psched_status csv_length(const psched_schedule *s, bool pytorch, size_t *out)
+{
+    size_t len = !pytorch && s->plan->chains == 2 ? strlen(CHAINS_HEADER "2\n") : 0;
     for (uint32_t d = 0; d < s->devices; d++) {
-        size_t first = s->offset[d], last = s->offset[d + 1];
-        for (size_t i = first; i < last; i++) {
-            len += i > first; /* the comma */
-            if (!(s->ops[i].flags & PSCHED_OP_OVERLAP_NEXT)) {
-                len += op_len(&s->ops[i]);
-                continue;
-            }
-            psched_status st = check_pair(s, d, i);
+        size_t first = s->offset[d], last = s->offset[d + 1], end;
+        for (size_t i = first; i < last; i = end) {
+            psched_status st = cell_end(s, d, i, pytorch, &end);
             if (st != PSCHED_OK)
                 return st;
-            len += 2 + op_len(&s->ops[i]) + op_len(&s->ops[i + 1]) + strlen(OVERLAP_TAIL);
-            i++;
+            len += i > first; /* the comma */
+            for (size_t k = i; k < end; k++)
+                len += op_len(&s->ops[k]) + (k > i); /* the ';' */
+            if (end - i > 1)
+                len += 1 + strlen(s->ops[i].flags & PSCHED_OP_OVERLAP_NEXT ? OVERLAP_TAIL
+                                                                            : BATCH_TAIL);
         }
         len++; /* the newline */
     }
@@ -169,10 +231,11 @@ static psched_status csv_length(const psched_schedule *s, size_t *out)
     return PSCHED_OK;
 }
 
-psched_status psched__export_csv(const psched_schedule *s, char **text, size_t *length)
+psched_status psched__export_csv(const psched_schedule *s, bool pytorch, char **text,
+                                 size_t *length)
 {
     size_t len;
-    psched_status st = csv_length(s, &len);
+    psched_status st = csv_length(s, pytorch, &len);
     if (st != PSCHED_OK)
         return st;
     char *out = psched__malloc(len + 1);
@@ -180,22 +243,29 @@ psched_status psched__export_csv(const psched_schedule *s, char **text, size_t *
         return PSCHED_ENOMEM_FAIL();
     psched__advise_huge(out, len + 1);
     char *p = out;
+    if (!pytorch && s->plan->chains == 2) {
+        memcpy(p, CHAINS_HEADER "2\n", strlen(CHAINS_HEADER "2\n"));
+        p += strlen(CHAINS_HEADER "2\n");
+    }
     for (uint32_t d = 0; d < s->devices; d++) {
-        size_t first = s->offset[d], last = s->offset[d + 1];
-        for (size_t i = first; i < last; i++) {
+        size_t first = s->offset[d], last = s->offset[d + 1], end;
+        for (size_t i = first; i < last; i = end) {
+            cell_end(s, d, i, pytorch, &end); /* checked by csv_length */
             if (i > first)
                 *p++ = ',';
-            if (!(s->ops[i].flags & PSCHED_OP_OVERLAP_NEXT)) {
-                p = put_op(p, &s->ops[i]);
-                continue;
+            bool pair = s->ops[i].flags & PSCHED_OP_OVERLAP_NEXT;
+            if (end - i > 1)
+                *p++ = pair ? '(' : '[';
+            for (size_t k = i; k < end; k++) {
+                if (k > i)
+                    *p++ = ';';
+                p = put_op(p, &s->ops[k]);
             }
-            *p++ = '(';
-            p = put_op(p, &s->ops[i]);
-            *p++ = ';';
-            p = put_op(p, &s->ops[i + 1]);
-            memcpy(p, OVERLAP_TAIL, strlen(OVERLAP_TAIL));
-            p += strlen(OVERLAP_TAIL);
-            i++;
+            if (end - i > 1) {
+                const char *tail = pair ? OVERLAP_TAIL : BATCH_TAIL;
+                memcpy(p, tail, strlen(tail));
+                p += strlen(tail);
+            }
         }
         *p++ = '\n';
     }
@@ -222,6 +292,7 @@ typedef struct csv_file {
     uint32_t rows;
     size_t rows_cap;
     size_t max_stage_at, max_mb_at; /* index of an op with the largest value */
+    uint32_t chains;                /* from the header line; 0: none */
 } csv_file;
 
 typedef struct csv_cell {
@@ -230,14 +301,44 @@ typedef struct csv_cell {
     uint32_t line, col; /* position of p[0] */
 } csv_cell;
 
+/* At most this many characters of a cell are quoted in a message. */
 #define CELL_QUOTE_MAX 40
+
+/* The cell as a message quotes it: printable ASCII as is, every other byte
+ * (control characters, bytes of UTF-8 sequences, invalid bytes) and '"' and
+ * '\\' as \xNN, at most CELL_QUOTE_MAX characters and "..." when cut, so
+ * an invisible or binary byte shows and every message stays short. */
+static const char *quote_cell(char out[CELL_QUOTE_MAX + 4], const char *p, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0, i = 0;
+    for (; i < len; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        bool plain = ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\';
+        if (o + (plain ? 1 : 4) > CELL_QUOTE_MAX)
+            break;
+        if (plain) {
+            out[o++] = (char)ch;
+        } else {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[ch >> 4];
+            out[o++] = hex[ch & 15];
+        }
+    }
+    if (i < len) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+    return out;
+}
 
 static psched_status cell_error(const csv_cell *c, size_t at, const char *why)
 {
-    int shown = (int)(c->len > CELL_QUOTE_MAX ? CELL_QUOTE_MAX : c->len);
-    return psched_fail(PSCHED_EPARSE, "line %u column %zu: \"%.*s%s\" is not a whole action: %s",
-                       c->line, (size_t)c->col + at, shown, c->p,
-                       c->len > CELL_QUOTE_MAX ? "..." : "", why);
+    char q[CELL_QUOTE_MAX + 4];
+    return psched_fail(PSCHED_EPARSE, "line %u column %zu: \"%s\" is not a whole action: %s",
+                       c->line, (size_t)c->col + at, quote_cell(q, c->p, c->len), why);
 }
 
 static psched_status parse_number(const csv_cell *c, size_t *at, uint32_t *out, const char *what)
@@ -268,6 +369,8 @@ static const struct {
     ACTION_TYPE("REDUCE_GRAD", -1),          ACTION_TYPE("F", PSCHED_OP_F),
     ACTION_TYPE("I", PSCHED_OP_B),           ACTION_TYPE("W", PSCHED_OP_W),
     ACTION_TYPE("B", PSCHED_OP_BW),
+    /* pipesched's activation copies, not PyTorch actions (docs/simulator.md) */
+    ACTION_TYPE("OFFLOAD", PSCHED_OP_OFFLOAD), ACTION_TYPE("RELOAD", PSCHED_OP_RELOAD),
 };
 
 /* The compute types are single letters that no longer type starts with,
@@ -296,10 +399,11 @@ static psched_status parse_type(const csv_cell *c, size_t *at, uint8_t *kind)
         if (c->len - *at < n || memcmp(c->p + *at, action_types[t].text, n) != 0)
             continue;
         if (action_types[t].kind < 0) {
-            int shown = (int)(c->len > CELL_QUOTE_MAX ? CELL_QUOTE_MAX : c->len);
-            return psched_fail(PSCHED_EPARSE, "line %u column %zu: \"%.*s\": PyTorch action %s is "
+            char q[CELL_QUOTE_MAX + 4];
+            return psched_fail(PSCHED_EPARSE, "line %u column %zu: \"%s\": PyTorch action %s is "
                                "not supported (compute and send/recv actions only)",
-                               c->line, (size_t)c->col + *at, shown, c->p, action_types[t].text);
+                               c->line, (size_t)c->col + *at, quote_cell(q, c->p, c->len),
+                               action_types[t].text);
         }
         *kind = (uint8_t)action_types[t].kind;
         *at += n;
@@ -327,19 +431,68 @@ static bool is_compute(uint8_t kind)
     return kind <= PSCHED_OP_BW;
 }
 
-/* Parses one trimmed, non-empty cell into one or two ops. */
-static psched_status parse_cell(const csv_cell *c, csv_op ops[2], size_t *n)
+static psched_status file_push(csv_file *f, const csv_op *op)
+{
+    csv_op *ops = psched__grow(f->ops, &f->cap, f->count, sizeof *f->ops, 256);
+    if (!ops)
+        return PSCHED_ENOMEM_FAIL();
+    f->ops = ops;
+    if (f->count == 0 || op->stage > f->ops[f->max_stage_at].stage)
+        f->max_stage_at = f->count;
+    if (f->count == 0 || op->mb > f->ops[f->max_mb_at].mb)
+        f->max_mb_at = f->count;
+    f->ops[f->count++] = *op;
+    return PSCHED_OK;
+}
+
+/* A batched group `[a;b;...]BATCH`: two or more SEND/RECV actions, chained
+ * by BATCH_NEXT on all but the last. */
+static psched_status parse_group(csv_file *f, const csv_cell *c)
+{
+    static const char tail[] = "]BATCH";
+    size_t at = 1, n = 0;
+    psched_status st;
+    for (;;) {
+        csv_op op;
+        size_t start = at;
+        if ((st = parse_action(c, &at, &op)) != PSCHED_OK)
+            return st;
+        if (is_compute(op.kind))
+            return cell_error(c, start, "a batched group holds SEND/RECV actions only");
+        if (n > 0)
+            f->ops[f->count - 1].flags = PSCHED_OP_BATCH_NEXT;
+        if ((st = file_push(f, &op)) != PSCHED_OK)
+            return st;
+        n++;
+        if (at < c->len && c->p[at] == ';') {
+            at++;
+            continue;
+        }
+        break;
+    }
+    if (c->len - at != sizeof tail - 1 || memcmp(c->p + at, tail, sizeof tail - 1) != 0)
+        return cell_error(c, at, "expected ';' or the end \"]BATCH\" of a batched group");
+    if (n < 2)
+        return cell_error(c, 0, "a batched group holds at least two actions");
+    return PSCHED_OK;
+}
+
+/* Parses one trimmed, non-empty cell into one op, an overlapped pair or a
+ * batched group, appended to @p f. */
+static psched_status parse_cell(csv_file *f, const csv_cell *c)
 {
     static const char tail[] = ")OVERLAP_F_B";
     size_t at = 0;
     psched_status st;
+    csv_op ops[2];
+    if (c->p[0] == '[')
+        return parse_group(f, c);
     if (c->p[0] != '(') {
         if ((st = parse_action(c, &at, &ops[0])) != PSCHED_OK)
             return st;
         if (at != c->len)
             return cell_error(c, at, "unexpected text after the action");
-        *n = 1;
-        return PSCHED_OK;
+        return file_push(f, &ops[0]);
     }
     at = 1;
     if ((st = parse_action(c, &at, &ops[0])) != PSCHED_OK)
@@ -354,22 +507,9 @@ static psched_status parse_cell(const csv_cell *c, csv_op ops[2], size_t *n)
     if (!is_compute(ops[0].kind) || !is_compute(ops[1].kind))
         return cell_error(c, 0, "an overlapped pair holds two compute actions (F, I, W, B)");
     ops[0].flags = PSCHED_OP_OVERLAP_NEXT;
-    *n = 2;
-    return PSCHED_OK;
-}
-
-static psched_status file_push(csv_file *f, const csv_op *op)
-{
-    csv_op *ops = psched__grow(f->ops, &f->cap, f->count, sizeof *f->ops, 256);
-    if (!ops)
-        return PSCHED_ENOMEM_FAIL();
-    f->ops = ops;
-    if (f->count == 0 || op->stage > f->ops[f->max_stage_at].stage)
-        f->max_stage_at = f->count;
-    if (f->count == 0 || op->mb > f->ops[f->max_mb_at].mb)
-        f->max_mb_at = f->count;
-    f->ops[f->count++] = *op;
-    return PSCHED_OK;
+    if ((st = file_push(f, &ops[0])) != PSCHED_OK)
+        return st;
+    return file_push(f, &ops[1]);
 }
 
 static psched_status file_end_row(csv_file *f, uint32_t line)
@@ -390,12 +530,37 @@ static bool is_blank(char ch)
     return ch == ' ' || ch == '\t';
 }
 
+/* The header `# pipesched: chains=N`, only as the first line. */
+static psched_status parse_header(csv_file *f, const char *p, size_t len, uint32_t line)
+{
+    static const char head[] = "# pipesched: chains=";
+    size_t n = sizeof head - 1;
+    char q[CELL_QUOTE_MAX + 4];
+    if (line != 1)
+        return psched_fail(PSCHED_EPARSE, "line %u column 1: \"%s\": a line starting with '#' "
+                           "is read only as the first line, the header \"# pipesched: "
+                           "chains=N\"", line, quote_cell(q, p, len));
+    if (len != n + 1 || memcmp(p, head, n) != 0 || (p[n] != '1' && p[n] != '2'))
+        return psched_fail(PSCHED_EPARSE, "line 1 column 1: \"%s\" is not the header \"# "
+                           "pipesched: chains=N\" with N = 1 or 2 (no other '#' line is read)",
+                           quote_cell(q, p, len));
+    f->chains = (uint32_t)(p[n] - '0');
+    return PSCHED_OK;
+}
+
 static psched_status parse_line(csv_file *f, const char *p, size_t len, uint32_t line)
 {
     const char *nul = memchr(p, '\0', len);
     if (nul)
         return psched_fail(PSCHED_EPARSE, "line %u column %zu: NUL byte in the input", line,
                            (size_t)(nul - p) + 1);
+    const char *cr = memchr(p, '\r', len);
+    if (cr)
+        return psched_fail(PSCHED_EPARSE, "line %u column %zu: carriage return inside a line; rows "
+                           "end with \"\\n\" or \"\\r\\n\" (CR-only line endings are not read)",
+                           line, (size_t)(cr - p) + 1);
+    if (len > 0 && p[0] == '#')
+        return parse_header(f, p, len, line);
     size_t start = 0;
     while (start <= len) {
         const char *comma = memchr(p + start, ',', len - start);
@@ -407,11 +572,7 @@ static psched_status parse_line(csv_file *f, const char *p, size_t len, uint32_t
             z--;
         if (z > a) {
             csv_cell c = {p + a, z - a, line, (uint32_t)(a + 1)};
-            csv_op ops[2];
-            size_t n = 0;
-            psched_status st = parse_cell(&c, ops, &n);
-            for (size_t k = 0; st == PSCHED_OK && k < n; k++)
-                st = file_push(f, &ops[k]);
+            psched_status st = parse_cell(f, &c);
             if (st != PSCHED_OK)
                 return st;
         }
@@ -438,7 +599,9 @@ static psched_status reserve_ops(csv_file *f, size_t length)
 
 static psched_status parse_text(csv_file *f, const char *text, size_t length)
 {
-    size_t pos = 0;
+    /* A leading UTF-8 byte order mark (editors on Windows write one) is
+     * not part of the first cell, as for --costs-file. */
+    size_t pos = length >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
     uint32_t line = 1;
     psched_status reserved = reserve_ops(f, length);
     if (reserved != PSCHED_OK)
@@ -494,15 +657,22 @@ static psched_status resolve_shape(const csv_file *f, psched_plan *plan, bool gi
     if (given && plan->devices != f->rows)
         return psched_fail(PSCHED_EINVAL, "the file has %u rows (devices) but the plan has %u "
                            "devices", f->rows, plan->devices);
+    if (given && f->chains && plan->chains != f->chains)
+        return psched_fail(PSCHED_EINVAL, "the file's header says chains=%u but the plan has %u "
+                           "chain%s", f->chains, plan->chains, plan->chains == 1 ? "" : "s");
     if (!given) {
+        /* Micro-batch numbers count per chain: m = chains x (largest + 1). */
+        uint32_t chains = f->chains ? f->chains : 1;
         if (f->count == 0)
             return psched_fail(PSCHED_EINVAL, "the file holds no action, so its shape cannot be "
                                "inferred; pass a plan");
-        if (top_mb->mb >= PSCHED_MAX_MICROBATCHES)
-            return op_fail(top_mb, "has micro-batch %u, above the limit %u", top_mb->mb,
-                           PSCHED_MAX_MICROBATCHES - 1);
+        if ((uint64_t)chains * ((uint64_t)top_mb->mb + 1) > PSCHED_MAX_MICROBATCHES)
+            return op_fail(top_mb, "has micro-batch %u, above the limit %u for %u chain%s",
+                           top_mb->mb, PSCHED_MAX_MICROBATCHES / chains - 1, chains,
+                           chains == 1 ? "" : "s");
         if ((st = psched_plan_set_devices(plan, f->rows)) != PSCHED_OK ||
-            (st = psched_plan_set_microbatches(plan, top_mb->mb + 1)) != PSCHED_OK)
+            (st = psched_plan_set_chains(plan, chains)) != PSCHED_OK ||
+            (st = psched_plan_set_microbatches(plan, chains * (top_mb->mb + 1))) != PSCHED_OK)
             return st;
     }
     if (plan->chunks != 0)

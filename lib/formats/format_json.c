@@ -16,6 +16,10 @@
  *                    "stage", "microbatch", "chunk",
  *                    "overlap_next": true (only when set),
  *                    "batch_next": true (only when set),
+ *                    "peer", "group" (comm ops only: the device at the other
+ *                      end, and the index of the comm unit on this device,
+ *                      from 0 in list order; the ops of one batched group
+ *                      share it, a lone SEND/RECV has its own),
  *                    "start", "end" (only with a report)}
  *   report          (only with a report) {"makespan", "span", "bubble_ratio",
  *                   "peak_memory_M", "busy": [...], "idle": [...],
@@ -69,8 +73,10 @@ static void put_plan(psched_buf *b, const psched_plan *plan)
     psched__buf_puts(b, ",\n");
 }
 
-static psched_status put_op(psched_buf *b, const psched_op *op, const psched_report *report,
-                            uint32_t device, size_t index)
+/* *group: the comm unit counter of the device, advanced past each unit. */
+static psched_status put_op(psched_buf *b, const psched_schedule *s, const psched_op *op,
+                            const psched_report *report, uint32_t device, size_t index,
+                            uint32_t *group)
 {
     psched__buf_puts(b, "{\"kind\": ");
     psched__buf_json_str(b, psched__kind_name(op->kind));
@@ -80,6 +86,23 @@ static psched_status put_op(psched_buf *b, const psched_op *op, const psched_rep
         psched__buf_puts(b, ", \"overlap_next\": true");
     if (op->flags & PSCHED_OP_BATCH_NEXT)
         psched__buf_puts(b, ", \"batch_next\": true");
+    if (op->kind >= PSCHED_OP_SEND_F && op->kind <= PSCHED_OP_RECV_B) { /* not the copies */
+        /* SEND_F and RECV_B talk to the next stage of the chain, RECV_F and
+         * SEND_B to the previous one; the validator checks the stage exists,
+         * a schedule that was never validated may name none. */
+        bool next = op->kind == PSCHED_OP_SEND_F || op->kind == PSCHED_OP_RECV_B;
+        uint32_t stages = s->plan->devices * s->plan->chunks;
+        if (op->stage < stages && !(next ? psched__stage_last(s->plan, op->stage)
+                                         : psched__stage_first(s->plan, op->stage)))
+            psched__buf_printf(b, ", \"peer\": %u",
+                               psched_plan_stage_device(s->plan, next ? op->stage + 1
+                                                                      : op->stage - 1));
+        else
+            psched__buf_puts(b, ", \"peer\": null");
+        psched__buf_printf(b, ", \"group\": %u", *group);
+        if (!(op->flags & PSCHED_OP_BATCH_NEXT))
+            (*group)++;
+    }
     if (report) {
         double start, end;
         psched_status st = psched_report_op_times(report, device, index, 1, &start, &end);
@@ -99,10 +122,11 @@ static psched_status put_ops(psched_buf *b, const psched_schedule *s, const psch
     psched__buf_puts(b, "  \"ops\": [");
     for (uint32_t d = 0; d < s->devices; d++) {
         size_t first = s->offset[d], last = s->offset[d + 1];
+        uint32_t group = 0;
         psched__buf_puts(b, d ? ",\n    [" : "\n    [");
         for (size_t i = first; i < last; i++) {
             psched__buf_puts(b, i > first ? ",\n      " : "\n      ");
-            psched_status st = put_op(b, &s->ops[i], report, d, i - first);
+            psched_status st = put_op(b, s, &s->ops[i], report, d, i - first, &group);
             if (st != PSCHED_OK)
                 return st;
         }

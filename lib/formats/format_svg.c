@@ -319,10 +319,10 @@ static void put_op_title(psched_buf *b, const psched_op *op, const unit *u, cons
 {
     char text[48], other[48];
     psched__op_text(op, text, sizeof text);
-    static const char *const kinds[] = {"F",      "B",      "W",      "BW",
-                                        "SEND_F", "RECV_F", "SEND_B", "RECV_B"};
+    static const char *const kinds[] = {"F",      "B",      "W",      "BW",     "SEND_F",
+                                        "RECV_F", "SEND_B", "RECV_B", "OFFLOAD", "RELOAD"};
     psched__buf_printf(b, "<title>%s (%s, stage %u, micro-batch %u, chunk %u): %.10g to %.10g",
-                       text, op->kind < 8 ? kinds[op->kind] : "?", op->stage, op->microbatch,
+                       text, op->kind < 10 ? kinds[op->kind] : "?", op->stage, op->microbatch,
                        (unsigned)op->chunk, u->start, u->end);
     if (with) {
         psched__op_text(with, other, sizeof other);

@@ -8,8 +8,9 @@
 
 #include "internal.h"
 
-PSCHED_INTERNAL psched_status psched__export_csv(const psched_schedule *schedule, char **text,
-                                                 size_t *length);
+/* pytorch: PyTorch's exact dialect (no batched-group cells, no header). */
+PSCHED_INTERNAL psched_status psched__export_csv(const psched_schedule *schedule, bool pytorch,
+                                                 char **text, size_t *length);
 PSCHED_INTERNAL psched_status psched__export_ascii(const psched_schedule *schedule,
                                                    const psched_report *report, uint32_t flags,
                                                    char **text, size_t *length);

@@ -38,6 +38,7 @@ double fuzz_double(fuzz_input *in)
 static const psched_format all_formats[] = {
     PSCHED_FORMAT_CSV,       PSCHED_FORMAT_ASCII,  PSCHED_FORMAT_JSON,
     PSCHED_FORMAT_CSV_COMMS, PSCHED_FORMAT_CHROME, PSCHED_FORMAT_SVG,
+    PSCHED_FORMAT_CSV_COMMS_PYTORCH,
 };
 
 static void export_one(const psched_schedule *s, const psched_report *r, psched_format format,

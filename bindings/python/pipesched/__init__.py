@@ -9,27 +9,35 @@ generate a schedule, simulate it, get PyTorch action lists, draw it::
     actions = s.to_pytorch_actions()          # actions[rank] == ["0F0", "0F1", ...]
     open("zb-h1.svg", "w").write(s.to_svg())  # timeline, one lane per device
 
-The library is found through $PIPESCHED_LIBRARY, else a libpipesched.so.1
-next to this package, else ctypes.util.find_library("pipesched").
+The library is found through, in order: $PIPESCHED_LIBRARY, the copy inside
+this package (pip install), the library of the same prefix (meson install),
+the system loader (see pipesched._lib).
 
 Names: our B is the backward for inputs (PyTorch "I"), BW the full backward
 (PyTorch "B"), W the backward for weights. Failures raise pipesched.Error
 subclasses carrying .status (the psched_status code) and .message (the
-library's text). Plan, Schedule and Report own C handles: close() frees one
-at once, and each is a context manager; the garbage collector frees the rest.
+library's text); a wrong argument type raises TypeError and an integer out
+of its C range InvalidArgument (a ValueError) naming the parameter. Plan,
+Schedule, Report and Model own C handles: close() frees one at once (safe
+while other threads use it: they finish first), and each is a context
+manager; the garbage collector frees the rest.
 """
-import collections
-import ctypes
-import math
-import operator
-import os
+from __future__ import annotations
+
+import ctypes as _ctypes
+import math as _math
+import os as _os
+import typing as _t
 
 from . import _lib
 from ._errors import (AlreadyExists, Deadlock, Error, Infeasible, InvalidArgument,
                       InvalidSchedule, IOFailure, NotFound, OutOfMemory, ParseError,
                       PluginError, SolverError, Unsupported, check as _check,
                       error as _error)
-from ._handle import _Handle
+from ._handle import (INTERNAL as _INTERNAL, U32_MAX as _U32_MAX, _Handle,
+                      internal_only as _internal_only, invalid as _invalid,
+                      of_type as _of_type, real as _real, text as _text_arg,
+                      triple as _triple, u32 as _u32, i64 as _i64, using as _using)
 from ._lib import LibraryNotFound
 
 __all__ = [
@@ -41,125 +49,141 @@ __all__ = [
     "Unsupported", "SolverError", "AlreadyExists", "LibraryNotFound",
 ]
 
-OVERLAP_NEXT = _lib.OP_OVERLAP_NEXT
-BATCH_NEXT = _lib.OP_BATCH_NEXT
+OVERLAP_NEXT: int = _lib.OP_OVERLAP_NEXT
+BATCH_NEXT: int = _lib.OP_BATCH_NEXT
 
-Op = collections.namedtuple("Op", "kind stage microbatch chunk overlapped")
-Op.__doc__ = """One op of a device's list.
 
-kind: "F", "B" (backward for inputs), "W", "BW" (full backward), or after
-lowering "SEND_F", "RECV_F", "SEND_B", "RECV_B"; stage: virtual stage;
-microbatch: numbered from 0 within its chain; chunk: chunk of the stage on
-its device; overlapped: runs overlapped with the next op (DualPipe F&B)."""
+class Op(_t.NamedTuple):
+    """One op of a device's list.
 
-Generator = collections.namedtuple("Generator", "name description constraints")
-GeneratorInfo = collections.namedtuple(
-    "GeneratorInfo", "name description constraints placement default_chunks chains")
+    kind: "F", "B" (backward for inputs), "W", "BW" (full backward), or after
+    lowering "SEND_F", "RECV_F", "SEND_B", "RECV_B"; stage: virtual stage;
+    microbatch: numbered from 0 within its chain; chunk: chunk of the stage on
+    its device; overlapped: runs overlapped with the next op (DualPipe F&B)."""
+    kind: str
+    stage: int
+    microbatch: int
+    chunk: int
+    overlapped: bool
+
+
+class Generator(_t.NamedTuple):
+    """A registered generator: name, description, constraints."""
+    name: str
+    description: str
+    constraints: str
+
+
+class GeneratorInfo(_t.NamedTuple):
+    """A generator's descriptor: also its placement ("loop", "vshape",
+    "custom" or "auto"), default chunks and chains."""
+    name: str
+    description: str
+    constraints: str
+    placement: str
+    default_chunks: int
+    chains: int
+
 
 _KINDS = ("F", "B", "W", "BW", "SEND_F", "RECV_F", "SEND_B", "RECV_B")
 _SEND_F = _KINDS.index("SEND_F")  # kinds from here on are comm ops
 _PLACEMENTS = {"auto": _lib.PLACEMENT_AUTO, "loop": _lib.PLACEMENT_LOOP,
                "vshape": _lib.PLACEMENT_VSHAPE, "custom": _lib.PLACEMENT_CUSTOM}
 _PLACEMENT_NAMES = {v: k for k, v in _PLACEMENTS.items()}
-_U32_MAX = 0xFFFFFFFF
+
+_Triple = _t.Tuple[float, float, float]
+_Number = _t.Union[int, float]
 
 
-def _invalid(message):
-    return _error(_lib.EINVAL, message)
-
-
-def _u32(name, value):
-    """An integer argument for a uint32_t parameter; ctypes would wrap -1."""
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise _invalid(f"{name} ({value!r}) must be an integer") from None
-    if not 0 <= v <= _U32_MAX:
-        raise _invalid(f"{name} ({v}) must be between 0 and {_U32_MAX}")
-    return v
-
-
-def _triple(name, value):
-    try:
-        f, b, w = (float(x) for x in value)
-    except (TypeError, ValueError):
-        raise _invalid(f"{name} ({value!r}) must be three numbers (F, B, W)") from None
-    return f, b, w
-
-
-def _text(raw):
+def _text(raw: _t.Optional[bytes]) -> _t.Optional[str]:
     return raw.decode("utf-8", "replace") if raw is not None else None
 
 
 class Plan(_Handle):
     """Everything a generator and the simulator need.
 
-    devices p, microbatches m (total over chains), chunks v (0: the
-    generator's default; inferred from stage_costs or a custom placement when
-    those give the stage count), cost (t_F, t_B, t_W of every stage), comm
-    (latency of a cross-device dependency), mem (memory deltas of F, B, W),
-    mem_limit (per device, None = unlimited), placement ("loop", "vshape",
-    None = the generator's, or a list giving each stage's device),
-    group_size (interleaved's micro-batch group), stage_costs / stage_mem
-    (one (f, b, w) per stage), chains (1, or 2 for DualPipe), options (other
-    named integer generator options).
+    devices p and microbatches m (total over chains) are required. chunks v
+    (0: the generator's default; inferred from stage_costs or a custom
+    placement when those give the stage count), cost (t_F, t_B, t_W of every
+    stage), comm (latency of a cross-device dependency), mem (memory deltas
+    of F, B, W), mem_limit (per device, None = unlimited), placement
+    ("loop", "vshape", None = the generator's, or a list giving each stage's
+    device), group_size (interleaved's micro-batch group), stage_costs /
+    stage_mem (one (f, b, w) per stage), chains (1, or 2 for DualPipe),
+    options (other named integer generator options).
     """
     _destroy_name = "psched_plan_destroy"
     _what = "plan"
 
-    def __init__(self, devices=4, microbatches=8, chunks=0, cost=(1, 1, 1), comm=0,
-                 mem=(1, 0, -1), mem_limit=None, placement=None, group_size=None,
-                 stage_costs=None, chains=None, stage_mem=None, options=None):
+    def __init__(self, devices: int, microbatches: int, *, chunks: int = 0,
+                 cost: _t.Sequence[_Number] = (1, 1, 1), comm: _Number = 0,
+                 mem: _t.Sequence[_Number] = (1, 0, -1), mem_limit: _t.Optional[_Number] = None,
+                 placement: _t.Union[str, _t.Sequence[int], None] = None,
+                 group_size: _t.Optional[int] = None,
+                 stage_costs: _t.Optional[_t.Sequence[_t.Sequence[_Number]]] = None,
+                 chains: _t.Optional[int] = None,
+                 stage_mem: _t.Optional[_t.Sequence[_t.Sequence[_Number]]] = None,
+                 options: _t.Optional[_t.Mapping[str, int]] = None) -> None:
         lib = _lib.load()
-        out = ctypes.c_void_p()
-        _check(lib.psched_plan_create(ctypes.byref(out)))
+        out = _ctypes.c_void_p()
+        _check(lib.psched_plan_create(_ctypes.byref(out)))
         super().__init__(out)
         try:
-            self._configure(lib, devices, microbatches, chunks, cost, comm, mem, mem_limit,
-                            placement, group_size, stage_costs, chains, stage_mem, options)
+            with self._use() as h:
+                self._configure(lib, h, devices, microbatches, chunks, cost, comm, mem,
+                                mem_limit, placement, group_size, stage_costs, chains,
+                                stage_mem, options)
         except BaseException:
             self.close()
             raise
 
     @classmethod
-    def _adopt(cls, ptr):
+    def _adopt(cls, ptr: _ctypes.c_void_p) -> "Plan":
         plan = cls.__new__(cls)
         _Handle.__init__(plan, ptr)
         return plan
 
-    def _configure(self, lib, devices, microbatches, chunks, cost, comm, mem, mem_limit,
-                   placement, group_size, stage_costs, chains, stage_mem, options):
-        h = self.handle
+    def _configure(self, lib: _t.Any, h: _ctypes.c_void_p, devices: object,
+                   microbatches: object, chunks: object, cost: object, comm: object,
+                   mem: object, mem_limit: object, placement: object, group_size: object,
+                   stage_costs: object, chains: object, stage_mem: object,
+                   options: object) -> None:
         p = _u32("devices", devices)
         _check(lib.psched_plan_set_devices(h, p))
         _check(lib.psched_plan_set_microbatches(h, _u32("microbatches", microbatches)))
         stage_map = None
         if placement is not None and not isinstance(placement, str):
-            stage_map = [_u32("placement device", d) for d in placement]
-        chunks = _u32("chunks", chunks)
-        if chunks == 0:
-            chunks = self._implied_chunks(p, stage_costs, stage_mem, stage_map)
-        _check(lib.psched_plan_set_chunks(h, chunks))
+            stage_map = [_u32(f"placement[{i}]", d) for i, d in enumerate(placement)]
+        costs = [_triple(f"stage_costs[{s}]", c) for s, c in enumerate(stage_costs or ())]
+        mems = [_triple(f"stage_mem[{s}]", c) for s, c in enumerate(stage_mem or ())]
+        v = _u32("chunks", chunks)
+        if v == 0:
+            v = self._implied_chunks(p, costs, mems, stage_map)
+        _check(lib.psched_plan_set_chunks(h, v))
         if chains is not None:
             _check(lib.psched_plan_set_chains(h, _u32("chains", chains)))
-        self._set_placement(lib, placement, stage_map)
+        self._set_placement(lib, h, placement, stage_map)
         _check(lib.psched_plan_set_cost(h, *_triple("cost", cost)))
         _check(lib.psched_plan_set_mem(h, *_triple("mem", mem)))
-        for stage, c in enumerate(stage_costs or ()):
-            _check(lib.psched_plan_set_stage_cost(h, stage, *_triple(f"stage_costs[{stage}]", c)))
-        for stage, c in enumerate(stage_mem or ()):
-            _check(lib.psched_plan_set_stage_mem(h, stage, *_triple(f"stage_mem[{stage}]", c)))
-        _check(lib.psched_plan_set_comm(h, float(comm)))
+        for stage, c in enumerate(costs):
+            _check(lib.psched_plan_set_stage_cost(h, stage, *c))
+        for stage, c in enumerate(mems):
+            _check(lib.psched_plan_set_stage_mem(h, stage, *c))
+        _check(lib.psched_plan_set_comm(h, _real("comm", comm)))
         if mem_limit is not None:
-            _check(lib.psched_plan_set_memory_limit(h, float(mem_limit)))
+            _check(lib.psched_plan_set_memory_limit(h, _real("mem_limit", mem_limit)))
+        if options is not None and not isinstance(options, _t.Mapping):
+            raise TypeError(f"options must be a mapping of str to int, not "
+                            f"{type(options).__name__}")
         opts = dict(options or {})
         if group_size is not None:
             opts["group-size"] = group_size
         for key, value in opts.items():
-            _check(lib.psched_plan_set_option(h, str(key).encode(), operator.index(value)))
+            _check(lib.psched_plan_set_option(h, _text_arg("option name", key),
+                                              _i64(f"option {key!r}", value)))
 
     @staticmethod
-    def _implied_chunks(p, *per_stage):
+    def _implied_chunks(p: int, *per_stage: _t.Optional[_t.Sequence[object]]) -> int:
         """v given by the first per-stage list, when v was left open."""
         for values in per_stage:
             if values:
@@ -170,99 +194,149 @@ class Plan(_Handle):
                 return n // p
         return 0
 
-    def _set_placement(self, lib, placement, stage_map):
-        h = self.handle
+    @staticmethod
+    def _set_placement(lib: _t.Any, h: _ctypes.c_void_p, placement: object,
+                       stage_map: _t.Optional[_t.List[int]]) -> None:
         if stage_map is not None:
             _check(lib.psched_plan_set_placement(h, _lib.PLACEMENT_CUSTOM))
             for stage, device in enumerate(stage_map):
                 _check(lib.psched_plan_set_stage_device(h, stage, device))
         elif placement is not None:
-            kind = _PLACEMENTS.get(placement)
+            kind = _PLACEMENTS.get(placement)  # type: ignore[call-overload]
             if kind is None or kind == _lib.PLACEMENT_CUSTOM:
                 raise _invalid(f"placement ({placement!r}) must be 'loop', 'vshape', None "
                                "or a list of each stage's device")
             _check(lib.psched_plan_set_placement(h, kind))
 
-    def copy(self):
+    def copy(self) -> "Plan":
         """An independent deep copy."""
-        out = ctypes.c_void_p()
-        _check(_lib.load().psched_plan_clone(self._ptr(), ctypes.byref(out)))
+        out = _ctypes.c_void_p()
+        with self._use() as h:
+            _check(_lib.load().psched_plan_clone(h, _ctypes.byref(out)))
         return Plan._adopt(out)
 
-    @property
-    def devices(self):
-        return _lib.load().psched_plan_devices(self._ptr())
+    def _get(self, name: str, *args: object) -> _t.Any:
+        with self._use() as h:
+            return getattr(_lib.load(), name)(h, *args)
 
     @property
-    def microbatches(self):
-        return _lib.load().psched_plan_microbatches(self._ptr())
+    def devices(self) -> int:
+        return self._get("psched_plan_devices")
 
     @property
-    def chunks(self):
-        return _lib.load().psched_plan_chunks(self._ptr())
+    def microbatches(self) -> int:
+        return self._get("psched_plan_microbatches")
 
     @property
-    def chains(self):
-        return _lib.load().psched_plan_chains(self._ptr())
+    def chunks(self) -> int:
+        return self._get("psched_plan_chunks")
 
     @property
-    def stages(self):
-        return _lib.load().psched_plan_stages(self._ptr())
+    def chains(self) -> int:
+        return self._get("psched_plan_chains")
 
     @property
-    def placement(self):
+    def stages(self) -> int:
+        return self._get("psched_plan_stages")
+
+    @property
+    def placement(self) -> str:
         """"auto", "loop", "vshape" or "custom"."""
-        kind = _lib.load().psched_plan_placement(self._ptr())
+        kind = self._get("psched_plan_placement")
         return _PLACEMENT_NAMES.get(kind, str(kind))
 
     @property
-    def comm(self):
-        return _lib.load().psched_plan_comm(self._ptr())
+    def comm(self) -> float:
+        return self._get("psched_plan_comm")
 
     @property
-    def mem_limit(self):
+    def mem_limit(self) -> _t.Optional[float]:
         """Per-device memory limit, None when unlimited."""
-        limit = _lib.load().psched_plan_memory_limit(self._ptr())
-        return None if math.isinf(limit) else limit
+        limit = self._get("psched_plan_memory_limit")
+        return None if _math.isinf(limit) else limit
 
-    def _stage_triple(self, fn, stage):
-        f, b, w = ctypes.c_double(), ctypes.c_double(), ctypes.c_double()
-        _check(fn(self._ptr(), _u32("stage", stage), ctypes.byref(f), ctypes.byref(b),
-                  ctypes.byref(w)))
+    def _stage_triple(self, name: str, stage: int) -> _Triple:
+        f, b, w = _ctypes.c_double(), _ctypes.c_double(), _ctypes.c_double()
+        _check(self._get(name, _u32("stage", stage), _ctypes.byref(f), _ctypes.byref(b),
+                         _ctypes.byref(w)))
         return (f.value, b.value, w.value)
 
-    def stage_cost(self, stage):
+    def stage_cost(self, stage: int) -> _Triple:
         """(t_F, t_B, t_W) of a stage."""
-        return self._stage_triple(_lib.load().psched_plan_stage_cost, stage)
+        return self._stage_triple("psched_plan_stage_cost", stage)
 
-    def stage_mem(self, stage):
+    def stage_mem(self, stage: int) -> _Triple:
         """Memory deltas (F, B, W) of a stage."""
-        return self._stage_triple(_lib.load().psched_plan_stage_mem, stage)
+        return self._stage_triple("psched_plan_stage_mem", stage)
 
-    def stage_device(self, stage):
+    def stage_device(self, stage: int) -> _t.Optional[int]:
         """Device of a stage, None while the placement is left to the generator."""
-        d = _lib.load().psched_plan_stage_device(self._ptr(), _u32("stage", stage))
+        d = self._get("psched_plan_stage_device", _u32("stage", stage))
         return None if d == _U32_MAX else d
 
-    def stage_chunk(self, stage):
-        c = _lib.load().psched_plan_stage_chunk(self._ptr(), _u32("stage", stage))
+    def stage_chunk(self, stage: int) -> _t.Optional[int]:
+        """Chunk of a stage on its device, None while the placement is open."""
+        c = self._get("psched_plan_stage_chunk", _u32("stage", stage))
         return None if c == _U32_MAX else c
 
-    def option(self, key):
+    def option(self, key: str) -> _t.Optional[int]:
         """A named generator option's value, None when unset."""
-        value = ctypes.c_int64()
-        status = _lib.load().psched_plan_get_option(self._ptr(), str(key).encode(),
-                                                     ctypes.byref(value))
+        value = _ctypes.c_int64()
+        status = self._get("psched_plan_get_option", _text_arg("key", key),
+                           _ctypes.byref(value))
         if status == _lib.ENOTFOUND:
             return None
         _check(status)
         return value.value
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.closed:
             return "<pipesched.Plan closed>"
         return (f"<pipesched.Plan devices={self.devices} microbatches={self.microbatches} "
                 f"chunks={self.chunks} placement={self.placement}>")
+
+
+def _plan_state(lib: _t.Any, plan: _ctypes.c_void_p) -> _t.Dict[str, _t.Any]:
+    """Everything of a resolved plan that Plan() needs to rebuild it for an
+    import: shape, placement, per-stage costs and memory, latency, limit.
+    (Generator options are not listed by the C API; an import ignores them.)"""
+    stages = lib.psched_plan_stages(plan)
+
+    def triples(fn: _t.Any) -> _t.List[_Triple]:
+        out = []
+        for s in range(stages):
+            f, b, w = _ctypes.c_double(), _ctypes.c_double(), _ctypes.c_double()
+            _check(fn(plan, s, _ctypes.byref(f), _ctypes.byref(b), _ctypes.byref(w)))
+            out.append((f.value, b.value, w.value))
+        return out
+
+    kind = lib.psched_plan_placement(plan)
+    if kind == _lib.PLACEMENT_CUSTOM:
+        placement: _t.Any = [lib.psched_plan_stage_device(plan, s) for s in range(stages)]
+    else:
+        placement = None if kind == _lib.PLACEMENT_AUTO else _PLACEMENT_NAMES[kind]
+    limit = lib.psched_plan_memory_limit(plan)
+    return {"devices": lib.psched_plan_devices(plan),
+            "microbatches": lib.psched_plan_microbatches(plan),
+            "chunks": lib.psched_plan_chunks(plan),
+            "chains": lib.psched_plan_chains(plan),
+            "placement": placement,
+            "stage_costs": triples(lib.psched_plan_stage_cost),
+            "stage_mem": triples(lib.psched_plan_stage_mem),
+            "comm": lib.psched_plan_comm(plan),
+            "mem_limit": None if _math.isinf(limit) else limit}
+
+
+def _plan_content(lib: _t.Any, plan: _ctypes.c_void_p) -> _t.Tuple[object, ...]:
+    """What Schedule equality compares of the plan: the shape, the stage →
+    device map and every cost (not the placement kind: a custom map equal
+    to loop order is the same plan; not the generator options)."""
+    state = _plan_state(lib, plan)
+    stages = lib.psched_plan_stages(plan)
+    devices = tuple(lib.psched_plan_stage_device(plan, s) for s in range(stages))
+    return (state["devices"], state["microbatches"], state["chunks"], state["chains"],
+            devices, tuple(state["stage_costs"]), tuple(state["stage_mem"]), state["comm"],
+            state["mem_limit"])
 
 
 class Report(_Handle):
@@ -277,35 +351,47 @@ class Report(_Handle):
     _destroy_name = "psched_report_destroy"
     _what = "report"
 
-    def __init__(self, ptr, op_counts):
+    devices: int
+    makespan: float
+    span: float
+    bubble_ratio: float
+    peak_memory_M: float
+    busy: _t.List[float]
+    idle: _t.List[float]
+    peak_memory: _t.List[float]
+
+    def __init__(self, ptr: _ctypes.c_void_p, op_counts: _t.Sequence[int],
+                 _token: object = None) -> None:
+        _internal_only(_token, "Report", "Schedule.simulate()")
         super().__init__(ptr)
         lib = _lib.load()
-        h = self.handle
         self._op_counts = list(op_counts)
-        self.devices = lib.psched_report_devices(h)
-        self.makespan = lib.psched_report_makespan(h)
-        self.span = lib.psched_report_span(h)
-        self.bubble_ratio = lib.psched_report_bubble_ratio(h)
-        self.peak_memory_M = lib.psched_report_peak_memory_M(h)
-        self.busy, self.idle, self.peak_memory = [], [], []
-        for d in range(self.devices):
-            busy, idle, peak = ctypes.c_double(), ctypes.c_double(), ctypes.c_double()
-            _check(lib.psched_report_device(h, d, ctypes.byref(busy), ctypes.byref(idle),
-                                            ctypes.byref(peak)))
-            self.busy.append(busy.value)
-            self.idle.append(idle.value)
-            self.peak_memory.append(peak.value)
+        with self._use() as h:
+            self.devices = lib.psched_report_devices(h)
+            self.makespan = lib.psched_report_makespan(h)
+            self.span = lib.psched_report_span(h)
+            self.bubble_ratio = lib.psched_report_bubble_ratio(h)
+            self.peak_memory_M = lib.psched_report_peak_memory_M(h)
+            self.busy, self.idle, self.peak_memory = [], [], []
+            for d in range(self.devices):
+                busy, idle, peak = _ctypes.c_double(), _ctypes.c_double(), _ctypes.c_double()
+                _check(lib.psched_report_device(h, d, _ctypes.byref(busy), _ctypes.byref(idle),
+                                                _ctypes.byref(peak)))
+                self.busy.append(busy.value)
+                self.idle.append(idle.value)
+                self.peak_memory.append(peak.value)
 
-    def op_times(self, device):
+    def op_times(self, device: int) -> _t.List[_t.Tuple[float, float]]:
         """[(start, end)] of every op of `device`, in list order; both ops of
         an overlapped pair get the pair's times."""
         device = _u32("device", device)
         n = self._op_counts[device] if device < len(self._op_counts) else 0
-        start, end = (ctypes.c_double * n)(), (ctypes.c_double * n)()
-        _check(_lib.load().psched_report_op_times(self._ptr(), device, 0, n, start, end))
+        start, end = (_ctypes.c_double * n)(), (_ctypes.c_double * n)()
+        with self._use() as h:
+            _check(_lib.load().psched_report_op_times(h, device, 0, n, start, end))
         return list(zip(start, end))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<pipesched.Report makespan={self.makespan:g} span={self.span:g} "
                 f"bubble_ratio={self.bubble_ratio:.4f} peak_memory={self.peak_memory}>")
 
@@ -314,189 +400,340 @@ class Schedule(_Handle):
     """p ordered op lists, one per device, with the resolved plan.
 
     Made by generate(), from_csv() or Schedule.lower(); close() (or a with
-    block) frees it.
+    block) frees it. Two schedules are equal (==, and equal hash()) when
+    their op lists (kind, stage, micro-batch, chunk, flags) and plans (shape,
+    stage → device map, costs, memory deltas, latency, limit) are; the
+    generator name does not count. A schedule pickles (for
+    torch.distributed.broadcast_object_list and the like): the copy is equal
+    to the original and keeps its name.
     """
     _destroy_name = "psched_schedule_destroy"
     _what = "schedule"
 
-    def _plan_ptr(self):
-        return _lib.load().psched_schedule_plan(self._ptr())
+    def __init__(self, ptr: _ctypes.c_void_p, _token: object = None) -> None:
+        _internal_only(_token, "Schedule", "generate(), from_csv() or Schedule.lower()")
+        super().__init__(ptr)
+        # Set by lower() and by unpickling: what pickling needs beyond the
+        # op lists (a lowered schedule's BATCH_NEXT flags have no CSV form).
+        self._name: _t.Optional[str] = None
+        self._lowered_from: _t.Optional[_t.Tuple[_t.Dict[str, _t.Any], _t.Any]] = None
+
+    def _get(self, name: str, *args: object) -> _t.Any:
+        with self._use() as h:
+            return getattr(_lib.load(), name)(h, *args)
+
+    def _plan_get(self, name: str) -> _t.Any:
+        lib = _lib.load()
+        with self._use() as h:
+            return getattr(lib, name)(lib.psched_schedule_plan(h))
 
     @property
-    def devices(self):
-        return _lib.load().psched_schedule_devices(self._ptr())
+    def devices(self) -> int:
+        return self._get("psched_schedule_devices")
 
     @property
-    def name(self):
+    def name(self) -> str:
         """Generator name, or "csv" for an imported schedule."""
-        return _text(_lib.load().psched_schedule_name(self._ptr()))
+        if self._name is not None:
+            return self._name
+        return _text(self._get("psched_schedule_name")) or ""
 
     @property
-    def microbatches(self):
-        return _lib.load().psched_plan_microbatches(self._plan_ptr())
+    def microbatches(self) -> int:
+        return self._plan_get("psched_plan_microbatches")
 
     @property
-    def chunks(self):
-        return _lib.load().psched_plan_chunks(self._plan_ptr())
+    def chunks(self) -> int:
+        return self._plan_get("psched_plan_chunks")
 
     @property
-    def stages(self):
-        return _lib.load().psched_plan_stages(self._plan_ptr())
+    def stages(self) -> int:
+        return self._plan_get("psched_plan_stages")
 
     @property
-    def plan(self):
+    def plan(self) -> Plan:
         """A copy of the resolved plan (a new Plan the caller owns)."""
-        out = ctypes.c_void_p()
-        _check(_lib.load().psched_plan_clone(self._plan_ptr(), ctypes.byref(out)))
+        lib = _lib.load()
+        out = _ctypes.c_void_p()
+        with self._use() as h:
+            _check(lib.psched_plan_clone(lib.psched_schedule_plan(h), _ctypes.byref(out)))
         return Plan._adopt(out)
 
     @property
-    def total_ops(self):
-        return _lib.load().psched_schedule_total_ops(self._ptr())
+    def total_ops(self) -> int:
+        return self._get("psched_schedule_total_ops")
 
     @property
-    def hash(self):
+    def hash(self) -> int:
         """XXH3-64 of plan shape and op lists: equal across ranks and platforms."""
-        out = ctypes.c_uint64()
-        _check(_lib.load().psched_schedule_hash(self._ptr(), ctypes.byref(out)))
+        out = _ctypes.c_uint64()
+        _check(self._get("psched_schedule_hash", _ctypes.byref(out)))
         return out.value
 
-    def _raw_ops(self, device):
-        lib = _lib.load()
-        device = _u32("device", device)
-        n = lib.psched_schedule_op_count(self._ptr(), device)
+    @staticmethod
+    def _device_ops(lib: _t.Any, h: _ctypes.c_void_p, device: int) -> _t.Any:
+        n = lib.psched_schedule_op_count(h, device)
         ops = (_lib.psched_op * n)()
-        _check(lib.psched_schedule_ops(self._ptr(), device, 0, n, ops,
-                                       ctypes.sizeof(_lib.psched_op)))
+        _check(lib.psched_schedule_ops(h, device, 0, n, ops, _ctypes.sizeof(_lib.psched_op)))
         return ops
 
-    def ops(self, device):
+    def _raw_ops(self, device: int) -> _t.Any:
+        device = _u32("device", device)
+        with self._use() as h:
+            return self._device_ops(_lib.load(), h, device)
+
+    def ops(self, device: int) -> _t.List[Op]:
         """The ops of `device` in execution order, as Op tuples."""
         return [Op(_KINDS[o.kind] if o.kind < len(_KINDS) else str(o.kind), o.stage,
                    o.microbatch, o.chunk, bool(o.flags & OVERLAP_NEXT))
                 for o in self._raw_ops(device)]
 
-    def op_flags(self, device):
+    def op_flags(self, device: int) -> _t.List[int]:
         """Raw flags of `device`'s ops (OVERLAP_NEXT, BATCH_NEXT bits)."""
         return [o.flags for o in self._raw_ops(device)]
 
-    def validate(self):
+    def _content(self) -> _t.Tuple[object, ...]:
+        lib = _lib.load()
+        with self._use() as h:
+            lists = tuple(tuple((o.stage, o.microbatch, o.chunk, o.kind, o.flags)
+                                for o in self._device_ops(lib, h, d))
+                          for d in range(lib.psched_schedule_devices(h)))
+            return (_plan_content(lib, lib.psched_schedule_plan(h)), lists)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Schedule):
+            return NotImplemented
+        if other is self:
+            return True
+        # The library's hash settles most inequalities at once; equal hashes
+        # are confirmed op by op (a hash may collide).
+        return self.hash == other.hash and self._content() == other._content()
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __reduce__(self) -> _t.Tuple[_t.Any, _t.Tuple[_t.Dict[str, _t.Any]]]:  # type: ignore[override]
+        return (_restore_schedule, (self._state(),))
+
+    def _state(self) -> _t.Dict[str, _t.Any]:
+        """Pickle state, format 1: the name, and either the op lists as CSV
+        with the plan, or (lowered schedules) the compute schedule's state and
+        the lowering plan, lowered again on load."""
+        state: _t.Dict[str, _t.Any] = {"format": 1, "name": self.name}
+        if self._lowered_from is not None:
+            state["lowered_from"], state["lower_plan"] = self._lowered_from
+            return state
+        lib = _lib.load()
+        with self._use() as h:
+            state["plan"] = _plan_state(lib, lib.psched_schedule_plan(h))
+        comm = any(o.kind >= _SEND_F for d in range(self.devices) for o in self._raw_ops(d))
+        state["csv"] = self.to_csv_comms() if comm else self.to_csv()
+        return state
+
+    def validate(self) -> None:
         """Check the dependency rules; raise InvalidSchedule or Deadlock naming
         the first violated rule, device, position and op."""
-        _check(_lib.load().psched_validate(self._ptr()))
+        _check(self._get("psched_validate"))
 
-    def simulate(self, costs=None):
+    def simulate(self, costs: _t.Optional[Plan] = None) -> Report:
         """Simulate in order on every device → Report. `costs`: a Plan whose
         per-stage costs and memory deltas replace the schedule's own."""
+        if costs is not None:
+            _of_type("costs", costs, Plan)
         lib = _lib.load()
-        out = ctypes.c_void_p()
-        _check(lib.psched_simulate(self._ptr(), costs._ptr() if costs is not None else None,
-                                   ctypes.byref(out)))
-        counts = [lib.psched_schedule_op_count(self.handle, d) for d in range(self.devices)]
-        return Report(out, counts)
+        out = _ctypes.c_void_p()
+        with _using(self, costs) as (h, c):
+            _check(lib.psched_simulate(h, c, _ctypes.byref(out)))
+            counts = [lib.psched_schedule_op_count(h, d)
+                      for d in range(lib.psched_schedule_devices(h))]
+        return Report(out, counts, _INTERNAL)
 
-    def lower(self, plan=None):
+    def lower(self, plan: _t.Optional[Plan] = None) -> "Schedule":
         """Insert SEND/RECV ops for a runtime with rendezvous point-to-point
-        calls (psched_lower_comm) → a new Schedule."""
+        calls (psched_lower_comm) → a new Schedule. `plan`: costs used to
+        order the comm ops (None: the schedule's own)."""
+        if plan is not None:
+            _of_type("plan", plan, Plan)
         lib = _lib.load()
         if not hasattr(lib, "psched_lower_comm"):
             raise _error(_lib.EUNSUPPORTED, f"{library_path()} has no psched_lower_comm")
-        out = ctypes.c_void_p()
-        _check(lib.psched_lower_comm(self._ptr(), plan._ptr() if plan is not None else None,
-                                     ctypes.byref(out)))
-        return Schedule(out)
-
-    def _export(self, fmt, report=None, flags=0):
-        lib = _lib.load()
-        text, length = ctypes.c_void_p(), ctypes.c_size_t()
-        _check(lib.psched_export(self._ptr(), report._ptr() if report is not None else None,
-                                 fmt, flags, ctypes.byref(text), ctypes.byref(length)))
+        out = _ctypes.c_void_p()
+        with _using(self, plan) as (h, p):
+            _check(lib.psched_lower_comm(h, p, _ctypes.byref(out)))
+            lower_plan = _plan_state(lib, p) if p is not None else None
+        lowered = Schedule(out, _INTERNAL)
         try:
-            return ctypes.string_at(text, length.value).decode("utf-8")
+            lowered._lowered_from = (self._state(), lower_plan)
+        except BaseException:
+            lowered.close()
+            raise
+        return lowered
+
+    def _export(self, fmt: int, report: _t.Optional[Report] = None, flags: int = 0) -> str:
+        if report is not None:
+            _of_type("report", report, Report)
+        lib = _lib.load()
+        text, length = _ctypes.c_void_p(), _ctypes.c_size_t()
+        with _using(self, report) as (h, r):
+            _check(lib.psched_export(h, r, fmt, flags, _ctypes.byref(text),
+                                     _ctypes.byref(length)))
+        try:
+            return _ctypes.string_at(text, length.value).decode("utf-8")
         finally:
             lib.psched_free(text)
 
-    def _export_timed(self, fmt, report):
+    def _export_timed(self, fmt: int, report: _t.Optional[Report]) -> str:
         if report is not None:
             return self._export(fmt, report)
         with self.simulate() as own:
             return self._export(fmt, own)
 
-    def to_csv(self):
+    def to_csv(self) -> str:
         """PyTorch compute_only CSV (one row per device, `_load_csv` format)."""
         return self._export(_lib.FORMAT_CSV)
 
-    def to_csv_comms(self):
-        """PyTorch compute_comms CSV (for a lowered schedule)."""
+    def to_csv_comms(self) -> str:
+        """compute_comms CSV of a lowered schedule, batched groups as
+        `[a;b]BATCH` cells (docs/formats.md)."""
         return self._export(_lib.FORMAT_CSV_COMMS)
 
-    def to_pytorch_actions(self):
+    def to_pytorch_actions(self) -> _t.List[_t.List[str]]:
         """One list per rank of torch.distributed.pipelining action strings,
         e.g. "0F0", "1I3" (our B), "1B3" (our BW), "(0F7;7B3)OVERLAP_F_B"."""
-        comm = any(o.kind >= _SEND_F for d in range(self.devices)
-                   for o in self._raw_ops(d))
-        rows = (self.to_csv_comms() if comm else self.to_csv()).split("\n")
+        devices = self.devices
+        # PyTorch's own dialect: no batched-group cells, no chains header
+        rows = self._export(_lib.FORMAT_CSV_COMMS_PYTORCH).split("\n")
         return [[cell for cell in rows[d].split(",") if cell] if d < len(rows) else []
-                for d in range(self.devices)]
+                for d in range(devices)]
 
-    def to_json(self, report=None):
+    def to_json(self, report: _t.Optional[Report] = None) -> str:
         """JSON: format_version, plan, op lists, and times when `report` is given."""
         return self._export(_lib.FORMAT_JSON, report)
 
-    def to_ascii(self, report=None, color=False):
+    def to_ascii(self, report: _t.Optional[Report] = None, color: bool = False) -> str:
         """Terminal grid, ops at their simulated start (ANSI colours if `color`)."""
         return self._export(_lib.FORMAT_ASCII, report, _lib.EXPORT_COLOR if color else 0)
 
-    def to_chrome(self, report=None):
+    def to_chrome(self, report: _t.Optional[Report] = None) -> str:
         """Chrome / Perfetto trace (JSON) of `report`, or of a fresh simulation."""
         return self._export_timed(_lib.FORMAT_CHROME, report)
 
-    def to_svg(self, report=None):
+    def to_svg(self, report: _t.Optional[Report] = None) -> str:
         """SVG timeline of `report`, or of a fresh simulation."""
         return self._export_timed(_lib.FORMAT_SVG, report)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.closed:
             return "<pipesched.Schedule closed>"
         return (f"<pipesched.Schedule {self.name} devices={self.devices} "
                 f"ops={self.total_ops}>")
 
 
-def generate(name, plan=None, **plan_args):
+def _restore_schedule(state: _t.Dict[str, _t.Any]) -> Schedule:
+    """Unpickle a Schedule (see Schedule._state)."""
+    if not isinstance(state, dict) or state.get("format") != 1:
+        raise _invalid("not a pickled pipesched.Schedule of format 1")
+    if "lowered_from" in state:
+        with _restore_schedule(state["lowered_from"]) as compute:
+            lower_plan = state["lower_plan"]
+            if lower_plan is None:
+                s = compute.lower()
+            else:
+                with Plan(**lower_plan) as p:
+                    s = compute.lower(p)
+    else:
+        with Plan(**state["plan"]) as p:
+            s = from_csv(state["csv"], p)
+    s._name = state["name"]
+    return s
+
+
+def generate(name: _t.Union[str, Plan, None] = None, plan: _t.Union[Plan, str, None] = None,
+             **plan_args: _t.Any) -> Schedule:
     """Generate the schedule `name` (see schedules()) for `plan`; without a
-    plan, one is made from the keyword arguments (Plan's parameters)."""
+    plan, one is made from the keyword arguments (Plan's parameters).
+
+    Argument order: name and plan may be given by keyword
+    (generate(name="1f1b", plan=p)), positionally as generate("1f1b", p), or
+    in the C and C++ order generate(p, "1f1b"); a Plan and a str are told
+    apart by type, so the order never matters.
+    """
+    if isinstance(name, Plan) and (plan is None or isinstance(plan, str)):
+        name, plan = plan, name  # the C / C++ order: (plan, name)
     if plan is not None and plan_args:
         raise TypeError("generate() takes a plan or Plan keyword arguments, not both")
+    encoded = _text_arg("name", name)
+    if plan is not None:
+        _of_type("plan", plan, Plan)
     own = Plan(**plan_args) if plan is None else None
     try:
         chosen = own if plan is None else plan
-        out = ctypes.c_void_p()
-        _check(_lib.load().psched_generate(chosen._ptr(), str(name).encode(),
-                                           ctypes.byref(out)))
-        return Schedule(out)
+        out = _ctypes.c_void_p()
+        with chosen._use() as h:  # type: ignore[union-attr]
+            _check(_lib.load().psched_generate(h, encoded, _ctypes.byref(out)))
+        return Schedule(out, _INTERNAL)
     finally:
         if own is not None:
             own.close()
 
 
-def from_csv(text, plan=None):
-    """Import a PyTorch compute_only CSV (str or bytes). With `plan`, its
-    shape and costs are used and checked; otherwise they are inferred."""
-    data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-    out = ctypes.c_void_p()
-    _check(_lib.load().psched_import_csv(data, len(data),
-                                         plan._ptr() if plan is not None else None,
-                                         ctypes.byref(out)))
-    return Schedule(out)
+_CsvSource = _t.Union[str, bytes, bytearray, memoryview, _os.PathLike[str], _os.PathLike[bytes]]
 
 
-def _info(g):
-    return GeneratorInfo(_text(g.name), _text(g.description), _text(g.constraints),
+def _read_source(source: object, what: str) -> bytes:
+    """The bytes of a CSV source: a str is the text itself, bytes-like the
+    raw file contents, an os.PathLike (e.g. pathlib.Path) a file to read."""
+    if isinstance(source, str):
+        return source.encode("utf-8", "surrogateescape")
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source)
+    if isinstance(source, _os.PathLike):
+        with open(source, "rb") as f:
+            return f.read()
+    raise TypeError(f"{what} must be CSV text (str), bytes or a path (os.PathLike), not "
+                    f"{type(source).__name__}")
+
+
+def _path_hint(err: Error, source: object) -> Error:
+    """A parse error for a str that names an existing file: say how to read it."""
+    if isinstance(source, str) and "\n" not in source and _os.path.isfile(source):
+        return _error(err.status, f"{err.message} (a str is read as CSV text; to read the "
+                                  f"file {source!r} pass pathlib.Path({source!r}))")
+    return err
+
+
+def from_csv(source: _CsvSource, plan: _t.Optional[Plan] = None) -> Schedule:
+    """Import a PyTorch compute_only (or compute_comms) CSV.
+
+    `source`: the CSV text (str), its bytes, or a path to the file
+    (os.PathLike, e.g. pathlib.Path). A str is always the text itself, never
+    a file name (a one-line str naming an existing file gets a hint in the
+    ParseError); pass pathlib.Path(name) to read a file. With `plan`, its
+    shape and costs are used and checked; otherwise they are inferred.
+    """
+    data = _read_source(source, "source")
+    if plan is not None:
+        _of_type("plan", plan, Plan)
+    out = _ctypes.c_void_p()
+    with _using(plan) as p:
+        try:
+            _check(_lib.load().psched_import_csv(data, len(data), p, _ctypes.byref(out)))
+        except Error as e:
+            hinted = _path_hint(e, source)
+            if hinted is e:
+                raise
+            raise hinted from None
+    return Schedule(out, _INTERNAL)
+
+
+def _info(g: _t.Any) -> GeneratorInfo:
+    return GeneratorInfo(_text(g.name) or "", _text(g.description) or "",
+                         _text(g.constraints) or "",
                          _PLACEMENT_NAMES.get(g.placement, str(g.placement)),
                          g.default_chunks, g.chains)
 
 
-def schedules():
+def schedules() -> _t.List[Generator]:
     """[(name, description, constraints)] of every registered generator,
     built-ins first."""
     lib = _lib.load()
@@ -509,28 +746,47 @@ def schedules():
     return result
 
 
-def schedule_info(name):
+def schedule_info(name: str) -> GeneratorInfo:
     """GeneratorInfo of one generator: also its placement, default chunks
     and chains. Raises NotFound listing the known names."""
-    g = ctypes.POINTER(_lib.psched_generator)()
-    _check(_lib.load().psched_generator_find(str(name).encode(), ctypes.byref(g)))
+    g = _ctypes.POINTER(_lib.psched_generator)()
+    _check(_lib.load().psched_generator_find(_text_arg("name", name), _ctypes.byref(g)))
     return _info(g.contents)
 
 
-def load_plugin(path):
+def load_plugin(path: _t.Union[str, bytes, _os.PathLike[str], _os.PathLike[bytes]]) -> None:
     """Load a generator plug-in (shared object exporting psched_plugin_init);
     it stays loaded for the life of the process."""
-    _check(_lib.load().psched_plugin_load(os.fsencode(path)))
+    if not isinstance(path, (str, bytes, _os.PathLike)):
+        raise TypeError(f"path must be a str, bytes or os.PathLike, not {type(path).__name__}")
+    raw = _os.fsencode(path)
+    if b"\0" in raw:
+        raise _invalid(f"path ({path!r}) contains a NUL character")
+    _check(_lib.load().psched_plugin_load(raw))
 
 
-def version():
-    """Library version "MAJOR.MINOR.PATCH"."""
-    return _text(_lib.load().psched_version())
+def version() -> str:
+    """Library version "MAJOR.MINOR.PATCH" (psched_version())."""
+    return _text(_lib.load().psched_version()) or ""
 
 
-def library_path():
+def library_path() -> str:
     """The path or name the library was loaded from."""
-    return _lib.loaded_path()
+    return _lib.loaded_path()  # type: ignore[return-value]
+
+
+def __getattr__(name: str) -> str:
+    # __version__ is the loaded library's version, read on first use so
+    # that importing the package never needs the library.
+    if name == "__version__":
+        return version()
+    raise AttributeError(f"module 'pipesched' has no attribute {name!r}")
+
+
+def __dir__() -> _t.List[str]:
+    return sorted(set(__all__) | {"__version__", "__all__", "__doc__", "__file__",
+                                  "__name__", "__path__", "__spec__", "__loader__",
+                                  "__package__"})
 
 
 # The optimizer (Model, partition, plan_search) builds on Plan, so it is
@@ -540,3 +796,163 @@ from ._optimizer import (Alternative, DeviceMemory, LayerGroup, Model,  # noqa: 
 
 __all__ += ["Model", "LayerGroup", "Partition", "StagePartition", "DeviceMemory",
             "Alternative", "SearchResult", "partition", "plan_search"]
+
+
+# ---- cost model extensions (docs/simulator.md, "Cost model extensions") ----
+# Plan and Schedule methods of ABI 1.1; setters return the plan, so calls
+# chain. Not part of a pickled Plan's state yet.
+
+def _costmodel_fn(name: str) -> _t.Any:
+    lib = _lib.load()
+    if not hasattr(lib, name):
+        raise _error(_lib.EUNSUPPORTED, f"{library_path()} has no {name}")
+    return getattr(lib, name)
+
+
+def _call(obj: _t.Any, name: str, *args: _t.Any) -> _t.Any:
+    fn = _costmodel_fn(name)
+    with _using(obj) as h:
+        return fn(h, *args)
+
+
+def _plan_set_overlap_saving(self: Plan, saving: float,
+                             stage: _t.Optional[int] = None) -> Plan:
+    """Time an overlapped F&B pair saves (0 <= s <= min(t_F, t_B)): on every
+    stage, or on `stage` only."""
+    if stage is None:
+        _check(_call(self, "psched_plan_set_overlap_saving", float(saving)))
+    else:
+        _check(_call(self, "psched_plan_set_stage_overlap_saving", _u32("stage", stage),
+                     float(saving)))
+    return self
+
+
+def _plan_overlap_saving(self: Plan, stage: int) -> float:
+    """The overlap saving of a stage."""
+    value = _call(self, "psched_plan_stage_overlap_saving", _u32("stage", stage))
+    if _math.isnan(value):
+        raise _invalid(f"stage ({stage}) must be < stages ({self.stages})")
+    return value
+
+
+def _plan_set_microbatch_weights(self: Plan,
+                                 weights: _t.Optional[_t.Sequence[float]]) -> Plan:
+    """One weight w_k > 0 per micro-batch (times, memory and bytes of
+    micro-batch k scale by it); None or [] goes back to all 1."""
+    values = [float(w) for w in (weights or ())]
+    array = (_ctypes.c_double * max(1, len(values)))(*values)
+    _check(_call(self, "psched_plan_set_microbatch_weights", array if values else None,
+                 len(values)))
+    return self
+
+
+def _plan_microbatch_weight(self: Plan, microbatch: int) -> float:
+    value = _call(self, "psched_plan_microbatch_weight", _u32("microbatch", microbatch))
+    if _math.isnan(value):
+        raise _invalid(f"microbatch ({microbatch}) must be < microbatches ({self.microbatches})")
+    return value
+
+
+def _plan_set_comm_bytes(self: Plan, forward: float, backward: _t.Optional[float] = None,
+                         stage: _t.Optional[int] = None) -> Plan:
+    """Bytes a stage sends forward (activations) and backward (gradients;
+    default: as forward): on every stage, or on `stage` only."""
+    backward = forward if backward is None else backward
+    if stage is None:
+        _check(_call(self, "psched_plan_set_comm_bytes", float(forward), float(backward)))
+    else:
+        _check(_call(self, "psched_plan_set_stage_comm_bytes", _u32("stage", stage),
+                     float(forward), float(backward)))
+    return self
+
+
+def _plan_comm_bytes(self: Plan, stage: int) -> _t.Tuple[float, float]:
+    """(forward, backward) bytes of a stage."""
+    f, b = _ctypes.c_double(), _ctypes.c_double()
+    _check(_call(self, "psched_plan_stage_comm_bytes", _u32("stage", stage), _ctypes.byref(f),
+                 _ctypes.byref(b)))
+    return (f.value, b.value)
+
+
+def _plan_set_topology(self: Plan, devices_per_node: int = 0,
+                       intra: _t.Tuple[float, float] = (_math.inf, 0.0),
+                       inter: _t.Tuple[float, float] = (_math.inf, 0.0)) -> Plan:
+    """Devices per node (0: one node) and the (bandwidth, latency) of links
+    inside a node and between nodes."""
+    _check(_call(self, "psched_plan_set_topology", _u32("devices_per_node", devices_per_node),
+                 float(intra[0]), float(intra[1]), float(inter[0]), float(inter[1])))
+    return self
+
+
+def _plan_topology(
+        self: Plan) -> _t.Tuple[int, _t.Tuple[float, float], _t.Tuple[float, float]]:
+    """(devices_per_node, (intra bandwidth, latency), (inter bandwidth, latency))."""
+    g = _ctypes.c_uint32()
+    v = [_ctypes.c_double() for _ in range(4)]
+    _check(_call(self, "psched_plan_topology", _ctypes.byref(g),
+                 *[_ctypes.byref(x) for x in v]))
+    return (g.value, (v[0].value, v[1].value), (v[2].value, v[3].value))
+
+
+Plan.set_overlap_saving = _plan_set_overlap_saving
+Plan.overlap_saving = _plan_overlap_saving
+Plan.set_microbatch_weights = _plan_set_microbatch_weights
+Plan.microbatch_weight = _plan_microbatch_weight
+Plan.set_comm_bytes = _plan_set_comm_bytes
+Plan.comm_bytes = _plan_comm_bytes
+Plan.set_topology = _plan_set_topology
+Plan.topology = _plan_topology
+
+
+# ---- activation offload (docs/simulator.md, "Activation offload") ----
+
+_KINDS = _KINDS + ("OFFLOAD", "RELOAD")  # psched_op_kind 8 and 9
+_OFFLOAD = _KINDS.index("OFFLOAD")
+_OFFLOAD_POLICIES = {"all": 1, "selective": 2, "budget": 3}
+
+
+def _plan_set_pcie_bandwidth(self: Plan, bandwidth: float) -> Plan:
+    """Memory units a device copies to or from the host per time unit (> 0;
+    math.inf: copies take no time)."""
+    _check(_call(self, "psched_plan_set_pcie_bandwidth", float(bandwidth)))
+    return self
+
+
+def _plan_pcie_bandwidth(self: Plan) -> float:
+    return _call(self, "psched_plan_pcie_bandwidth")
+
+
+def _schedule_offload(self: Schedule, policy: str = "selective",
+                      budget: _t.Optional[float] = None,
+                      costs: _t.Optional[Plan] = None) -> Schedule:
+    """PipeOffload (psched_offload) → a new Schedule with OFFLOAD/RELOAD ops:
+    policy "all", "selective" or "budget" (with `budget`, the peak memory
+    per device to reach)."""
+    kind = _OFFLOAD_POLICIES.get(policy)
+    if kind is None:
+        raise _invalid(f"offload policy ({policy!r}) must be 'all', 'selective' or 'budget'")
+    if costs is not None:
+        _of_type("costs", costs, Plan)
+    fn = _costmodel_fn("psched_offload")
+    out = _ctypes.c_void_p()
+    with _using(self, costs) as (h, c):
+        _check(fn(h, c, kind, float(budget if budget is not None else 0), _ctypes.byref(out)))
+    return Schedule(out, _INTERNAL)
+
+
+_to_pytorch_actions_plain = Schedule.to_pytorch_actions
+
+
+def _to_pytorch_actions(self: Schedule) -> _t.List[_t.List[str]]:
+    if any(o.kind >= _OFFLOAD for d in range(self.devices) for o in self._raw_ops(d)):
+        raise _error(_lib.EUNSUPPORTED,
+                     "OFFLOAD/RELOAD are pipesched's own op kinds (activation copies); "
+                     "torch.distributed.pipelining has no such action: export the schedule "
+                     "before psched_offload")
+    return _to_pytorch_actions_plain(self)
+
+
+Plan.set_pcie_bandwidth = _plan_set_pcie_bandwidth
+Plan.pcie_bandwidth = _plan_pcie_bandwidth
+Schedule.offload = _schedule_offload
+Schedule.to_pytorch_actions = _to_pytorch_actions

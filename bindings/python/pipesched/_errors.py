@@ -1,4 +1,8 @@
 """pipesched.Error and one subclass per psched_status code."""
+from __future__ import annotations
+
+import typing as _t
+
 from . import _lib
 
 
@@ -10,20 +14,20 @@ class Error(Exception):
         message: the library's psched_last_error() text naming the value and
             the rule that was broken.
     """
-    status = None
+    status: _t.Optional[int] = None
 
-    def __init__(self, status, message):
+    def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
 
     @property
-    def status_name(self):
+    def status_name(self) -> str:
         """The code's name, e.g. "PSCHED_EINVAL"."""
         raw = _lib.load().psched_status_str(self.status)
         return raw.decode() if raw else "PSCHED_UNKNOWN"
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.message
 
 
@@ -94,12 +98,12 @@ for _status, _cls in BY_STATUS.items():
     _cls.status = _status
 
 
-def error(status, message):
+def error(status: int, message: str) -> Error:
     """The Error subclass instance for `status` (plain Error if unknown)."""
     return BY_STATUS.get(status, Error)(status, message)
 
 
-def check(status):
+def check(status: int) -> None:
     """Raise the matching Error when a library call did not return PSCHED_OK.
 
     Must run right after the failing call on the same thread: the message is

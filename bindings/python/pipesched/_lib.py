@@ -4,6 +4,22 @@ Only the public C API is used. Every function the package calls is declared
 here with its argtypes and restype, so a wrong call fails in Python instead
 of corrupting memory. The library is loaded on first use, so importing the
 package never fails just because the library is missing.
+
+Library lookup, in this order (the first that loads wins):
+
+1. ``$PIPESCHED_LIBRARY``: a path to the library. An explicit choice is
+   final: when it does not load, nothing else is tried and
+   ``LibraryNotFound`` names it.
+2. The copy inside the package: ``pipesched/libpipesched.so.1``, where
+   ``pip install .`` (the wheel) puts it.
+3. The library of the same prefix after ``meson install``: the package's
+   ``_build_config.py`` (written by meson) records where the library and the
+   package were installed; the library is looked up at the same relative
+   path from this package, so ``meson install --destdir`` and a moved prefix
+   still find it.
+4. The system loader: ``ctypes.util.find_library("pipesched")``, then the
+   soname ``libpipesched.so.1`` through the dynamic loader's own search
+   (``LD_LIBRARY_PATH``, ``ld.so.cache``).
 """
 import ctypes
 import ctypes.util
@@ -38,6 +54,7 @@ FORMAT_JSON = 2
 FORMAT_CSV_COMMS = 3
 FORMAT_CHROME = 4
 FORMAT_SVG = 5
+FORMAT_CSV_COMMS_PYTORCH = 6
 
 EXPORT_COLOR = 0x1
 OP_OVERLAP_NEXT = 0x1
@@ -175,9 +192,23 @@ class LibraryNotFound(OSError):
     """No libpipesched could be loaded (see find_library_path())."""
 
 
+def _prefix_library_dir(here):
+    """Step 3: the library directory of the prefix this package was
+    installed into by meson, or None (source tree, wheel)."""
+    try:
+        from . import _build_config
+    except ImportError:
+        return None
+    package_dir = getattr(_build_config, "PACKAGE_DIR", None)
+    library_dir = getattr(_build_config, "LIBRARY_DIR", None)
+    if not package_dir or not library_dir:
+        return None
+    return os.path.normpath(os.path.join(here, os.path.relpath(library_dir, package_dir)))
+
+
 def _candidates():
-    """Where to look, in order: $PIPESCHED_LIBRARY, next to the package,
-    ctypes.util.find_library, then the loader's own search by soname."""
+    """Where to look, in order (see the module docstring): $PIPESCHED_LIBRARY,
+    inside the package, the same prefix's library directory, the system."""
     env = os.environ.get("PIPESCHED_LIBRARY")
     if env:
         # An explicit choice is final: silently loading another copy would
@@ -185,11 +216,14 @@ def _candidates():
         return [(env, "PIPESCHED_LIBRARY")]
     here = os.path.dirname(os.path.abspath(__file__))
     found = []
-    for directory in (here, os.path.dirname(here)):
+    for directory, source in ((here, "inside the package"),
+                              (_prefix_library_dir(here), "the same prefix")):
+        if directory is None:
+            continue
         for name in _LOCAL_NAMES:
             path = os.path.join(directory, name)
             if os.path.exists(path):
-                found.append((path, "next to the package"))
+                found.append((path, source))
     system = ctypes.util.find_library("pipesched")
     if system:
         found.append((system, "ctypes.util.find_library"))
@@ -248,3 +282,25 @@ def loaded_path():
 def has(name):
     """Whether the loaded library exports `name`."""
     return hasattr(load(), name)
+
+
+# Cost model extensions (ABI 1.1, docs/simulator.md): declared when present,
+# so an older library still imports and only these calls raise Unsupported.
+_COSTMODEL = {
+    "psched_plan_set_overlap_saving": (status_t, [ctypes.c_void_p, ctypes.c_double]),
+    "psched_plan_set_stage_overlap_saving": (status_t, [ctypes.c_void_p, u32, ctypes.c_double]),
+    "psched_plan_stage_overlap_saving": (ctypes.c_double, [ctypes.c_void_p, u32]),
+    "psched_plan_set_microbatch_weights": (status_t, [ctypes.c_void_p, double_out, u32]),
+    "psched_plan_microbatch_weight": (ctypes.c_double, [ctypes.c_void_p, u32]),
+    "psched_plan_set_comm_bytes": (status_t, [ctypes.c_void_p] + [ctypes.c_double] * 2),
+    "psched_plan_set_stage_comm_bytes": (status_t, [ctypes.c_void_p, u32] + [ctypes.c_double] * 2),
+    "psched_plan_stage_comm_bytes": (status_t, [ctypes.c_void_p, u32] + [double_out] * 2),
+    "psched_plan_set_topology": (status_t, [ctypes.c_void_p, u32] + [ctypes.c_double] * 4),
+    "psched_plan_topology": (status_t, [ctypes.c_void_p, ctypes.POINTER(u32)] + [double_out] * 4),
+    "psched_plan_set_pcie_bandwidth": (status_t, [ctypes.c_void_p, ctypes.c_double]),
+    "psched_plan_pcie_bandwidth": (ctypes.c_double, [ctypes.c_void_p]),
+    "psched_offload": (status_t, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                  ctypes.c_double, handle_out]),
+}
+_PROTOTYPES.update(_COSTMODEL)
+OPTIONAL = OPTIONAL | frozenset(_COSTMODEL)

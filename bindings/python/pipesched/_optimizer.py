@@ -11,14 +11,20 @@
 The ctypes declarations of the optimizer's C functions live here; results
 are copied out of the C handles at once, so every object is plain Python.
 """
-import collections
+from __future__ import annotations
+
 import ctypes
-import math
-import threading
+import math as _math
+import os as _os
+import threading as _threading
+import typing as _t
 
 from . import _lib
 from ._errors import check as _check, error as _error
-from ._handle import _Handle
+from . import Plan as _Plan, _read_source  # defined before the package imports this module
+from ._handle import (INTERNAL as _INTERNAL, _Handle, internal_only as _internal_only,
+                      invalid as _invalid, of_type as _of_type, real as _real,
+                      text as _text_arg, u32 as _u32, using as _using)
 
 __all__ = ["Model", "LayerGroup", "Partition", "StagePartition", "DeviceMemory",
            "Alternative", "SearchResult", "partition", "plan_search",
@@ -33,7 +39,7 @@ _PARTITION_OPTIONS_VERSION = 1
 _SEARCH_OPTIONS_VERSION = 1
 _TRANSFORMER_VERSION = 1
 
-_u32 = ctypes.c_uint32
+_u32t = ctypes.c_uint32
 _dbl = ctypes.c_double
 _vp = ctypes.c_void_p
 _st = _lib.status_t
@@ -53,23 +59,26 @@ class _SearchOptions(ctypes.Structure):
                 ("flags", ctypes.c_uint32)]
 
 
+_TRANSFORMER_FIELDS = ("hidden", "ffn", "heads", "kv_heads", "layers", "vocab", "sequence",
+                       "microbatch", "tensor_parallel", "dtype_bytes", "experts", "top_k",
+                       "moe_every")
+
+
 class _Transformer(ctypes.Structure):
     """Mirror of psched_transformer (version 1)."""
-    _fields_ = [(name, ctypes.c_uint32) for name in (
-        "version", "hidden", "ffn", "heads", "kv_heads", "layers", "vocab", "sequence",
-        "microbatch", "tensor_parallel", "dtype_bytes", "experts", "top_k", "moe_every")]
+    _fields_ = [(name, ctypes.c_uint32) for name in ("version",) + _TRANSFORMER_FIELDS]
 
 
 _PROTOTYPES = {
     "psched_model_create": (_st, [_lib.handle_out]),
     "psched_model_destroy": (None, [_vp]),
-    "psched_model_add_layers": (_st, [_vp, ctypes.c_char_p, _u32] + [_dbl] * 5),
-    "psched_model_set_recompute": (_st, [_vp, _u32, ctypes.c_int, _dbl, _dbl]),
-    "psched_model_groups": (_u32, [_vp]),
-    "psched_model_layers": (_u32, [_vp]),
-    "psched_model_group": (_st, [_vp, _u32, ctypes.POINTER(ctypes.c_char_p), _uout]
+    "psched_model_add_layers": (_st, [_vp, ctypes.c_char_p, _u32t] + [_dbl] * 5),
+    "psched_model_set_recompute": (_st, [_vp, _u32t, ctypes.c_int, _dbl, _dbl]),
+    "psched_model_groups": (_u32t, [_vp]),
+    "psched_model_layers": (_u32t, [_vp]),
+    "psched_model_group": (_st, [_vp, _u32t, ctypes.POINTER(ctypes.c_char_p), _uout]
                            + [_dout] * 5),
-    "psched_model_group_recompute": (_st, [_vp, _u32, ctypes.c_int, _dout, _dout]),
+    "psched_model_group_recompute": (_st, [_vp, _u32t, ctypes.c_int, _dout, _dout]),
     "psched_model_load_csv": (_st, [ctypes.c_char_p, _lib.size_t, _lib.handle_out]),
     "psched_model_transformer": (_st, [ctypes.POINTER(_Transformer), _lib.handle_out]),
 
@@ -81,13 +90,13 @@ _PROTOTYPES = {
     "psched_partition_objective": (_dbl, [_vp]),
     "psched_partition_solve_time": (_dbl, [_vp]),
     "psched_partition_min_memory": (_dbl, [_vp]),
-    "psched_partition_stages": (_u32, [_vp]),
-    "psched_partition_stage": (_st, [_vp, _u32, _uout, _uout, _dout, _dout]),
-    "psched_partition_layer_recompute": (ctypes.c_int, [_vp, _u32]),
+    "psched_partition_stages": (_u32t, [_vp]),
+    "psched_partition_stage": (_st, [_vp, _u32t, _uout, _uout, _dout, _dout]),
+    "psched_partition_layer_recompute": (ctypes.c_int, [_vp, _u32t]),
     "psched_partition_plan": (_vp, [_vp]),
     "psched_partition_makespan": (_dbl, [_vp]),
     "psched_partition_bubble_ratio": (_dbl, [_vp]),
-    "psched_partition_device": (_st, [_vp, _u32, _dout, _dout, _dout]),
+    "psched_partition_device": (_st, [_vp, _u32t, _dout, _dout, _dout]),
 
     "psched_plan_search": (_st, [_vp, _vp, ctypes.POINTER(ctypes.c_char_p), _lib.size_t,
                                  ctypes.POINTER(_SearchOptions), _lib.handle_out]),
@@ -95,7 +104,7 @@ _PROTOTYPES = {
     "psched_search_count": (_lib.size_t, [_vp]),
     "psched_search_solve_time": (_dbl, [_vp]),
     "psched_search_schedule": (ctypes.c_char_p, [_vp, _lib.size_t]),
-    "psched_search_chunks": (_u32, [_vp, _lib.size_t]),
+    "psched_search_chunks": (_u32t, [_vp, _lib.size_t]),
     "psched_search_error": (_st, [_vp, _lib.size_t]),
     "psched_search_error_message": (ctypes.c_char_p, [_vp, _lib.size_t]),
     "psched_search_status": (ctypes.c_int, [_vp, _lib.size_t]),
@@ -107,11 +116,11 @@ _PROTOTYPES = {
     "psched_search_partition": (_vp, [_vp, _lib.size_t]),
 }
 
-_lock = threading.Lock()
-_ready = None
+_lock = _threading.Lock()
+_ready: _t.Any = None
 
 
-def _c():
+def _c() -> _t.Any:
     """The library with the optimizer's prototypes declared (once)."""
     global _ready
     if _ready is None:
@@ -130,20 +139,24 @@ def _c():
     return _ready
 
 
-def _invalid(message):
-    return _error(_lib.EINVAL, message)
+def _nan_none(x: _t.Optional[float]) -> _t.Optional[float]:
+    return None if x is None or _math.isnan(x) else x
 
 
-def _nan_none(x):
-    return None if x is None or math.isnan(x) else x
-
-
-LayerGroup = collections.namedtuple(
-    "LayerGroup", "type count f b w act param selective full")
-LayerGroup.__doc__ = """A group of identical layers: type name, count, per-layer
-times f, b (backward for inputs), w (backward for weights), activation bytes
-per micro-batch, parameter bytes; selective and full are (act, extra_time)
-recompute variants or None."""
+class LayerGroup(_t.NamedTuple):
+    """A group of identical layers: type name, count, per-layer times f, b
+    (backward for inputs), w (backward for weights), activation bytes per
+    micro-batch, parameter bytes; selective and full are (act, extra_time)
+    recompute variants or None."""
+    type: str
+    count: int
+    f: float
+    b: float
+    w: float
+    act: float
+    param: float
+    selective: _t.Optional[_t.Tuple[float, float]]
+    full: _t.Optional[_t.Tuple[float, float]]
 
 
 class Model(_Handle):
@@ -158,100 +171,137 @@ class Model(_Handle):
     _destroy_name = "psched_model_destroy"
     _what = "model"
 
-    def __init__(self):
+    def __init__(self) -> None:
         out = ctypes.c_void_p()
         _check(_c().psched_model_create(ctypes.byref(out)))
         super().__init__(out)
 
     @classmethod
-    def _adopt(cls, ptr):
+    def _adopt(cls, ptr: ctypes.c_void_p) -> "Model":
         m = cls.__new__(cls)
         _c()  # declares psched_model_destroy's prototype before _Handle looks it up
         _Handle.__init__(m, ptr)
         return m
 
     @classmethod
-    def from_csv(cls, text):
+    def from_csv(cls, source: _t.Union[str, bytes, bytearray, memoryview,
+                                       _os.PathLike[str], _os.PathLike[bytes]]) -> "Model":
         """Read `type,count,f,b,w,act,param[,act_selective,extra_selective]
         [,act_full,extra_full]` rows after a header row; raises ParseError
-        naming the line and column."""
-        data = text.encode() if isinstance(text, str) else bytes(text)
+        naming the line and column. `source`: the text (str), its bytes, or a
+        path (os.PathLike, e.g. pathlib.Path); a str is always the text."""
+        data = _read_source(source, "source")
         out = ctypes.c_void_p()
         _check(_c().psched_model_load_csv(data, len(data), ctypes.byref(out)))
         return cls._adopt(out)
 
     @classmethod
-    def from_csv_file(cls, path):
+    def from_csv_file(cls, path: _t.Union[str, bytes, _os.PathLike[str],
+                                          _os.PathLike[bytes]]) -> "Model":
+        """Model.from_csv of the file at `path`."""
         with open(path, "rb") as f:
             return cls.from_csv(f.read())
 
     @classmethod
-    def from_transformer(cls, hidden, ffn, heads, layers, vocab, sequence, kv_heads=None,
-                         microbatch=1, tensor_parallel=1, dtype_bytes=2, experts=0, top_k=0,
-                         moe_every=0):
+    def from_transformer(cls, hidden: int, ffn: int, heads: int, layers: int, vocab: int,
+                         sequence: int, kv_heads: _t.Optional[int] = None, microbatch: int = 1,
+                         tensor_parallel: int = 1, dtype_bytes: int = 2, experts: int = 0,
+                         top_k: int = 0, moe_every: int = 0) -> "Model":
         """A profile from decoder-only transformer hyper-parameters (times in
         TFLOP per device, bytes per device): an embedding, the layers (or
-        alternating dense/moe groups) and a head; see psched_model_transformer."""
-        cfg = _Transformer(_TRANSFORMER_VERSION, hidden, ffn, heads,
-                           heads if kv_heads is None else kv_heads, layers, vocab, sequence,
-                           microbatch, tensor_parallel, dtype_bytes, experts, top_k, moe_every)
+        alternating dense/moe groups) and a head; see psched_model_transformer.
+        Every value is a uint32 (InvalidArgument naming it otherwise)."""
+        values = {"hidden": hidden, "ffn": ffn, "heads": heads,
+                  "kv_heads": heads if kv_heads is None else kv_heads, "layers": layers,
+                  "vocab": vocab, "sequence": sequence, "microbatch": microbatch,
+                  "tensor_parallel": tensor_parallel, "dtype_bytes": dtype_bytes,
+                  "experts": experts, "top_k": top_k, "moe_every": moe_every}
+        cfg = _Transformer(_TRANSFORMER_VERSION,
+                           *(_u32(name, values[name]) for name in _TRANSFORMER_FIELDS))
         out = ctypes.c_void_p()
         _check(_c().psched_model_transformer(ctypes.byref(cfg), ctypes.byref(out)))
         return cls._adopt(out)
 
-    def add_layers(self, type, count, f, b, w, act, param, selective=None, full=None):
+    def add_layers(self, type: str, count: int, f: float, b: float, w: float, act: float,
+                   param: float, selective: _t.Optional[_t.Tuple[float, float]] = None,
+                   full: _t.Optional[_t.Tuple[float, float]] = None) -> "Model":
         """Append `count` layers; selective / full are (act_bytes, extra_time)."""
         lib = _c()
-        _check(lib.psched_model_add_layers(self._ptr(), str(type).encode(), count, float(f),
-                                           float(b), float(w), float(act), float(param)))
-        group = lib.psched_model_groups(self._ptr()) - 1
-        for kind, variant in ((1, selective), (2, full)):
+        name = _text_arg("type", type)
+        n = _u32("count", count)
+        nums = [_real(k, v) for k, v in (("f", f), ("b", b), ("w", w), ("act", act),
+                                         ("param", param))]
+        variants = []
+        for kind, label, variant in ((1, "selective", selective), (2, "full", full)):
             if variant is not None:
-                a, extra = variant
-                _check(lib.psched_model_set_recompute(self._ptr(), group, kind, float(a),
-                                                      float(extra)))
+                try:
+                    a, extra = variant
+                except (TypeError, ValueError):
+                    raise TypeError(f"{label} must be a pair (act_bytes, extra_time), not "
+                                    f"{variant!r}") from None
+                variants.append((kind, _real(f"{label}[0]", a), _real(f"{label}[1]", extra)))
+        with self._use() as h:
+            _check(lib.psched_model_add_layers(h, name, n, *nums))
+            group = lib.psched_model_groups(h) - 1
+            for kind, a, extra in variants:
+                _check(lib.psched_model_set_recompute(h, group, kind, a, extra))
         return self
 
     @property
-    def layers(self):
-        return _c().psched_model_layers(self._ptr())
+    def layers(self) -> int:
+        """Total layer count."""
+        with self._use() as h:
+            return _c().psched_model_layers(h)
 
     @property
-    def groups(self):
+    def groups(self) -> _t.List[LayerGroup]:
         """The groups as LayerGroup tuples, in model order."""
-        lib, h = _c(), self._ptr()
+        lib = _c()
         out = []
-        for g in range(lib.psched_model_groups(h)):
-            name, count = ctypes.c_char_p(), ctypes.c_uint32()
-            vals = [ctypes.c_double() for _ in range(5)]
-            _check(lib.psched_model_group(h, g, ctypes.byref(name), ctypes.byref(count),
-                                          *(ctypes.byref(v) for v in vals)))
-            variants = []
-            for kind in (1, 2):
-                a, extra = ctypes.c_double(), ctypes.c_double()
-                st = lib.psched_model_group_recompute(h, g, kind, ctypes.byref(a),
-                                                      ctypes.byref(extra))
-                variants.append((a.value, extra.value) if st == _lib.OK else None)
-            out.append(LayerGroup(name.value.decode(), count.value, *(v.value for v in vals),
-                                  *variants))
+        with self._use() as h:
+            for g in range(lib.psched_model_groups(h)):
+                name, count = ctypes.c_char_p(), ctypes.c_uint32()
+                vals = [ctypes.c_double() for _ in range(5)]
+                _check(lib.psched_model_group(h, g, ctypes.byref(name), ctypes.byref(count),
+                                              *(ctypes.byref(v) for v in vals)))
+                variants = []
+                for kind in (1, 2):
+                    a, extra = ctypes.c_double(), ctypes.c_double()
+                    st = lib.psched_model_group_recompute(h, g, kind, ctypes.byref(a),
+                                                          ctypes.byref(extra))
+                    variants.append((a.value, extra.value) if st == _lib.OK else None)
+                out.append(LayerGroup(name.value.decode(), count.value,  # type: ignore[union-attr]
+                                      *(v.value for v in vals), *variants))
         return out
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.handle is None:
             return "<pipesched.Model closed>"
         return f"<pipesched.Model layers={self.layers} groups={len(self.groups)}>"
 
 
-StagePartition = collections.namedtuple(
-    "StagePartition", "stage device chunk first count recompute time memory")
-StagePartition.__doc__ = """One virtual stage: its device and chunk, layers
-[first, first+count), recompute counts {"none": n, "selective": n, "full": n},
-time (forward + backward of one micro-batch) and memory (parameters +
-activations × in-flight micro-batches)."""
+class StagePartition(_t.NamedTuple):
+    """One virtual stage: its device and chunk, layers [first, first+count),
+    recompute counts {"none": n, "selective": n, "full": n}, time (forward +
+    backward of one micro-batch) and memory (parameters + activations ×
+    in-flight micro-batches)."""
+    stage: int
+    device: _t.Optional[int]
+    chunk: _t.Optional[int]
+    first: int
+    count: int
+    recompute: _t.Dict[str, int]
+    time: float
+    memory: float
 
-DeviceMemory = collections.namedtuple("DeviceMemory", "device params memory peak_memory")
-DeviceMemory.__doc__ = """A device's parameter bytes, the model's memory bound
-(held to the limit) and the simulated peak (parameters + activation peak)."""
+
+class DeviceMemory(_t.NamedTuple):
+    """A device's parameter bytes, the model's memory bound (held to the
+    limit) and the simulated peak (parameters + activation peak)."""
+    device: int
+    params: float
+    memory: float
+    peak_memory: float
 
 
 class Partition:
@@ -265,7 +315,20 @@ class Partition:
     Figures are None when no partition was found.
     """
 
-    def __init__(self, ptr):
+    status: str
+    gap: _t.Optional[float]
+    objective: _t.Optional[float]
+    solve_time: float
+    min_memory: _t.Optional[float]
+    makespan: _t.Optional[float]
+    bubble_ratio: _t.Optional[float]
+    stages: _t.List[StagePartition]
+    devices: _t.List[DeviceMemory]
+    recompute: _t.List[str]
+    plan: _t.Optional[_Plan]
+
+    def __init__(self, ptr: _t.Any, _token: object = None) -> None:
+        _internal_only(_token, "Partition", "partition() or plan_search()")
         lib = _c()
         self.status = _STATUS[lib.psched_partition_status(ptr)]
         self.gap = _nan_none(lib.psched_partition_gap(ptr))
@@ -278,8 +341,7 @@ class Partition:
         plan = lib.psched_partition_plan(ptr)
         if not plan:
             return
-        from . import Plan  # the package defines Plan before importing this module
-        self.plan = Plan._adopt(self._clone(plan))
+        self.plan = _Plan._adopt(self._clone(plan))
         for s in range(lib.psched_partition_stages(ptr)):
             first, count = ctypes.c_uint32(), ctypes.c_uint32()
             time, mem = ctypes.c_double(), ctypes.c_double()
@@ -297,32 +359,35 @@ class Partition:
             self.devices.append(DeviceMemory(d, *(v.value for v in vals)))
 
     @staticmethod
-    def _clone(plan):
+    def _clone(plan: _t.Any) -> ctypes.c_void_p:
         out = ctypes.c_void_p()
         _check(_lib.load().psched_plan_clone(plan, ctypes.byref(out)))
         return out
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<pipesched.Partition {self.status} makespan={self.makespan} "
                 f"stages={[s.count for s in self.stages]}>")
 
 
-def _with_chunks(plan, chunks):
-    if chunks is None:
-        return plan, False
-    copy = plan.copy()
-    try:
-        _check(_lib.load().psched_plan_set_chunks(copy._ptr(), int(chunks)))
-    except BaseException:
-        copy.close()
-        raise
-    return copy, True
+def _check_plan(model: object, plan: object) -> None:
+    _of_type("model", model, Model)
+    _of_type("plan", plan, _Plan)
 
 
-def partition(model, plan, schedule, method="ilp", time_limit=10.0, allow_empty=False,
-              chunks=None):
+def _method(method: object) -> int:
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a str, not {type(method).__name__}")
+    if method not in METHODS:
+        raise _invalid(f"method ({method!r}) must be one of {', '.join(METHODS)}")
+    return METHODS.index(method)
+
+
+def partition(model: Model, plan: _Plan, schedule: str, method: str = "ilp",
+              time_limit: float = 10.0, allow_empty: bool = False,
+              chunks: _t.Optional[int] = None) -> Partition:
     """Partition `model` over the stages of `schedule` (a generator name) for
-    `plan` (devices, microbatches, chunks, mem_limit in bytes, comm).
+    `plan` (a pipesched.Plan: devices, microbatches, chunks, mem_limit in
+    bytes, comm).
 
     method: "ilp" (exact where a DP is exact: v = 1, v = 2 with loop or V
     placement; else the GLPK MILP), "dp", "even", "even-accounted" or
@@ -330,34 +395,47 @@ def partition(model, plan, schedule, method="ilp", time_limit=10.0, allow_empty=
     given, overrides the plan's v. An infeasible memory limit is not an
     error: the Partition says so (status "infeasible", min_memory).
     """
-    if method not in METHODS:
-        raise _invalid(f"method ({method!r}) must be one of {', '.join(METHODS)}")
+    _check_plan(model, plan)
+    name = _text_arg("schedule", schedule)
+    kind = _method(method)
+    limit = _real("time_limit", time_limit)
+    v = None if chunks is None else _u32("chunks", chunks)
     lib = _c()
-    opts = _PartitionOptions(_PARTITION_OPTIONS_VERSION, METHODS.index(method),
-                             float(time_limit), _ALLOW_EMPTY if allow_empty else 0)
-    plan, own = _with_chunks(plan, chunks)
+    opts = _PartitionOptions(_PARTITION_OPTIONS_VERSION, kind, limit,
+                             _ALLOW_EMPTY if allow_empty else 0)
+    own = plan.copy() if v is not None else plan
     out = ctypes.c_void_p()
     try:
-        _check(lib.psched_partition(model._ptr(), plan._ptr(), str(schedule).encode(),
-                                    ctypes.byref(opts), ctypes.byref(out)))
+        with _using(model, own) as (m, p):
+            if v is not None:
+                _check(lib.psched_plan_set_chunks(p, v))
+            _check(lib.psched_partition(m, p, name, ctypes.byref(opts), ctypes.byref(out)))
     finally:
-        if own:
-            plan.close()
+        if own is not plan:
+            own.close()
     try:
-        return Partition(out)
+        return Partition(out, _INTERNAL)
     finally:
         lib.psched_partition_result_destroy(out)
 
 
-Alternative = collections.namedtuple(
-    "Alternative", "schedule chunks status fits makespan bubble_ratio peak_memory "
-                   "even_makespan error partition")
-Alternative.__doc__ = """One (schedule, v) of a search: status "optimal",
-"feasible", "infeasible" or "error"; fits (within the memory limit);
-simulated makespan, bubble_ratio, peak_memory; even_makespan (Megatron's even
-split of the same schedule, None when it does not fit); error (the library's
-message when the partitioner failed, e.g. for dualpipe's two chains);
-partition (a Partition, None on error)."""
+class Alternative(_t.NamedTuple):
+    """One (schedule, v) of a search: status "optimal", "feasible",
+    "infeasible" or "error"; fits (within the memory limit); simulated
+    makespan, bubble_ratio, peak_memory; even_makespan (Megatron's even
+    split of the same schedule, None when it does not fit); error (the
+    library's message when the partitioner failed, e.g. for dualpipe's two
+    chains); partition (a Partition, None on error)."""
+    schedule: str
+    chunks: int
+    status: str
+    fits: bool
+    makespan: _t.Optional[float]
+    bubble_ratio: _t.Optional[float]
+    peak_memory: _t.Optional[float]
+    even_makespan: _t.Optional[float]
+    error: _t.Optional[str]
+    partition: _t.Optional[Partition]
 
 
 class SearchResult:
@@ -365,7 +443,11 @@ class SearchResult:
     then misfits by the memory they need, then failures. best is the first
     alternative when it fits, else None."""
 
-    def __init__(self, ptr):
+    solve_time: float
+    alternatives: _t.List[Alternative]
+
+    def __init__(self, ptr: _t.Any, _token: object = None) -> None:
+        _internal_only(_token, "SearchResult", "plan_search()")
         lib = _c()
         self.solve_time = lib.psched_search_solve_time(ptr)
         self.alternatives = []
@@ -382,39 +464,44 @@ class SearchResult:
                 _nan_none(lib.psched_search_peak_memory(ptr, i)),
                 _nan_none(lib.psched_search_even_makespan(ptr, i)),
                 lib.psched_search_error_message(ptr, i).decode() if failed else None,
-                Partition(part) if part else None))
+                Partition(part, _INTERNAL) if part else None))
 
     @property
-    def best(self):
+    def best(self) -> _t.Optional[Alternative]:
+        """The fastest alternative that fits, None when none does."""
         a = self.alternatives
         return a[0] if a and a[0].fits else None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         b = self.best
         head = f"{b.schedule} v={b.chunks} makespan={b.makespan}" if b else "nothing fits"
         return f"<pipesched.SearchResult {head}, {len(self.alternatives)} alternatives>"
 
 
-def plan_search(model, plan, schedules=None, time_limit=1.0, allow_empty=False):
+def plan_search(model: Model, plan: _Plan,
+                schedules: _t.Union[str, _t.Sequence[str], None] = None,
+                time_limit: float = 1.0, allow_empty: bool = False) -> SearchResult:
     """The fastest plan that fits: every schedule (or those named) × v in
     {1, 2, 4} (only plan.chunks when it is not 0) × partition × recompute,
     each partition given `time_limit` seconds, simulated and ranked. The
     memory limit is plan.mem_limit (bytes)."""
+    _check_plan(model, plan)
     lib = _c()
     names = None
     count = 0
     if schedules is not None:
         if isinstance(schedules, str):
             schedules = [schedules]
-        encoded = [str(s).encode() for s in schedules]
+        encoded = [_text_arg(f"schedules[{i}]", s) for i, s in enumerate(schedules)]
         names = (ctypes.c_char_p * len(encoded))(*encoded)
         count = len(encoded)
-    opts = _SearchOptions(_SEARCH_OPTIONS_VERSION, float(time_limit),
+    opts = _SearchOptions(_SEARCH_OPTIONS_VERSION, _real("time_limit", time_limit),
                           _ALLOW_EMPTY if allow_empty else 0)
     out = ctypes.c_void_p()
-    _check(lib.psched_plan_search(model._ptr(), plan._ptr(), names, count,
-                                  ctypes.byref(opts), ctypes.byref(out)))
+    with _using(model, plan) as (m, p):
+        _check(lib.psched_plan_search(m, p, names, count, ctypes.byref(opts),
+                                      ctypes.byref(out)))
     try:
-        return SearchResult(out)
+        return SearchResult(out, _INTERNAL)
     finally:
         lib.psched_search_result_destroy(out)

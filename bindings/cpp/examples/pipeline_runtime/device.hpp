@@ -10,6 +10,7 @@
 
 #include "channel.hpp"
 #include "runtime.hpp"
+#include "stages.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -17,7 +18,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,23 +63,14 @@ struct Shared {
     }
 };
 
-/* One (stage, micro-batch) on a device: the tensors in flight for it. */
-struct Slot {
-    std::unique_ptr<Activations> act; /* F allocates, W / BW frees: the memory counted */
-    bool b_done = false;
-    std::optional<Tensor> fwd_in, bwd_in;   /* delivered by RECV_F / RECV_B */
-    std::optional<Tensor> fwd_out, bwd_out; /* F's output / B's input gradient, to send or
-                                               to hand to a neighbour stage on this device */
-};
-
-/* One device: run() is its thread, executing its op list in order; it owns
- * the tensors in flight for its stages and counts its live activations. */
+/* One device: run() is its thread, executing its op list in order; its
+ * Stages hold the tensors in flight and measure its memory. */
 class Device {
 public:
     enum State { running, waiting, done, failed };
 
     Device(std::uint32_t id, const std::vector<psched_op> &ops, Shared &shared)
-        : id_(id), ops_(ops), sh_(shared), slots_(shared.topo.stages * shared.topo.microbatches),
+        : id_(id), ops_(ops), sh_(shared), stages(id, shared.topo, shared.models, shared.grads),
           requests_(new Request[ops.size() + 1])
     {
     }
@@ -91,25 +82,18 @@ public:
     std::atomic<std::size_t> unit_first{0}, unit_end{0};
     const std::vector<psched_op> &ops() const { return ops_; }
     const Request &request(std::size_t i) const { return requests_[i]; }
-    /* Read after the thread has finished. */
-    std::uint32_t live = 0, peak = 0;
 
 private:
-    std::size_t end_of_unit(std::size_t i) const;
-    void compute(const psched_op &op);
-    void backward_input_of(const psched_op &op, Slot &s);
-    void backward_weight_of(const psched_op &op, Slot &s);
     void communicate(std::size_t first, std::size_t end);
-    std::uint32_t peer_of(const psched_op &op) const;
-    Slot &slot(std::uint32_t stage, std::uint32_t mb)
-    {
-        return slots_[static_cast<std::size_t>(stage) * sh_.topo.microbatches + mb];
-    }
 
     std::uint32_t id_;
     const std::vector<psched_op> &ops_;
     Shared &sh_;
-    std::vector<Slot> slots_;
+
+public:
+    Stages stages; /* read after the thread has finished */
+
+private:
     std::unique_ptr<Request[]> requests_; /* requests_[i]: the posted op i */
     std::size_t current_ = 0;            /* op being executed, for messages */
 };

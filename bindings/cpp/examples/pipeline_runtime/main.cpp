@@ -1,17 +1,20 @@
 /*
  * pipeline_runtime: train a small MLP for one step under any pipesched
- * schedule, one thread per device, and check the result against a
- * single-threaded reference step and the simulator.
+ * schedule, one thread per device (or, under mpirun, one process per
+ * device), and check the result against a single-threaded reference step
+ * and the simulator.
  *
  *   pipeline_runtime --schedule NAME --devices P --microbatches M [--chunks V]
- *   pipeline_runtime --csv FILE          a PyTorch compute_only CSV
+ *   pipeline_runtime --csv FILE          a PyTorch compute_only or csv-comms CSV
  *   pipeline_runtime --all               every generator over the grid
+ *   mpirun -np P pipeline_runtime ...    the same, one MPI process per device
  *
  * Exit status: 0 everything matched, 1 a check failed, 2 bad usage.
  *
  * SPDX-License-Identifier: MIT
  */
 #include "check.hpp"
+#include "mpi_backend.hpp"
 
 #include <pipesched.hpp>
 
@@ -27,9 +30,10 @@
 namespace {
 
 struct Args {
-    std::string schedule, csv, breakage;
+    std::string schedule, breakage, backend;
+    std::vector<std::string> csv;
     std::uint32_t devices = 0, microbatches = 0, chunks = 0, group_size = 0;
-    bool all = false;
+    bool all = false, via_csv = false;
     double f = 1.0, b = 1.0, w = 1.0, comm = 0.0;
     rt::CheckOptions options;
 };
@@ -37,17 +41,25 @@ struct Args {
 const char kUsage[] =
     "Usage: pipeline_runtime --schedule NAME --devices P --microbatches M [--chunks V]\n"
     "                        [--group-size N] [options]\n"
-    "       pipeline_runtime --csv FILE [options]\n"
-    "       pipeline_runtime --all [--cost F,B,W] [--comm C] [--timeout S]\n"
+    "       pipeline_runtime --csv FILE [--csv FILE ...] [options]\n"
+    "       pipeline_runtime --all [--via-csv] [--csv FILE ...] [--cost F,B,W] [--comm C]\n"
+    "       mpirun -np P pipeline_runtime ...   (one process per device)\n"
     "\n"
     "Runs one training step of a 16-layer MLP under the schedule (after comm lowering),\n"
-    "one thread per device, and checks the weight gradients against a non-pipelined\n"
-    "reference step and each device's peak live activations against the simulator.\n"
+    "one thread per device or one MPI process per device, and checks the weight\n"
+    "gradients against a non-pipelined reference step and each device's measured peak\n"
+    "of activation bytes against the simulator's under the byte-valued memory model.\n"
     "\n"
     "  --schedule NAME    a generator name ('pipesched list')\n"
-    "  --csv FILE         run a PyTorch compute_only CSV instead\n"
-    "  --all              every registered generator, p in {2,3,4}, v in {1..4},\n"
-    "                     m in {p, 2p, 3p+1}, wherever the generator accepts the plan\n"
+    "  --csv FILE         run a CSV file instead: PyTorch compute_only (lowered here) or\n"
+    "                     compute_comms / csv-comms (run as it is, batched groups included)\n"
+    "  --all              every registered generator, p in {2,3,4} (under MPI: p = the\n"
+    "                     process count), v in {1..4}, m in {p, 2p, 3p+1}, wherever the\n"
+    "                     generator accepts the plan\n"
+    "  --via-csv          with --all: also run each lowered schedule read back from its\n"
+    "                     csv-comms file\n"
+    "  --backend B        threads or mpi (default: mpi when started by mpirun)\n"
+    "  --mem F,B,W        memory model in bytes per stage (default: the MLP's own)\n"
     "  --cost F,B,W       per-stage times of F, B and W (1,1,1): they order the comm ops\n"
     "  --comm C           latency of a transfer between devices (0)\n"
     "  --show             print the lowered op lists ({batched group}, (overlapped pair))\n"
@@ -82,6 +94,26 @@ void to_costs(const std::string &text, Args &a)
     a.w = to_time("--cost", text.substr(c2 + 1));
 }
 
+double to_bytes(const std::string &text)
+{
+    char *end = nullptr;
+    double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(v > -1e18 && v < 1e18))
+        usage_error("--mem expects F,B,W in bytes, got '" + text + "'");
+    return v;
+}
+
+void to_mem(const std::string &text, Args &a)
+{
+    std::size_t c1 = text.find(','), c2 = c1 == std::string::npos ? c1 : text.find(',', c1 + 1);
+    if (c2 == std::string::npos)
+        usage_error("--mem expects F,B,W in bytes, got '" + text + "'");
+    a.options.mem_given = true;
+    a.options.mem_f = to_bytes(text.substr(0, c1));
+    a.options.mem_b = to_bytes(text.substr(c1 + 1, c2 - c1 - 1));
+    a.options.mem_w = to_bytes(text.substr(c2 + 1));
+}
+
 std::uint32_t to_count(const std::string &flag, const std::string &text)
 {
     char *end = nullptr;
@@ -106,7 +138,10 @@ Args parse(int argc, char **argv)
         else if (flag == "--microbatches") a.microbatches = to_count(flag, value());
         else if (flag == "--chunks") a.chunks = to_count(flag, value());
         else if (flag == "--group-size") a.group_size = to_count(flag, value());
-        else if (flag == "--csv") a.csv = value();
+        else if (flag == "--csv") a.csv.push_back(value());
+        else if (flag == "--via-csv") a.via_csv = true;
+        else if (flag == "--backend") a.backend = value();
+        else if (flag == "--mem") to_mem(value(), a);
         else if (flag == "--cost") to_costs(value(), a);
         else if (flag == "--comm") a.comm = to_time(flag, value());
         else if (flag == "--all") a.all = true;
@@ -117,10 +152,13 @@ Args parse(int argc, char **argv)
         else if (flag == "--help") { std::cout << kUsage; std::exit(0); }
         else usage_error("unknown argument '" + flag + "'");
     }
-    int modes = !a.schedule.empty() + !a.csv.empty() + a.all;
-    if (modes != 1)
-        usage_error("give exactly one of --schedule, --csv and --all");
-    if (!a.schedule.empty() && (!a.devices || !a.microbatches))
+    if (!a.schedule.empty() + (!a.csv.empty() || a.all) != 1)
+        usage_error("give --schedule, or --csv and/or --all");
+    if (a.via_csv && !a.all)
+        usage_error("--via-csv needs --all");
+    if (!a.backend.empty() && a.backend != "threads" && a.backend != "mpi")
+        usage_error("--backend expects threads or mpi, got '" + a.backend + "'");
+    if (!a.schedule.empty() && !a.microbatches)
         usage_error("--schedule needs --devices and --microbatches");
     if (!(a.options.timeout_s > 0.0))
         usage_error("--timeout must be above 0");
@@ -139,12 +177,12 @@ std::string label(const std::string &name, std::uint32_t p, std::uint32_t v, std
 
 /* Lowering or the check itself may throw a library error: a failed check. */
 bool check(const pipesched::Schedule &s, const pipesched::Plan *costs, const std::string &what,
-           const rt::CheckOptions &o)
+           const rt::CheckOptions &o, std::ostream &out)
 {
     try {
-        return rt::check_schedule(s, costs, what, o, std::cout);
+        return rt::check_schedule(s, costs, what, o, out);
     } catch (const pipesched::Error &e) {
-        std::cout << "FAIL " << what << "\n  " << e.status_name() << ": " << e.what() << "\n";
+        out << "FAIL " << what << "\n  " << e.status_name() << ": " << e.what() << "\n";
         return false;
     }
 }
@@ -158,13 +196,30 @@ pipesched::Plan make_plan(const Args &a, std::uint32_t p, std::uint32_t m, std::
     return plan;
 }
 
-int run_grid(const Args &a)
+/* The same schedule lowered, written as a csv-comms file and read back: what
+ * an engine reading our files executes. */
+bool check_via_csv(const pipesched::Schedule &s, const std::string &what,
+                   const rt::CheckOptions &o, std::ostream &out)
+{
+    try {
+        pipesched::Schedule back = pipesched::from_csv(s.lower().to_csv_comms());
+        return check(back, nullptr, what + " via csv-comms", o, out);
+    } catch (const pipesched::Error &e) {
+        out << "FAIL " << what << " via csv-comms\n  " << e.status_name() << ": " << e.what()
+            << "\n";
+        return false;
+    }
+}
+
+/* Every generator over the grid; p_only != 0 restricts it to one p (under
+ * MPI, the process count). */
+int run_grid(const Args &a, std::uint32_t p_only, std::ostream &out)
 {
     rt::CheckOptions options = a.options;
     options.brief = true;
     std::size_t ran = 0, failed = 0, rejected = 0;
     for (const pipesched::GeneratorInfo &g : pipesched::generators()) {
-        for (std::uint32_t p = 2; p <= 4; p++) {
+        for (std::uint32_t p = p_only ? p_only : 2; p <= (p_only ? p_only : 4); p++) {
             for (std::uint32_t v = 1; v <= 4; v++) {
                 for (std::uint32_t m : {p, 2 * p, 3 * p + 1}) {
                     pipesched::Plan plan = make_plan(a, p, m, v);
@@ -177,20 +232,24 @@ int run_grid(const Args &a)
                             rejected++;
                             continue;
                         }
-                        std::cout << "FAIL " << label(g.name, p, v, m) << ": generate: "
-                                  << e.status_name() << ": " << e.what() << "\n";
+                        out << "FAIL " << label(g.name, p, v, m) << ": generate: "
+                            << e.status_name() << ": " << e.what() << "\n";
                         failed++;
                         continue;
                     }
                     ran++;
-                    failed += !check(*s, nullptr, label(g.name, p, v, m), options);
+                    failed += !check(*s, nullptr, label(g.name, p, v, m), options, out);
+                    if (a.via_csv) {
+                        ran++;
+                        failed += !check_via_csv(*s, label(g.name, p, v, m), options, out);
+                    }
                 }
             }
         }
     }
-    std::cout << ran << " schedules executed (" << rejected
-              << " grid points not accepted by their generator): "
-              << (failed ? std::to_string(failed) + " FAILED" : "all match") << "\n";
+    out << ran << " schedules executed (" << rejected
+        << " grid points not accepted by their generator): "
+        << (failed ? std::to_string(failed) + " FAILED" : "all match") << "\n";
     return failed ? 1 : 0;
 }
 
@@ -204,28 +263,64 @@ std::string read_file(const std::string &path)
     return text.str();
 }
 
+
+/* The whole run on this process; rank 0 (or the only process) prints. */
+int run(const Args &a, std::uint32_t world, std::ostream &out)
+{
+    int status = 0;
+    if (a.all)
+        status = run_grid(a, world, out);
+    for (const std::string &path : a.csv) {
+        pipesched::Schedule s = pipesched::from_csv(read_file(path));
+        pipesched::Plan costs = s.plan();
+        costs.cost(a.f, a.b, a.w).comm(a.comm);
+        if (!check(s, &costs, label(path, costs.devices(), costs.chunks(), costs.microbatches()),
+                   a.options, out))
+            status = 1;
+    }
+    if (!a.schedule.empty()) {
+        std::uint32_t devices = a.devices ? a.devices : world;
+        pipesched::Plan plan = make_plan(a, devices, a.microbatches, a.chunks);
+        pipesched::Schedule s = pipesched::generate(plan, a.schedule);
+        pipesched::Plan resolved = s.plan();
+        status = check(s, nullptr, label(a.schedule, devices, resolved.chunks(), a.microbatches),
+                       a.options, out) ? 0 : 1;
+    }
+    return status;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
     Args a = parse(argc, argv);
-    if (a.all)
-        return run_grid(a);
-    try {
-        if (!a.csv.empty()) {
-            pipesched::Schedule s = pipesched::from_csv(read_file(a.csv));
-            pipesched::Plan costs = s.plan();
-            costs.cost(a.f, a.b, a.w).comm(a.comm);
-            return check(s, &costs, label(a.csv, costs.devices(), costs.chunks(),
-                                          costs.microbatches()), a.options) ? 0 : 1;
+    bool mpi = a.backend == "mpi" || (a.backend.empty() && rt::launched_by_mpirun());
+    if (!mpi) {
+        if (!a.schedule.empty() && !a.devices)
+            usage_error("--schedule needs --devices and --microbatches");
+        try {
+            return run(a, 0, std::cout);
+        } catch (const pipesched::Error &e) {
+            std::cerr << "pipeline_runtime: " << e.status_name() << ": " << e.what() << "\n";
+            return 1;
         }
-        pipesched::Plan plan = make_plan(a, a.devices, a.microbatches, a.chunks);
-        pipesched::Schedule s = pipesched::generate(plan, a.schedule);
-        pipesched::Plan resolved = s.plan();
-        return check(s, nullptr, label(a.schedule, a.devices, resolved.chunks(), a.microbatches),
-                     a.options) ? 0 : 1;
-    } catch (const pipesched::Error &e) {
-        std::cerr << "pipeline_runtime: " << e.status_name() << ": " << e.what() << "\n";
-        return 1;
     }
+#ifdef PIPELINE_RUNTIME_MPI
+    /* Every rank generates, lowers and checks the same schedules; only rank
+     * 0 prints (the others write to a stream without a buffer). */
+    int rank = rt::mpi_start(&argc, &argv);
+    std::ostream quiet(nullptr);
+    a.options.runner = rt::run_step_mpi;
+    int status = 1;
+    try {
+        status = run(a, static_cast<std::uint32_t>(rt::mpi_size()), rank == 0 ? std::cout : quiet);
+    } catch (const pipesched::Error &e) {
+        if (rank == 0)
+            std::cerr << "pipeline_runtime: " << e.status_name() << ": " << e.what() << "\n";
+    }
+    std::cout.flush();
+    rt::mpi_finish(status);
+#else
+    usage_error("this pipeline_runtime was built without MPI (meson option -Dmpi)");
+#endif
 }

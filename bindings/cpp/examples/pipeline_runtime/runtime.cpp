@@ -34,6 +34,13 @@ std::string op_text(const psched_op &op)
            std::to_string(op.microbatch);
 }
 
+std::string waiting_op(std::uint32_t device, std::size_t index, const psched_op &op)
+{
+    bool send = op.kind == PSCHED_OP_SEND_F || op.kind == PSCHED_OP_SEND_B;
+    return "device " + std::to_string(device) + " op " + std::to_string(index) + " (" +
+           op_text(op) + ", " + (send ? "send" : "receive") + " not matched)";
+}
+
 namespace {
 
 /* ---- the watchdog ---- */
@@ -48,13 +55,10 @@ std::string hang_report(const std::vector<std::unique_ptr<Device>> &devices, dou
         if (dev.state.load() != Device::waiting)
             continue;
         for (std::size_t i = dev.unit_first.load(); i < dev.unit_end.load(); i++) {
-            if (dev.request(i).done.load())
-                continue;
-            const psched_op &op = dev.ops()[i];
-            bool send = op.kind == PSCHED_OP_SEND_F || op.kind == PSCHED_OP_SEND_B;
-            out << sep << "device " << d << " op " << i << " (" << op_text(op) << ", "
-                << (send ? "send" : "receive") << " not matched)";
-            sep = "; ";
+            if (!dev.request(i).done.load()) {
+                out << sep << waiting_op(static_cast<std::uint32_t>(d), i, dev.ops()[i]);
+                sep = "; ";
+            }
         }
     }
     return out.str();
@@ -104,8 +108,9 @@ StepResult run_step(const Topology &topo, const std::vector<std::vector<psched_o
         result.message = sh.failure;
     }
     for (auto &dev : devices) {
-        result.peak.push_back(dev->peak);
-        result.live_at_end.push_back(dev->live);
+        result.peak.push_back(dev->stages.activation_peak);
+        result.live_at_end.push_back(dev->stages.activation_bytes);
+        result.in_flight_peak.push_back(dev->stages.in_flight_peak);
     }
     return result;
 }

@@ -43,10 +43,16 @@ struct StepResult {
     enum class Status { ok, error, hang };
     Status status = Status::ok;
     std::string message;                   /* the failure, naming device, op and cause */
-    std::vector<std::uint32_t> peak;       /* per device: most live activation buffers */
-    std::vector<std::uint32_t> live_at_end; /* per device: buffers no W freed */
+    /* Per device, in bytes measured from the tensors: the most activation
+     * memory (what F saved for backward, B's additions) alive at once, what
+     * no W freed, and the most tensors in flight (to send or received). */
+    std::vector<std::uint64_t> peak, live_at_end, in_flight_peak;
     StageGrads grads;
 };
+
+/** The backends: one thread per device, or one MPI process per device. */
+using StepRunner = StepResult (*)(const Topology &, const std::vector<std::vector<psched_op>> &,
+                                  const std::vector<Model> &, double);
 
 /**
  * Run one training step: a thread per device executes @p lists[d] in order.
@@ -58,6 +64,10 @@ struct StepResult {
  */
 StepResult run_step(const Topology &topo, const std::vector<std::vector<psched_op>> &lists,
                     const std::vector<Model> &models, double timeout_s);
+
+/** How the watchdog names an unmatched comm op: "device 0 op 3 (0SEND_F1,
+ *  send not matched)". */
+std::string waiting_op(std::uint32_t device, std::size_t index, const psched_op &op);
 
 /** PyTorch action text of an op, as pipesched's messages print it: "2I5",
  *  "0SEND_F3". */
