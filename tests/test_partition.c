@@ -862,6 +862,35 @@ static void test_every_method_stops_at_the_deadline(void)
     psched_model_destroy(model);
 }
 
+/* Issue 12 item 6: a search over every registered schedule of a model
+ * with fewer layers than devices names the cause in every alternative
+ * not "no plan fits the memory limit" with an empty table (or only
+ * dualpipe's two-chain refusal): the search fails naming it; named
+ * schedules are kept as alternatives that name it. (Not in test_bad_input.c: that file
+ * registers test generators a full search would run.) */
+static void test_plan_search_names_fewer_layers_than_devices(void)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", 3, 1, 1, 1, 1, 1));
+    psched_plan *plan = make_plan(8, 16, 0, 1e9);
+    psched_search_result *r = NULL;
+    CHECK_EQ_INT(psched_plan_search(model, plan, NULL, 0, NULL, &r), PSCHED_EINVAL);
+    CHECK(r == NULL);
+    CHECK_CONTAINS(psched_last_error(), "no schedule accepts this plan; the first refusal: the "
+                                        "model has 3 layers, fewer than the");
+    static const char *const one_chain[] = {"1f1b", "gpipe"};
+    psched_search_result *r2 = NULL;
+    psched_status st = psched_plan_search(model, plan, one_chain, 2, NULL, &r2);
+    /* Named schedules are kept as failed alternatives. */
+    CHECK_OK(st);
+    for (size_t i = 0; i < psched_search_count(r2); i++)
+        CHECK_CONTAINS(psched_search_error_message(r2, i), "the model has 3 layers, fewer than the");
+    psched_search_result_destroy(r2);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
 /* Every allocation of a partition and of a search may fail: the call
  * returns PSCHED_ENOMEM (never crashes), and succeeds once memory is back. */
 static void test_allocation_failures_return_enomem(void)
@@ -921,6 +950,7 @@ int main(void)
     RUN(test_plan_search_reports_misfits_with_their_memory);
     RUN(test_time_limit_still_returns_a_plan);
     RUN(test_every_method_stops_at_the_deadline);
+    RUN(test_plan_search_names_fewer_layers_than_devices);
     RUN(test_allocation_failures_return_enomem);
     TEST_MAIN_END();
 }

@@ -221,9 +221,9 @@ out:
     return st;
 }
 
-/* Refuse what the objective cannot weigh: a model whose layers take no
- * time (every partition ties, speed-ups are 0/0) and times or bytes whose
- * sums overflow (every figure would be inf, every comparison a tie). The
+/* Refuse what the objective cannot weigh: times or bytes whose sums
+ * overflow (every figure would be inf, every comparison a tie). A model
+ * whose layers take no time is accepted: every partition ties at 0. The
  * objective multiplies the total time by at most m + S, memory the
  * activations by at most the in-flight count. */
 psched_status psched__problem_check(const psched__problem *pb)
@@ -252,11 +252,6 @@ psched_status psched__problem_check(const psched__problem *pb)
                            "the model's bytes overflow: parameters sum to %g and activations to "
                            "%g, times up to %g micro-batches in flight; scale the bytes down",
                            pb->param_prefix[L], act, inflight);
-    if (!(pb->time_total > 0))
-        return psched_fail(PSCHED_EINVAL,
-                           "the model's %u layers take no time (f+b+w sum to 0): every "
-                           "partition ties; give the layers their times",
-                           L);
     return PSCHED_OK;
 }
 
