@@ -262,8 +262,10 @@ psched_status psched__solution_init(psched__solution *sol, uint32_t stages, uint
     sol->first = psched__calloc(stages, sizeof *sol->first);
     sol->count = psched__calloc(stages, sizeof *sol->count);
     sol->choice = psched__calloc(layers ? layers : 1, sizeof *sol->choice);
-    if (!sol->first || !sol->count || !sol->choice)
+    if (!sol->first || !sol->count || !sol->choice) {
+        psched__solution_free(sol); /* callers free nothing on failure */
         return PSCHED_ENOMEM_FAIL();
+    }
     return PSCHED_OK;
 }
 
