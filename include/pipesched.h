@@ -1202,6 +1202,50 @@ PSCHED_API psched_status psched_bound(const psched_plan *plan, const psched_boun
 
 /** @} */
 
+/** @defgroup solve Proven schedules
+ *  An exact generator (`optimal`) states what it proved about the order it
+ *  built: optimal, or feasible with a relative gap to its best lower bound
+ *  on the span.
+ *  @{ */
+
+/**
+ * @brief Record, from a generator, what it proved about the schedule it is
+ * building (PIPESCHED_1.1). The schedule carries it:
+ * psched_schedule_solve_status().
+ * @param builder the builder passed to the generate function.
+ * @param status ::PSCHED_SOLVE_OPTIMAL (no valid schedule of the plan has a
+ *        smaller span) or ::PSCHED_SOLVE_FEASIBLE.
+ * @param gap (span − best lower bound) / span: 0 when optimal, +INFINITY
+ *        when no bound is known.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (NULL builder, another status, gap
+ *         negative or NaN, or not 0 with ::PSCHED_SOLVE_OPTIMAL).
+ */
+PSCHED_API psched_status psched_builder_set_solve_status(psched_builder *builder,
+                                                         psched_solve_status status, double gap);
+
+/**
+ * @brief What the generator proved about a schedule's span (PIPESCHED_1.1).
+ * @param schedule the schedule.
+ * @param[out] status ::PSCHED_SOLVE_OPTIMAL or ::PSCHED_SOLVE_FEASIBLE (may be NULL).
+ * @param[out] gap relative gap to the generator's lower bound (may be NULL).
+ * @return ::PSCHED_OK; ::PSCHED_ENOTFOUND when the generator recorded
+ *         nothing (every heuristic, imported and lowered schedules);
+ *         ::PSCHED_EINVAL (NULL schedule).
+ */
+PSCHED_API psched_status psched_schedule_solve_status(const psched_schedule *schedule,
+                                                      psched_solve_status *status, double *gap);
+
+/**
+ * @brief 1 when @p generator is an exact generator (`optimal`): it solves
+ * an NP-hard problem, may take up to its time limit on a small plan, and
+ * refuses large ones (::PSCHED_EINVAL); 0 otherwise (PIPESCHED_1.1).
+ * Sweeps over every generator use it to give exact ones small limits or to
+ * skip them.
+ */
+PSCHED_API int psched_generator_is_exact(const psched_generator *generator);
+
+/** @} */
+
 /** @defgroup costmodel Cost model extensions
  *  Opt-in refinements of the DESIGN §3 cost model (docs/simulator.md, "Cost
  *  model extensions"). A plan that sets none of them simulates exactly as

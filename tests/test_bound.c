@@ -195,6 +195,10 @@ static void test_bound_is_below_every_generator_on_random_plans(void)
 {
     for (size_t g = 0; g < psched_generator_count(); g++) {
         const char *name = psched_generator_at(g)->name;
+        /* the exact generator's spans are checked against the bound in
+         * tests/test_optimal.c, on plans it proves within a node limit */
+        if (psched_generator_is_exact(psched_generator_at(g)))
+            continue;
         for (uint32_t p = 1; p <= 4; p++)
             for (uint32_t v = 0; v <= 3; v++)
                 for (uint32_t m = 1; m <= 3 * p + 1; m++)

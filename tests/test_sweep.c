@@ -118,6 +118,9 @@ static void test_every_generator_over_the_grid(void)
     CHECK(n >= 4);
     for (size_t i = 0; i < n; i++) {
         const char *name = psched_generator_at(i)->name;
+        /* an exact generator takes up to its time limit per plan: tests/test_optimal.c */
+        if (psched_generator_is_exact(psched_generator_at(i)))
+            continue;
         int accepted_before = configs;
         for (uint32_t p = 1; p <= 8; p++)
             for (uint32_t v = 1; v <= 4; v++)

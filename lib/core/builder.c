@@ -39,6 +39,9 @@ struct psched_builder {
     size_t *first; /* devices + 1 entries */
     dev_list *dev; /* list mode: per-device lists; NULL while contiguous */
     psched_status status;
+    bool solved; /* psched_builder_set_solve_status() was called */
+    psched_solve_status solve_status;
+    double solve_gap;
 };
 
 /* A compute schedule has at most three ops (F, B, W) per (stage,
@@ -342,6 +345,26 @@ psched_status psched__builder_finish(psched_builder *b, psched_plan *plan, const
     s->devices = b->devices;
     s->plan = plan;
     snprintf(s->name, sizeof s->name, "%s", name);
+    s->solved = b->solved;
+    s->solve_status = b->solve_status;
+    s->solve_gap = b->solve_gap;
     *out = s;
+    return PSCHED_OK;
+}
+
+psched_status psched_builder_set_solve_status(psched_builder *b, psched_solve_status status,
+                                              double gap)
+{
+    if (!b)
+        return psched_fail(PSCHED_EINVAL, "builder is NULL");
+    if (status != PSCHED_SOLVE_OPTIMAL && status != PSCHED_SOLVE_FEASIBLE)
+        return psched_fail(PSCHED_EINVAL, "solve status (%d) must be optimal or feasible: a "
+                                          "schedule always exists once built", (int)status);
+    if (!(gap >= 0) || (status == PSCHED_SOLVE_OPTIMAL && gap != 0))
+        return psched_fail(PSCHED_EINVAL, "solve gap (%g) must be >= 0 (+inf when unknown), and "
+                                          "0 when optimal", gap);
+    b->solved = true;
+    b->solve_status = status;
+    b->solve_gap = gap;
     return PSCHED_OK;
 }

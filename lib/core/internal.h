@@ -191,6 +191,11 @@ struct psched_schedule {
     uint32_t devices;
     size_t *offset;     /* devices + 1 entries: ops of device d are [offset[d], offset[d+1]) */
     psched_op *ops;     /* one contiguous array */
+    /* What an exact generator proved about the order (issue 17):
+     * psched_builder_set_solve_status(); unset for heuristics. */
+    bool solved;
+    psched_solve_status solve_status;
+    double solve_gap;
 };
 
 /* Creates an empty builder for a resolved plan (the builder borrows it). */

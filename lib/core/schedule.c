@@ -11,7 +11,10 @@ static psched_status resolve_plan(psched_plan *plan, const psched_generator *g)
     if (plan->chunks == 0)
         plan->chunks = g->default_chunks ? g->default_chunks : 1;
     if (plan->placement == PSCHED_PLACEMENT_AUTO) {
-        plan->placement = g->placement;
+        /* A generator for any placement (custom) gets loop order by
+         * default: a custom map is the caller's to set. */
+        plan->placement = g->placement == PSCHED_PLACEMENT_CUSTOM ? PSCHED_PLACEMENT_LOOP
+                                                                  : g->placement;
     } else if (plan->placement != g->placement && g->placement != PSCHED_PLACEMENT_CUSTOM) {
         return psched_fail(PSCHED_EINVAL, "placement %s does not fit %s, which needs %s placement",
                            psched__placement_name(plan->placement), g->name,
@@ -133,6 +136,7 @@ const char *psched__kind_name(uint8_t kind)
     return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
+<<<<<<< HEAD
 /* Whether the schedule holds comm ops (it was lowered): validation and
  * simulation then run the rendezvous engine. */
 bool psched__has_comm_ops(const psched_schedule *s)
@@ -141,4 +145,19 @@ bool psched__has_comm_ops(const psched_schedule *s)
         if (s->ops[g].kind >= PSCHED_OP_SEND_F && s->ops[g].kind <= PSCHED_OP_RECV_B)
             return true;
     return false;
+=======
+psched_status psched_schedule_solve_status(const psched_schedule *s, psched_solve_status *status,
+                                           double *gap)
+{
+    if (!s)
+        return psched_fail(PSCHED_EINVAL, "schedule is NULL");
+    if (!s->solved)
+        return psched_fail(PSCHED_ENOTFOUND, "schedule \"%s\" carries no solve status: its "
+                                             "generator does not prove optimality", s->name);
+    if (status)
+        *status = s->solve_status;
+    if (gap)
+        *gap = s->solve_gap;
+    return PSCHED_OK;
+>>>>>>> main
 }

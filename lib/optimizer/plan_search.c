@@ -271,6 +271,10 @@ psched_status psched_plan_search(const psched_model *model, const psched_plan *p
         return PSCHED_ENOMEM_FAIL();
     size_t n = schedules ? schedule_count : psched_generator_count();
     for (size_t i = 0; !st && i < n; i++) {
+        /* every generator but the exact ones, which take their time limit
+         * per candidate and accept only the smallest plans */
+        if (!schedules && psched_generator_is_exact(psched_generator_at(i)))
+            continue;
         const char *name = schedules ? schedules[i] : psched_generator_at(i)->name;
         st = search_schedule(model, plan, name, schedules != NULL, o, r);
     }
