@@ -136,7 +136,6 @@ const char *psched__kind_name(uint8_t kind)
     return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
-<<<<<<< HEAD
 /* Whether the schedule holds comm ops (it was lowered): validation and
  * simulation then run the rendezvous engine. */
 bool psched__has_comm_ops(const psched_schedule *s)
@@ -145,7 +144,8 @@ bool psched__has_comm_ops(const psched_schedule *s)
         if (s->ops[g].kind >= PSCHED_OP_SEND_F && s->ops[g].kind <= PSCHED_OP_RECV_B)
             return true;
     return false;
-=======
+}
+
 psched_status psched_schedule_solve_status(const psched_schedule *s, psched_solve_status *status,
                                            double *gap)
 {
@@ -159,5 +159,4 @@ psched_status psched_schedule_solve_status(const psched_schedule *s, psched_solv
     if (gap)
         *gap = s->solve_gap;
     return PSCHED_OK;
->>>>>>> main
 }
