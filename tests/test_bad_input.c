@@ -791,6 +791,108 @@ static psched_status profile_nul_byte(void)
     return load_model(text, sizeof text - 1);
 }
 
+/* ------------------------------------------------------------ optimizer */
+
+/* A profile whose counts sum to 2^32 - 1 (issue 12 item 1): `L + 1`
+ * wrapped to 0 in the partitioner's tables, a heap overflow. */
+static psched_model *model_of_2_32_minus_1_layers(void)
+{
+    static const char text[] = PROFILE_HEADER "layer,4294967295,1,1,1,1e8,1e9\n";
+    psched_model *m = NULL;
+    CHECK_OK(psched_model_load_csv(text, sizeof text - 1, &m));
+    return m;
+}
+
+static psched_status partition_of_2_32_minus_1_layers(void)
+{
+    psched_model *m = model_of_2_32_minus_1_layers();
+    psched_plan *plan = plan_new(4, 8, 1);
+    CHECK_OK(psched_plan_set_memory_limit(plan, 80e9));
+    psched_partition_result *r = (psched_partition_result *)&non_null_outputs; /* poison */
+    psched_status st = psched_partition(m, plan, "1f1b", NULL, &r);
+    if (r) {
+        non_null_outputs++;
+        if (st == PSCHED_OK)
+            psched_partition_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+    return st;
+}
+
+static psched_status plan_search_of_2_32_minus_1_layers(void)
+{
+    psched_model *m = model_of_2_32_minus_1_layers();
+    psched_plan *plan = plan_new(4, 8, 1);
+    CHECK_OK(psched_plan_set_memory_limit(plan, 80e9));
+    psched_search_result *r = NULL;
+    psched_status st = psched_plan_search(m, plan, NULL, 0, NULL, &r);
+    if (r) {
+        non_null_outputs++;
+        psched_search_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+    return st;
+}
+
+static psched_status partition_model(psched_model *m, uint32_t p, double limit)
+{
+    psched_plan *plan = plan_new(p, 2 * p, 1);
+    CHECK_OK(psched_plan_set_memory_limit(plan, limit));
+    psched_partition_result *r = NULL;
+    psched_status st = psched_partition(m, plan, "1f1b", NULL, &r);
+    if (r) {
+        non_null_outputs++;
+        psched_partition_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+    return st;
+}
+
+static psched_status search_model(psched_model *m, uint32_t p, double limit)
+{
+    psched_plan *plan = plan_new(p, 2 * p, 0);
+    CHECK_OK(psched_plan_set_memory_limit(plan, limit));
+    psched_search_result *r = NULL;
+    /* The built-ins by name: this file registers generators of its own. */
+    static const char *const names[] = {"1f1b", "interleaved", "zb-h1", "v-half"};
+    psched_status st = psched_plan_search(m, plan, names, 4, NULL, &r);
+    if (r) {
+        non_null_outputs++;
+        psched_search_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+    return st;
+}
+
+static psched_model *model_of(uint32_t count, double t)
+{
+    psched_model *m = NULL;
+    CHECK_OK(psched_model_create(&m));
+    CHECK_OK(psched_model_add_layers(m, "layer", count, t, t, t, 1, 1));
+    return m;
+}
+
+/* Layer times of 1e308 overflow every sum: refused, not "infeasible
+ * (needs 280)" without a memory limit. */
+static psched_status partition_with_times_of_1e308(void)
+{
+    return partition_model(model_of(4, 1e308), 2, INFINITY);
+}
+
+static psched_status plan_search_with_times_of_1e308(void)
+{
+    return search_model(model_of(4, 1e308), 2, INFINITY);
+}
+
+static psched_status profile_number_beyond_double(void)
+{
+    return load_model_str(PROFILE_HEADER "layer,2,1e309,1,1,1,1\n");
+}
+
 /* ------------------------------------------------------------- plug-ins */
 
 static psched_status plugin_path_that_does_not_exist(void)
@@ -1005,6 +1107,16 @@ static const bad_case cases[] = {
      "line 2, column 4: NUL byte"},
     {"profile non-UTF-8 type name, whole message", profile_non_utf8_type, PSCHED_EPARSE,
      "line 2, column 1: layer type name \"lay\xff\xfe\" has character 4"},
+    {"partition of 2^32 - 1 layers", partition_of_2_32_minus_1_layers, PSCHED_EINVAL,
+     "the model has 4294967295 layers; the partitioner handles at most 100000"},
+    {"plan search of 2^32 - 1 layers", plan_search_of_2_32_minus_1_layers, PSCHED_EINVAL,
+     "the model has 4294967295 layers; the partitioner handles at most 100000"},
+    {"partition, layer times 1e308", partition_with_times_of_1e308, PSCHED_EINVAL,
+     "the model's times overflow: 4 layers sum to inf"},
+    {"plan search, layer times 1e308", plan_search_with_times_of_1e308, PSCHED_EINVAL,
+     "the model's times overflow: 4 layers sum to inf"},
+    {"profile 1e309", profile_number_beyond_double, PSCHED_EPARSE,
+     "line 2, column 9: f \"1e309\" is beyond the largest double"},
 };
 
 

@@ -167,6 +167,16 @@ const char *psched__kind_name(uint8_t kind)
     return k ? k : "?";
 }
 
+/* Whether the schedule holds comm ops (it was lowered): validation and
+ * simulation then run the rendezvous engine. */
+bool psched__has_comm_ops(const psched_schedule *s)
+{
+    for (size_t g = 0; g < s->offset[s->devices]; g++)
+        if (s->ops[g].kind >= PSCHED_OP_SEND_F && s->ops[g].kind <= PSCHED_OP_RECV_B)
+            return true;
+    return false;
+}
+
 psched_status psched_schedule_solve_status(const psched_schedule *s, psched_solve_status *status,
                                            double *gap)
 {
