@@ -16,12 +16,22 @@
  * interleaved (v = 2) and v-zb, and the planner's best plan.
  *
  * Output: Markdown tables (docs/optimizer.md publishes them).
+ *
+ *   bench_partition --scale L [--schedule NAME] [--chunks V] [--time-limit S]
+ *
+ * Scale: one partition of L identical layers (with selective and full
+ * recomputation) over p = 8, m = 32 under a memory limit of twice a
+ * device's even share of the parameters; prints the wall time of the
+ * psched_partition() call and the process's peak resident memory (issue 12
+ * item 5: memory linear in L, the time limit honoured within 10%).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "pipesched.h"
 
 #include <math.h>
 #include <stdbool.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,8 +259,43 @@ static void profiles(const char *dir, bool quick, double time_limit)
     }
 }
 
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int scale(uint32_t layers, const char *schedule, uint32_t v, double time_limit)
+{
+    psched_model *model = NULL;
+    if (psched_model_create(&model) ||
+        psched_model_add_layers(model, "layer", layers, 1, 1, 1, 4, 10) ||
+        psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25) ||
+        psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_FULL, 0.5, 1)) {
+        fprintf(stderr, "bench_partition: model: %s\n", psched_last_error());
+        return 1;
+    }
+    psched_plan *plan = make_plan(8, 32, v, 2.0 * 10 * layers / 8);
+    double t0 = wall();
+    psched_partition_result *r = run(model, plan, schedule, PSCHED_PARTITION_ILP, time_limit);
+    double t = wall() - t0;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("| %u | %s | %u | %g | ", layers, schedule, v, time_limit);
+    if (r)
+        print_status(r);
+    printf(" | %.2f | %.0f |\n", t, ru.ru_maxrss / 1024.0);
+    psched_partition_result_destroy(r);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+    return r ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+    uint32_t scale_layers = 0, scale_chunks = 1;
+    const char *scale_schedule = "1f1b";
     bool quick = false;
     double time_limit = 10;
     const char *dir = "docs/examples";
@@ -261,8 +306,16 @@ int main(int argc, char **argv)
             time_limit = strtod(argv[++i], NULL);
         } else if (strcmp(argv[i], "--profiles") == 0 && i + 1 < argc) {
             dir = argv[++i];
+        } else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc) {
+            scale_layers = (uint32_t)strtoul(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--schedule") == 0 && i + 1 < argc) {
+            scale_schedule = argv[++i];
+        } else if (strcmp(argv[i], "--chunks") == 0 && i + 1 < argc) {
+            scale_chunks = (uint32_t)strtoul(argv[++i], NULL, 10);
         } else {
-            fprintf(stderr, "usage: bench_partition [--quick] [--time-limit S] [--profiles DIR]\n");
+            fprintf(stderr, "usage: bench_partition [--quick] [--time-limit S] [--profiles DIR]\n"
+                            "       bench_partition --scale L [--schedule NAME] [--chunks V] "
+                            "[--time-limit S]\n");
             return 2;
         }
     }
@@ -270,6 +323,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_partition: --time-limit must be > 0\n");
         return 2;
     }
+    if (scale_layers)
+        return scale(scale_layers, scale_schedule, scale_chunks, time_limit);
     printf("pipesched %s, time limit %g s per partition\n\n", psched_version(), time_limit);
     grid(quick, time_limit);
     profiles(dir, quick, time_limit);

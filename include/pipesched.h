@@ -108,6 +108,14 @@ typedef enum psched_placement {
     PSCHED_PLACEMENT_CUSTOM = 3
 } psched_placement;
 
+/**
+ * @brief Name of a placement as users write it: "auto", "loop", "vshape",
+ * "custom" (PIPESCHED_1.1). The one table of placement names: formats,
+ * the CLI and the bindings all print through it.
+ * @return a static string, or NULL for a value outside ::psched_placement.
+ */
+PSCHED_API const char *psched_placement_str(psched_placement placement);
+
 /** Largest accepted device count. */
 #define PSCHED_MAX_DEVICES 65536u
 /** Largest accepted chunk count. */
@@ -285,6 +293,28 @@ typedef enum psched_op_kind {
     PSCHED_OP_RELOAD = 9
 } psched_op_kind;
 
+/** Spelling of op-kind names (psched_op_kind_str()). */
+typedef enum psched_naming {
+    /** This library's names: "F", "B", "W", "BW", "SEND_F", "RECV_F",
+     *  "SEND_B", "RECV_B" (JSON, chrome, svg, the bindings). */
+    PSCHED_NAMING_PIPESCHED = 0,
+    /** PyTorch's action types: "F", "I", "W", "B", "SEND_F", ... (CSV, op
+     *  text in messages); kinds PyTorch does not have (OFFLOAD, RELOAD)
+     *  keep this library's name. */
+    PSCHED_NAMING_PYTORCH = 1
+} psched_naming;
+
+/**
+ * @brief Name of an op kind (PIPESCHED_1.1). The one table of op-kind
+ * names: every format, message and binding prints through it, so a new kind
+ * needs one new row here. Kinds are numbered from 0 without gaps: a caller
+ * may list them by calling with 0, 1, ... until NULL.
+ * @param kind a ::psched_op_kind value.
+ * @param naming ::PSCHED_NAMING_PIPESCHED or ::PSCHED_NAMING_PYTORCH.
+ * @return a static string, or NULL for an unknown kind or naming.
+ */
+PSCHED_API const char *psched_op_kind_str(psched_op_kind kind, psched_naming naming);
+
 /** Op flag: runs overlapped with the next op of the same list (DualPipe's
  *  F&B pair); the two are one unit for ordering and cost their sum. */
 #define PSCHED_OP_OVERLAP_NEXT 0x1u
@@ -315,8 +345,31 @@ typedef struct psched_op {
 /** Opaque builder a generator appends ops through. */
 typedef struct psched_builder psched_builder;
 
-/** ABI version of ::psched_generator this header describes. */
-#define PSCHED_GENERATOR_ABI 1u
+/** ABI version of ::psched_generator this header describes: 2 added
+ *  `aliases`, `options` and `option_count`. */
+#define PSCHED_GENERATOR_ABI 2u
+
+/** ::psched_generator_option_desc::flags: the default depends on the plan
+ *  (the description says how); `default_value` is then 0 and meaningless. */
+#define PSCHED_OPTION_DEFAULT_FROM_PLAN 0x1u
+
+/**
+ * One integer option a generator reads with psched_plan_get_option(),
+ * declared in its descriptor (generator ABI 2). psched_generate() refuses
+ * a plan option the generator does not declare, or one outside
+ * [min, max]; rules that depend on the plan (e.g. group-size <= m) stay in
+ * the generator's check.
+ */
+typedef struct psched_generator_option_desc {
+    /** Key, 1..31 characters of [a-z0-9-] (e.g. "group-size"). */
+    const char *name;
+    /** One line: what it sets and the rules the check adds. */
+    const char *description;
+    int64_t min;           /**< smallest accepted value */
+    int64_t max;           /**< largest accepted value (>= min) */
+    int64_t default_value; /**< used when the plan leaves the option unset */
+    uint32_t flags;        /**< #PSCHED_OPTION_DEFAULT_FROM_PLAN */
+} psched_generator_option_desc;
 
 /**
  * Generator descriptor. psched_register_generator() copies it; the strings
@@ -333,7 +386,9 @@ typedef struct psched_generator {
     const char *constraints;
     /** Placement the generator builds for (never AUTO). */
     psched_placement placement;
-    /** Chunks used when the plan leaves v at 0. */
+    /** Chunks used when the plan leaves v at 0; 0 means 1, and the
+     *  registered descriptor (psched_generator_find(), psched_generator_at())
+     *  says 1 then. */
     uint32_t default_chunks;
     /** Chains the generator builds (1, or 2 for DualPipe); forced on the plan. */
     uint32_t chains;
@@ -346,6 +401,16 @@ typedef struct psched_generator {
     /** Append every device's ops to @p builder; return ::PSCHED_OK or the
      *  builder's status. */
     psched_status (*generate)(const psched_plan *plan, psched_builder *builder);
+    /** Since ABI 2: other names the generator is found by, e.g. PyTorch's
+     *  "Interleaved1F1B"; 1..31 characters of [A-Za-z0-9-], matched without
+     *  regard to case like the name. A NULL-terminated list, or NULL. */
+    const char *const *aliases;
+    /** Since ABI 2: the options the generator reads (may be NULL when
+     *  option_count is 0). Descriptors of ABI 1 declare none, and
+     *  psched_generate() passes them every option unchecked. */
+    const psched_generator_option_desc *options;
+    /** Since ABI 2: number of entries in `options`. */
+    uint32_t option_count;
 } psched_generator;
 
 /**
@@ -367,8 +432,9 @@ PSCHED_API psched_status psched_fail(psched_status status, const char *fmt, ...)
 PSCHED_API psched_status psched_register_generator(const psched_generator *generator);
 
 /**
- * @brief Look up a generator by name.
- * @param name generator name, e.g. "1f1b".
+ * @brief Look up a generator by name or alias, without regard to case
+ * ("1f1b", "1F1B", "Interleaved1F1B" and "interleaved" all work).
+ * @param name generator name or alias, e.g. "1f1b".
  * @param[out] out the registered descriptor (owned by the library, valid for
  *             the life of the process).
  * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND (message lists the known names),
@@ -381,6 +447,56 @@ PSCHED_API size_t psched_generator_count(void);
 
 /** @brief The i-th registered generator, or NULL when i >= count. */
 PSCHED_API const psched_generator *psched_generator_at(size_t index);
+
+/**
+ * @brief The i-th alias of a generator (PIPESCHED_1.1).
+ * @param generator generator name or alias.
+ * @param index 0, 1, ...
+ * @param[out] alias the alias (owned by the library, valid for the life of
+ *             the process), or NULL when @p index is past the last one.
+ * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND (unknown generator),
+ *         ::PSCHED_EINVAL (NULL argument).
+ */
+PSCHED_API psched_status psched_generator_alias(const char *generator, size_t index,
+                                                const char **alias);
+
+/** Version of ::psched_option_info this header describes. */
+#define PSCHED_OPTION_INFO_VERSION 1u
+
+/**
+ * A generator's option as psched_generator_option() reports it. The caller
+ * sets `version` to #PSCHED_OPTION_INFO_VERSION; later versions only append
+ * fields, and the library fills only the fields of the caller's version.
+ */
+typedef struct psched_option_info {
+    uint32_t version;        /**< #PSCHED_OPTION_INFO_VERSION, set by the caller */
+    uint32_t flags;          /**< #PSCHED_OPTION_DEFAULT_FROM_PLAN */
+    const char *name;        /**< key (owned by the library) */
+    const char *description; /**< one line (owned by the library, never NULL) */
+    int64_t min;             /**< smallest accepted value */
+    int64_t max;             /**< largest accepted value */
+    int64_t default_value;   /**< value when unset (see `flags`) */
+} psched_option_info;
+
+/**
+ * @brief Number of options a generator declares (PIPESCHED_1.1).
+ * @param generator generator name or alias.
+ * @param[out] count the number of options (0 for an ABI 1 plug-in).
+ * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND, ::PSCHED_EINVAL (NULL argument).
+ */
+PSCHED_API psched_status psched_generator_option_count(const char *generator, size_t *count);
+
+/**
+ * @brief The i-th option a generator declares (PIPESCHED_1.1).
+ * @param generator generator name or alias.
+ * @param index 0 .. count - 1 (psched_generator_option_count()).
+ * @param[in,out] info `version` set by the caller; the rest is filled in.
+ * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND (unknown generator, or @p index
+ *         past the last option), ::PSCHED_EINVAL (NULL argument, unknown
+ *         `version`).
+ */
+PSCHED_API psched_status psched_generator_option(const char *generator, size_t index,
+                                                 psched_option_info *info);
 
 /** Symbol a plug-in exports: `psched_status psched_plugin_init(void)`,
  *  which registers its generators with psched_register_generator(). */
@@ -446,10 +562,14 @@ typedef struct psched_schedule psched_schedule;
  * then its generate function. The schedule keeps its own copy of the
  * resolved plan; @p plan is not modified.
  * @param plan the plan (read only).
- * @param name a registered generator name (see psched_generator_at()).
+ * @param name a registered generator name or alias, in any case (see
+ *        psched_generator_find()); the schedule is named by the generator's
+ *        own name.
  * @param[out] out new schedule owned by the caller (psched_schedule_destroy()).
  * @return ::PSCHED_OK, ::PSCHED_ENOTFOUND, ::PSCHED_EINVAL (the check's
- *         message), ::PSCHED_EINFEASIBLE, ::PSCHED_ENOMEM.
+ *         message; an option the generator does not declare or outside its
+ *         range; costs whose total overflows, as for psched_simulate()),
+ *         ::PSCHED_EINFEASIBLE, ::PSCHED_ENOMEM.
  */
 PSCHED_API psched_status psched_generate(const psched_plan *plan, const char *name,
                                          psched_schedule **out);
@@ -535,8 +655,10 @@ typedef struct psched_report psched_report;
  * @param costs plan whose per-stage costs and memory deltas are used (its
  *        stage count must equal the schedule's), or NULL for the schedule's own.
  * @param[out] out new report owned by the caller (psched_report_destroy()).
- * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_EINVALID, ::PSCHED_EDEADLOCK,
- *         ::PSCHED_ENOMEM.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (also costs too large: when devices x
+ *         (stages x microbatches x (F + B + W) + 2 x stages x microbatches x
+ *         comm) overflows to infinity, naming the largest value),
+ *         ::PSCHED_EINVALID, ::PSCHED_EDEADLOCK, ::PSCHED_ENOMEM.
  */
 PSCHED_API psched_status psched_simulate(const psched_schedule *schedule,
                                          const psched_plan *costs, psched_report **out);

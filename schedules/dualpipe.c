@@ -3,7 +3,7 @@
  * each. The first half of the devices runs DualPipeV on p/2 devices with its
  * chain-0 stage leading; the second half is its mirror, with the chain-1
  * stage leading (deepseek-ai/DualPipe, dualpipe.py). */
-#include "dualpipe_phases.h"
+#include "shapes/dualpipe_phases.h"
 
 static psched_status dualpipe_check(const psched_plan *plan)
 {
@@ -40,13 +40,14 @@ static psched_status dualpipe_generate(const psched_plan *plan, psched_builder *
 }
 
 const psched_generator psched_gen_dualpipe = {
-    PSCHED_GENERATOR_ABI,
-    "dualpipe",
-    "DeepSeek DualPipe: two model copies in opposite directions, overlapped F&B pairs",
-    "vshape placement (2 chains), v = 2, p even, m even, m >= 2p",
-    PSCHED_PLACEMENT_VSHAPE,
-    2,
-    2,
-    dualpipe_check,
-    dualpipe_generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = "dualpipe",
+    .description = "DeepSeek DualPipe: "
+                   "two model copies in opposite directions, overlapped F&B pairs",
+    .constraints = "vshape placement (2 chains), v = 2, p even, m even, m >= 2p",
+    .placement = PSCHED_PLACEMENT_VSHAPE,
+    .default_chunks = 2,
+    .chains = 2,
+    .check = dualpipe_check,
+    .generate = dualpipe_generate,
 };

@@ -2,7 +2,7 @@
  * which every device runs the eight DualPipe phases with its chunk-0 stage
  * as phase 0 and its chunk-1 stage as phase 1. Order as PyTorch's
  * ScheduleDualPipeV. */
-#include "dualpipe_phases.h"
+#include "shapes/dualpipe_phases.h"
 
 static psched_status dualpipev_check(const psched_plan *plan)
 {
@@ -23,14 +23,18 @@ static psched_status dualpipev_generate(const psched_plan *plan, psched_builder 
     return PSCHED_OK;
 }
 
+/* PyTorch's (and torchtitan's) class name for this schedule. */
+static const char *const aliases[] = {"DualPipeV", NULL};
+
 const psched_generator psched_gen_dualpipev = {
-    PSCHED_GENERATOR_ABI,
-    "dualpipev",
-    "DeepSeek DualPipeV: cut-in-half DualPipe on a V, overlapped F&B pairs",
-    "vshape placement, v = 2, m >= 2p",
-    PSCHED_PLACEMENT_VSHAPE,
-    2,
-    1,
-    dualpipev_check,
-    dualpipev_generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = "dualpipev",
+    .description = "DeepSeek DualPipeV: cut-in-half DualPipe on a V, overlapped F&B pairs",
+    .constraints = "vshape placement, v = 2, m >= 2p",
+    .placement = PSCHED_PLACEMENT_VSHAPE,
+    .default_chunks = 2,
+    .chains = 1,
+    .check = dualpipev_check,
+    .generate = dualpipev_generate,
+    .aliases = aliases,
 };

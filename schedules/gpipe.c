@@ -1,5 +1,5 @@
 /* GPipe: every forward, then every backward, each in micro-batch order. */
-#include "phases.h"
+#include "shapes/phases.h"
 
 static psched_status check(const psched_plan *plan)
 {
@@ -18,14 +18,18 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
     return st;
 }
 
+/* PyTorch's (and torchtitan's) class name for this schedule. */
+static const char *const aliases[] = {"GPipe", NULL};
+
 const psched_generator psched_gen_gpipe = {
-    PSCHED_GENERATOR_ABI,
-    "gpipe",
-    "GPipe: all forwards, then all full backwards, in micro-batch order",
-    "loop placement, v = 1",
-    PSCHED_PLACEMENT_LOOP,
-    1,
-    1,
-    check,
-    generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = "gpipe",
+    .description = "GPipe: all forwards, then all full backwards, in micro-batch order",
+    .constraints = "loop placement, v = 1",
+    .placement = PSCHED_PLACEMENT_LOOP,
+    .default_chunks = 1,
+    .chains = 1,
+    .check = check,
+    .generate = generate,
+    .aliases = aliases,
 };

@@ -5,18 +5,14 @@
  * 0 of every micro-batch of the group, then chunk 1, ... The k-th forward of
  * every device is table[k]; the k-th backward is the same micro-batch on the
  * mirrored chunk v-1-c. Device d warms up with 2(p-d-1) + (v-1)N forwards. */
-#include "phases.h"
+#include "shapes/phases.h"
 
 #define NAME "interleaved"
 
 static psched_status check(const psched_plan *plan)
 {
-    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
     uint32_t n;
     psched_status st = psched__check_chunks(plan, 2, 0, NAME);
-    if (st == PSCHED_OK && m < p)
-        st = psched_fail(PSCHED_EINVAL, "microbatches (%u) must be >= devices (%u) for %s", m, p,
-                         NAME);
     if (st == PSCHED_OK)
         st = psched__interleaved_group(plan, NAME, &n);
     return st;
@@ -42,14 +38,22 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
     return st;
 }
 
+/* PyTorch's (and torchtitan's) class name for this schedule. */
+static const char *const aliases[] = {"Interleaved1F1B", NULL};
+
 const psched_generator psched_gen_interleaved = {
-    PSCHED_GENERATOR_ABI,
-    NAME,
-    "Megatron-LM interleaved 1F1B: v chunks per device, micro-batches in groups of N",
-    "loop placement, v >= 2, m >= p; option group-size N: p <= N <= m, m mod N = 0 or >= p",
-    PSCHED_PLACEMENT_LOOP,
-    2,
-    1,
-    check,
-    generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = NAME,
+    .description = "Megatron-LM interleaved 1F1B: "
+                   "v chunks per device, micro-batches in groups of N",
+    .constraints = "loop placement, v >= 2; option group-size N: p <= N <= m, "
+                   "m mod N = 0 or >= p",
+    .placement = PSCHED_PLACEMENT_LOOP,
+    .default_chunks = 2,
+    .chains = 1,
+    .check = check,
+    .generate = generate,
+    .aliases = aliases,
+    .options = psched__group_size_option,
+    .option_count = 1,
 };

@@ -8,21 +8,17 @@
  * the W of the oldest B that has none yet; steps before d leave their W for
  * later, which fills device d's share of the pipeline drain. The W still
  * pending after the last B follow in order. */
-#include "split_phases.h"
+#include "shapes/split_phases.h"
 
 
 #define NAME "interleaved-zb"
 
 static psched_status check(const psched_plan *plan)
 {
-    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
     uint32_t n;
     psched_status st = psched__check_placement(plan, PSCHED_PLACEMENT_LOOP, NAME);
     if (st == PSCHED_OK)
         st = psched__check_chunks(plan, 2, 0, NAME);
-    if (st == PSCHED_OK && m < p)
-        st = psched_fail(PSCHED_EINVAL, "microbatches (%u) must be >= devices (%u) for %s", m, p,
-                         NAME);
     if (st == PSCHED_OK)
         st = psched__interleaved_group(plan, NAME, &n);
     return st;
@@ -63,15 +59,22 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
     return st;
 }
 
+/* PyTorch's (and torchtitan's) class name for this schedule. */
+static const char *const aliases[] = {"InterleavedZeroBubble", NULL};
+
 const psched_generator psched_gen_interleaved_zb = {
-    PSCHED_GENERATOR_ABI,
-    NAME,
-    "Interleaved zero bubble (ZB1P, PyTorch ScheduleInterleavedZeroBubble): interleaved 1F1B "
-    "with split backward, W fills the drain",
-    "loop placement, v >= 2, m >= p; option group-size N: p <= N <= m, m mod N = 0 or >= p",
-    PSCHED_PLACEMENT_LOOP,
-    2,
-    1,
-    check,
-    generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = NAME,
+    .description = "Interleaved zero bubble (ZB1P, PyTorch ScheduleInterleavedZeroBubble): "
+                   "interleaved 1F1B with split backward, W fills the drain",
+    .constraints = "loop placement, v >= 2; option group-size N: p <= N <= m, "
+                   "m mod N = 0 or >= p",
+    .placement = PSCHED_PLACEMENT_LOOP,
+    .default_chunks = 2,
+    .chains = 1,
+    .check = check,
+    .generate = generate,
+    .aliases = aliases,
+    .options = psched__group_size_option,
+    .option_count = 1,
 };

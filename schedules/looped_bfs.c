@@ -2,7 +2,7 @@
  * ScheduleLoopedBFS): each device runs the forwards of every micro-batch on
  * its first chunk, then on its next chunk, ...; then the backwards from its
  * last chunk to its first, micro-batches in descending order. */
-#include "phases.h"
+#include "shapes/phases.h"
 
 static psched_status generate(const psched_plan *plan, psched_builder *b)
 {
@@ -18,14 +18,19 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
     return st;
 }
 
+/* PyTorch's (and torchtitan's) class name for this schedule. */
+static const char *const aliases[] = {"LoopedBFS", NULL};
+
 const psched_generator psched_gen_looped_bfs = {
-    PSCHED_GENERATOR_ABI,
-    "looped-bfs",
-    "Looped BFS: all forwards chunk by chunk, then all backwards from the last chunk",
-    "loop placement, v >= 1",
-    PSCHED_PLACEMENT_LOOP,
-    2,
-    1,
-    NULL, /* every p, m and v >= 1 fit; psched_generate() enforces loop placement */
-    generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = "looped-bfs",
+    .description = "Looped BFS: "
+                   "all forwards chunk by chunk, then all backwards from the last chunk",
+    .constraints = "loop placement, v >= 1",
+    .placement = PSCHED_PLACEMENT_LOOP,
+    .default_chunks = 2,
+    .chains = 1,
+    .check = NULL, /* every p, m and v >= 1 fit; psched_generate() enforces loop placement */
+    .generate = generate,
+    .aliases = aliases,
 };

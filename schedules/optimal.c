@@ -540,6 +540,19 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
     return st;
 }
 
+static const psched_generator_option_desc options[] = {
+    {.name = "time-limit",
+     .description = "seconds for the MILP search (the best order so far is returned, with its gap)",
+     .min = 1,
+     .max = 86400,
+     .default_value = DEFAULT_TIME_LIMIT},
+    {.name = "node-limit",
+     .description = "branch-and-bound nodes for the MILP search, 0 = no limit (deterministic)",
+     .min = 0,
+     .max = INT64_MAX,
+     .default_value = 0},
+};
+
 const psched_generator psched_gen_optimal = {
     .abi_version = PSCHED_GENERATOR_ABI,
     .name = NAME,
@@ -552,6 +565,8 @@ const psched_generator psched_gen_optimal = {
     .chains = 1,
     .check = check,
     .generate = generate,
+    .options = options,
+    .option_count = sizeof options / sizeof options[0],
 };
 
 int psched_generator_is_exact(const psched_generator *generator)

@@ -20,7 +20,7 @@
  * hook longjmps back and the thread's GLPK environment is freed, as in
  * lib/optimizer/partition_glpk.c. */
 #include "optimal_milp.h"
-#include "partition.h" /* psched__now */
+#include "optimizer.h" /* psched__now (lib/optimizer/clock.c) */
 
 #include <math.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  *     chunk-0 F at 2i, chunk-1 F at 3p-2-i,
  *     chunk-1 B at 3p+d+2i-1, chunk-0 B at 6p+d-i-2,   d = 3 if p is even else 0,
  * micro-batch k 6k slots later; vblock.c does the rest. */
-#include "vblock.h"
+#include "shapes/vblock.h"
 
 #define NAME "v-half"
 
@@ -29,14 +29,14 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
 }
 
 const psched_generator psched_gen_v_half = {
-    PSCHED_GENERATOR_ABI,
-    NAME,
-    "V-Half (controllable-memory V-shape building blocks): memory about M/2, "
-    "2*floor((p+2)/2) chunk activations",
-    "vshape placement, v = 2; any p >= 1, m >= 1",
-    PSCHED_PLACEMENT_VSHAPE,
-    2,
-    1,
-    check,
-    generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = NAME,
+    .description = "V-Half (controllable-memory V-shape building blocks): memory about M/2, "
+                   "2*floor((p+2)/2) chunk activations",
+    .constraints = "vshape placement, v = 2; any p >= 1, m >= 1",
+    .placement = PSCHED_PLACEMENT_VSHAPE,
+    .default_chunks = 2,
+    .chains = 1,
+    .check = check,
+    .generate = generate,
 };

@@ -5,7 +5,7 @@
  *     chunk-0 F at i, chunk-1 F at 2p-1-i,
  *     chunk-1 B at 2p+d+i, chunk-0 B at 4p+d-1-i,   d = 2 if p % 3 == 0 else 0,
  * micro-batch k 6k slots later; vblock.c does the rest. */
-#include "vblock.h"
+#include "shapes/vblock.h"
 
 #define NAME "v-min"
 
@@ -29,14 +29,14 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
 }
 
 const psched_generator psched_gen_v_min = {
-    PSCHED_GENERATOR_ABI,
-    NAME,
-    "V-Min (controllable-memory V-shape building blocks): memory about M/3, "
-    "2*floor((p+4)/3) chunk activations",
-    "vshape placement, v = 2; any p >= 1, m >= 1",
-    PSCHED_PLACEMENT_VSHAPE,
-    2,
-    1,
-    check,
-    generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = NAME,
+    .description = "V-Min (controllable-memory V-shape building blocks): memory about M/3, "
+                   "2*floor((p+4)/3) chunk activations",
+    .constraints = "vshape placement, v = 2; any p >= 1, m >= 1",
+    .placement = PSCHED_PLACEMENT_VSHAPE,
+    .default_chunks = 2,
+    .chains = 1,
+    .check = check,
+    .generate = generate,
 };

@@ -3,7 +3,7 @@
  * m' = max(2p-1, m) micro-batches, the fewest that fill the V, and ops of
  * micro-batches >= m are then left out, which keeps every remaining
  * dependency in order. */
-#include "internal.h"
+#include "pipesched.h"
 
 typedef struct vzb_state {
     psched_builder *b;
@@ -92,14 +92,18 @@ static psched_status vzb_generate(const psched_plan *plan, psched_builder *b)
     return PSCHED_OK;
 }
 
+/* PyTorch's (and torchtitan's) class name for this schedule. */
+static const char *const aliases[] = {"ZBVZeroBubble", NULL};
+
 const psched_generator psched_gen_v_zb = {
-    PSCHED_GENERATOR_ABI,
-    "v-zb",
-    "ZB-V: V-shape zero-bubble schedule, B/W split, peak memory M (2p chunk units)",
-    "vshape placement, v = 2; zero bubble with unit costs for m >= 2p-1",
-    PSCHED_PLACEMENT_VSHAPE,
-    2,
-    1,
-    vzb_check,
-    vzb_generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = "v-zb",
+    .description = "ZB-V: V-shape zero-bubble schedule, B/W split, peak memory M (2p chunk units)",
+    .constraints = "vshape placement, v = 2; zero bubble with unit costs for m >= 2p-1",
+    .placement = PSCHED_PLACEMENT_VSHAPE,
+    .default_chunks = 2,
+    .chains = 1,
+    .check = vzb_check,
+    .generate = vzb_generate,
+    .aliases = aliases,
 };

@@ -31,8 +31,8 @@
  * order, which is the true minimum whenever mem_F >= 0 and
  * mem_F + mem_B + mem_W <= 0: every order starts with a forward, and before
  * its first backward it has run only forwards. */
-#include "phases.h"
-#include "timeline.h"
+#include "shapes/phases.h"
+#include "shapes/timeline.h"
 
 #include <math.h>
 #include <string.h>
@@ -439,13 +439,14 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
 }
 
 const psched_generator psched_gen_zb = {
-    PSCHED_GENERATOR_ABI,
-    NAME,
-    "greedy zero-bubble scheduler: any per-stage costs, comm latency and memory limit",
-    "loop placement, v = 1; memory limit >= the one-micro-batch-at-a-time peak",
-    PSCHED_PLACEMENT_LOOP,
-    1,
-    1,
-    check,
-    generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = NAME,
+    .description = "greedy zero-bubble scheduler: "
+                   "any per-stage costs, comm latency and memory limit",
+    .constraints = "loop placement, v = 1; memory limit >= the one-micro-batch-at-a-time peak",
+    .placement = PSCHED_PLACEMENT_LOOP,
+    .default_chunks = 1,
+    .chains = 1,
+    .check = check,
+    .generate = generate,
 };

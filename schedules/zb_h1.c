@@ -7,7 +7,7 @@
  * end of that device. Every device holds at most min(m, p) micro-batches
  * between F and W (w + r), 1F1B's memory; with unit costs and m >= p the
  * span is m(F+B+W) + (p-1)(F+B-W). */
-#include "split_phases.h"
+#include "shapes/split_phases.h"
 
 #define NAME "zb-h1"
 
@@ -35,13 +35,13 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
 }
 
 const psched_generator psched_gen_zb_h1 = {
-    PSCHED_GENERATOR_ABI,
-    NAME,
-    "ZB-H1 (zero-bubble paper, handcrafted): 1F1B memory, bubble (p-1)(F+B-W)",
-    "loop placement, v = 1",
-    PSCHED_PLACEMENT_LOOP,
-    1,
-    1,
-    check,
-    generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = NAME,
+    .description = "ZB-H1 (zero-bubble paper, handcrafted): 1F1B memory, bubble (p-1)(F+B-W)",
+    .constraints = "loop placement, v = 1",
+    .placement = PSCHED_PLACEMENT_LOOP,
+    .default_chunks = 1,
+    .chains = 1,
+    .check = check,
+    .generate = generate,
 };

@@ -10,8 +10,14 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
 }
 
 static const psched_generator future = {
-    PSCHED_GENERATOR_ABI + 1, "future-abi", "from a newer header (test plug-in)", "none",
-    PSCHED_PLACEMENT_LOOP, 1, 1, NULL, generate,
+    .abi_version = PSCHED_GENERATOR_ABI + 1,
+    .name = "future-abi",
+    .description = "from a newer header (test plug-in)",
+    .constraints = "none",
+    .placement = PSCHED_PLACEMENT_LOOP,
+    .default_chunks = 1,
+    .chains = 1,
+    .generate = generate,
 };
 
 PSCHED_API psched_status psched_plugin_init(void);

@@ -26,8 +26,15 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
 }
 
 static const psched_generator reverse_gpipe = {
-    PSCHED_GENERATOR_ABI, "reverse-gpipe", "all F, then BW in reverse order (test plug-in)",
-    "loop placement, v = 1", PSCHED_PLACEMENT_LOOP, 1, 1, check, generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = "reverse-gpipe",
+    .description = "all F, then BW in reverse order (test plug-in)",
+    .constraints = "loop placement, v = 1",
+    .placement = PSCHED_PLACEMENT_LOOP,
+    .default_chunks = 1,
+    .chains = 1,
+    .check = check,
+    .generate = generate,
 };
 
 PSCHED_API psched_status psched_plugin_init(void);

@@ -249,6 +249,113 @@ static psched_status comm_nan(void)
     return st;
 }
 
+/* Issue 12 item 2: costs whose total overflows to infinity. Before, zb read
+ * an unfilled order (every candidate's span was inf) and the simulator
+ * reported inf or nan. */
+static psched_plan *plan_p4_m8_costs(double f, double comm)
+{
+    psched_plan *p = plan_new(4, 8, 0);
+    CHECK_OK(psched_plan_set_cost(p, f, f, f));
+    CHECK_OK(psched_plan_set_comm(p, comm));
+    return p;
+}
+
+static psched_status zb_cost_1e308(void)
+{
+    return generate_fails(plan_p4_m8_costs(1e308, 0), "zb");
+}
+
+static psched_status zb_comm_1e308(void)
+{
+    return generate_fails(plan_p4_m8_costs(1, 1e308), "zb");
+}
+
+/* A costs-file row of 1e307 (one stage): 8 micro-batches x 3e307 is
+ * finite, times 4 devices is not. */
+static psched_status zb_stage_cost_1e307(void)
+{
+    psched_plan *p = plan_new(4, 8, 1);
+    CHECK_OK(psched_plan_set_stage_cost(p, 2, 1e307, 1e307, 1e307));
+    return generate_fails(p, "zb");
+}
+
+/* Every built-in generator refuses it the same way; the row returns the
+ * first status that is not EINVAL with the value in the message. */
+static psched_status every_generator_cost_1e308(void)
+{
+    static const char *const names[] = {"gpipe", "1f1b", "interleaved", "interleaved-zb",
+                                        "looped-bfs", "zb-h1", "zb-h2", "zb", "v-min",
+                                        "v-half", "v-zb", "dualpipev", "dualpipe"};
+    psched_status st = PSCHED_OK;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        st = generate_fails(plan_p4_m8_costs(1e308, 0), names[i]);
+        if (st != PSCHED_EINVAL || !strstr(psched_last_error(), "(1e+308) is too large"))
+            return st == PSCHED_EINVAL ? PSCHED_OK : st;
+    }
+    return st;
+}
+
+/* Micro-batch weights scale the costs (the cost model): their sum counts. */
+static psched_status zb_weights_1e308(void)
+{
+    psched_plan *p = plan_new(4, 8, 0);
+    const double w[8] = {1, 1, 1e308, 1, 1, 1, 1, 1};
+    CHECK_OK(psched_plan_set_microbatch_weights(p, w, 8));
+    return generate_fails(p, "zb");
+}
+
+/* The simulator checks the costs it is given, not only the schedule's. */
+static psched_status simulate_with_cost_1e308(void)
+{
+    psched_plan *plan = plan_new(4, 8, 0);
+    psched_schedule *s = NULL;
+    CHECK_OK(psched_generate(plan, "1f1b", &s));
+    psched_plan_destroy(plan);
+    psched_plan *costs = plan_p4_m8_costs(1e308, 0);
+    CHECK_OK(psched_plan_set_chunks(costs, 1));
+    psched_report *r = (psched_report *)&non_null_outputs; /* poison */
+    psched_status st = psched_simulate(s, costs, &r);
+    if (r) {
+        non_null_outputs++;
+        if (st == PSCHED_OK)
+            psched_report_destroy(r);
+    }
+    psched_plan_destroy(costs);
+    psched_schedule_destroy(s);
+    return st;
+}
+
+/* Issue 13 item 5: a key the generator does not declare, or a value
+ * outside the declared range, is refused naming it (it used to be
+ * silently ignored). */
+static psched_status option_misspelled(void)
+{
+    psched_plan *p = plan_new(4, 8, 2);
+    CHECK_OK(psched_plan_set_option(p, "group-sise", 4));
+    return generate_fails(p, "interleaved");
+}
+
+static psched_status option_not_declared(void)
+{
+    psched_plan *p = plan_new(4, 8, 0);
+    CHECK_OK(psched_plan_set_option(p, "group-size", 4));
+    return generate_fails(p, "zb-h1");
+}
+
+static psched_status option_below_min(void)
+{
+    psched_plan *p = plan_new(4, 8, 2);
+    CHECK_OK(psched_plan_set_option(p, "group-size", -5));
+    return generate_fails(p, "interleaved-zb");
+}
+
+static psched_status option_above_max(void)
+{
+    psched_plan *p = plan_new(4, 8, 2);
+    CHECK_OK(psched_plan_set_option(p, "group-size", (int64_t)1 << 32));
+    return generate_fails(p, "interleaved");
+}
+
 static psched_status memory_limit_zero(void)
 {
     psched_plan *p = plan_new(1, 1, 0);
@@ -376,8 +483,14 @@ static psched_status trivial_generate(const psched_plan *plan, psched_builder *b
 }
 
 static const psched_generator custom_generator = {
-    PSCHED_GENERATOR_ABI, "bad-input-custom", "test generator with a custom placement",
-    "custom placement", PSCHED_PLACEMENT_CUSTOM, 2, 1, NULL, trivial_generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = "bad-input-custom",
+    .description = "test generator with a custom placement",
+    .constraints = "custom placement",
+    .placement = PSCHED_PLACEMENT_CUSTOM,
+    .default_chunks = 2,
+    .chains = 1,
+    .generate = trivial_generate,
 };
 
 /* p = 2, v = 2, stages 0, 1, 2 on device 0 and stage 3 on device 1: device 0
@@ -678,6 +791,108 @@ static psched_status profile_nul_byte(void)
     return load_model(text, sizeof text - 1);
 }
 
+/* ------------------------------------------------------------ optimizer */
+
+/* A profile whose counts sum to 2^32 - 1 (issue 12 item 1): `L + 1`
+ * wrapped to 0 in the partitioner's tables, a heap overflow. */
+static psched_model *model_of_2_32_minus_1_layers(void)
+{
+    static const char text[] = PROFILE_HEADER "layer,4294967295,1,1,1,1e8,1e9\n";
+    psched_model *m = NULL;
+    CHECK_OK(psched_model_load_csv(text, sizeof text - 1, &m));
+    return m;
+}
+
+static psched_status partition_of_2_32_minus_1_layers(void)
+{
+    psched_model *m = model_of_2_32_minus_1_layers();
+    psched_plan *plan = plan_new(4, 8, 1);
+    CHECK_OK(psched_plan_set_memory_limit(plan, 80e9));
+    psched_partition_result *r = (psched_partition_result *)&non_null_outputs; /* poison */
+    psched_status st = psched_partition(m, plan, "1f1b", NULL, &r);
+    if (r) {
+        non_null_outputs++;
+        if (st == PSCHED_OK)
+            psched_partition_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+    return st;
+}
+
+static psched_status plan_search_of_2_32_minus_1_layers(void)
+{
+    psched_model *m = model_of_2_32_minus_1_layers();
+    psched_plan *plan = plan_new(4, 8, 1);
+    CHECK_OK(psched_plan_set_memory_limit(plan, 80e9));
+    psched_search_result *r = NULL;
+    psched_status st = psched_plan_search(m, plan, NULL, 0, NULL, &r);
+    if (r) {
+        non_null_outputs++;
+        psched_search_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+    return st;
+}
+
+static psched_status partition_model(psched_model *m, uint32_t p, double limit)
+{
+    psched_plan *plan = plan_new(p, 2 * p, 1);
+    CHECK_OK(psched_plan_set_memory_limit(plan, limit));
+    psched_partition_result *r = NULL;
+    psched_status st = psched_partition(m, plan, "1f1b", NULL, &r);
+    if (r) {
+        non_null_outputs++;
+        psched_partition_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+    return st;
+}
+
+static psched_status search_model(psched_model *m, uint32_t p, double limit)
+{
+    psched_plan *plan = plan_new(p, 2 * p, 0);
+    CHECK_OK(psched_plan_set_memory_limit(plan, limit));
+    psched_search_result *r = NULL;
+    /* The built-ins by name: this file registers generators of its own. */
+    static const char *const names[] = {"1f1b", "interleaved", "zb-h1", "v-half"};
+    psched_status st = psched_plan_search(m, plan, names, 4, NULL, &r);
+    if (r) {
+        non_null_outputs++;
+        psched_search_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+    return st;
+}
+
+static psched_model *model_of(uint32_t count, double t)
+{
+    psched_model *m = NULL;
+    CHECK_OK(psched_model_create(&m));
+    CHECK_OK(psched_model_add_layers(m, "layer", count, t, t, t, 1, 1));
+    return m;
+}
+
+/* Layer times of 1e308 overflow every sum: refused, not "infeasible
+ * (needs 280)" without a memory limit. */
+static psched_status partition_with_times_of_1e308(void)
+{
+    return partition_model(model_of(4, 1e308), 2, INFINITY);
+}
+
+static psched_status plan_search_with_times_of_1e308(void)
+{
+    return search_model(model_of(4, 1e308), 2, INFINITY);
+}
+
+static psched_status profile_number_beyond_double(void)
+{
+    return load_model_str(PROFILE_HEADER "layer,2,1e309,1,1,1,1\n");
+}
+
 /* ------------------------------------------------------------- plug-ins */
 
 static psched_status plugin_path_that_does_not_exist(void)
@@ -767,6 +982,26 @@ static const bad_case cases[] = {
     {"stage memory delta NaN", stage_mem_nan, PSCHED_EINVAL, "memory delta of W (nan)"},
     {"comm negative", comm_negative, PSCHED_EINVAL, "comm latency (-2)"},
     {"comm NaN", comm_nan, PSCHED_EINVAL, "comm latency (nan)"},
+    {"zb cost 1e308 overflows", zb_cost_1e308, PSCHED_EINVAL,
+     "F cost of stage 0 (1e+308) is too large: devices (4) x (stages (4) x microbatches (8)"},
+    {"zb comm 1e308 overflows", zb_comm_1e308, PSCHED_EINVAL,
+     "comm latency (1e+308) is too large"},
+    {"zb stage cost 1e307 overflows", zb_stage_cost_1e307, PSCHED_EINVAL,
+     "F cost of stage 2 (1e+307) is too large"},
+    {"every generator cost 1e308", every_generator_cost_1e308, PSCHED_EINVAL,
+     "(1e+308) is too large"},
+    {"zb micro-batch weight 1e308", zb_weights_1e308, PSCHED_EINVAL,
+     "micro-batch weights (summing to 1e+308) are too large"},
+    {"simulate costs 1e308", simulate_with_cost_1e308, PSCHED_EINVAL,
+     "F cost of stage 0 (1e+308) is too large"},
+    {"option misspelled", option_misspelled, PSCHED_EINVAL,
+     "option \"group-sise\" is not an option of interleaved (it takes group-size)"},
+    {"option not declared", option_not_declared, PSCHED_EINVAL,
+     "option \"group-size\" is not an option of zb-h1 (it takes none)"},
+    {"option below min", option_below_min, PSCHED_EINVAL,
+     "option group-size (-5) must be in [1, 4294967295] for interleaved-zb"},
+    {"option above max", option_above_max, PSCHED_EINVAL,
+     "option group-size (4294967296) must be in [1, 4294967295] for interleaved"},
     {"memory limit 0", memory_limit_zero, PSCHED_EINVAL, "memory limit (0)"},
     {"memory limit NaN", memory_limit_nan, PSCHED_EINVAL, "memory limit (nan)"},
     {"option key uppercase", option_key_uppercase, PSCHED_EINVAL, "\"Group-size\""},
@@ -862,8 +1097,8 @@ static const bad_case cases[] = {
     {"plug-in without init symbol", plugin_without_init_symbol, PSCHED_EPLUGIN,
      "does not export psched_plugin_init"},
     {"plug-in with a newer ABI", plugin_with_a_newer_abi, PSCHED_EPLUGIN,
-     "generator abi_version (2) is not supported"},
-    {"register abi_version 2", register_newer_abi, PSCHED_EPLUGIN, "abi_version (2)"},
+     "generator abi_version (3) is not supported"},
+    {"register abi_version 2", register_newer_abi, PSCHED_EPLUGIN, "abi_version (3)"},
     {"register abi_version 0", register_abi_zero, PSCHED_EPLUGIN, "abi_version (0)"},
     {"register name Bad_Name", register_bad_name, PSCHED_EINVAL, "\"Bad_Name\""},
     {"register name 1f1b twice", register_taken_name, PSCHED_EEXIST, "\"1f1b\""},
@@ -872,6 +1107,16 @@ static const bad_case cases[] = {
      "line 2, column 4: NUL byte"},
     {"profile non-UTF-8 type name, whole message", profile_non_utf8_type, PSCHED_EPARSE,
      "line 2, column 1: layer type name \"lay\xff\xfe\" has character 4"},
+    {"partition of 2^32 - 1 layers", partition_of_2_32_minus_1_layers, PSCHED_EINVAL,
+     "the model has 4294967295 layers; the partitioner handles at most 100000"},
+    {"plan search of 2^32 - 1 layers", plan_search_of_2_32_minus_1_layers, PSCHED_EINVAL,
+     "the model has 4294967295 layers; the partitioner handles at most 100000"},
+    {"partition, layer times 1e308", partition_with_times_of_1e308, PSCHED_EINVAL,
+     "the model's times overflow: 4 layers sum to inf"},
+    {"plan search, layer times 1e308", plan_search_with_times_of_1e308, PSCHED_EINVAL,
+     "the model's times overflow: 4 layers sum to inf"},
+    {"profile 1e309", profile_number_beyond_double, PSCHED_EPARSE,
+     "line 2, column 9: f \"1e309\" is beyond the largest double"},
 };
 
 

@@ -115,6 +115,50 @@ static void test_zb_h2_meets_the_span_bound(void)
     psched_plan_destroy(plan);
 }
 
+/* The cost model's extensions (issue K) only lower what the bound may
+ * assume. Overlap: DualPipeV p = 8, m = 32, unit costs, saving 0.5 per
+ * pair: each F may hide 0.5, so a device's work is at least 2 stages x 32
+ * x (0.5 + 1 + 1) = 160 (the span bound), below the simulated 179.
+ * Weights: 1F1B p = 2, m = 3, weights (1, 4, 1): a device works (1+4+1) x 3
+ * = 18, and device 1 starts no sooner than the lightest F on device 0 (1):
+ * 19, below the straggler's simulated makespan 27. */
+static void test_overlap_and_weights_keep_the_bound_sound(void)
+{
+    psched_plan *plan = ts_plan(8, 32, 2, PSCHED_PLACEMENT_AUTO);
+    CHECK_OK(psched_plan_set_overlap_saving(plan, 0.5));
+    psched_schedule *s = NULL;
+    CHECK_OK(psched_generate(plan, "dualpipev", &s));
+    psched_report *r = NULL;
+    if (s) {
+        psched_bound_info b = bound_of(psched_schedule_plan(s), PSCHED_OK);
+        CHECK_EQ_DBL(b.span, 160);
+        CHECK_OK(psched_simulate(s, NULL, &r));
+        if (r)
+            CHECK(b.span <= psched_report_span(r) && b.makespan <= psched_report_makespan(r));
+        psched_report_destroy(r);
+    }
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+
+    plan = ts_plan(2, 3, 1, PSCHED_PLACEMENT_AUTO);
+    static const double weights[] = {1, 4, 1};
+    CHECK_OK(psched_plan_set_microbatch_weights(plan, weights, 3));
+    s = NULL;
+    CHECK_OK(psched_generate(plan, "1f1b", &s));
+    if (s) {
+        psched_bound_info b = bound_of(psched_schedule_plan(s), PSCHED_OK);
+        CHECK_EQ_DBL(b.span, 18);
+        CHECK_EQ_DBL(b.makespan, 19);
+        r = NULL;
+        CHECK_OK(psched_simulate(s, NULL, &r));
+        if (r)
+            CHECK_EQ_DBL(psched_report_makespan(r), 27);
+        psched_report_destroy(r);
+    }
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
 static void test_bad_arguments_are_named(void)
 {
     psched_plan *plan = ts_plan(2, 4, 1, PSCHED_PLACEMENT_LOOP);
@@ -230,6 +274,7 @@ int main(void)
     RUN(test_memory_limit_term_by_hand);
     RUN(test_zb_h2_meets_the_span_bound);
     RUN(test_bad_arguments_are_named);
+    RUN(test_overlap_and_weights_keep_the_bound_sound);
     RUN(test_bound_is_below_every_generator_on_random_plans);
     TEST_MAIN_END();
 }

@@ -284,8 +284,18 @@ void test_exports_and_generator_list()
             CHECK_EQ_INT(g.placement, PSCHED_PLACEMENT_LOOP);
             CHECK_EQ_INT(g.default_chunks, 1);
             CHECK(!g.description.empty());
+            CHECK(g.aliases.size() == 1 && g.aliases[0] == "1F1B");
+            CHECK(g.options.empty());
+        } else if (g.name == "interleaved") {
+            CHECK(g.options.size() == 1 && g.options[0].name == "group-size" &&
+                  g.options[0].default_from_plan);
         }
     CHECK(found);
+    /* Names come from the library's one table; aliases reach the registry. */
+    CHECK_STRING(pipesched::op_kind_name(PSCHED_OP_BW), "BW");
+    CHECK_STRING(pipesched::op_kind_name(PSCHED_OP_BW, PSCHED_NAMING_PYTORCH), "B");
+    CHECK_STRING(pipesched::placement_name(PSCHED_PLACEMENT_VSHAPE), "vshape");
+    CHECK_STRING(pipesched::generate(pipesched::Plan(4, 8), "LoopedBFS").name(), "looped-bfs");
     CHECK_STRING(pipesched::version(), psched_version());
 }
 
@@ -422,9 +432,10 @@ void test_builder_writes_a_generator_in_cpp()
 {
     static const psched_generator gen = {PSCHED_GENERATOR_ABI, "cpp-gpipe", "GPipe via C++",
                                          "p = 2", PSCHED_PLACEMENT_LOOP, 1, 1, nullptr,
-                                         cpp_gpipe};
+                                         cpp_gpipe, nullptr, nullptr, 0};
     static const psched_generator bad = {PSCHED_GENERATOR_ABI, "cpp-bad", "appends to device 7",
-                                         "none", PSCHED_PLACEMENT_LOOP, 1, 1, nullptr, cpp_bad};
+                                         "none", PSCHED_PLACEMENT_LOOP, 1, 1, nullptr, cpp_bad,
+                                         nullptr, nullptr, 0};
     CHECK_EQ_INT(psched_register_generator(&gen), PSCHED_OK);
     CHECK_EQ_INT(psched_register_generator(&bad), PSCHED_OK);
     pipesched::Schedule s = pipesched::generate(pipesched::Plan(2, 2), "cpp-gpipe");

@@ -272,9 +272,212 @@ static void test_interleaved_default_group_needs_rounds_dividing_m(void)
     expect_einval("interleaved", 4, 2, 11, NO_GROUP, "rounds (2)", "microbatches 10");
 }
 
-static void test_interleaved_rejects_fewer_microbatches_than_devices(void)
+/* m < p: PyTorch runs one round with group size m. The rows are PyTorch
+ * 2.13.0's own ScheduleInterleaved1F1B(stages, m).pipeline_order, built
+ * with stand-in stages (group_size p, the rank's v stage indices) and
+ * printed with str(action), idle steps dropped; tests/test_pytorch_orders.py
+ * compares all 84 such configurations at p 2..8, v 2..4 against torch. */
+static void test_interleaved_m_below_p_matches_pytorch(void)
 {
-    expect_einval("interleaved", 4, 2, 3, NO_GROUP, "microbatches (3)", "devices (4)");
+    static const char *const p4_v2_m3[] = {
+        "0F0,0F1,0F2,4F0,4F1,4F2,4B0,4B1,4B2,0B0,0B1,0B2",
+        "1F0,1F1,1F2,5F0,5F1,5F2,5B0,5B1,5B2,1B0,1B1,1B2",
+        "2F0,2F1,2F2,6F0,6F1,6F2,6B0,6B1,6B2,2B0,2B1,2B2",
+        "3F0,3F1,3F2,7F0,7B0,7F1,7B1,7F2,7B2,3B0,3B1,3B2",
+    };
+    static const char *const p3_v3_m2[] = {
+        "0F0,0F1,3F0,3F1,6F0,6F1,6B0,6B1,3B0,3B1,0B0,0B1",
+        "1F0,1F1,4F0,4F1,7F0,7F1,7B0,7B1,4B0,4B1,1B0,1B1",
+        "2F0,2F1,5F0,5F1,8F0,8B0,8F1,8B1,5B0,5B1,2B0,2B1",
+    };
+    psched_schedule *s = generate_ok("interleaved", 4, 2, 3, NO_GROUP);
+    check_order(s, p4_v2_m3);
+    psched_schedule_destroy(s);
+    s = generate_ok("interleaved", 3, 3, 2, NO_GROUP);
+    check_order(s, p3_v3_m2);
+    psched_schedule_destroy(s);
+}
+
+/* PyTorch's class names find the same generator, in any case; the
+ * schedule is named by pipesched's own name. */
+static void test_pytorch_class_names_are_aliases(void)
+{
+    static const struct {
+        const char *alias, *name;
+    } want[] = {{"GPipe", "gpipe"},
+                {"1F1B", "1f1b"},
+                {"Interleaved1F1B", "interleaved"},
+                {"LoopedBFS", "looped-bfs"},
+                {"InterleavedZeroBubble", "interleaved-zb"},
+                {"ZBVZeroBubble", "v-zb"},
+                {"DualPipeV", "dualpipev"},
+                {"interleaved1f1b", "interleaved"},
+                {"LOOPEDBFS", "looped-bfs"},
+                {"GPIPE", "gpipe"},
+                {"Interleaved-ZB", "interleaved-zb"}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const psched_generator *g = NULL;
+        CHECK_OK(psched_generator_find(want[i].alias, &g));
+        if (g)
+            CHECK_STR(g->name, want[i].name);
+    }
+    /* The alias is listed by the query, then NULL past the end. */
+    const char *alias = "x";
+    CHECK_OK(psched_generator_alias("interleaved", 0, &alias));
+    CHECK_STR(alias, "Interleaved1F1B");
+    CHECK_OK(psched_generator_alias("INTERLEAVED1F1B", 1, &alias));
+    CHECK(alias == NULL);
+    CHECK_OK(psched_generator_alias("zb", 0, &alias));
+    CHECK(alias == NULL);
+    CHECK_EQ_INT(psched_generator_alias("Interleaved1F1", 0, &alias), PSCHED_ENOTFOUND);
+    /* Generating through an alias is generating the named schedule. */
+    psched_schedule *s = generate_ok("Interleaved1F1B", 4, 2, 8, NO_GROUP);
+    if (s)
+        CHECK_STR(psched_schedule_name(s), "interleaved");
+    psched_schedule_destroy(s);
+}
+
+
+static psched_status noop_generate(const psched_plan *plan, psched_builder *b)
+{
+    (void)plan;
+    (void)b;
+    return PSCHED_OK;
+}
+
+/* The one name table (issue 13 item 5), against the header's table of
+ * kinds: ours and PyTorch's spelling, NULL past the last kind. */
+static void test_op_kind_and_placement_names(void)
+{
+    /* OFFLOAD and RELOAD are pipesched's activation copies: PyTorch has no
+     * such action, so both namings spell them the same way. */
+    static const char *const ours[] = {"F",      "B",      "W",      "BW",      "SEND_F",
+                                       "RECV_F", "SEND_B", "RECV_B", "OFFLOAD", "RELOAD"};
+    static const char *const torch[] = {"F",      "I",      "W",      "B",       "SEND_F",
+                                        "RECV_F", "SEND_B", "RECV_B", "OFFLOAD", "RELOAD"};
+    for (int k = 0; k < 10; k++) {
+        CHECK_STR(psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PIPESCHED), ours[k]);
+        CHECK_STR(psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PYTORCH), torch[k]);
+    }
+    CHECK(psched_op_kind_str((psched_op_kind)10, PSCHED_NAMING_PIPESCHED) == NULL);
+    CHECK(psched_op_kind_str((psched_op_kind)-1, PSCHED_NAMING_PIPESCHED) == NULL);
+    CHECK(psched_op_kind_str(PSCHED_OP_F, (psched_naming)2) == NULL);
+    CHECK_STR(psched_placement_str(PSCHED_PLACEMENT_AUTO), "auto");
+    CHECK_STR(psched_placement_str(PSCHED_PLACEMENT_LOOP), "loop");
+    CHECK_STR(psched_placement_str(PSCHED_PLACEMENT_VSHAPE), "vshape");
+    CHECK_STR(psched_placement_str(PSCHED_PLACEMENT_CUSTOM), "custom");
+    CHECK(psched_placement_str((psched_placement)4) == NULL);
+    CHECK(psched_placement_str((psched_placement)-1) == NULL);
+}
+
+/* Declared options, read back through the query API (issue 13 item 5). */
+static void test_generator_options_are_declared_and_queryable(void)
+{
+    size_t n = 99;
+    CHECK_OK(psched_generator_option_count("interleaved", &n));
+    CHECK_EQ_INT(n, 1);
+    CHECK_OK(psched_generator_option_count("InterleavedZeroBubble", &n));
+    CHECK_EQ_INT(n, 1);
+    CHECK_OK(psched_generator_option_count("1f1b", &n));
+    CHECK_EQ_INT(n, 0);
+    CHECK_EQ_INT(psched_generator_option_count("nope", &n), PSCHED_ENOTFOUND);
+    psched_option_info info = {.version = PSCHED_OPTION_INFO_VERSION};
+    CHECK_OK(psched_generator_option("interleaved", 0, &info));
+    CHECK_STR(info.name, "group-size");
+    CHECK(info.description && strstr(info.description, "p <= N <= m"));
+    CHECK(info.min == 1 && info.max == UINT32_MAX);
+    CHECK_EQ_INT(info.flags, PSCHED_OPTION_DEFAULT_FROM_PLAN);
+    CHECK_EQ_INT(psched_generator_option("interleaved", 1, &info), PSCHED_ENOTFOUND);
+    CHECK_CONTAINS(psched_last_error(), "option index (1) must be < 1");
+    info.version = 2;
+    CHECK_EQ_INT(psched_generator_option("interleaved", 0, &info), PSCHED_EINVAL);
+    CHECK_CONTAINS(psched_last_error(), "option info version (2) must be 1");
+    /* A declared option in range generates; the same key on a generator
+     * that does not declare it is refused, naming it. */
+    psched_plan *plan = NULL;
+    psched_schedule *s = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, 4));
+    CHECK_OK(psched_plan_set_microbatches(plan, 8));
+    CHECK_OK(psched_plan_set_option(plan, "group-size", 4));
+    CHECK_OK(psched_generate(plan, "interleaved", &s));
+    psched_schedule_destroy(s);
+    s = NULL;
+    CHECK_EQ_INT(psched_generate(plan, "1f1b", &s), PSCHED_EINVAL);
+    CHECK_STR(psched_last_error(), "option \"group-size\" is not an option of 1f1b (it takes none)");
+    CHECK(s == NULL);
+    psched_plan_destroy(plan);
+}
+
+/* A plug-in built against the ABI 1 header passes a shorter descriptor:
+ * the registry must read none of the fields ABI 2 appended (valgrind and
+ * ASan see a read past this exact-size copy), gives it no aliases and no
+ * options, and passes it every plan option unchecked. */
+typedef struct descriptor_v1 {
+    uint32_t abi_version;
+    const char *name, *description, *constraints;
+    psched_placement placement;
+    uint32_t default_chunks, chains;
+    psched_status (*check)(const psched_plan *);
+    psched_status (*generate)(const psched_plan *, psched_builder *);
+} descriptor_v1;
+
+static psched_status noop_generate(const psched_plan *plan, psched_builder *b);
+
+static void test_abi_1_descriptor_is_read_to_its_size(void)
+{
+    descriptor_v1 *d = malloc(sizeof *d);
+    if (!d)
+        return;
+    *d = (descriptor_v1){1, "abi-one", "ABI 1 plug-in (test)", "", PSCHED_PLACEMENT_LOOP, 1, 1,
+                         NULL, noop_generate};
+    CHECK_OK(psched_register_generator((const psched_generator *)(void *)d));
+    free(d); /* the registry keeps its own copy */
+    const psched_generator *g = NULL;
+    CHECK_OK(psched_generator_find("ABI-ONE", &g));
+    if (g) {
+        CHECK_EQ_INT(g->abi_version, 1);
+        CHECK(g->aliases == NULL && g->options == NULL && g->option_count == 0);
+    }
+    psched_plan *plan = NULL;
+    psched_schedule *s = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_option(plan, "anything", 7));
+    CHECK_OK(psched_generate(plan, "abi-one", &s));
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+/* An alias another generator already answers to is refused, whatever
+ * its case; an alias equal to the generator's own name is no conflict. */
+static void test_alias_conflicts_are_refused(void)
+{
+    static const char *const taken[] = {"gpipe-copy", "LoopedBfs", NULL};
+    static const char *const own[] = {"Mine-Twice", NULL};
+    static const char *const bad[] = {"has space", NULL};
+    psched_generator g = {.abi_version = PSCHED_GENERATOR_ABI,
+                          .name = "alias-test",
+                          .placement = PSCHED_PLACEMENT_LOOP,
+                          .chains = 1,
+                          .generate = noop_generate,
+                          .aliases = taken};
+    CHECK_EQ_INT(psched_register_generator(&g), PSCHED_EEXIST);
+    CHECK_STR(psched_last_error(), "alias \"LoopedBfs\" of generator \"alias-test\" is already "
+                                   "a registered name or alias");
+    g.aliases = bad;
+    CHECK_EQ_INT(psched_register_generator(&g), PSCHED_EINVAL);
+    CHECK_STR(psched_last_error(), "alias \"has space\" of generator \"alias-test\" may only "
+                                   "use [A-Za-z0-9-]");
+    g.name = "mine-twice";
+    g.aliases = own;
+    CHECK_OK(psched_register_generator(&g));
+    const psched_generator *found = NULL;
+    CHECK_OK(psched_generator_find("MINE-TWICE", &found));
+    if (found) {
+        CHECK_STR(found->name, "mine-twice");
+        /* default_chunks 0 means 1, and the registered copy says so. */
+        CHECK_EQ_INT(found->default_chunks, 1);
+    }
 }
 
 static void test_single_chunk_generators_reject_two_chunks(void)
@@ -404,7 +607,12 @@ int main(void)
     RUN(test_interleaved_rejects_group_larger_than_microbatches);
     RUN(test_interleaved_rejects_short_last_group);
     RUN(test_interleaved_default_group_needs_rounds_dividing_m);
-    RUN(test_interleaved_rejects_fewer_microbatches_than_devices);
+    RUN(test_interleaved_m_below_p_matches_pytorch);
+    RUN(test_pytorch_class_names_are_aliases);
+    RUN(test_alias_conflicts_are_refused);
+    RUN(test_op_kind_and_placement_names);
+    RUN(test_generator_options_are_declared_and_queryable);
+    RUN(test_abi_1_descriptor_is_read_to_its_size);
     RUN(test_single_chunk_generators_reject_two_chunks);
     RUN(test_generators_reject_vshape_placement);
     RUN(test_descriptors);

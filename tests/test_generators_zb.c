@@ -177,27 +177,56 @@ static void test_zb_h1_memory_is_min_m_p(void)
 
 /* ---- zb-h2 ---- */
 
-static void test_zb_h2_order_p3_m6(void)
+/* The zero-bubble authors' order: get_hand_schedule(p, n, ..., warmup_c=2)
+ * of sail-sg/zero-bubble-pipeline-parallelism (branch arxiv,
+ * megatron/core/pipeline_parallel/efficiency.py), transcribed by hand by
+ * running its loop on paper. Device d: warmup = 2(p-1-d) forwards; then
+ * for round i = 0..n-1: F if warmup + i < n, B, W if warmup + i >=
+ * 2(p-1); then 2(p-1) - warmup more W. */
+static void check_h2(uint32_t p, uint32_t m, const char *const *expected)
 {
-    /* By hand from the shape F^w (B W F)^s (B F)^r (B W)^w W^r with
-     * w = min(m, 2(p-d)-1), r = min(2d, m-w), s = m-w-r. */
-    static const char *const expected[] = {
-        /* w=5 r=0 s=1 */
-        "0F0,0F1,0F2,0F3,0F4,0I0,0W0,0F5,0I1,0W1,0I2,0W2,0I3,0W3,0I4,0W4,0I5,0W5",
-        /* w=3 r=2 s=1 */
-        "1F0,1F1,1F2,1I0,1W0,1F3,1I1,1F4,1I2,1F5,1I3,1W1,1I4,1W2,1I5,1W3,1W4,1W5",
-        /* w=1 r=4 s=1 */
-        "2F0,2I0,2W0,2F1,2I1,2F2,2I2,2F3,2I3,2F4,2I4,2F5,2I5,2W1,2W2,2W3,2W4,2W5",
-    };
-    char buf[512];
-    psched_schedule *s = generate_ok("zb-h2", 3, 0, 6);
+    char buf[1024];
+    psched_schedule *s = generate_ok("zb-h2", p, 0, m);
     if (!s)
         return;
-    for (uint32_t d = 0; d < 3; d++) {
+    for (uint32_t d = 0; d < p; d++) {
         device_text(s, d, buf, sizeof buf);
         CHECK_STR(buf, expected[d]);
     }
+    CHECK_OK(psched_validate(s));
     psched_schedule_destroy(s);
+}
+
+static void test_zb_h2_order_p4_m8_is_the_authors(void)
+{
+    static const char *const expected[] = {
+        /* warmup 6: F in rounds 0-1, W in every round, no W after */
+        "0F0,0F1,0F2,0F3,0F4,0F5,0F6,0I0,0W0,0F7,0I1,0W1,0I2,0W2,0I3,0W3,0I4,0W4,0I5,0W5,"
+        "0I6,0W6,0I7,0W7",
+        /* warmup 4: F in rounds 0-3, W from round 2, 2 W after (op 6 is 1F5) */
+        "1F0,1F1,1F2,1F3,1F4,1I0,1F5,1I1,1F6,1I2,1W0,1F7,1I3,1W1,1I4,1W2,1I5,1W3,1I6,1W4,"
+        "1I7,1W5,1W6,1W7",
+        /* warmup 2: F in rounds 0-5, W from round 4, 4 W after */
+        "2F0,2F1,2F2,2I0,2F3,2I1,2F4,2I2,2F5,2I3,2F6,2I4,2W0,2F7,2I5,2W1,2I6,2W2,2I7,2W3,"
+        "2W4,2W5,2W6,2W7",
+        /* warmup 0: F in every round, W from round 6, 6 W after */
+        "3F0,3I0,3F1,3I1,3F2,3I2,3F3,3I3,3F4,3I4,3F5,3I5,3F6,3I6,3W0,3F7,3I7,3W1,3W2,3W3,"
+        "3W4,3W5,3W6,3W7",
+    };
+    check_h2(4, 8, expected);
+}
+
+static void test_zb_h2_order_p3_m6(void)
+{
+    static const char *const expected[] = {
+        /* warmup 4: F in rounds 0-1, W in every round */
+        "0F0,0F1,0F2,0F3,0F4,0I0,0W0,0F5,0I1,0W1,0I2,0W2,0I3,0W3,0I4,0W4,0I5,0W5",
+        /* warmup 2: F in rounds 0-3, W from round 2, 2 W after */
+        "1F0,1F1,1F2,1I0,1F3,1I1,1F4,1I2,1W0,1F5,1I3,1W1,1I4,1W2,1I5,1W3,1W4,1W5",
+        /* warmup 0: F in every round, W from round 4, 4 W after */
+        "2F0,2I0,2F1,2I1,2F2,2I2,2F3,2I3,2F4,2I4,2W0,2F5,2I5,2W1,2W2,2W3,2W4,2W5",
+    };
+    check_h2(3, 6, expected);
 }
 
 static void test_zb_h2_zero_bubble_from_2p_minus_1(void)
@@ -220,8 +249,8 @@ static void test_zb_h2_zero_bubble_from_2p_minus_1(void)
 
 static void test_zb_h2_memory_is_min_m_2p_minus_1(void)
 {
-    /* w + r = min(m, 2p-1) micro-batches between F and W on every device,
-     * and the steady triple frees (W) before it allocates (F). */
+    /* min(m, 2p-1) forwards run ahead of the first W on every device, and
+     * each later round frees one (W) for the one it allocates (F). */
     for (uint32_t p = 1; p <= 6; p++) {
         for (uint32_t m = 1; m <= 4 * p; m++) {
             psched_schedule *s = generate_ok("zb-h2", p, 0, m);
@@ -337,13 +366,50 @@ static void test_interleaved_zb_validates(void)
     psched_schedule_destroy(s);
 }
 
+/* m < p: one round of group size m, as PyTorch runs it. The rows are
+ * PyTorch 2.13.0's own ScheduleInterleavedZeroBubble(stages,
+ * m).pipeline_order, built with stand-in stages (group_size p, the rank's v
+ * stage indices, submod None) and printed with str(action), idle steps
+ * dropped; tests/test_pytorch_orders.py compares all 84 configurations with
+ * m < p at p 2..8, v 2..4 against torch itself. */
+static void test_interleaved_zb_m_below_p_matches_pytorch(void)
+{
+    static const char *const p4_v2_m3[] = {
+        "0F0,0F1,0F2,4F0,4F1,4F2,4I0,4W0,4I1,4W1,4I2,4W2,0I0,0W0,0I1,0W1,0I2,0W2",
+        "1F0,1F1,1F2,5F0,5F1,5F2,5I0,5I1,5W0,5I2,5W1,1I0,5W2,1I1,1W0,1I2,1W1,1W2",
+        "2F0,2F1,2F2,6F0,6F1,6I0,6F2,6I1,6I2,6W0,2I0,6W1,2I1,6W2,2I2,2W0,2W1,2W2",
+        "3F0,3F1,3F2,7F0,7I0,7F1,7I1,7F2,7I2,3I0,7W0,3I1,7W1,3I2,7W2,3W0,3W1,3W2",
+    };
+    static const char *const p3_v3_m1[] = {
+        "0F0,3F0,6F0,6I0,6W0,3I0,3W0,0I0,0W0",
+        "1F0,4F0,7F0,7I0,4I0,7W0,1I0,4W0,1W0",
+        "2F0,5F0,8F0,8I0,5I0,2I0,8W0,5W0,2W0",
+    };
+    char buf[512];
+    psched_schedule *s = NULL;
+    CHECK_OK(generate("interleaved-zb", 4, 2, 3, NO_GROUP, &s));
+    for (uint32_t d = 0; s && d < 4; d++) {
+        device_text(s, d, buf, sizeof buf);
+        CHECK_STR(buf, p4_v2_m3[d]);
+    }
+    if (s)
+        CHECK_OK(psched_validate(s));
+    psched_schedule_destroy(s);
+    CHECK_OK(generate("interleaved-zb", 3, 3, 1, NO_GROUP, &s));
+    for (uint32_t d = 0; s && d < 3; d++) {
+        device_text(s, d, buf, sizeof buf);
+        CHECK_STR(buf, p3_v3_m1[d]);
+    }
+    if (s)
+        CHECK_OK(psched_validate(s));
+    psched_schedule_destroy(s);
+}
+
 static void test_interleaved_zb_check_errors(void)
 {
     psched_schedule *s = NULL;
     CHECK_EQ_INT(generate("interleaved-zb", 4, 1, 8, NO_GROUP, &s), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "chunks (1) must be >= 2 for interleaved-zb");
-    CHECK_EQ_INT(generate("interleaved-zb", 4, 2, 3, NO_GROUP, &s), PSCHED_EINVAL);
-    CHECK_CONTAINS(psched_last_error(), "microbatches (3) must be >= devices (4)");
     CHECK_EQ_INT(generate("interleaved-zb", 4, 2, 8, 3, &s), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "group-size (3) must be >= devices (4)");
     CHECK_EQ_INT(generate("interleaved-zb", 4, 2, 8, 9, &s), PSCHED_EINVAL);
@@ -363,6 +429,7 @@ int main(void)
     RUN(test_zb_h1_small_m_counts);
     RUN(test_zb_h1_span_is_3m_plus_p_minus_1);
     RUN(test_zb_h1_memory_is_min_m_p);
+    RUN(test_zb_h2_order_p4_m8_is_the_authors);
     RUN(test_zb_h2_order_p3_m6);
     RUN(test_zb_h2_zero_bubble_from_2p_minus_1);
     RUN(test_zb_h2_memory_is_min_m_2p_minus_1);
@@ -372,6 +439,7 @@ int main(void)
     RUN(test_interleaved_zb_default_chunks_is_2);
     RUN(test_interleaved_zb_last_device_p4_m8_prefix);
     RUN(test_interleaved_zb_validates);
+    RUN(test_interleaved_zb_m_below_p_matches_pytorch);
     RUN(test_interleaved_zb_check_errors);
     TEST_MAIN_END();
 }

@@ -208,8 +208,10 @@ static psched_status noop_generate(const psched_plan *plan, psched_builder *b)
 
 static void test_registry_rejects_bad_descriptors(void)
 {
-    psched_generator g = {PSCHED_GENERATOR_ABI, "gpipe", "dup", "", PSCHED_PLACEMENT_LOOP, 1, 1,
-                          NULL, noop_generate};
+    psched_generator g = {.abi_version = PSCHED_GENERATOR_ABI, .name = "gpipe",
+                          .description = "dup", .constraints = "",
+                          .placement = PSCHED_PLACEMENT_LOOP, .default_chunks = 1, .chains = 1,
+                          .generate = noop_generate};
     CHECK_EQ_INT(psched_register_generator(&g), PSCHED_EEXIST);
     CHECK_STR(psched_last_error(), "a generator named \"gpipe\" is already registered");
     g.name = "Bad Name";
@@ -217,7 +219,7 @@ static void test_registry_rejects_bad_descriptors(void)
     g.name = "future";
     g.abi_version = PSCHED_GENERATOR_ABI + 1;
     CHECK_EQ_INT(psched_register_generator(&g), PSCHED_EPLUGIN);
-    CHECK_STR(psched_last_error(), "generator abi_version (2) is not supported: this library accepts 1..1");
+    CHECK_STR(psched_last_error(), "generator abi_version (3) is not supported: this library accepts 1..2");
     CHECK_EQ_INT(psched_plugin_load("/nonexistent/plugin.so"), PSCHED_EPLUGIN);
     CHECK_CONTAINS(psched_last_error(), "cannot load plug-in \"/nonexistent/plugin.so\"");
 }

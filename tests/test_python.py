@@ -389,6 +389,17 @@ class TestRegistry(Case):
         info = pipesched.schedule_info("dualpipe")
         self.assertEqual((info.placement, info.default_chunks, info.chains), ("vshape", 2, 2))
 
+    def test_schedule_info_shows_aliases_and_options_from_the_library(self):
+        info = pipesched.schedule_info("Interleaved1F1B")
+        self.assertEqual(info.name, "interleaved")
+        self.assertEqual(info.aliases, ("Interleaved1F1B",))
+        self.assertEqual([(o.name, o.min, o.max, o.default) for o in info.options],
+                         [("group-size", 1, 2**32 - 1, None)])
+        self.assertEqual(pipesched.schedule_info("zb").options, ())
+        with self.assertRaises(pipesched.InvalidArgument) as cm:
+            gen("1f1b", devices=2, microbatches=4, options={"group-sise": 2})
+        self.assertIn('"group-sise" is not an option of 1f1b', cm.exception.message)
+
     def test_plugin_generator_runs_from_python(self):
         if not PLUGIN_SAMPLE:
             self.skipTest("PIPESCHED_PLUGIN_SAMPLE not set")
@@ -535,8 +546,8 @@ class TestErrors(Case):
 
     def test_generate_check_failure_is_invalid_argument(self):
         with self.assertRaises(pipesched.InvalidArgument) as cm:
-            gen("interleaved", devices=4, microbatches=2, chunks=2)
-        self.assertIn("microbatches (2)", cm.exception.message)
+            gen("interleaved", devices=4, microbatches=9, chunks=2)
+        self.assertIn("microbatches (9)", cm.exception.message)
 
     def test_unreachable_memory_limit_is_infeasible(self):
         with self.assertRaises(pipesched.Infeasible) as cm:
@@ -681,7 +692,9 @@ class TestOptimizer(Case):
     def test_head_heavy_model_beats_even(self):
         # Embedding 0.1, 16 layers of 1, head 4.6 (each of F, B, W); p = 4,
         # m = 8, 1f1b. Even: emb+4 | 4 | 4 | 4+head, makespan 12.1 + 8·25.8 +
-        # 24.2 = 242.7; best: emb+5 | 5 | 5 | 1+head, 15.1 + 8·16.8 + 30.2 = 179.7.
+        # 24.2 = 242.7; best: emb+6 | 5 | 5 | head, 179.1 (tests/test_cli.py
+        # derives it with its own 1F1B event simulation; the balanced
+        # emb+5 | 5 | 5 | 1+head gives 15.1 + 8·16.8 + 30.2 = 179.7).
         m = pipesched.Model()
         self.addCleanup(m.close)
         m.add_layers("embedding", 1, 0.1, 0.1, 0.1, 1, 1)
@@ -691,10 +704,10 @@ class TestOptimizer(Case):
             even = pipesched.partition(m, plan, "1f1b", method="even")
             best = pipesched.partition(m, plan, "1f1b")
         self.assertAlmostEqual(even.makespan, 242.7, places=9)
-        self.assertAlmostEqual(best.makespan, 179.7, places=9)
+        self.assertAlmostEqual(best.makespan, 179.1, places=9)
         self.assertEqual(best.status, "optimal")
-        self.assertEqual([s.count for s in best.stages], [6, 5, 5, 2])
-        self.assertEqual(best.plan.stage_cost(3), (5.6, 5.6, 5.6))
+        self.assertEqual([s.count for s in best.stages], [7, 5, 5, 1])
+        self.assertEqual(best.plan.stage_cost(3), (4.6, 4.6, 4.6))
         self.assertEqual(best.recompute, ["none"] * 18)
 
     def test_limit_below_minimum_is_infeasible_with_the_minimum(self):
@@ -764,7 +777,9 @@ class TestOptimizer(Case):
         self.assertAlmostEqual(best.makespan, cli["alternatives"][0]["makespan"], delta=1e-9 * best.makespan)
         self.assertLessEqual(best.peak_memory, 80e9)
         self.assertLess(best.makespan, best.even_makespan)
-        self.assertEqual(best.status, "optimal")
+        # The step time of a 80-layer plan is not proven within the search's
+        # budget: "feasible" with its gap is the honest answer (issue 17).
+        self.assertIn(best.status, ("optimal", "feasible"))
 
 
 GENERATORS = ("gpipe", "1f1b", "interleaved", "interleaved-zb", "looped-bfs", "zb-h1", "zb-h2",

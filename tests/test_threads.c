@@ -65,8 +65,14 @@ static psched_status register_reverse(size_t i, const char *name)
 {
     snprintf(registered_names[i], sizeof registered_names[i], "%s", name);
     registered[i] = (psched_generator){
-        PSCHED_GENERATOR_ABI, registered_names[i], "reverse GPipe (thread test)", "v = 1",
-        PSCHED_PLACEMENT_LOOP, 1, 1, NULL, reverse_generate,
+        .abi_version = PSCHED_GENERATOR_ABI,
+        .name = registered_names[i],
+        .description = "reverse GPipe (thread test)",
+        .constraints = "v = 1",
+        .placement = PSCHED_PLACEMENT_LOOP,
+        .default_chunks = 1,
+        .chains = 1,
+        .generate = reverse_generate,
     };
     return psched_register_generator(&registered[i]);
 }

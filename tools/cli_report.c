@@ -72,17 +72,8 @@ void cli_json_string(FILE *f, const char *s)
 
 const char *cli_placement_name(psched_placement placement)
 {
-    switch (placement) {
-    case PSCHED_PLACEMENT_LOOP:
-        return "loop";
-    case PSCHED_PLACEMENT_VSHAPE:
-        return "vshape";
-    case PSCHED_PLACEMENT_CUSTOM:
-        return "custom";
-    case PSCHED_PLACEMENT_AUTO:
-        break;
-    }
-    return "auto";
+    const char *name = psched_placement_str(placement);
+    return name ? name : "auto";
 }
 
 enum { COL_BUSY, COL_IDLE, COL_PEAK, NCOLS };

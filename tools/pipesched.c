@@ -44,10 +44,13 @@ static const char help_main[] =
 static const char help_list[] =
     "Usage: pipesched list [--json]\n"
     "\n"
-    "Show every registered schedule generator: name, constraints, description.\n"
+    "Show every registered schedule generator: name, aliases, constraints,\n"
+    "description.\n"
     "\n"
     "  --json                print a JSON array of objects {name, description,\n"
-    "                        constraints, placement, default_chunks, chains}\n"
+    "                        constraints, placement, default_chunks, chains,\n"
+    "                        aliases [...], options [{name, description, min,\n"
+    "                        max, default}]} (default null: from the plan)\n"
     "  --format FMT          text (the default) or json (the same as --json)\n";
 
 #define HELP_INPUT                                                                         \
@@ -199,7 +202,7 @@ static int fill_costs(psched_plan *plan, const cli_opts *o)
 
 static int fill_plan(psched_plan *plan, const cli_opts *o, const psched_generator *g)
 {
-    uint32_t chunks = o->chunks ? o->chunks : g->default_chunks ? g->default_chunks : 1;
+    uint32_t chunks = o->chunks ? o->chunks : g->default_chunks; /* registered: >= 1 */
     int rc = plan_setting(psched_plan_set_devices(plan, o->devices), "--devices");
     if (rc == CLI_OK)
         rc = plan_setting(psched_plan_set_microbatches(plan, o->microbatches), "--microbatches");
@@ -454,6 +457,30 @@ static int load(const char *command, const cli_opts *o, psched_schedule **s, psc
 
 /* ---- commands ---- */
 
+/* "options": what the generator declares, read from the library (no copy
+ * of any default here); "default" is null when it depends on the plan. */
+static void list_options_json(FILE *f, const psched_generator *g)
+{
+    size_t n = 0;
+    (void)psched_generator_option_count(g->name, &n);
+    fputs(", \"options\": [", f);
+    for (size_t i = 0; i < n; i++) {
+        psched_option_info o = {.version = PSCHED_OPTION_INFO_VERSION};
+        if (psched_generator_option(g->name, i, &o) != PSCHED_OK)
+            break;
+        fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+        cli_json_string(f, o.name);
+        fputs(", \"description\": ", f);
+        cli_json_string(f, o.description);
+        fprintf(f, ", \"min\": %" PRId64 ", \"max\": %" PRId64 ", \"default\": ", o.min, o.max);
+        if (o.flags & PSCHED_OPTION_DEFAULT_FROM_PLAN)
+            fputs("null}", f);
+        else
+            fprintf(f, "%" PRId64 "}", o.default_value);
+    }
+    fputs("]", f);
+}
+
 static int cmd_list_json(FILE *f)
 {
     size_t n = psched_generator_count();
@@ -466,28 +493,59 @@ static int cmd_list_json(FILE *f)
         cli_json_string(f, g->description ? g->description : "");
         fputs(", \"constraints\": ", f);
         cli_json_string(f, g->constraints ? g->constraints : "");
-        fprintf(f, ", \"placement\": \"%s\", \"default_chunks\": %u, \"chains\": %u}",
+        fprintf(f, ", \"placement\": \"%s\", \"default_chunks\": %u, \"chains\": %u",
                 cli_placement_name(g->placement), (unsigned)g->default_chunks,
                 (unsigned)g->chains);
+        /* Other names the library finds the generator by (PyTorch's). */
+        fputs(", \"aliases\": [", f);
+        const char *alias;
+        for (size_t a = 0; psched_generator_alias(g->name, a, &alias) == PSCHED_OK && alias; a++) {
+            fputs(a ? ", " : "", f);
+            cli_json_string(f, alias);
+        }
+        fputs("]", f);
+        list_options_json(f, g);
+        fputs("}", f);
     }
     fputs(n ? "\n]\n" : "]\n", f);
     return CLI_OK;
+}
+
+/* A generator's aliases joined by ", " ("" when it has none). */
+static void list_aliases(const psched_generator *g, char *buf, size_t size)
+{
+    size_t at = 0;
+    const char *alias;
+    buf[0] = '\0';
+    for (size_t a = 0; psched_generator_alias(g->name, a, &alias) == PSCHED_OK && alias; a++) {
+        int n = snprintf(buf + at, size - at, "%s%s", a ? ", " : "", alias);
+        if (n < 0 || (size_t)n >= size - at)
+            break;
+        at += (size_t)n;
+    }
 }
 
 static int cmd_list_text(FILE *f)
 {
     size_t n = psched_generator_count();
     int name_w = (int)strlen("name"), cons_w = (int)strlen("constraints");
+    int alias_w = (int)strlen("aliases");
+    char aliases[512];
     for (size_t i = 0; i < n; i++) {
         const psched_generator *g = psched_generator_at(i);
         int w = (int)strlen(g->name), c = g->constraints ? (int)strlen(g->constraints) : 0;
+        list_aliases(g, aliases, sizeof aliases);
+        int a = (int)strlen(aliases);
         name_w = w > name_w ? w : name_w;
         cons_w = c > cons_w ? c : cons_w;
+        alias_w = a > alias_w ? a : alias_w;
     }
-    fprintf(f, "%-*s  %-*s  %s\n", name_w, "name", cons_w, "constraints", "description");
+    fprintf(f, "%-*s  %-*s  %-*s  %s\n", name_w, "name", alias_w, "aliases", cons_w,
+            "constraints", "description");
     for (size_t i = 0; i < n; i++) {
         const psched_generator *g = psched_generator_at(i);
-        fprintf(f, "%-*s  %-*s  %s\n", name_w, g->name, cons_w,
+        list_aliases(g, aliases, sizeof aliases);
+        fprintf(f, "%-*s  %-*s  %-*s  %s\n", name_w, g->name, alias_w, aliases, cons_w,
                 g->constraints ? g->constraints : "", g->description ? g->description : "");
     }
     return CLI_OK;

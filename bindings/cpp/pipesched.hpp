@@ -531,6 +531,16 @@ inline Schedule from_csv(std::string_view text, const Plan *plan = nullptr)
     return Schedule::from_csv(text, plan);
 }
 
+/** An integer option a generator declares (psched_generator_option()). */
+struct GeneratorOption {
+    std::string name;
+    std::string description;
+    std::int64_t min;
+    std::int64_t max;
+    std::int64_t default_value;   /**< meaningless when default_from_plan */
+    bool default_from_plan;       /**< the default depends on the plan */
+};
+
 /** A registered generator's descriptor, copied. */
 struct GeneratorInfo {
     std::string name;
@@ -539,7 +549,45 @@ struct GeneratorInfo {
     psched_placement placement;
     std::uint32_t default_chunks;
     std::uint32_t chains;
+    std::vector<std::string> aliases;     /**< other names it is found by (PyTorch's) */
+    std::vector<GeneratorOption> options; /**< the options it declares */
 };
+
+/** Name of an op kind from the library's one table (psched_op_kind_str());
+ *  "?" for an unknown kind. */
+inline std::string op_kind_name(psched_op_kind kind,
+                                psched_naming naming = PSCHED_NAMING_PIPESCHED)
+{
+    const char *name = psched_op_kind_str(kind, naming);
+    return name ? name : "?";
+}
+
+/** Name of a placement (psched_placement_str()); "?" for an unknown one. */
+inline std::string placement_name(psched_placement placement)
+{
+    const char *name = psched_placement_str(placement);
+    return name ? name : "?";
+}
+
+namespace detail {
+inline void fill_aliases_and_options(GeneratorInfo &info)
+{
+    const char *alias = nullptr;
+    for (std::size_t a = 0; psched_generator_alias(info.name.c_str(), a, &alias) == PSCHED_OK &&
+                            alias;
+         a++)
+        info.aliases.emplace_back(alias);
+    std::size_t n = 0;
+    check(psched_generator_option_count(info.name.c_str(), &n));
+    for (std::size_t i = 0; i < n; i++) {
+        psched_option_info o{};
+        o.version = PSCHED_OPTION_INFO_VERSION;
+        check(psched_generator_option(info.name.c_str(), i, &o));
+        info.options.push_back({o.name, o.description, o.min, o.max, o.default_value,
+                                (o.flags & PSCHED_OPTION_DEFAULT_FROM_PLAN) != 0});
+    }
+}
+} // namespace detail
 
 /** Every registered generator, built-ins first. */
 inline std::vector<GeneratorInfo> generators()
@@ -553,7 +601,8 @@ inline std::vector<GeneratorInfo> generators()
             break;
         out.push_back({g->name, g->description ? g->description : "",
                        g->constraints ? g->constraints : "", g->placement, g->default_chunks,
-                       g->chains});
+                       g->chains, {}, {}});
+        detail::fill_aliases_and_options(out.back());
     }
     return out;
 }

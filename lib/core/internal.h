@@ -174,6 +174,12 @@ static inline bool psched__stage_last(const psched_plan *p, uint32_t s)
  * consistent: every device holds exactly v stages, chains divide S and m,
  * the op count fits. */
 PSCHED_INTERNAL psched_status psched__plan_check_resolved(const psched_plan *plan);
+/* PSCHED_EINVAL naming the largest cost when devices x (the whole work of
+ * `stages` x `microbatches` run serially + every hop's comm latency)
+ * overflows to infinity: below that, every time the simulator or a
+ * generator sums stays finite. psched__plan_check_resolved() runs it. */
+PSCHED_INTERNAL psched_status psched__plan_check_costs(const psched_plan *costs, uint32_t devices,
+                                                       uint32_t stages, uint32_t microbatches);
 
 /* Names as users write them: "loop", "vshape", "custom", "auto"; op kinds
  * "F", "B", "W", "BW", "SEND_F", ... (pipesched names, not PyTorch's). */

@@ -467,6 +467,9 @@ psched_status psched__plan_check_resolved(const psched_plan *plan)
     if (plan->microbatches % plan->chains)
         return psched_fail(PSCHED_EINVAL, "microbatches (%u) must be divisible by chains (%u)",
                            plan->microbatches, plan->chains);
+    psched_status st = psched__plan_check_costs(plan, p, S, plan->microbatches);
+    if (st)
+        return st;
     if (plan->placement == PSCHED_PLACEMENT_CUSTOM) {
         uint32_t *count = psched__calloc(p, sizeof *count);
         if (!count)
@@ -487,17 +490,52 @@ psched_status psched__plan_check_resolved(const psched_plan *plan)
     return PSCHED_OK;
 }
 
+psched_status psched__plan_check_costs(const psched_plan *costs, uint32_t devices,
+                                      uint32_t stages, uint32_t microbatches)
+{
+    /* Every time the simulator computes is at most the whole work run one
+     * op after another plus every hop's latency, and its bubble ratio
+     * multiplies the makespan by the device count: when that product is
+     * finite, no sum it forms can overflow to infinity. */
+    double total = 0, largest = costs->comm, runs = 0;
+    const char *what = "comm latency";
+    uint32_t at = 0;
+    /* Micro-batch weights (the cost model) scale each micro-batch's costs:
+     * a stage runs its costs sum-of-weights times (m when unweighted). */
+    for (uint32_t i = 0; i < microbatches; i++) {
+        double wgt = psched_plan_microbatch_weight(costs, i);
+        runs += isnan(wgt) ? 1.0 : wgt;
+    }
+    for (uint32_t s = 0; s < stages; s++) {
+        psched_cost3 c = psched__plan_cost(costs, s);
+        total += runs * (c.f + c.b + c.w);
+        const double v[3] = {c.f, c.b, c.w};
+        static const char *const name[3] = {"F cost", "B cost", "W cost"};
+        for (int k = 0; k < 3; k++) {
+            if (v[k] > largest)
+                largest = v[k], what = name[k], at = s;
+        }
+    }
+    total += 2.0 * (double)stages * (double)microbatches * costs->comm;
+    if (isfinite(total * (double)devices))
+        return PSCHED_OK;
+    if (runs > (double)microbatches)
+        return psched_fail(PSCHED_EINVAL, "micro-batch weights (summing to %g) are too large: "
+                           "devices (%u) x (stages (%u) x the weights' sum x (F + B + W) + 2 x "
+                           "stages x microbatches x comm) overflows to infinity", runs, devices,
+                           stages);
+    if (what[0] == 'c')
+        return psched_fail(PSCHED_EINVAL, "comm latency (%g) is too large: devices (%u) x (stages "
+                           "(%u) x microbatches (%u) x (F + B + W) + 2 x stages x microbatches x "
+                           "comm) overflows to infinity", largest, devices, stages, microbatches);
+    return psched_fail(PSCHED_EINVAL, "%s of stage %u (%g) is too large: devices (%u) x (stages "
+                       "(%u) x microbatches (%u) x (F + B + W) + 2 x stages x microbatches x "
+                       "comm) overflows to infinity", what, at, largest, devices, stages,
+                       microbatches);
+}
+
 const char *psched__placement_name(psched_placement placement)
 {
-    switch (placement) {
-    case PSCHED_PLACEMENT_AUTO:
-        return "auto";
-    case PSCHED_PLACEMENT_LOOP:
-        return "loop";
-    case PSCHED_PLACEMENT_VSHAPE:
-        return "vshape";
-    case PSCHED_PLACEMENT_CUSTOM:
-        return "custom";
-    }
-    return "unknown";
+    const char *name = psched_placement_str(placement);
+    return name ? name : "unknown";
 }

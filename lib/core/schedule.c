@@ -1,6 +1,7 @@
 /* Schedules: generation through the registry, accessors, op text. */
 #include "internal.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,6 +25,38 @@ static psched_status resolve_plan(psched_plan *plan, const psched_generator *g)
     return psched__plan_check_resolved(plan);
 }
 
+/* Every option the plan sets must be one the generator declares, within
+ * its declared range (the zstd way: a misspelled key is an error, never
+ * silently ignored). ABI 1 descriptors declare none and are passed every
+ * option unchecked, as before. */
+static psched_status check_options(const psched_plan *plan, const psched_generator *g)
+{
+    if (g->abi_version < 2)
+        return PSCHED_OK;
+    for (uint32_t i = 0; i < plan->option_count; i++) {
+        const psched_option *o = &plan->options[i];
+        const psched_generator_option_desc *d = NULL;
+        for (uint32_t k = 0; k < g->option_count && !d; k++) {
+            if (strcmp(g->options[k].name, o->key) == 0)
+                d = &g->options[k];
+        }
+        if (!d) {
+            char known[256] = "";
+            size_t at = 0;
+            for (uint32_t k = 0; k < g->option_count && at < sizeof known; k++)
+                at += (size_t)snprintf(known + at, sizeof known - at, "%s%s", k ? ", " : "",
+                                       g->options[k].name);
+            return psched_fail(PSCHED_EINVAL, "option \"%s\" is not an option of %s (it takes %s)",
+                               o->key, g->name, g->option_count ? known : "none");
+        }
+        if (o->value < d->min || o->value > d->max)
+            return psched_fail(PSCHED_EINVAL, "option %s (%" PRId64 ") must be in [%" PRId64
+                                              ", %" PRId64 "] for %s",
+                               o->key, o->value, d->min, d->max, g->name);
+    }
+    return PSCHED_OK;
+}
+
 psched_status psched_generate(const psched_plan *plan, const char *name, psched_schedule **out)
 {
     if (!out)
@@ -41,6 +74,8 @@ psched_status psched_generate(const psched_plan *plan, const char *name, psched_
         return st;
     psched_builder *b = NULL;
     st = resolve_plan(resolved, g);
+    if (!st)
+        st = check_options(resolved, g);
     if (!st && g->check)
         st = g->check(resolved);
     if (!st)
@@ -122,18 +157,24 @@ psched_status psched_schedule_ops(const psched_schedule *s, uint32_t device, siz
 
 int psched__op_text(const psched_op *op, char *buf, size_t size)
 {
-    static const char *const kind_text[] = {"F", "I", "W", "B", "SEND_F", "RECV_F", "SEND_B",
-                                            "RECV_B", "OFFLOAD", "RELOAD"};
-    const char *k = op->kind <= PSCHED_OP_RELOAD ? kind_text[op->kind] : "?";
-    return snprintf(buf, size, "%u%s%u", op->stage, k, op->microbatch);
+    const char *k = psched_op_kind_str((psched_op_kind)op->kind, PSCHED_NAMING_PYTORCH);
+    return snprintf(buf, size, "%u%s%u", op->stage, k ? k : "?", op->microbatch);
 }
 
 const char *psched__kind_name(uint8_t kind)
 {
-    static const char *const names[] = {"F",      "B",      "W",      "BW",
-                                        "SEND_F", "RECV_F", "SEND_B", "RECV_B",
-                                        "OFFLOAD", "RELOAD"};
-    return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+    const char *k = psched_op_kind_str((psched_op_kind)kind, PSCHED_NAMING_PIPESCHED);
+    return k ? k : "?";
+}
+
+/* Whether the schedule holds comm ops (it was lowered): validation and
+ * simulation then run the rendezvous engine. */
+bool psched__has_comm_ops(const psched_schedule *s)
+{
+    for (size_t g = 0; g < s->offset[s->devices]; g++)
+        if (s->ops[g].kind >= PSCHED_OP_SEND_F && s->ops[g].kind <= PSCHED_OP_RECV_B)
+            return true;
+    return false;
 }
 
 psched_status psched_schedule_solve_status(const psched_schedule *s, psched_solve_status *status,

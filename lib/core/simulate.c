@@ -180,6 +180,9 @@ psched_status psched_simulate(const psched_schedule *s, const psched_plan *costs
         return psched_fail(PSCHED_EINVAL,
                            "cost plan weighs %u micro-batches but the schedule has %u",
                            costs->microbatches, s->plan->microbatches);
+    psched_status cst = psched__plan_check_costs(costs, s->devices, S, s->plan->microbatches);
+    if (cst)
+        return cst;
     size_t total = s->offset[s->devices];
     psched_report *r = report_alloc(s->devices, total);
     if (!r)

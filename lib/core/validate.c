@@ -2,14 +2,6 @@
  * all by the execution engine (rendezvous semantics once comm ops are in). */
 #include "internal.h"
 
-bool psched__has_comm_ops(const psched_schedule *s)
-{
-    for (size_t g = 0; g < s->offset[s->devices]; g++)
-        if (s->ops[g].kind >= PSCHED_OP_SEND_F && s->ops[g].kind <= PSCHED_OP_RECV_B)
-            return true;
-    return false;
-}
-
 psched_status psched_validate(const psched_schedule *schedule)
 {
     if (!schedule)

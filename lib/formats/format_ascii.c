@@ -71,8 +71,12 @@ static bool next_unit(const grid *g, uint32_t d, size_t *i, unit *u, psched_stat
 
 static int op_label(const psched_op *op, uint32_t v, char *buf, size_t size)
 {
-    static const char *const letters[] = {"F", "B", "W", "BW", "SF", "RF", "SB", "RB"};
-    const char *kind = op->kind < 8 ? letters[op->kind] : "?";
+    /* The kind's name (psched_op_kind_str), with comm kinds shortened to
+     * the letters around the '_' to keep cells narrow: SEND_F is "SF". */
+    const char *name = psched__kind_name(op->kind), *cut = strchr(name, '_');
+    char kind[3] = {name[0], cut ? cut[1] : '\0', '\0'};
+    if (!cut)
+        kind[1] = name[1] ? name[1] : '\0';
     int n;
     if (v > 2)
         n = snprintf(buf, size, "%s%u:%u", kind, op->microbatch, (unsigned)op->chunk);

@@ -37,6 +37,7 @@
 #include "formats.h"
 #include "memadvise.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -87,14 +88,36 @@ psched_status psched_export(const psched_schedule *schedule, const psched_report
 /* The writer sizes the text exactly in a first pass and then writes
  * digits by hand: no snprintf, no growing buffer, one allocation. */
 
-static const char *const kind_text[] = {"F", "I", "W", "B", "SEND_F", "RECV_F", "SEND_B",
-                                        "RECV_B", "OFFLOAD", "RELOAD"};
+/* PyTorch's action type of every uint8_t kind and its length, copied once
+ * from the library's one name table (psched_op_kind_str; "?" for a kind it
+ * does not name): the writer's inner loop then reads an array instead of
+ * calling and measuring per op. */
+static struct {
+    const char *text;
+    size_t len;
+} kind_names[256];
+static unsigned named_kinds; /* kinds 0..named_kinds-1 have a name */
+static pthread_once_t kind_names_once = PTHREAD_ONCE_INIT;
+
+static void fill_kind_names(void)
+{
+    for (unsigned k = 0; k < 256; k++) {
+        const char *t = psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PYTORCH);
+        if (t && named_kinds == k)
+            named_kinds = k + 1;
+        kind_names[k].text = t ? t : "?";
+        kind_names[k].len = strlen(kind_names[k].text);
+    }
+}
+
+static const char *kind_text(uint8_t kind)
+{
+    return kind_names[kind].text;
+}
 
 static size_t kind_len(uint8_t kind)
 {
-    if (kind == PSCHED_OP_OFFLOAD) /* pipesched's copy ops (docs/simulator.md) */
-        return 7;
-    return kind <= PSCHED_OP_BW ? 1 : kind <= PSCHED_OP_RELOAD ? 6 : 1 /* "?" */;
+    return kind_names[kind].len;
 }
 
 static size_t u32_len(uint32_t x)
@@ -139,7 +162,7 @@ static char *put_op(char *p, const psched_op *op)
 {
     p = put_u32(p, op->stage);
     size_t n = kind_len(op->kind);
-    memcpy(p, op->kind <= PSCHED_OP_RELOAD ? kind_text[op->kind] : "?", n);
+    memcpy(p, kind_text(op->kind), n);
     return put_u32(p + n, op->microbatch);
 }
 
@@ -234,6 +257,7 @@ static psched_status csv_length(const psched_schedule *s, bool pytorch, size_t *
 psched_status psched__export_csv(const psched_schedule *s, bool pytorch, char **text,
                                  size_t *length)
 {
+    pthread_once(&kind_names_once, fill_kind_names);
     size_t len;
     psched_status st = csv_length(s, pytorch, &len);
     if (st != PSCHED_OK)
@@ -357,60 +381,49 @@ static psched_status parse_number(const csv_cell *c, size_t *at, uint32_t *out, 
     return PSCHED_OK;
 }
 
-#define ACTION_TYPE(text, kind) {text, kind, sizeof text - 1}
-static const struct {
-    const char *text;
-    int kind; /* a psched_op_kind, or -1: a PyTorch action this library does not model */
-    size_t len;
-} action_types[] = {
-    ACTION_TYPE("SEND_F", PSCHED_OP_SEND_F), ACTION_TYPE("RECV_F", PSCHED_OP_RECV_F),
-    ACTION_TYPE("SEND_B", PSCHED_OP_SEND_B), ACTION_TYPE("RECV_B", PSCHED_OP_RECV_B),
-    ACTION_TYPE("UNSHARD", -1),              ACTION_TYPE("RESHARD", -1),
-    ACTION_TYPE("REDUCE_GRAD", -1),          ACTION_TYPE("F", PSCHED_OP_F),
-    ACTION_TYPE("I", PSCHED_OP_B),           ACTION_TYPE("W", PSCHED_OP_W),
-    ACTION_TYPE("B", PSCHED_OP_BW),
-    /* pipesched's activation copies, not PyTorch actions (docs/simulator.md) */
-    ACTION_TYPE("OFFLOAD", PSCHED_OP_OFFLOAD), ACTION_TYPE("RELOAD", PSCHED_OP_RELOAD),
-};
+/* PyTorch actions this library does not model. They are PyTorch's names,
+ * not op kinds: the op kinds' names come from psched_op_kind_str. */
+static const char *const unmodelled[] = {"UNSHARD", "RESHARD", "REDUCE_GRAD"};
 
-/* The compute types are single letters that no longer type starts with,
- * so the common case needs no walk through the table; -1 otherwise. */
-static int compute_type(char ch)
+/* Does the cell continue with `name` at *at? */
+static bool cell_has(const csv_cell *c, size_t at, const char *name, size_t *len)
 {
-    switch (ch) {
-    case 'F': return PSCHED_OP_F;
-    case 'I': return PSCHED_OP_B;
-    case 'W': return PSCHED_OP_W;
-    case 'B': return PSCHED_OP_BW;
-    default: return -1;
-    }
+    *len = strlen(name);
+    return c->len - at >= *len && memcmp(c->p + at, name, *len) == 0;
 }
 
+/* No kind's PyTorch name is a prefix of another's, so the first match is
+ * the only one. */
 static psched_status parse_type(const csv_cell *c, size_t *at, uint8_t *kind)
 {
-    int k = *at < c->len ? compute_type(c->p[*at]) : -1;
-    if (k >= 0) {
-        *kind = (uint8_t)k;
-        *at += 1;
-        return PSCHED_OK;
+    const char *name;
+    size_t n;
+    for (unsigned k = 0; k < named_kinds; k++) {
+        n = kind_names[k].len;
+        if (c->len - *at >= n && memcmp(c->p + *at, kind_names[k].text, n) == 0) {
+            *kind = (uint8_t)k;
+            *at += n;
+            return PSCHED_OK;
+        }
     }
-    for (size_t t = 0; t < sizeof action_types / sizeof action_types[0]; t++) {
-        size_t n = action_types[t].len;
-        if (c->len - *at < n || memcmp(c->p + *at, action_types[t].text, n) != 0)
-            continue;
-        if (action_types[t].kind < 0) {
+    for (size_t t = 0; t < sizeof unmodelled / sizeof unmodelled[0]; t++) {
+        if (cell_has(c, *at, unmodelled[t], &n)) {
             char q[CELL_QUOTE_MAX + 4];
             return psched_fail(PSCHED_EPARSE, "line %u column %zu: \"%s\": PyTorch action %s is "
                                "not supported (compute and send/recv actions only)",
                                c->line, (size_t)c->col + *at, quote_cell(q, c->p, c->len),
-                               action_types[t].text);
+                               unmodelled[t]);
         }
-        *kind = (uint8_t)action_types[t].kind;
-        *at += n;
-        return PSCHED_OK;
     }
-    return cell_error(c, *at, "expected an action type (F, I, W, B, SEND_F, RECV_F, SEND_B, "
-                              "RECV_B) after the stage number");
+    char why[256] = "expected an action type (";
+    size_t len = strlen(why);
+    for (unsigned k = 0; (name = psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PYTORCH));
+         k++)
+        len += (size_t)snprintf(why + len, len < sizeof why ? sizeof why - len : 0, "%s%s",
+                                k ? ", " : "", name);
+    if (len < sizeof why)
+        snprintf(why + len, sizeof why - len, ") after the stage number");
+    return cell_error(c, *at, why);
 }
 
 static psched_status parse_action(const csv_cell *c, size_t *at, csv_op *op)
@@ -860,6 +873,7 @@ static psched_status build(const csv_file *f, psched_plan *plan, psched_schedule
 psched_status psched_import_csv(const char *text, size_t length, const psched_plan *plan,
                                 psched_schedule **out)
 {
+    pthread_once(&kind_names_once, fill_kind_names);
     if (out)
         *out = NULL;
     if (!out || (!text && length))

@@ -66,10 +66,20 @@ typedef struct unit {
 
 static const char *const kind_fill[4] = {"#a6cee3", "#f08a24", "#1b5e20", "#b5562a"};
 static const char *const kind_ink[4] = {"#000", "#000", "#fff", "#fff"};
-static const char *const kind_class[4] = {"F", "B", "W", "BW"};
-static const char *const kind_legend[4] = {"F forward", "B backward for inputs (PyTorch I)",
-                                           "W backward for weights",
-                                           "BW full backward (PyTorch B)"};
+/* What each compute kind does, for the legend; its names (ours, and
+ * PyTorch's where they differ) come from psched_op_kind_str. */
+static const char *const kind_what[4] = {"forward", "backward for inputs",
+                                         "backward for weights", "full backward"};
+
+static void kind_legend(char *text, size_t size, int kind)
+{
+    const char *ours = psched__kind_name((uint8_t)kind);
+    const char *theirs = psched_op_kind_str((psched_op_kind)kind, PSCHED_NAMING_PYTORCH);
+    if (theirs && strcmp(theirs, ours) != 0)
+        snprintf(text, size, "%s %s (PyTorch %s)", ours, kind_what[kind], theirs);
+    else
+        snprintf(text, size, "%s %s", ours, kind_what[kind]);
+}
 
 /* Coordinates with at most two decimals and no trailing zeros. */
 static void put_px(psched_buf *b, double x)
@@ -319,10 +329,8 @@ static void put_op_title(psched_buf *b, const psched_op *op, const unit *u, cons
 {
     char text[48], other[48];
     psched__op_text(op, text, sizeof text);
-    static const char *const kinds[] = {"F",      "B",      "W",      "BW",     "SEND_F",
-                                        "RECV_F", "SEND_B", "RECV_B", "OFFLOAD", "RELOAD"};
     psched__buf_printf(b, "<title>%s (%s, stage %u, micro-batch %u, chunk %u): %.10g to %.10g",
-                       text, op->kind < 10 ? kinds[op->kind] : "?", op->stage, op->microbatch,
+                       text, psched__kind_name(op->kind), op->stage, op->microbatch,
                        (unsigned)op->chunk, u->start, u->end);
     if (with) {
         psched__op_text(with, other, sizeof other);
@@ -335,7 +343,7 @@ static void put_op_title(psched_buf *b, const psched_op *op, const unit *u, cons
 static void put_box(psched_buf *b, const psched_op *op, const unit *u, const psched_op *with,
                     double x, double y, double w, double h)
 {
-    psched__buf_printf(b, "<rect class=\"op %s\"", kind_class[op->kind]);
+    psched__buf_printf(b, "<rect class=\"op %s\"", psched__kind_name(op->kind));
     put_rect(b, x, y, w, h);
     psched__buf_printf(b, " fill=\"%s\" stroke=\"#222\" stroke-width=\"0.6\">",
                        kind_fill[op->kind]);
@@ -433,7 +441,7 @@ static size_t legend_items(const svg *g, legend_item *items)
     for (int k = 0; k < 4; k++)
         if (g->kinds[k]) {
             items[n] = (legend_item){SWATCH_KIND, k, ""};
-            snprintf(items[n++].text, sizeof items[0].text, "%s", kind_legend[k]);
+            kind_legend(items[n++].text, sizeof items[0].text, k);
         }
     uint32_t v = g->s->plan->chunks;
     for (int k = 0; k < 4 && (uint32_t)k < v && v > 1; k++) {

@@ -19,6 +19,11 @@ typedef struct bound_ctx {
                            end to B(s) start */
     double *tail;       /* B(s) end to the end of the chain's last op (B of the stages
                            before s, then W of the chain's first stage) */
+    /* Micro-batch weights (issue K): the paths hold for the lightest
+     * micro-batch, the work for the chain's total weight; all 1 by default. */
+    double wmin;
+    double *wsum;       /* per chain: Σ w_k of its micro-batches */
+    int weighted;       /* some w_k != 1: the memory term's argument needs 1 */
 } bound_ctx;
 
 static int crosses(const bound_ctx *c, uint32_t a, uint32_t b)
@@ -64,8 +69,8 @@ static psched_status memory_term(const bound_ctx *c, uint32_t d, double limit, d
             min_f = mf;
         occupancy += (double)c->mb * (c->f[s] + c->rest[s]);
     }
-    if (min_f == INFINITY)
-        return PSCHED_OK;
+    if (min_f == INFINITY || c->weighted)
+        return PSCHED_OK; /* weighted deltas: min_f is no floor; no term */
     double slots = floor(limit / min_f);
     if (slots < 1)
         return psched_fail(PSCHED_EINFEASIBLE,
@@ -82,7 +87,7 @@ static psched_status fill(bound_ctx *c, int use_memory, psched_bound_info *out)
     double work = 0, device_path = 0, critical = 0, memory = 0;
     for (uint32_t ch = 0; ch < c->chains; ch++) {
         uint32_t first = ch * c->chain_len;
-        double cp = c->f[first] + c->rest[first] + c->tail[first] + c->b[first];
+        double cp = c->wmin * (c->f[first] + c->rest[first] + c->tail[first] + c->b[first]);
         if (cp > critical)
             critical = cp;
     }
@@ -91,8 +96,9 @@ static psched_status fill(bound_ctx *c, int use_memory, psched_bound_info *out)
         for (uint32_t s = 0; s < c->S; s++) {
             if (c->dev[s] != d)
                 continue;
-            busy += (double)c->mb * (c->f[s] + c->b[s] + c->w[s]);
-            weights += (double)c->mb * c->w[s];
+            double total = c->wsum[s / c->chain_len];
+            busy += total * (c->f[s] + c->b[s] + c->w[s]);
+            weights += total * c->w[s];
             if (c->head[s] < head)
                 head = c->head[s];
             if (c->tail[s] < tail)
@@ -105,7 +111,7 @@ static psched_status fill(bound_ctx *c, int use_memory, psched_bound_info *out)
         /* The device starts no sooner than its earliest F can, and after its
          * last B only W's remain on it (at most `weights` of them), while the
          * chain still needs `tail` after that B. */
-        double path = head + busy + fmax(0, tail - weights);
+        double path = c->wmin * head + busy + fmax(0, c->wmin * tail - weights);
         if (path > device_path)
             device_path = path;
         if (use_memory && isfinite(limit)) {
@@ -156,7 +162,7 @@ psched_status psched_bound(const psched_plan *plan, const psched_bound_options *
                            "into %u chains", c.S, psched_plan_microbatches(plan), c.chains);
     c.chain_len = c.S / c.chains;
     c.mb = psched_plan_microbatches(plan) / c.chains;
-    double *mem = calloc((size_t)c.S * 6, sizeof *mem);
+    double *mem = calloc((size_t)c.S * 6 + c.chains, sizeof *mem);
     c.dev = calloc(c.S, sizeof *c.dev);
     psched_status st = PSCHED_OK;
     if (!mem || !c.dev) {
@@ -169,8 +175,20 @@ psched_status psched_bound(const psched_plan *plan, const psched_bound_options *
     c.head = mem + 3 * (size_t)c.S;
     c.rest = mem + 4 * (size_t)c.S;
     c.tail = mem + 5 * (size_t)c.S;
+    c.wsum = mem + 6 * (size_t)c.S;
+    c.wmin = INFINITY;
+    for (uint32_t k = 0; k < c.mb * c.chains; k++) {
+        double w = psched_plan_microbatch_weight(plan, k);
+        c.wsum[k / c.mb] += w;
+        c.wmin = fmin(c.wmin, w);
+        c.weighted |= w != 1;
+    }
     for (uint32_t s = 0; s < c.S; s++) {
         psched_plan_stage_cost(plan, s, &c.f[s], &c.b[s], &c.w[s]);
+        /* An overlapped pair holds one F and saves at most its stage's
+         * overlap_saving (times the micro-batch's weight): charging every F
+         * that much less keeps each term a lower bound. */
+        c.f[s] = fmax(0, c.f[s] - psched_plan_stage_overlap_saving(plan, s));
         c.dev[s] = psched_plan_stage_device(plan, s);
         if (c.dev[s] >= c.p) {
             st = psched_fail(PSCHED_EINVAL, "psched_bound: stage %u has no device", s);

@@ -1,9 +1,10 @@
 /* The model the optimizer partitions: an ordered list of layer groups,
  * built through the API, read from a CSV layer profile, or derived from
  * transformer hyper-parameters. */
-#include "partition.h"
+#include "model.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,7 +209,13 @@ static psched_status parse_number(const csv_cell *c, size_t line, const char *wh
     char *end;
     errno = 0;
     double x = strtod(buf, &end);
-    if (*end != '\0' || errno == ERANGE || !isfinite(x) || x < 0)
+    /* strtod sets ERANGE on underflow too: 1e-320 is a fine (subnormal or
+     * zero) value >= 0; only overflow is out of range. */
+    if (*end == '\0' && errno == ERANGE && fabs(x) > 1.0)
+        return psched_fail(PSCHED_EPARSE,
+                           "line %zu, column %zu: %s \"%s\" is beyond the largest double (%g)",
+                           line, c->column, what, buf, DBL_MAX);
+    if (*end != '\0' || !isfinite(x) || x < 0)
         return psched_fail(PSCHED_EPARSE,
                            "line %zu, column %zu: %s must be a finite number >= 0, got \"%s\"",
                            line, c->column, what, buf);

@@ -2,7 +2,7 @@
  * optional: -Dglpk=disabled builds without it). GLPK reports internal
  * errors by calling a hook and then aborting; the hook longjmps back here
  * and the thread's GLPK environment is freed, so the host lives on. */
-#include "partition.h"
+#include "optimizer.h"
 
 #include <math.h>
 

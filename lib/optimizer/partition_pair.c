@@ -20,7 +20,7 @@
  * deepening): the early passes, with tight bounds, are small, and a pass
  * after one that found nothing better only looks for z above the last tau
  * (that bounds the recompute time a better partition may have). */
-#include "partition.h"
+#include "optimizer.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -201,9 +201,9 @@ static void step_finish(pair_step *st)
 static uint32_t pair_choices(const psched__problem *pb, uint32_t s1, uint32_t i1, uint32_t l1,
                              uint32_t s2, uint32_t i2, uint32_t l2, pair_choice *out)
 {
-    uint32_t x1 = psched__front_index(pb, i1, l1), x2 = psched__front_index(pb, i2, l2);
-    const psched__point *f1 = pb->front[x1], *f2 = pb->front[x2];
-    uint32_t n1 = pb->front_len[x1], n2 = pb->front_len[x2], n = 0;
+    uint32_t n1, n2, n = 0;
+    const psched__point *f1 = psched__front(&pb->table[i1], l1, &n1);
+    const psched__point *f2 = psched__front(&pb->table[i2], l2, &n2);
     double budget = pb->limit * (1 + 1e-12) - psched__range_param(pb, i1, l1) -
                     psched__range_param(pb, i2, l2);
     double base1 = psched__range_time(pb, i1, l1), base2 = psched__range_time(pb, i2, l2);
@@ -340,7 +340,7 @@ static psched_status expand(pair_pass *ps, uint32_t k, int32_t parent)
     uint32_t p = pb->devices, L = pb->layers;
     uint32_t s1 = k, s2 = ps->backward ? 2 * p - 1 - k : p + k;
     uint32_t room_a = ps->backward ? e->b - e->a : e->mid - e->a;
-    uint32_t max1 = ps->memory || pb->maxlen[e->a] > room_a ? room_a : pb->maxlen[e->a];
+    uint32_t max1 = ps->memory || pb->table[e->a].maxlen > room_a ? room_a : pb->table[e->a].maxlen;
     double limit = ps->tau * (1 + rel_eps);
     for (uint32_t l1 = ps->minlen; l1 <= max1; l1++) {
         double cost1 = single_cost(ps, s1, e->a, l1);
@@ -352,7 +352,7 @@ static psched_status expand(pair_pass *ps, uint32_t k, int32_t parent)
         uint32_t l2_lo = first_len2(ps, k, e, l1, ps->minlen, room_b);
         for (uint32_t l2 = l2_lo; l2 <= room_b; l2++) {
             uint32_t i2 = ps->backward ? e->b - l2 : e->b;
-            if ((!ps->memory && l2 > pb->maxlen[i2]) || tick(ps))
+            if ((!ps->memory && l2 > pb->table[i2].maxlen) || tick(ps))
                 break;
             double cost2 = single_cost(ps, s2, i2, l2), cost = cost1 + cost2;
             if (cost > limit)
@@ -416,9 +416,7 @@ static psched_status pass_run(pair_pass *ps)
 {
     const psched__problem *pb = ps->pb;
     uint32_t p = pb->devices, L = pb->layers;
-    uint32_t widest = 1;
-    for (size_t x = 0; !ps->memory && x < (size_t)(L + 1) * (L + 1); x++)
-        widest = pb->front_len[x] > widest ? pb->front_len[x] : widest;
+    uint32_t widest = ps->memory || !pb->table ? 1 : pb->widest;
     ps->steps = psched__calloc(p + 1, sizeof *ps->steps);
     ps->choices = psched__calloc(widest, sizeof *ps->choices);
     if (!ps->steps || !ps->choices)
@@ -482,8 +480,8 @@ static void pass_rebuild(const pair_pass *ps, int32_t best, psched__solution *so
         sol->count[s1] = e->len1;
         sol->first[s2] = i2;
         sol->count[s2] = e->len2;
-        psched__fill_choices(pb, from->a, e->len1, e->k1, sol->choice);
-        psched__fill_choices(pb, i2, e->len2, e->k2, sol->choice);
+        psched__fill_choices(&pb->table[from->a], e->len1, e->k1, sol->choice);
+        psched__fill_choices(&pb->table[i2], e->len2, e->k2, sol->choice);
         best = e->parent;
     }
     sol->found = true;

@@ -1,7 +1,7 @@
 /* The holistic planner: every candidate schedule × chunk count,
  * partitioned (with recomputation) by psched_partition(), measured by the
  * simulator, and ranked. DESIGN §6, docs/optimizer.md. */
-#include "internal.h"
+#include "optimizer.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +24,8 @@ struct psched_search_result {
     search_alt *alts;
     size_t count, cap;
     double solve_time;
+    char dropped[256]; /* the first refusal not kept as an alternative */
+    char sched_first[256]; /* the current schedule's first refusal */
 };
 
 static const uint32_t chunk_choices[] = {1, 2, 4};
@@ -91,7 +93,7 @@ static psched_status even_makespan(const psched_model *model, const psched_plan 
     o.method = PSCHED_PARTITION_EVEN;
     o.flags = flags;
     psched_partition_result *r = NULL;
-    psched_status st = psched_partition(model, plan, name, &o, &r);
+    psched_status st = psched__partition(model, plan, name, &o, false, &r);
     *out = NAN;
     if (st == PSCHED_OK && psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
         *out = psched_partition_makespan(r);
@@ -125,11 +127,20 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
     a.error = psched_partition(model, plan, name, &po, &a.partition);
     *taken = a.error == PSCHED_OK || (a.error != PSCHED_EINVAL && a.error != PSCHED_ENOMEM) || keep;
     if (a.error == PSCHED_ENOMEM || !*taken) {
+        if (a.error == PSCHED_EINVAL && !r->dropped[0])
+            snprintf(r->dropped, sizeof r->dropped, "%s", psched_last_error());
+        if (a.error == PSCHED_EINVAL && !r->sched_first[0])
+            snprintf(r->sched_first, sizeof r->sched_first, "%s", psched_last_error());
         psched_plan_destroy(plan);
         return a.error == PSCHED_ENOMEM ? a.error : PSCHED_OK;
     }
     if (a.error) {
-        snprintf(a.message, sizeof a.message, "%s", psched_last_error());
+        /* A named schedule no v fits is kept once, with its first
+         * refusal (v = 1's, e.g. fewer layers than stages) rather than
+         * the last (e.g. "chunks (4) must be 1"). */
+        snprintf(a.message, sizeof a.message, "%s",
+                 keep && a.error == PSCHED_EINVAL && r->sched_first[0] ? r->sched_first
+                                                                      : psched_last_error());
         a.makespan = a.bubble = a.peak = a.even = a.need = NAN;
     } else {
         measure(&a, psched_plan_memory_limit(base));
@@ -150,6 +161,7 @@ static psched_status search_schedule(const psched_model *model, const psched_pla
     uint32_t fixed = psched_plan_chunks(plan);
     size_t n = fixed ? 1 : sizeof chunk_choices / sizeof chunk_choices[0];
     bool any = false;
+    r->sched_first[0] = '\0';
     for (size_t k = 0; k < n; k++) {
         uint32_t v = fixed ? fixed : chunk_choices[k];
         bool taken = false;
@@ -213,9 +225,31 @@ static psched_status check_search(const psched_model *model, const psched_plan *
         return psched_fail(PSCHED_EINVAL, "search flags (0x%x) has unknown bits", o->flags);
     if (psched_model_layers(model) == 0)
         return psched_fail(PSCHED_EINVAL, "the model has no layer");
+    if (psched_model_layers(model) > PSCHED__PARTITION_MAX_LAYERS)
+        return psched_fail(PSCHED_EINVAL,
+                           "the model has %u layers; the partitioner handles at most %u "
+                           "(its tables grow with the layer count)",
+                           psched_model_layers(model), PSCHED__PARTITION_MAX_LAYERS);
     if (!(psched_plan_memory_limit(plan) > 0))
         return psched_fail(PSCHED_EINVAL, "memory limit (%g) must be > 0",
                            psched_plan_memory_limit(plan));
+    /* Every candidate would refuse overflowing times (psched_partition's
+     * own check); refusing them once names the cause instead of a table
+     * of identical failures. Fewer layers than devices is left to the
+     * candidates: each alternative names it, and with none accepted the
+     * search says so below. */
+    double total = 0;
+    for (uint32_t g = 0; g < psched_model_groups(model); g++) {
+        uint32_t layers = 0;
+        double f = 0, b = 0, w = 0;
+        psched_model_group(model, g, NULL, &layers, &f, &b, &w, NULL, NULL);
+        total += (f + b + w) * layers;
+    }
+    if (!isfinite(total * ((double)psched_plan_microbatches(plan) + 4.0 * psched_plan_devices(plan))))
+        return psched_fail(PSCHED_EINVAL,
+                           "the model's times overflow: %u layers sum to %g (f+b+w), times "
+                           "m + 4p; scale the times down",
+                           psched_model_layers(model), total);
     return PSCHED_OK;
 }
 
@@ -226,6 +260,8 @@ psched_status psched_plan_search(const psched_model *model, const psched_plan *p
 {
     static const psched_search_options defaults = PSCHED_SEARCH_OPTIONS_INIT;
     const psched_search_options *o = options ? options : &defaults;
+    if (out)
+        *out = NULL; /* a failed call leaves no handle to free */
     psched_status st = check_search(model, plan, schedules, schedule_count, o, out);
     if (st)
         return st;
@@ -245,6 +281,21 @@ psched_status psched_plan_search(const psched_model *model, const psched_plan *p
     if (st) {
         psched_search_result_destroy(r);
         return st;
+    }
+    /* Over every registered schedule, nothing could be partitioned and
+     * some schedule refused the plan itself (e.g. fewer layers than its
+     * stages): name that refusal rather than return an empty ranking or
+     * only the other failures. (Named schedules are kept as failed
+     * alternatives, each with its message.) */
+    bool any_ok = false;
+    for (size_t i = 0; i < r->count; i++)
+        any_ok = any_ok || r->alts[i].error == PSCHED_OK;
+    if (!any_ok && r->dropped[0] && !schedules) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", r->dropped);
+        psched_search_result_destroy(r);
+        return psched_fail(PSCHED_EINVAL, "no schedule accepts this plan; the first refusal: %s",
+                           why);
     }
     if (r->count)
         qsort(r->alts, r->count, sizeof *r->alts, alt_cmp);

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes as _ctypes
 import math as _math
 import os as _os
+import threading as _threading
 import typing as _t
 
 from . import _lib
@@ -41,7 +42,7 @@ from ._handle import (INTERNAL as _INTERNAL, U32_MAX as _U32_MAX, _Handle,
 from ._lib import LibraryNotFound
 
 __all__ = [
-    "Plan", "Schedule", "Report", "Op", "Generator", "GeneratorInfo",
+    "Plan", "Schedule", "Report", "Op", "Generator", "GeneratorInfo", "GeneratorOption",
     "generate", "from_csv", "schedules", "schedule_info", "load_plugin", "version",
     "library_path", "OVERLAP_NEXT", "BATCH_NEXT", "LOWER_MODES",
     "Error", "InvalidArgument", "OutOfMemory", "NotFound", "Infeasible",
@@ -76,22 +77,71 @@ class Generator(_t.NamedTuple):
     constraints: str
 
 
+class GeneratorOption(_t.NamedTuple):
+    """An integer option a generator declares (psched_generator_option);
+    default is None when it depends on the plan (the description says how)."""
+    name: str
+    description: str
+    min: int
+    max: int
+    default: _t.Optional[int]
+
+
 class GeneratorInfo(_t.NamedTuple):
     """A generator's descriptor: also its placement ("loop", "vshape",
-    "custom" or "auto"), default chunks and chains."""
+    "custom" or "auto"), default chunks and chains, the other names it
+    answers to (aliases: PyTorch's class names) and the options it declares,
+    all read from the library."""
     name: str
     description: str
     constraints: str
     placement: str
     default_chunks: int
     chains: int
+    aliases: _t.Tuple[str, ...] = ()
+    options: _t.Tuple[GeneratorOption, ...] = ()
 
 
-_KINDS = ("F", "B", "W", "BW", "SEND_F", "RECV_F", "SEND_B", "RECV_B")
-_SEND_F = _KINDS.index("SEND_F")  # kinds from here on are comm ops
-_PLACEMENTS = {"auto": _lib.PLACEMENT_AUTO, "loop": _lib.PLACEMENT_LOOP,
-               "vshape": _lib.PLACEMENT_VSHAPE, "custom": _lib.PLACEMENT_CUSTOM}
-_PLACEMENT_NAMES = {v: k for k, v in _PLACEMENTS.items()}
+_NAMES_LOCK = _threading.Lock()
+_NAMES: _t.Dict[str, _t.Any] = {}
+
+
+def _kinds() -> _t.Tuple[str, ...]:
+    """Op-kind names by kind value, from the library's one table
+    (psched_op_kind_str, called with 0, 1, ... until NULL), read once."""
+    with _NAMES_LOCK:
+        if "kinds" not in _NAMES:
+            lib, names = _lib.load(), []
+            while True:
+                name = lib.psched_op_kind_str(len(names), _lib.NAMING_PIPESCHED)
+                if name is None:
+                    break
+                names.append(name.decode())
+            _NAMES["kinds"] = tuple(names)
+        return _NAMES["kinds"]
+
+
+def _placement_names() -> _t.Dict[int, str]:
+    """{placement value: name}, from psched_placement_str, read once."""
+    with _NAMES_LOCK:
+        if "placements" not in _NAMES:
+            lib, names = _lib.load(), {}
+            while True:
+                name = lib.psched_placement_str(len(names))
+                if name is None:
+                    break
+                names[len(names)] = name.decode()
+            _NAMES["placements"] = names
+        return _NAMES["placements"]
+
+
+def _kind_name(kind: int) -> str:
+    names = _kinds()
+    return names[kind] if kind < len(names) else str(kind)
+
+
+def _placement_name(value: int) -> str:
+    return _placement_names().get(value, str(value))
 
 _Triple = _t.Tuple[float, float, float]
 _Number = _t.Union[int, float]
@@ -204,7 +254,8 @@ class Plan(_Handle):
             for stage, device in enumerate(stage_map):
                 _check(lib.psched_plan_set_stage_device(h, stage, device))
         elif placement is not None:
-            kind = _PLACEMENTS.get(placement)  # type: ignore[call-overload]
+            kind = {n: v for v, n in _placement_names().items()}.get(
+                placement)  # type: ignore[call-overload]
             if kind is None or kind == _lib.PLACEMENT_CUSTOM:
                 raise _invalid(f"placement ({placement!r}) must be 'loop', 'vshape', None "
                                "or a list of each stage's device")
@@ -245,7 +296,7 @@ class Plan(_Handle):
     def placement(self) -> str:
         """"auto", "loop", "vshape" or "custom"."""
         kind = self._get("psched_plan_placement")
-        return _PLACEMENT_NAMES.get(kind, str(kind))
+        return _placement_name(kind)
 
     @property
     def comm(self) -> float:
@@ -316,7 +367,7 @@ def _plan_state(lib: _t.Any, plan: _ctypes.c_void_p) -> _t.Dict[str, _t.Any]:
     if kind == _lib.PLACEMENT_CUSTOM:
         placement: _t.Any = [lib.psched_plan_stage_device(plan, s) for s in range(stages)]
     else:
-        placement = None if kind == _lib.PLACEMENT_AUTO else _PLACEMENT_NAMES[kind]
+        placement = None if kind == _lib.PLACEMENT_AUTO else _placement_name(kind)
     limit = lib.psched_plan_memory_limit(plan)
     return {"devices": lib.psched_plan_devices(plan),
             "microbatches": lib.psched_plan_microbatches(plan),
@@ -494,7 +545,7 @@ class Schedule(_Handle):
 
     def ops(self, device: int) -> _t.List[Op]:
         """The ops of `device` in execution order, as Op tuples."""
-        return [Op(_KINDS[o.kind] if o.kind < len(_KINDS) else str(o.kind), o.stage,
+        return [Op(_kind_name(o.kind), o.stage,
                    o.microbatch, o.chunk, bool(o.flags & OVERLAP_NEXT))
                 for o in self._raw_ops(device)]
 
@@ -538,7 +589,8 @@ class Schedule(_Handle):
         lib = _lib.load()
         with self._use() as h:
             state["plan"] = _plan_state(lib, lib.psched_schedule_plan(h))
-        comm = any(o.kind >= _SEND_F for d in range(self.devices) for o in self._raw_ops(d))
+        send_f = _kinds().index("SEND_F")  # kinds from here on are comm ops
+        comm = any(o.kind >= send_f for d in range(self.devices) for o in self._raw_ops(d))
         state["csv"] = self.to_csv_comms() if comm else self.to_csv()
         return state
 
@@ -749,11 +801,33 @@ def from_csv(source: _CsvSource, plan: _t.Optional[Plan] = None) -> Schedule:
     return Schedule(out, _INTERNAL)
 
 
+def _aliases(name: bytes) -> _t.Tuple[str, ...]:
+    lib, out, alias = _lib.load(), [], _ctypes.c_char_p()
+    while True:
+        _check(lib.psched_generator_alias(name, len(out), _ctypes.byref(alias)))
+        if alias.value is None:
+            return tuple(out)
+        out.append(alias.value.decode())
+
+
+def _options(name: bytes) -> _t.Tuple[GeneratorOption, ...]:
+    lib, count = _lib.load(), _ctypes.c_size_t()
+    _check(lib.psched_generator_option_count(name, _ctypes.byref(count)))
+    out = []
+    for i in range(count.value):
+        info = _lib.psched_option_info(version=_lib.OPTION_INFO_VERSION)
+        _check(lib.psched_generator_option(name, i, _ctypes.byref(info)))
+        default = (None if info.flags & _lib.OPTION_DEFAULT_FROM_PLAN
+                   else info.default_value)
+        out.append(GeneratorOption(_text(info.name) or "", _text(info.description) or "",
+                                   info.min, info.max, default))
+    return tuple(out)
+
+
 def _info(g: _t.Any) -> GeneratorInfo:
     return GeneratorInfo(_text(g.name) or "", _text(g.description) or "",
-                         _text(g.constraints) or "",
-                         _PLACEMENT_NAMES.get(g.placement, str(g.placement)),
-                         g.default_chunks, g.chains)
+                         _text(g.constraints) or "", _placement_name(g.placement),
+                         g.default_chunks, g.chains, _aliases(g.name), _options(g.name))
 
 
 def schedules() -> _t.List[Generator]:
@@ -929,8 +1003,6 @@ Plan.topology = _plan_topology
 
 # ---- activation offload (docs/simulator.md, "Activation offload") ----
 
-_KINDS = _KINDS + ("OFFLOAD", "RELOAD")  # psched_op_kind 8 and 9
-_OFFLOAD = _KINDS.index("OFFLOAD")
 _OFFLOAD_POLICIES = {"all": 1, "selective": 2, "budget": 3}
 
 
@@ -967,7 +1039,8 @@ _to_pytorch_actions_plain = Schedule.to_pytorch_actions
 
 
 def _to_pytorch_actions(self: Schedule) -> _t.List[_t.List[str]]:
-    if any(o.kind >= _OFFLOAD for d in range(self.devices) for o in self._raw_ops(d)):
+    offload = _kinds().index("OFFLOAD")  # kinds from here on are activation copies
+    if any(o.kind >= offload for d in range(self.devices) for o in self._raw_ops(d)):
         raise _error(_lib.EUNSUPPORTED,
                      "OFFLOAD/RELOAD are pipesched's own op kinds (activation copies); "
                      "torch.distributed.pipelining has no such action: export the schedule "

@@ -84,6 +84,25 @@ class psched_op(ctypes.Structure):
     ]
 
 
+# psched_option_info, the version this binding fills in.
+OPTION_INFO_VERSION = 1
+OPTION_DEFAULT_FROM_PLAN = 0x1
+NAMING_PIPESCHED = 0
+
+
+class psched_option_info(ctypes.Structure):
+    """Mirror of struct psched_option_info (version 1)."""
+    _fields_ = [
+        ("version", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("name", ctypes.c_char_p),
+        ("description", ctypes.c_char_p),
+        ("min", ctypes.c_int64),
+        ("max", ctypes.c_int64),
+        ("default_value", ctypes.c_int64),
+    ]
+
+
 _check_fn = ctypes.CFUNCTYPE(status_t, ctypes.c_void_p)
 _generate_fn = ctypes.CFUNCTYPE(status_t, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -146,6 +165,14 @@ _PROTOTYPES = {
                                          ctypes.POINTER(ctypes.POINTER(psched_generator))]),
     "psched_generator_count": (size_t, []),
     "psched_generator_at": (ctypes.POINTER(psched_generator), [size_t]),
+    "psched_generator_alias": (status_t, [ctypes.c_char_p, size_t,
+                                          ctypes.POINTER(ctypes.c_char_p)]),
+    "psched_generator_option_count": (status_t, [ctypes.c_char_p, ctypes.POINTER(size_t)]),
+    "psched_generator_option": (status_t, [ctypes.c_char_p, size_t,
+                                           ctypes.POINTER(psched_option_info)]),
+    # The library's one table of op-kind and placement names.
+    "psched_op_kind_str": (ctypes.c_char_p, [ctypes.c_int, ctypes.c_int]),
+    "psched_placement_str": (ctypes.c_char_p, [ctypes.c_int]),
     "psched_plugin_load": (status_t, [ctypes.c_char_p]),
 
     "psched_generate": (status_t, [ctypes.c_void_p, ctypes.c_char_p, handle_out]),

@@ -61,7 +61,7 @@ def _raw(schedule, device):
     size = ctypes.sizeof(_lib.psched_op)
     if struct.calcsize("=" + fmt) != size:
         raise _error(_lib.EUNSUPPORTED, f"psched_op is {size} bytes, not {fmt}")
-    kinds = pipesched._KINDS
+    kinds = pipesched._kinds()  # the library's names (psched_op_kind_str)
     fields = [f[0] for f in _lib.psched_op._fields_]
     ik, ist, imb, ifl = (fields.index(n) for n in ("kind", "stage", "microbatch", "flags"))
     return [(kinds[t[ik]] if t[ik] < len(kinds) else str(t[ik]), t[ist], t[imb], t[ifl])

@@ -40,10 +40,10 @@ pipesched::Schedule replay(const pipesched::Plan &plan, const OpLists &lists)
 {
     static const psched_generator one = {PSCHED_GENERATOR_ABI, "runtime-replay",
         "replays op lists edited by pipeline_runtime", "any plan", PSCHED_PLACEMENT_CUSTOM, 0, 1,
-        nullptr, replay_generate};
+        nullptr, replay_generate, nullptr, nullptr, 0};
     static const psched_generator two = {PSCHED_GENERATOR_ABI, "runtime-replay-dual",
         "replays op lists edited by pipeline_runtime (two chains)", "any plan",
-        PSCHED_PLACEMENT_CUSTOM, 0, 2, nullptr, replay_generate};
+        PSCHED_PLACEMENT_CUSTOM, 0, 2, nullptr, replay_generate, nullptr, nullptr, 0};
     static const psched_status registered = [] {
         psched_status st = psched_register_generator(&one);
         return st ? st : psched_register_generator(&two);

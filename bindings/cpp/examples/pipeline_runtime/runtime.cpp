@@ -29,9 +29,9 @@ Topology Topology::of(const psched_plan *plan)
 
 std::string op_text(const psched_op &op)
 {
-    static const char *const kind[] = {"F", "I", "W", "B", "SEND_F", "RECV_F", "SEND_B", "RECV_B"};
-    return std::to_string(op.stage) + (op.kind <= PSCHED_OP_RECV_B ? kind[op.kind] : "?") +
-           std::to_string(op.microbatch);
+    const char *kind = psched_op_kind_str(static_cast<psched_op_kind>(op.kind),
+                                          PSCHED_NAMING_PYTORCH);
+    return std::to_string(op.stage) + (kind ? kind : "?") + std::to_string(op.microbatch);
 }
 
 std::string waiting_op(std::uint32_t device, std::size_t index, const psched_op &op)

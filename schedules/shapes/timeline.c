@@ -27,6 +27,7 @@ psched_status psched__timeline_init(psched_timeline *t, const psched_plan *plan)
         (void)psched_plan_stage_mem(plan, j, &s->mf, &s->mb, &s->mw);
     }
     t->best_span = INFINITY;
+    t->has_best = false;
     psched__timeline_reset(t);
     return PSCHED_OK;
 }
@@ -157,19 +158,21 @@ static bool tl_is_next(const psched_timeline *t, uint32_t j, const psched_op *op
  * order always lets some device go on). */
 bool psched__timeline_replay(psched_timeline *t, const psched_schedule *s)
 {
-    if (s->devices != t->p)
+    /* Through the public accessors, as any generator would read a schedule. */
+    if (psched_schedule_devices(s) != t->p)
         return false;
     psched__timeline_reset(t);
     bool progress = true;
     while (progress) {
         progress = false;
         for (uint32_t j = 0; j < t->p; j++) {
-            size_t n = s->offset[j + 1] - s->offset[j];
+            size_t n = psched_schedule_op_count(s, j);
             while (t->st[j].count < n) {
-                const psched_op *op = &s->ops[s->offset[j] + t->st[j].count];
-                if (!tl_is_next(t, j, op))
+                psched_op op;
+                if (psched_schedule_ops(s, j, t->st[j].count, 1, &op, sizeof op) != PSCHED_OK ||
+                    !tl_is_next(t, j, &op))
                     return false;
-                if (!psched__timeline_put(t, j, (psched_op_kind)op->kind))
+                if (!psched__timeline_put(t, j, (psched_op_kind)op.kind))
                     break;
                 progress = true;
             }
@@ -188,17 +191,24 @@ double psched__timeline_offer(psched_timeline *t)
         /* Every list starts with its F0. */
         span = fmax(span, s->end - (t->f_end[(size_t)j * t->m] - s->tf));
     }
-    if (span < t->best_span) {
+    /* The first complete order is kept whatever its span: a span that is
+     * not finite (costs near DBL_MAX) never compares smaller, and `best`
+     * must never be emitted unfilled. */
+    if (!t->has_best || span < t->best_span) {
         uint32_t *keep = t->best;
         t->best = t->ops;
         t->ops = keep;
         t->best_span = span;
+        t->has_best = true;
     }
     return span;
 }
 
 psched_status psched__timeline_emit(const psched_timeline *t, psched_builder *b)
 {
+    if (!t->has_best)
+        return psched_fail(PSCHED_EINVAL, "zb: no candidate order completed (a generator bug: "
+                                          "the one-micro-batch-at-a-time order always fits)");
     psched_status st = PSCHED_OK;
     size_t per = (size_t)3 * t->m;
     for (uint32_t j = 0; j < t->p && st == PSCHED_OK; j++) {

@@ -33,7 +33,8 @@ typedef struct psched_timeline {
     double *f_end, *b_end; /* [stage * m + mb] */
     uint32_t *ops;         /* [stage * 3m + k]: (mb << 2) | kind */
     uint32_t *best;        /* the kept order, same layout */
-    double best_span;      /* its span; INFINITY while none is kept */
+    double best_span;      /* its span (meaningless while has_best is false) */
+    bool has_best;         /* a complete order has been kept */
     double max_idle;       /* largest idle over stages */
 } psched_timeline;
 
@@ -85,7 +86,8 @@ PSCHED_INTERNAL bool psched__timeline_replay(psched_timeline *t, const psched_sc
  * otherwise. Keeps the order when its span beats the kept one. */
 PSCHED_INTERNAL double psched__timeline_offer(psched_timeline *t);
 
-/* Appends the kept order to the builder. */
+/* Appends the kept order to the builder; PSCHED_EINVAL naming the
+ * generator bug when no complete order was ever offered. */
 PSCHED_INTERNAL psched_status psched__timeline_emit(const psched_timeline *t, psched_builder *b);
 
 #endif

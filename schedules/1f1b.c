@@ -1,7 +1,7 @@
 /* 1F1B (PipeDream-flush, Megatron's non-interleaved schedule): device d
  * warms up with min(m, p-d-1) forwards, then alternates one forward and one
  * full backward, then drains the remaining backwards. */
-#include "phases.h"
+#include "shapes/phases.h"
 
 static psched_status check(const psched_plan *plan)
 {
@@ -20,14 +20,19 @@ static psched_status generate(const psched_plan *plan, psched_builder *b)
     return st;
 }
 
+/* PyTorch's (and torchtitan's) class name for this schedule. */
+static const char *const aliases[] = {"1F1B", NULL};
+
 const psched_generator psched_gen_1f1b = {
-    PSCHED_GENERATOR_ABI,
-    "1f1b",
-    "1F1B (PipeDream-flush): warm-up forwards, then one forward / one backward, then drain",
-    "loop placement, v = 1",
-    PSCHED_PLACEMENT_LOOP,
-    1,
-    1,
-    check,
-    generate,
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = "1f1b",
+    .description = "1F1B (PipeDream-flush): "
+                   "warm-up forwards, then one forward / one backward, then drain",
+    .constraints = "loop placement, v = 1",
+    .placement = PSCHED_PLACEMENT_LOOP,
+    .default_chunks = 1,
+    .chains = 1,
+    .check = check,
+    .generate = generate,
+    .aliases = aliases,
 };

@@ -160,7 +160,7 @@ psched_status psched__check_placement(const psched_plan *plan, psched_placement 
     psched_placement have = psched_plan_placement(plan);
     if (have != want)
         return psched_fail(PSCHED_EINVAL, "placement (%s) must be %s for %s",
-                           psched__placement_name(have), psched__placement_name(want), name);
+                           psched_placement_str(have), psched_placement_str(want), name);
     return PSCHED_OK;
 }
 
@@ -213,6 +213,15 @@ static psched_status default_group(uint32_t p, uint32_t m, const char *name, uin
     *out = m / rounds;
     return PSCHED_OK;
 }
+
+const psched_generator_option_desc psched__group_size_option[] = {{
+    .name = "group-size",
+    .description = "micro-batches per group N: p <= N <= m, m mod N = 0 or >= p; "
+                   "default m / max(1, m div p) (PyTorch's rounds)",
+    .min = 1,
+    .max = UINT32_MAX,
+    .flags = PSCHED_OPTION_DEFAULT_FROM_PLAN,
+}};
 
 psched_status psched__interleaved_group(const psched_plan *plan, const char *name, uint32_t *out)
 {

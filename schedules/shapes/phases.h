@@ -171,4 +171,8 @@ PSCHED_INTERNAL psched_status psched__check_chunks(const psched_plan *plan, uint
 PSCHED_INTERNAL psched_status psched__interleaved_group(const psched_plan *plan,
                                                         const char *name, uint32_t *out);
 
+/* The one option of the interleaved schedules, as their descriptors
+ * declare it (one entry): "group-size", 1..2^32-1, default from the plan. */
+PSCHED_INTERNAL extern const psched_generator_option_desc psched__group_size_option[];
+
 #endif

@@ -1,0 +1,295 @@
+/* "Optimal" for the simulated step time (issue 17 item 4). The solvers
+ * minimise a linear estimate of the step time; the simulator is the
+ * judge. This module simulates the candidates (the solver's partition and
+ * the baselines that fit) and keeps the fastest, then searches every
+ * contiguous split x recompute mix by branch and bound: a partial
+ * partition is dropped when a lower bound of the step time of every
+ * completion reaches the best simulated time; a complete one is simulated.
+ * When the search ends the best is proven optimal; when the op budget or
+ * the deadline stops it, the result keeps an honest gap to a bound every
+ * partition shares.
+ *
+ * Lower bounds (every schedule of the plan, comm latency >= 0 only adds):
+ *  - a device runs its stages' m micro-batches of F, B, W one at a time,
+ *    and none before F of the first layer it holds has run for some
+ *    micro-batch: start_d + m·Σ_{s on d} (f_s + b_s + w_s), start_d = Σ f
+ *    of the layers before its first stage;
+ *  - the last B of stage s ends after all of stage s's F and B, which
+ *    start no earlier than Σ f before it, and is followed by the B of every
+ *    earlier layer for the same micro-batch: Σ f_<i + m·(f_s + b_s) + Σ b_<i;
+ *  - the devices share all the work: m·(Σ time + recompute) / p;
+ *  - one micro-batch runs every F, then every B: Σ f + Σ b.
+ *
+ * Recompute mixes: a fixed-order generator's step time can only grow when
+ * a stage's cost grows, so per range only the frontier's points (no mix
+ * faster and leaner) are tried, and with one stage per device only the
+ * fastest that fits. A generator whose order depends on the costs (zb's
+ * greedy) is detected by comparing its order for two cost sets; then the
+ * result is never claimed proven. */
+#include "optimizer.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct certify {
+    psched__problem *pb;
+    const char *name;
+    psched_plan *work;       /* resolved plan the candidates' costs go into */
+    psched__solution cur, best_sol;
+    double best;             /* best simulated step time */
+    double *dev_work, *dev_mem, *dev_start; /* per device, of the partial partition */
+    uint32_t *dev_stages;    /* stages of the device placed so far */
+    uint32_t *lens;          /* per depth: range lengths in the order tried */
+    double extra_sum;        /* recompute time of the partial partition */
+    size_t ops, budget, simulated, nodes;
+    bool stopped;            /* budget or deadline */
+    psched_status st;
+} certify;
+
+static psched_status simulate_solution(certify *c, const psched__solution *sol, double *makespan,
+                                       psched_schedule **keep)
+{
+    psched_schedule *sched = NULL;
+    psched_report *rep = NULL;
+    psched_status st = psched__write_costs(c->pb, sol, c->work);
+    if (!st)
+        st = psched_generate(c->work, c->name, &sched);
+    if (!st)
+        st = psched_simulate(sched, NULL, &rep);
+    if (!st) {
+        *makespan = psched_report_makespan(rep);
+        for (uint32_t d = 0; d < c->pb->devices; d++)
+            c->ops += psched_schedule_op_count(sched, d);
+        c->simulated++;
+    }
+    psched_report_destroy(rep);
+    if (keep && !st)
+        *keep = sched;
+    else
+        psched_schedule_destroy(sched);
+    return st;
+}
+
+/* Whether two schedules list the same ops in the same order per device. */
+static bool same_order(const psched_schedule *a, const psched_schedule *b, uint32_t devices)
+{
+    for (uint32_t d = 0; d < devices; d++) {
+        size_t n = psched_schedule_op_count(a, d);
+        if (n != psched_schedule_op_count(b, d))
+            return false;
+        for (size_t i = 0; i < n; i++) {
+            psched_op x, y;
+            psched_schedule_ops(a, d, i, 1, &x, sizeof x);
+            psched_schedule_ops(b, d, i, 1, &y, sizeof y);
+            if (x.kind != y.kind || x.stage != y.stage || x.microbatch != y.microbatch)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Whether the step time may be trusted to grow with the costs: the order
+ * for the even split with every layer at its slowest-to-run mix equals
+ * the order with unit stage costs (the probe's). */
+static psched_status order_is_fixed(certify *c, const psched__solution *sol, bool *fixed)
+{
+    psched_schedule *a = NULL, *b = NULL;
+    double mk;
+    psched_status st = simulate_solution(c, sol, &mk, &a);
+    psched_plan *unit = NULL;
+    if (!st)
+        st = psched_plan_clone(c->work, &unit);
+    if (!st)
+        st = psched_plan_set_cost(unit, 1, 1, 1);
+    if (!st)
+        st = psched_generate(unit, c->name, &b);
+    *fixed = !st && same_order(a, b, c->pb->devices);
+    psched_schedule_destroy(a);
+    psched_schedule_destroy(b);
+    psched_plan_destroy(unit);
+    return st;
+}
+
+static void consider(certify *c, const psched__solution *sol)
+{
+    double mk = INFINITY;
+    if (!c->st)
+        c->st = simulate_solution(c, sol, &mk, NULL);
+    if (!c->st && mk < c->best) {
+        c->best = mk;
+        psched__solution_copy(c->pb, sol, &c->best_sol);
+    }
+    if (c->ops > c->budget || psched__expired(c->pb))
+        c->stopped = true;
+}
+
+/* Lengths of stage s's range from start i in the order to try: the range
+ * whose time is closest to an even share of what is left first. */
+static uint32_t order_lengths(const certify *c, uint32_t s, uint32_t i, uint32_t lo, uint32_t hi,
+                              uint32_t *out)
+{
+    const psched__problem *pb = c->pb;
+    double share = (pb->time_prefix[pb->layers] - pb->time_prefix[i]) / (pb->stages - s);
+    uint32_t n = 0, mid = lo;
+    while (mid < hi && psched__range_time(pb, i, mid + 1) <= share)
+        mid++;
+    /* mid, mid+1, mid-1, mid+2, mid-2, ... within [lo, hi] */
+    out[n++] = mid;
+    for (uint32_t k = 1; mid + k <= hi || mid >= lo + k; k++) {
+        if (mid + k <= hi)
+            out[n++] = mid + k;
+        if (mid >= lo + k)
+            out[n++] = mid - k;
+    }
+    return n;
+}
+
+static void search(certify *c, uint32_t s, uint32_t i, double lb)
+{
+    psched__problem *pb = c->pb;
+    if (c->stopped || c->st)
+        return;
+    if (++c->nodes > PSCHED__CERTIFY_NODES || (c->nodes % 1024 == 0 && psched__expired(pb))) {
+        c->stopped = true;
+        return;
+    }
+    if (s == pb->stages) {
+        consider(c, &c->cur);
+        return;
+    }
+    const psched__fronts *fr = &pb->table[i];
+    uint32_t lo, hi;
+    psched__length_bounds(pb, s, fr, &lo, &hi);
+    if (lo > hi)
+        return;
+    uint32_t *lens = c->lens + (size_t)s * (pb->layers + 1);
+    uint32_t n = order_lengths(c, s, i, lo, hi, lens);
+    uint32_t d = pb->device_of[s];
+    double m = pb->microbatches;
+    double avg_rest = m * (pb->time_total + c->extra_sum) / pb->devices;
+    for (uint32_t q = 0; q < n && !c->stopped && !c->st; q++) {
+        uint32_t len = lens[q], np;
+        const psched__point *pts = psched__front(fr, len, &np);
+        double base = psched__range_time(pb, i, len), param = psched__range_param(pb, i, len);
+        double fs = pb->f_prefix[i + len] - pb->f_prefix[i];
+        double bs = pb->b_prefix[i + len] - pb->b_prefix[i];
+        uint32_t k0 = 0, k1 = np;
+        if (pb->chunks == 1) {
+            int32_t k = psched__first_fitting(pb, s, fr, len, pb->limit);
+            if (k < 0)
+                continue;
+            k0 = (uint32_t)k;
+            k1 = k0 + 1;
+        }
+        for (uint32_t k = k0; k < k1 && !c->stopped && !c->st; k++) {
+            double mem = param + pb->inflight[s] * pts[k].act;
+            if (!psched__fits(pb, c->dev_mem[d] + mem))
+                continue;
+            double t = base + pts[k].extra;
+            double start = c->dev_stages[d] ? c->dev_start[d] : pb->f_prefix[i];
+            double here = fmax(lb, start + c->dev_work[d] + m * t);
+            here = fmax(here, pb->f_prefix[i] + m * (fs + bs + pts[k].extra) + pb->b_prefix[i]);
+            here = fmax(here, avg_rest + m * pts[k].extra / pb->devices);
+            if (here >= c->best * (1 - 1e-12))
+                continue;
+            double saved_start = c->dev_start[d];
+            c->dev_start[d] = start;
+            c->dev_work[d] += m * t;
+            c->dev_mem[d] += mem;
+            c->dev_stages[d]++;
+            c->extra_sum += pts[k].extra;
+            c->cur.first[s] = i;
+            c->cur.count[s] = len;
+            psched__fill_choices(fr, len, (int32_t)k, c->cur.choice);
+            search(c, s + 1, i + len, here);
+            c->extra_sum -= pts[k].extra;
+            c->dev_stages[d]--;
+            c->dev_mem[d] -= mem;
+            c->dev_work[d] -= m * t;
+            c->dev_start[d] = saved_start;
+        }
+    }
+}
+
+/* A bound every partition's step time respects (for the gap when the
+ * search stops early): the shared work and one micro-batch's path. */
+static double common_bound(const psched__problem *pb)
+{
+    double m = pb->microbatches, slowest = 0;
+    for (uint32_t l = 0; l < pb->layers; l++)
+        slowest = fmax(slowest, psched__range_time(pb, l, 1));
+    double work = m * fmax(pb->time_total / pb->devices, slowest);
+    return fmax(work, pb->f_prefix[pb->layers] + pb->b_prefix[pb->layers]);
+}
+
+psched_status psched__certify(psched__problem *pb, const char *name, const psched_plan *plan,
+                              const psched__solution *const *candidates, size_t count,
+                              psched__solution *sol, psched__certificate *out)
+{
+    certify c;
+    memset(&c, 0, sizeof c);
+    memset(out, 0, sizeof *out);
+    c.pb = pb;
+    c.name = name;
+    c.best = INFINITY;
+    c.budget = PSCHED__CERTIFY_OPS;
+    psched_status st = psched_plan_clone(plan, &c.work);
+    if (!st)
+        st = psched__solution_init(&c.cur, pb->stages, pb->layers);
+    if (!st)
+        st = psched__solution_init(&c.best_sol, pb->stages, pb->layers);
+    c.cur.found = true; /* complete whenever the search simulates it */
+    c.dev_work = psched__calloc(pb->devices, sizeof(double));
+    c.dev_mem = psched__calloc(pb->devices, sizeof(double));
+    c.dev_start = psched__calloc(pb->devices, sizeof(double));
+    c.dev_stages = psched__calloc(pb->devices, sizeof(uint32_t));
+    c.lens = psched__calloc(((size_t)pb->layers + 1) * pb->stages, sizeof(uint32_t));
+    if (!st && (!c.dev_work || !c.dev_mem || !c.dev_start || !c.dev_stages || !c.lens))
+        st = PSCHED_ENOMEM_FAIL();
+    /* Candidates first, the solver's first: ties keep it. */
+    for (size_t k = 0; !st && k < count; k++) {
+        if (!candidates[k] || !candidates[k]->found)
+            continue;
+        consider(&c, candidates[k]);
+        st = c.st;
+    }
+    bool fixed = false;
+    if (!st && c.best_sol.found)
+        st = order_is_fixed(&c, &c.best_sol, &fixed);
+    /* The solvers' frontiers stop at a bound of the estimate; the step
+     * time's own: a stage whose m micro-batches alone take longer than the
+     * best simulated time cannot be in a faster partition. */
+    if (!st && c.best_sol.found) {
+        if (pb->table) {
+            for (uint32_t i = 0; i <= pb->layers; i++)
+                psched__fronts_free(&pb->table[i]);
+            psched__dealloc(pb->table);
+            pb->table = NULL;
+        }
+        pb->tau_max = c.best / pb->microbatches * (1 + 1e-9);
+        pb->truncated = false;
+        st = psched__fronts_table(pb);
+    }
+    if (!st && c.best_sol.found && !c.stopped) {
+        c.stopped = false;
+        search(&c, 0, 0, 0);
+        st = c.st;
+    }
+    if (!st && c.best_sol.found) {
+        psched__solution_copy(pb, &c.best_sol, sol);
+        out->makespan = c.best;
+        out->proven = fixed && !c.stopped && !pb->truncated && !psched__expired(pb);
+        out->bound = out->proven ? c.best : fmin(c.best, common_bound(pb));
+        out->simulated = c.simulated;
+    }
+    psched_plan_destroy(c.work);
+    psched__solution_free(&c.cur);
+    psched__solution_free(&c.best_sol);
+    psched__dealloc(c.dev_work);
+    psched__dealloc(c.dev_mem);
+    psched__dealloc(c.dev_start);
+    psched__dealloc(c.dev_stages);
+    psched__dealloc(c.lens);
+    return st;
+}

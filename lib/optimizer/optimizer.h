@@ -1,0 +1,363 @@
+/* The optimizer's internal header (one per folder; the model has its
+ * own, model.h, because it depends on nothing here). Not installed.
+ *
+ * Modules, each depending only on those above it, never back:
+ *   model.h/model.c        the model (layer groups, recompute variants)
+ *   clock.c                the deadline's clock (and the tests' clock)
+ *   fronts.c               recompute frontiers of layer ranges
+ *   problem.c              the partition problem: layers, in-flight counts,
+ *                          objective weights, solutions, their evaluation
+ *   baselines.c            Megatron's even splits, uniform recompute
+ *   dp.c                   the stage DP, the min-max split
+ *   partition_pair.c       the two-walker DP (two chunks per device)
+ *   partition_glpk.c       GLPK: the column MILP's solver
+ *   milp.c                 the MILP glue: columns, seed, min memory
+ *   certify.c              simulated step time: proof or honest gap
+ *   result.c               the result object and its getters
+ *   partition.c            psched_partition(): checks, method dispatch
+ *   plan_search.c          psched_plan_search() over psched_partition()
+ *   bound.c                psched_bound() (core only) */
+#ifndef PSCHED_OPTIMIZER_H
+#define PSCHED_OPTIMIZER_H
+
+#include "model.h"
+
+
+/* The most layers a model may have to be partitioned (docs/optimizer.md,
+ * "Limits"): real models have a few hundred; the tables are sized in
+ * size_t from it, and memory stays O(L x stages) plus the capped frontier
+ * store. A model may hold more (its count is a uint32_t); partition and
+ * plan search refuse it with a message naming both numbers. */
+#define PSCHED__PARTITION_MAX_LAYERS 100000u
+
+/* A point of a layer range's recompute frontier: the range's extra
+ * backward time and activation bytes for one mix of choices. `prev` is the
+ * index of the point of the range one layer shorter it extends (or -1) and
+ * `choice` the recompute kind of the range's last layer, so the per-layer
+ * choices can be read back. */
+typedef struct psched__point {
+    double extra, act;
+    int32_t prev;
+    uint8_t choice;
+} psched__point;
+
+/* The recompute frontiers of the ranges that start at one layer: the
+ * points of [start, start+len) are pts[first[len] .. first[len+1]), for
+ * len 0..maxlen. Built per start and on demand, so the stage DP holds one
+ * start's frontiers at a time (memory linear in the layers); the two-chunk
+ * DP and the MILP keep a table of every start, capped in points. */
+typedef struct psched__fronts {
+    psched__point *pts;
+    size_t *first;       /* maxlen + 2 entries */
+    size_t npts, pcap, fcap;
+    uint32_t start, maxlen;
+} psched__fronts;
+
+/* The most frontier points the optimizer holds at once, over every start
+ * (docs/optimizer.md, "Limits"): 4 Mi points, about 100 MB. Beyond it the
+ * longest ranges (or, for one start alone, the rest of its ranges) are left
+ * out and the result is no longer claimed optimal. */
+#define PSCHED__FRONT_POINT_CAP ((size_t)1 << 22)
+
+/* The problem as the solvers see it. Times and memory of a stage with
+ * layers [i, j) and frontier point k: time = base[i..j) + extra_k,
+ * memory = param[i..j) + inflight[s] * act_k. */
+typedef struct psched__problem {
+    uint32_t layers, stages, devices, chunks, microbatches;
+    bool allow_empty;
+    double limit;        /* device memory, INFINITY when unconstrained */
+    double kappa;        /* weight of the fill/drain term */
+    double lambda;       /* weight of the largest stage against the largest device */
+    double *inflight;    /* per stage */
+    double nmin;         /* fewest in-flight micro-batches of any stage */
+    uint32_t *device_of; /* per stage */
+    double *time_prefix, *param_prefix; /* L + 1 prefix sums: f+b+w, param */
+    double time_total;   /* Σ base time of every layer */
+    double *minact_prefix; /* L + 1 prefix sums of each layer's smallest activation */
+    double *f_prefix, *b_prefix; /* L + 1 prefix sums of f and of b (no recompute) */
+    const psched_model *model;
+    uint32_t *group_of;  /* per layer */
+    double tau_max;      /* no range slower than this is worth a frontier */
+    bool thinned;        /* some range offered only part of its frontier */
+    bool truncated;      /* the point cap left some ranges out */
+    psched__fronts *table; /* per start 0..L, when built (psched__fronts_table) */
+    size_t table_points;
+    uint32_t widest;     /* most points of one range in the table */
+    double deadline;     /* psched__now() value the whole call must end by */
+} psched__problem;
+
+/* A complete solution: per stage a layer range, per layer a recompute
+ * choice (a psched_recompute). */
+typedef struct psched__solution {
+    uint32_t *first, *count; /* per stage */
+    uint8_t *choice;         /* per layer */
+    bool found;
+} psched__solution;
+
+/* The points of [fr->start, fr->start + len), len <= fr->maxlen. */
+static inline const psched__point *psched__front(const psched__fronts *fr, uint32_t len,
+                                                 uint32_t *n)
+{
+    *n = (uint32_t)(fr->first[len + 1] - fr->first[len]);
+    return fr->pts + fr->first[len];
+}
+
+static inline double psched__range_time(const psched__problem *pb, uint32_t i, uint32_t len)
+{
+    return pb->time_prefix[i + len] - pb->time_prefix[i];
+}
+
+static inline double psched__range_param(const psched__problem *pb, uint32_t i, uint32_t len)
+{
+    return pb->param_prefix[i + len] - pb->param_prefix[i];
+}
+
+/* Monotonic wall-clock seconds (or the test clock, when one is set). */
+PSCHED_INTERNAL double psched__now(void);
+
+/* Test hook: on this thread psched__now() returns clock() instead of the
+ * monotonic clock (NULL restores it), so tests check that every method
+ * stops at its deadline without depending on wall-clock time. */
+PSCHED_INTERNAL void psched__set_test_clock(double (*clock)(void));
+
+static inline bool psched__expired(const psched__problem *pb)
+{
+    return psched__now() > pb->deadline;
+}
+
+/* Build the frontiers of the ranges starting at layer i into fr (its
+ * buffers are reused), up to the first length that cannot fit the memory
+ * limit or whose base time exceeds pb->tau_max, or whose points would pass
+ * `point_cap` (then *capped is set). */
+PSCHED_INTERNAL psched_status psched__fronts_build(const psched__problem *pb, uint32_t i,
+                                                   size_t point_cap, psched__fronts *fr,
+                                                   bool *capped);
+
+PSCHED_INTERNAL void psched__fronts_free(psched__fronts *fr);
+
+/* Per-layer recompute choices of frontier point k of [fr->start, +len). */
+PSCHED_INTERNAL void psched__fill_choices(const psched__fronts *fr, uint32_t len, int32_t k,
+                                          uint8_t *choice);
+
+/* ---- the exact DP for two chunks per device (partition_pair.c) ---- */
+
+/* True when every device holds stage k (k < p) and either stage p+k (loop)
+ * or stage 2p-1-k (V shape): the layouts the two-walker DP handles. */
+PSCHED_INTERNAL bool psched__pair_applies(const psched__problem *pb);
+
+/* Outcome of the two-walker DP. `complete` says whether the search ended
+ * before the deadline; when it did, `found` means the solution is optimal
+ * and !found means no partition fits. When it did not, `bound` is a proven
+ * lower bound of the objective. */
+typedef struct psched__pair_outcome {
+    bool found, complete;
+    double objective, bound;
+} psched__pair_outcome;
+
+/* Minimize the objective exactly over the pair layouts. `incumbent` is the
+ * objective of a known feasible partition (INFINITY when none); sol gets
+ * a solution at least as good when one is found. */
+PSCHED_INTERNAL psched_status psched__pair_solve(const psched__problem *pb, double incumbent,
+                                                 psched__solution *sol,
+                                                 psched__pair_outcome *out);
+
+/* Smallest largest device memory over the pair layouts, every layer at its
+ * leanest variant. When the limit is met, *value may be any fitting figure
+ * <= limit (the exact minimum is only needed for infeasible limits);
+ * otherwise the exact minimum. NAN when the deadline passed first. */
+PSCHED_INTERNAL psched_status psched__pair_min_memory(const psched__problem *pb, double *value);
+
+/* One MILP column: stage `stage` takes layers [first, first+len) with the
+ * recompute mix of frontier point `point`, costing `time` per micro-batch
+ * and `mem` bytes on its device. */
+typedef struct psched__column {
+    uint32_t stage, first, len;
+    int32_t point;
+    double time, mem;
+} psched__column;
+
+/* The column MILP: choose one column per stage such that consecutive
+ * stages' ranges meet; minimize zcoef·max(max_d Σ time, lambda·max_s
+ * time) + kappa·Σ time subject to Σ mem <= limit per device, or
+ * (minimize_memory) max_d Σ mem. */
+typedef struct psched__milp {
+    uint32_t stages, devices, layers;
+    const uint32_t *device_of;
+    const psched__column *cols;
+    size_t ncols;
+    double limit, zcoef, kappa, lambda;
+    bool minimize_memory;
+    const int32_t *seed; /* per stage a column index, or NULL */
+} psched__milp;
+
+/* Solve the column MILP with GLPK. On PSCHED_OK: *found says whether a
+ * solution exists (chosen[] then holds one column index per stage),
+ * *optimal whether it is proven, *bound the best proven lower bound of the
+ * objective (-INFINITY when none). ESOLVER when GLPK
+ * fails (the process is unharmed), EUNSUPPORTED in a build without GLPK. */
+PSCHED_INTERNAL psched_status psched__milp_solve(const psched__milp *in, double time_limit,
+                                                 int32_t *chosen, bool *found, bool *optimal,
+                                                 double *bound);
+
+/* Test hook: cap GLPK's memory at `mb` megabytes for the following solves
+ * on this thread (0 lifts the cap). */
+PSCHED_INTERNAL void psched__glpk_set_mem_limit(int mb);
+
+/* Test hook: on this thread the ILP method solves the column MILP (seeded
+ * by the stage DP) even where a DP is exact, so tests can check the MILP
+ * against the DPs and the brute-force oracle. */
+PSCHED_INTERNAL void psched__partition_force_milp(bool on);
+
+/* Test hook: on this thread the ILP and DP methods return the solver's
+ * answer for the estimate without the simulated-time certificate, so
+ * tests can check the solvers against the estimate's oracle. */
+PSCHED_INTERNAL void psched__partition_skip_certify(bool on);
+
+/* psched_partition(), and when !want_min_memory an infeasible result
+ * leaves min_memory NAN instead of computing it (the planner's baseline
+ * needs only whether the even split fits). */
+PSCHED_INTERNAL psched_status psched__partition(const psched_model *model,
+                                                const psched_plan *plan, const char *schedule,
+                                                const psched_partition_options *options,
+                                                bool want_min_memory,
+                                                psched_partition_result **out);
+
+/* True when the build has GLPK. */
+PSCHED_INTERNAL bool psched__have_glpk(void);
+
+/* ---- the problem (problem.c) ---- */
+
+static inline const psched__group *psched__layer_group(const psched__problem *pb, uint32_t layer)
+{
+    return &pb->model->groups[pb->group_of[layer]];
+}
+
+PSCHED_INTERNAL void psched__problem_free(psched__problem *pb);
+
+/* Prefix sums and the layer-to-group map of the model. */
+PSCHED_INTERNAL psched_status psched__problem_layers(psched__problem *pb,
+                                                     const psched_model *model);
+
+/* Generate the schedule with unit costs: stage map, in-flight counts,
+ * kappa and lambda; *resolved gets the resolved plan (caller's comm). */
+PSCHED_INTERNAL psched_status psched__probe_schedule(const psched_plan *plan, const char *name,
+                                                     psched__problem *pb,
+                                                     psched_plan **resolved);
+
+/* Refuse all-zero times and sums that overflow (after probe and layers). */
+PSCHED_INTERNAL psched_status psched__problem_check(const psched__problem *pb);
+
+PSCHED_INTERNAL psched_status psched__solution_init(psched__solution *sol, uint32_t stages,
+                                                    uint32_t layers);
+PSCHED_INTERNAL void psched__solution_free(psched__solution *sol);
+PSCHED_INTERNAL void psched__solution_copy(const psched__problem *pb,
+                                           const psched__solution *from, psched__solution *to);
+
+/* Figures of a solution (arrays sized by the caller: stages, devices). */
+typedef struct psched__evaluation {
+    double *stage_time, *stage_mem, *dev_param, *dev_mem, *dev_time;
+    double objective, max_mem;
+} psched__evaluation;
+
+PSCHED_INTERNAL void psched__evaluate(const psched__problem *pb, const psched__solution *sol,
+                                      psched__evaluation *ev);
+PSCHED_INTERNAL bool psched__fits(const psched__problem *pb, double mem);
+
+/* Each stage's summed costs (recompute time added to B) and activation
+ * bytes (held from F to W) into the plan. */
+PSCHED_INTERNAL psched_status psched__write_costs(const psched__problem *pb,
+                                                  const psched__solution *sol, psched_plan *plan);
+
+/* ---- frontiers (fronts.c) ---- */
+
+/* Every start's frontiers into pb->table, within PSCHED__FRONT_POINT_CAP. */
+PSCHED_INTERNAL psched_status psched__fronts_table(psched__problem *pb);
+
+/* Fastest point of [fr->start, +len) fitting `budget` on stage s, or -1. */
+PSCHED_INTERNAL int32_t psched__first_fitting(const psched__problem *pb, uint32_t s,
+                                              const psched__fronts *fr, uint32_t len,
+                                              double budget);
+
+/* Range lengths stage s may take from fr->start. */
+PSCHED_INTERNAL void psched__length_bounds(const psched__problem *pb, uint32_t s,
+                                           const psched__fronts *fr, uint32_t *lo,
+                                           uint32_t *hi);
+
+/* ---- baselines (baselines.c) ---- */
+
+PSCHED_INTERNAL psched_status psched__even_split(const psched__problem *pb, bool accounted,
+                                                 psched__solution *sol);
+PSCHED_INTERNAL void psched__uniform_recompute(const psched__problem *pb, psched__solution *sol,
+                                               psched__evaluation *ev);
+
+/* ---- DPs (dp.c) ---- */
+
+PSCHED_INTERNAL psched_status psched__stage_dp(const psched__problem *pb, psched__solution *sol,
+                                               bool *complete);
+PSCHED_INTERNAL double psched__minmax_split(const psched__problem *pb, bool memory,
+                                            psched__solution *sol, psched_status *status);
+PSCHED_INTERNAL psched_status psched__lean_split_memory(const psched__problem *pb, double *out);
+
+/* ---- the MILP glue (milp.c) ---- */
+
+typedef struct psched__ilp_outcome {
+    bool optimal;
+    double gap;
+} psched__ilp_outcome;
+
+PSCHED_INTERNAL psched_status psched__solve_ilp(psched__problem *pb, psched__evaluation *ev,
+                                                const psched__solution *seed_in,
+                                                double seed_objective, psched__solution *sol,
+                                                psched__ilp_outcome *res);
+PSCHED_INTERNAL psched_status psched__milp_min_memory(const psched__problem *pb, double *out);
+
+/* ---- the certificate for the simulated step time (certify.c) ---- */
+
+/* Simulated ops and search nodes one certification may spend
+ * (docs/optimizer.md): enough to enumerate every small instance, bounded
+ * for large ones (then the result is `feasible` with its gap). */
+#define PSCHED__CERTIFY_OPS ((size_t)1 << 20)
+#define PSCHED__CERTIFY_NODES ((size_t)100000)
+
+typedef struct psched__certificate {
+    bool proven;      /* no partition simulates faster than `makespan` */
+    double makespan;  /* simulated step time of the returned solution */
+    double bound;     /* proven lower bound of every partition's step time */
+    size_t simulated; /* partitions simulated */
+} psched__certificate;
+
+/* Among the candidates (each fitting the memory limit, any may be
+ * !found) keep the fastest by simulated step time, then search every
+ * contiguous split x recompute mix (branch and bound on lower bounds of
+ * the step time) within PSCHED__CERTIFY_OPS and the deadline; sol gets
+ * the fastest found. `plan` is the resolved plan with the caller's comm. */
+PSCHED_INTERNAL psched_status psched__certify(psched__problem *pb, const char *name,
+                                              const psched_plan *plan,
+                                              const psched__solution *const *candidates,
+                                              size_t count, psched__solution *sol,
+                                              psched__certificate *out);
+
+/* ---- the result (result.c) ---- */
+
+struct psched_partition_result {
+    psched_solve_status status;
+    double gap, objective, solve_time, min_memory, makespan, bubble;
+    uint32_t stages, devices, layers;
+    bool has_partition;
+    uint32_t *first, *count;
+    uint8_t *choice;
+    double *stage_time, *stage_mem;
+    double *dev_param, *dev_mem, *dev_peak;
+    psched_plan *plan;
+};
+
+PSCHED_INTERNAL psched_partition_result *psched__result_alloc(const psched__problem *pb);
+
+/* Copy the solution in, write its costs into *plan (taken over) and
+ * simulate it. Nothing when !sol->found. */
+PSCHED_INTERNAL psched_status psched__result_fill(const psched__problem *pb,
+                                                  const psched__solution *sol, const char *name,
+                                                  psched_plan **plan, psched__evaluation *ev,
+                                                  psched_partition_result *r);
+
+#endif

@@ -1,0 +1,349 @@
+/* The partition problem: the model's layers as prefix sums, the
+ * schedule's stage map, in-flight counts and objective weights (probed by
+ * generating and simulating it with unit costs), the checks of what the
+ * objective can weigh, solutions and their evaluation. Depends on the
+ * core, the model and the frontiers (which it frees) only.
+ * DESIGN §6, docs/optimizer.md. */
+#include "optimizer.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void psched__problem_free(psched__problem *pb)
+{
+    if (pb->table) {
+        for (size_t i = 0; i <= pb->layers; i++)
+            psched__fronts_free(&pb->table[i]);
+    }
+    psched__dealloc(pb->table);
+    psched__dealloc(pb->inflight);
+    psched__dealloc(pb->device_of);
+    psched__dealloc(pb->time_prefix);
+    psched__dealloc(pb->param_prefix);
+    psched__dealloc(pb->minact_prefix);
+    psched__dealloc(pb->f_prefix);
+    psched__dealloc(pb->b_prefix);
+    psched__dealloc(pb->group_of);
+    memset(pb, 0, sizeof *pb);
+}
+
+static double variant_min_act(const psched__group *g)
+{
+    double a = g->variant[0].act;
+    for (int r = 1; r < PSCHED__RECOMPUTE_KINDS; r++)
+        if (g->variant[r].present && g->variant[r].act < a)
+            a = g->variant[r].act;
+    return a;
+}
+
+psched_status psched__problem_layers(psched__problem *pb, const psched_model *model)
+{
+    /* check_args bounds L by PSCHED__PARTITION_MAX_LAYERS, so L + 1 and
+     * every (L + 1) x (stages + 1) table size below stay far from a wrap;
+     * sizes are still computed in size_t. */
+    uint32_t L = model->layer_count;
+    size_t n = (size_t)L + 1;
+    pb->model = model;
+    pb->layers = L;
+    pb->group_of = psched__calloc(L, sizeof *pb->group_of);
+    pb->time_prefix = psched__calloc(n, sizeof(double));
+    pb->param_prefix = psched__calloc(n, sizeof(double));
+    pb->minact_prefix = psched__calloc(n, sizeof(double));
+    pb->f_prefix = psched__calloc(n, sizeof(double));
+    pb->b_prefix = psched__calloc(n, sizeof(double));
+    if (!pb->group_of || !pb->time_prefix || !pb->param_prefix || !pb->minact_prefix || !pb->f_prefix ||
+        !pb->b_prefix)
+        return PSCHED_ENOMEM_FAIL();
+    uint32_t l = 0;
+    for (uint32_t g = 0; g < model->group_count; g++) {
+        const psched__group *gr = &model->groups[g];
+        for (uint32_t k = 0; k < gr->count; k++, l++) {
+            pb->group_of[l] = g;
+            pb->time_prefix[l + 1] = pb->time_prefix[l] + gr->f + gr->b + gr->w;
+            pb->f_prefix[l + 1] = pb->f_prefix[l] + gr->f;
+            pb->b_prefix[l + 1] = pb->b_prefix[l] + gr->b;
+            pb->param_prefix[l + 1] = pb->param_prefix[l] + gr->param;
+            pb->minact_prefix[l + 1] = pb->minact_prefix[l] + variant_min_act(gr);
+        }
+    }
+    pb->time_total = pb->time_prefix[L];
+    return PSCHED_OK;
+}
+
+/* Walk each device's list once: the most micro-batches a stage holds is
+ * the peak of (forwards − weight backwards) in list order, which is what
+ * unit memory deltas (1, 0, -1) give. */
+static psched_status count_inflight(const psched_schedule *sched, psched__problem *pb)
+{
+    const psched_plan *rp = psched_schedule_plan(sched);
+    uint32_t S = pb->stages;
+    double *cur = psched__calloc(S, sizeof *cur);
+    if (!cur)
+        return PSCHED_ENOMEM_FAIL();
+    for (uint32_t s = 0; s < S; s++)
+        pb->device_of[s] = psched_plan_stage_device(rp, s);
+    for (uint32_t d = 0; d < pb->devices; d++) {
+        size_t n = psched_schedule_op_count(sched, d);
+        for (size_t i = 0; i < n; i++) {
+            psched_op op;
+            psched_schedule_ops(sched, d, i, 1, &op, sizeof op);
+            if (op.kind == PSCHED_OP_F) {
+                cur[op.stage] += 1;
+                if (cur[op.stage] > pb->inflight[op.stage])
+                    pb->inflight[op.stage] = cur[op.stage];
+            } else if (op.kind == PSCHED_OP_W || op.kind == PSCHED_OP_BW) {
+                cur[op.stage] -= 1;
+            }
+        }
+    }
+    psched__dealloc(cur);
+    return PSCHED_OK;
+}
+
+/* Makespan of the unit schedule with skewed chunks: on every device one
+ * chunk costs h = (v+1)/2 and the others 1/2 each, so device totals stay
+ * v and only the stages differ. The heavy chunk is chunk 0 everywhere
+ * (`alternate` false) or chunk d mod v on device d. */
+static psched_status skewed_makespan(const psched_plan *unit, const char *name, bool alternate,
+                                     double *out)
+{
+    uint32_t v = psched_plan_chunks(unit);
+    double h = (v + 1) / 2.0;
+    psched_plan *probe = NULL;
+    psched_schedule *sched = NULL;
+    psched_report *rep = NULL;
+    psched_status st = psched_plan_clone(unit, &probe);
+    for (uint32_t s = 0; !st && s < psched_plan_stages(unit); s++) {
+        uint32_t heavy = alternate ? psched_plan_stage_device(unit, s) % v : 0;
+        double c = psched_plan_stage_chunk(unit, s) == heavy ? h : 0.5;
+        st = psched_plan_set_stage_cost(probe, s, c, c, c);
+    }
+    if (!st)
+        st = psched_generate(probe, name, &sched);
+    if (!st)
+        st = psched_simulate(sched, NULL, &rep);
+    if (!st)
+        *out = psched_report_makespan(rep);
+    psched_report_destroy(rep);
+    psched_schedule_destroy(sched);
+    psched_plan_destroy(probe);
+    return st;
+}
+
+/* lambda, the weight of the largest stage in the objective: the larger of
+ * the values that make the objective equal the makespan of the two skewed
+ * runs, (m-1)·lambda·3h + kappa·3S. A device's time alone cannot see how it
+ * is split over its chunks; unequal chunks stall each other, and how much
+ * depends on the schedule (looped BFS suffers most when the heavy chunk
+ * changes from device to device, interleaved when it does not). One chunk
+ * per device: lambda = 1 (a stage is a device). Clamped to [0, v]. */
+static psched_status calibrate_lambda(const psched_plan *unit, const char *name,
+                                      double unit_makespan, psched__problem *pb)
+{
+    pb->lambda = 1;
+    if (pb->chunks == 1 || pb->microbatches == 1)
+        return PSCHED_OK;
+    double v = pb->chunks, h = (v + 1) / 2, lambda = 0;
+    for (int alternate = 0; alternate < 2; alternate++) {
+        double skewed = 0;
+        psched_status st = skewed_makespan(unit, name, alternate, &skewed);
+        if (st)
+            return st;
+        lambda = fmax(lambda, (skewed - unit_makespan) / ((pb->microbatches - 1.0) * 3 * h) + v / h);
+    }
+    pb->lambda = isfinite(lambda) ? fmin(fmax(lambda, 0), v) : 1;
+    return PSCHED_OK;
+}
+
+/* Generate the schedule with unit costs: its stage map, the in-flight
+ * counts, and kappa, chosen so that (m-1)·max_d T_d + kappa·Σ_s T_s equals
+ * the simulated makespan when every stage costs the same; then lambda.
+ * *resolved gets a copy of the resolved plan with the caller's
+ * communication latency. */
+psched_status psched__probe_schedule(const psched_plan *plan, const char *name,
+                                    psched__problem *pb, psched_plan **resolved)
+{
+    psched_plan *probe = NULL;
+    psched_schedule *sched = NULL;
+    psched_report *rep = NULL;
+    psched_status st = psched_plan_clone(plan, &probe);
+    if (!st)
+        st = psched_plan_set_cost(probe, 1, 1, 1);
+    if (!st)
+        st = psched_plan_set_mem(probe, 1, 0, -1);
+    if (!st)
+        st = psched_plan_set_comm(probe, 0);
+    if (!st)
+        st = psched_plan_set_memory_limit(probe, INFINITY);
+    if (!st)
+        st = psched_generate(probe, name, &sched);
+    if (st)
+        goto out;
+    const psched_plan *rp = psched_schedule_plan(sched);
+    if (psched_plan_chains(rp) != 1) {
+        st = psched_fail(PSCHED_EUNSUPPORTED,
+                         "schedule %s runs %u chains; the partitioner handles one chain", name,
+                         psched_plan_chains(rp));
+        goto out;
+    }
+    pb->devices = psched_plan_devices(rp);
+    pb->chunks = psched_plan_chunks(rp);
+    pb->stages = psched_plan_stages(rp);
+    pb->microbatches = psched_plan_microbatches(rp);
+    pb->inflight = psched__calloc(pb->stages, sizeof *pb->inflight);
+    pb->device_of = psched__calloc(pb->stages, sizeof *pb->device_of);
+    if (!pb->inflight || !pb->device_of) {
+        st = PSCHED_ENOMEM_FAIL();
+        goto out;
+    }
+    if ((st = count_inflight(sched, pb)) || (st = psched_simulate(sched, NULL, &rep)))
+        goto out;
+    pb->nmin = INFINITY;
+    for (uint32_t s = 0; s < pb->stages; s++)
+        pb->nmin = fmin(pb->nmin, pb->inflight[s]);
+    double unit_device = 3.0 * pb->chunks, unit_sum = 3.0 * pb->stages;
+    pb->kappa = (psched_report_makespan(rep) - (pb->microbatches - 1.0) * unit_device) / unit_sum;
+    if ((st = calibrate_lambda(rp, name, psched_report_makespan(rep), pb)) ||
+        (st = psched_plan_clone(rp, resolved)))
+        goto out;
+    st = psched_plan_set_comm(*resolved, psched_plan_comm(plan));
+    if (!st)
+        st = psched_plan_set_memory_limit(*resolved, INFINITY);
+    if (st) {
+        psched_plan_destroy(*resolved);
+        *resolved = NULL;
+    }
+out:
+    psched_report_destroy(rep);
+    psched_schedule_destroy(sched);
+    psched_plan_destroy(probe);
+    return st;
+}
+
+/* Refuse what the objective cannot weigh: times or bytes whose sums
+ * overflow (every figure would be inf, every comparison a tie). A model
+ * whose layers take no time is accepted: every partition ties at 0. The
+ * objective multiplies the total time by at most m + S, memory the
+ * activations by at most the in-flight count. */
+psched_status psched__problem_check(const psched__problem *pb)
+{
+    uint32_t L = pb->layers;
+    double act = 0, extra = 0, inflight = 0;
+    for (uint32_t g = 0; g < pb->model->group_count; g++) {
+        const psched__group *gr = &pb->model->groups[g];
+        double a = 0, e = 0;
+        for (int r = 0; r < PSCHED__RECOMPUTE_KINDS; r++)
+            if (gr->variant[r].present)
+                a = fmax(a, gr->variant[r].act), e = fmax(e, gr->variant[r].extra);
+        act += a * gr->count;
+        extra += e * gr->count;
+    }
+    for (uint32_t s = 0; s < pb->stages; s++)
+        inflight = fmax(inflight, pb->inflight[s]);
+    double weight = (double)pb->microbatches + pb->stages;
+    if (!isfinite((pb->time_total + extra) * weight))
+        return psched_fail(PSCHED_EINVAL,
+                           "the model's times overflow: %u layers sum to %g (f+b+w) plus %g "
+                           "(recompute), times m + S = %g; scale the times down",
+                           L, pb->time_total, extra, weight);
+    if (!isfinite(pb->param_prefix[L] + act * fmax(1, inflight)))
+        return psched_fail(PSCHED_EINVAL,
+                           "the model's bytes overflow: parameters sum to %g and activations to "
+                           "%g, times up to %g micro-batches in flight; scale the bytes down",
+                           pb->param_prefix[L], act, inflight);
+    return PSCHED_OK;
+}
+
+
+psched_status psched__solution_init(psched__solution *sol, uint32_t stages, uint32_t layers)
+{
+    memset(sol, 0, sizeof *sol);
+    sol->first = psched__calloc(stages, sizeof *sol->first);
+    sol->count = psched__calloc(stages, sizeof *sol->count);
+    sol->choice = psched__calloc(layers ? layers : 1, sizeof *sol->choice);
+    if (!sol->first || !sol->count || !sol->choice) {
+        psched__solution_free(sol); /* callers free nothing on failure */
+        return PSCHED_ENOMEM_FAIL();
+    }
+    return PSCHED_OK;
+}
+
+void psched__solution_free(psched__solution *sol)
+{
+    psched__dealloc(sol->first);
+    psched__dealloc(sol->count);
+    psched__dealloc(sol->choice);
+    memset(sol, 0, sizeof *sol);
+}
+
+void psched__solution_copy(const psched__problem *pb, const psched__solution *from,
+                          psched__solution *to)
+{
+    memcpy(to->first, from->first, pb->stages * sizeof *to->first);
+    memcpy(to->count, from->count, pb->stages * sizeof *to->count);
+    memcpy(to->choice, from->choice, pb->layers);
+    to->found = from->found;
+}
+
+void psched__evaluate(const psched__problem *pb, const psched__solution *sol, psched__evaluation *ev)
+{
+    for (uint32_t d = 0; d < pb->devices; d++)
+        ev->dev_param[d] = ev->dev_mem[d] = ev->dev_time[d] = 0;
+    double sum = 0;
+    for (uint32_t s = 0; s < pb->stages; s++) {
+        uint32_t i = sol->first[s], len = sol->count[s], d = pb->device_of[s];
+        double extra = 0, act = 0;
+        for (uint32_t l = i; l < i + len; l++) {
+            const psched__variant *v = &psched__layer_group(pb, l)->variant[sol->choice[l]];
+            extra += v->extra;
+            act += v->act;
+        }
+        double t = psched__range_time(pb, i, len) + extra;
+        double param = psched__range_param(pb, i, len);
+        ev->stage_time[s] = t;
+        ev->stage_mem[s] = param + pb->inflight[s] * act;
+        ev->dev_param[d] += param;
+        ev->dev_mem[d] += ev->stage_mem[s];
+        ev->dev_time[d] += t;
+        sum += t;
+    }
+    double tmax = 0, mmax = 0;
+    for (uint32_t d = 0; d < pb->devices; d++) {
+        tmax = fmax(tmax, ev->dev_time[d]);
+        mmax = fmax(mmax, ev->dev_mem[d]);
+    }
+    for (uint32_t s = 0; s < pb->stages; s++)
+        tmax = fmax(tmax, pb->lambda * ev->stage_time[s]);
+    ev->objective = (pb->microbatches - 1.0) * tmax + pb->kappa * sum;
+    ev->max_mem = mmax;
+}
+
+bool psched__fits(const psched__problem *pb, double mem)
+{
+    return mem <= pb->limit * (1 + 1e-12);
+}
+
+/* Write each stage's summed costs and its activation bytes (held from F
+ * to W) into the plan. */
+psched_status psched__write_costs(const psched__problem *pb, const psched__solution *sol,
+                                  psched_plan *plan)
+{
+    for (uint32_t s = 0; s < pb->stages; s++) {
+        double f = 0, b = 0, w = 0, act = 0;
+        for (uint32_t l = sol->first[s]; l < sol->first[s] + sol->count[s]; l++) {
+            const psched__group *g = psched__layer_group(pb, l);
+            const psched__variant *v = &g->variant[sol->choice[l]];
+            f += g->f;
+            b += g->b + v->extra;
+            w += g->w;
+            act += v->act;
+        }
+        psched_status st = psched_plan_set_stage_cost(plan, s, f, b, w);
+        if (!st)
+            st = psched_plan_set_stage_mem(plan, s, act, 0, -act);
+        if (st)
+            return st;
+    }
+    return PSCHED_OK;
+}
