@@ -111,21 +111,24 @@ static void zb_warmup_counts(zb_work *w, const zb_variant *v)
 {
     psched_timeline *t = &w->t;
     uint32_t last = t->p - 1;
-    double back = t->f_end[(size_t)last * t->m] + t->st[last].tb;
+    double back = t->f_end[(size_t)last * t->m] + t->st[last].tb * psched__timeline_weight(t, 0);
     w->extra[last] = 0;
     for (uint32_t j = last; j-- > 0;) {
         const psched_tl_stage *s = &t->st[j];
         double arrival = back + t->comm, end = s->end, mem = s->mem;
         uint32_t k = 0;
-        while (s->nf + k < t->m && psched__timeline_fits(t, mem + s->mf)) {
-            if (v->bubble_before_first_b ? end + s->tf > arrival : end >= arrival)
+        while (s->nf + k < t->m) {
+            double wk = psched__timeline_weight(t, s->nf + k);
+            if (!psched__timeline_fits(t, mem + s->mf * wk))
                 break;
-            mem += s->mf;
-            end += s->tf;
+            if (v->bubble_before_first_b ? end + s->tf * wk > arrival : end >= arrival)
+                break;
+            mem += s->mf * wk;
+            end += s->tf * wk;
             k++;
         }
         w->extra[j] = k;
-        back = fmax(end, arrival) + s->tb;
+        back = fmax(end, arrival) + s->tb * psched__timeline_weight(t, 0);
     }
     for (uint32_t j = 1; j < t->p; j++) {
         uint32_t prev = t->st[j - 1].nf + w->extra[j - 1];
@@ -147,7 +150,7 @@ static bool zb_round0(zb_work *w, const zb_variant *v)
             if (!psched__timeline_put(t, j, PSCHED_OP_F))
                 return false;
     for (uint32_t j = t->p; j-- > 0;)
-        if (!psched__timeline_make_room(t, j, t->st[j].mb) ||
+        if (!psched__timeline_make_room(t, j, psched__timeline_delta(t, j, PSCHED_OP_B)) ||
             !psched__timeline_put(t, j, PSCHED_OP_B))
             return false;
     return true;
@@ -160,15 +163,16 @@ static bool zb_round0(zb_work *w, const zb_variant *v)
 static bool zb_skip_forward(const psched_timeline *t, uint32_t j)
 {
     const psched_tl_stage *s = &t->st[j], *n = &t->st[j + 1];
-    double next_b = n->end + n->tf + n->tb + t->comm;
+    double next_b = n->end + psched__timeline_cost(t, j + 1, PSCHED_OP_F) +
+                    psched__timeline_cost(t, j + 1, PSCHED_OP_B) + t->comm;
     if (s->end >= next_b)
         return true;
-    double mem = s->mem + s->mf, w_cost = 0;
+    double mem = s->mem + psched__timeline_delta(t, j, PSCHED_OP_F), w_cost = 0;
     for (uint32_t k = s->nw; !psched__timeline_fits(t, mem) && k < s->nb; k++) {
-        mem += s->mw;
-        w_cost += s->tw;
+        mem += s->mw * psched__timeline_weight(t, k);
+        w_cost += s->tw * psched__timeline_weight(t, k);
     }
-    if (s->end + s->tf + w_cost <= next_b)
+    if (s->end + psched__timeline_cost(t, j, PSCHED_OP_F) + w_cost <= next_b)
         return false;
     return next_b - s->end <= t->max_idle - s->idle;
 }
@@ -191,7 +195,7 @@ static bool zb_round_forwards(zb_work *w, const zb_variant *v)
         double arrival = psched__timeline_arrival(t, j, PSCHED_OP_F);
         if (!w->want[j] || arrival == INFINITY)
             continue;
-        if (!psched__timeline_make_room(t, j, t->st[j].mf))
+        if (!psched__timeline_make_room(t, j, psched__timeline_delta(t, j, PSCHED_OP_F)))
             return false;
         if (j > 0)
             zb_fill_wait(t, v, j, arrival);
@@ -207,7 +211,7 @@ static bool zb_round(zb_work *w, const zb_variant *v)
     if (!zb_round_forwards(w, v))
         return false;
     for (uint32_t j = t->p; j-- > 0;) {
-        if (!psched__timeline_make_room(t, j, t->st[j].mb))
+        if (!psched__timeline_make_room(t, j, psched__timeline_delta(t, j, PSCHED_OP_B)))
             return false;
         if (j + 1 < t->p)
             zb_fill_wait(t, v, j, psched__timeline_arrival(t, j, PSCHED_OP_B));
@@ -246,12 +250,12 @@ static double zb_list_start(const psched_timeline *t, const zb_variant *v, uint3
         return INFINITY;
     }
     double arrival = psched__timeline_arrival(t, j, kind);
-    double mem = s->mem + (kind == PSCHED_OP_F ? s->mf : s->mb), w_cost = 0;
+    double mem = s->mem + psched__timeline_delta(t, j, kind), w_cost = 0;
     for (uint32_t k = s->nw; !psched__timeline_fits(t, mem); k++) {
         if (k >= s->nb)
             return INFINITY;
-        mem += s->mw;
-        w_cost += s->tw;
+        mem += s->mw * psched__timeline_weight(t, k);
+        w_cost += s->tw * psched__timeline_weight(t, k);
     }
     return fmax(s->end + w_cost, arrival);
 }
@@ -294,7 +298,7 @@ static bool zb_build_list(zb_work *w, const zb_variant *v)
         uint32_t j = w->node[1];
         psched_op_kind kind = (psched_op_kind)w->cand_kind[j];
         double arrival = psched__timeline_arrival(t, j, kind);
-        if (!psched__timeline_make_room(t, j, kind == PSCHED_OP_F ? t->st[j].mf : t->st[j].mb))
+        if (!psched__timeline_make_room(t, j, psched__timeline_delta(t, j, kind)))
             return false;
         psched__timeline_fill(t, j, arrival);
         if (!psched__timeline_put(t, j, kind))
@@ -354,13 +358,24 @@ static psched_status zb_try(zb_work *w, const psched_plan *plan, const zb_varian
 /* ---- the generator ---- */
 
 /* Peak of the one-micro-batch-at-a-time order on stage j. Micro-batch k
- * starts from k times the net delta, so the first or the last is highest. */
-static double zb_serial_peak(const psched_plan *plan, uint32_t j, uint32_t m)
+ * starts from k times the net delta, so the first or the last is highest.
+ * With weights every delta of micro-batch k scales by w_k (as in the
+ * simulator): it starts from the sum of the earlier ones' w_i * net and
+ * climbs w_k * top above it, so every micro-batch is a candidate. */
+static double zb_serial_peak(const psched_plan *plan, uint32_t j, uint32_t m, bool weighted)
 {
     double f, b, w;
     (void)psched_plan_stage_mem(plan, j, &f, &b, &w);
     double net = f + b + w, top = fmax(f, fmax(f + b, net));
-    return fmax(top, (double)(m - 1) * net + top);
+    if (!weighted)
+        return fmax(top, (double)(m - 1) * net + top);
+    double base = 0, peak = -INFINITY;
+    for (uint32_t k = 0; k < m; k++) {
+        double wk = psched_plan_microbatch_weight(plan, k);
+        peak = fmax(peak, base + wk * top);
+        base += wk * net;
+    }
+    return peak;
 }
 
 static psched_status zb_check_limit(const psched_plan *plan)
@@ -368,8 +383,11 @@ static psched_status zb_check_limit(const psched_plan *plan)
     uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
     double limit = psched_plan_memory_limit(plan), need = -INFINITY;
     uint32_t worst = 0;
+    bool weighted = false;
+    for (uint32_t k = 0; k < m; k++)
+        weighted = weighted || psched_plan_microbatch_weight(plan, k) != 1.0;
     for (uint32_t j = 0; j < p; j++) {
-        double peak = zb_serial_peak(plan, j, m);
+        double peak = zb_serial_peak(plan, j, m, weighted);
         if (peak > need)
             need = peak, worst = j;
     }

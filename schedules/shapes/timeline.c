@@ -21,6 +21,18 @@ psched_status psched__timeline_init(psched_timeline *t, const psched_plan *plan)
         psched__timeline_free(t);
         return PSCHED_ENOMEM_FAIL();
     }
+    /* Weights only when one differs from 1: unit weights keep every figure
+     * (and so every order) bit for bit. */
+    for (uint32_t k = 0; k < t->m && !t->w; k++)
+        if (psched_plan_microbatch_weight(plan, k) != 1.0) {
+            t->w = psched__reallocarray(NULL, t->m, sizeof *t->w);
+            if (!t->w) {
+                psched__timeline_free(t);
+                return PSCHED_ENOMEM_FAIL();
+            }
+            for (uint32_t i = 0; i < t->m; i++)
+                t->w[i] = psched_plan_microbatch_weight(plan, i);
+        }
     for (uint32_t j = 0; j < t->p; j++) {
         psched_tl_stage *s = &t->st[j];
         (void)psched_plan_stage_cost(plan, j, &s->tf, &s->tb, &s->tw);
@@ -34,6 +46,7 @@ psched_status psched__timeline_init(psched_timeline *t, const psched_plan *plan)
 
 void psched__timeline_free(psched_timeline *t)
 {
+    psched__dealloc(t->w);
     psched__dealloc(t->st);
     psched__dealloc(t->f_end);
     psched__dealloc(t->b_end);
@@ -50,6 +63,26 @@ void psched__timeline_reset(psched_timeline *t)
         s->end = s->mem = s->idle = 0;
     }
     t->max_idle = 0;
+}
+
+/* The micro-batch of stage j's next op of `kind`. */
+static uint32_t tl_next_mb(const psched_tl_stage *s, psched_op_kind kind)
+{
+    return kind == PSCHED_OP_F ? s->nf : kind == PSCHED_OP_B ? s->nb : s->nw;
+}
+
+double psched__timeline_cost(const psched_timeline *t, uint32_t j, psched_op_kind kind)
+{
+    const psched_tl_stage *s = &t->st[j];
+    double c = kind == PSCHED_OP_F ? s->tf : kind == PSCHED_OP_B ? s->tb : s->tw;
+    return t->w ? c * psched__timeline_weight(t, tl_next_mb(s, kind)) : c;
+}
+
+double psched__timeline_delta(const psched_timeline *t, uint32_t j, psched_op_kind kind)
+{
+    const psched_tl_stage *s = &t->st[j];
+    double d = kind == PSCHED_OP_F ? s->mf : kind == PSCHED_OP_B ? s->mb : s->mw;
+    return t->w ? d * psched__timeline_weight(t, tl_next_mb(s, kind)) : d;
 }
 
 /* Comparisons tolerate the rounding of non-integer deltas. */
@@ -89,13 +122,11 @@ bool psched__timeline_put(psched_timeline *t, uint32_t j, psched_op_kind kind)
         if (arrival == INFINITY)
             return false;
         start = fmax(start, arrival);
-        cost = kind == PSCHED_OP_F ? s->tf : s->tb;
-        delta = kind == PSCHED_OP_F ? s->mf : s->mb;
-    } else {
-        if (s->nb <= mb)
-            return false;
-        cost = s->tw, delta = s->mw;
+    } else if (s->nb <= mb) {
+        return false;
     }
+    cost = psched__timeline_cost(t, j, kind);
+    delta = psched__timeline_delta(t, j, kind);
     if (!psched__timeline_fits(t, s->mem + delta))
         return false;
     if (s->count > 0) {
@@ -125,7 +156,8 @@ bool psched__timeline_make_room(psched_timeline *t, uint32_t j, double delta)
 void psched__timeline_fill(psched_timeline *t, uint32_t j, double arrival)
 {
     const psched_tl_stage *s = &t->st[j];
-    while (psched__timeline_w_pending(t, j) && s->end + s->tw <= arrival)
+    while (psched__timeline_w_pending(t, j) &&
+           s->end + psched__timeline_cost(t, j, PSCHED_OP_W) <= arrival)
         if (!psched__timeline_put(t, j, PSCHED_OP_W))
             return;
 }
@@ -189,7 +221,8 @@ double psched__timeline_offer(psched_timeline *t)
         if (s->count != 3 * t->m)
             return INFINITY;
         /* Every list starts with its F0. */
-        span = fmax(span, s->end - (t->f_end[(size_t)j * t->m] - s->tf));
+        span = fmax(span, s->end - (t->f_end[(size_t)j * t->m] -
+                                    s->tf * psched__timeline_weight(t, 0)));
     }
     /* The first complete order is kept whatever its span: a span that is
      * not finite (costs near DBL_MAX) never compares smaller, and `best`

@@ -17,8 +17,8 @@
 
 /* One stage (= one device) of a timeline. */
 typedef struct psched_tl_stage {
-    double tf, tb, tw;   /* costs */
-    double mf, mb, mw;   /* memory deltas */
+    double tf, tb, tw;   /* costs of a micro-batch of weight 1 */
+    double mf, mb, mw;   /* memory deltas of a micro-batch of weight 1 */
     uint32_t nf, nb, nw; /* F, B, W placed: the next of each kind has that micro-batch */
     uint32_t count;      /* ops in the list */
     double end;          /* end of the last op */
@@ -29,6 +29,7 @@ typedef struct psched_tl_stage {
 typedef struct psched_timeline {
     uint32_t p, m;
     double comm, limit;
+    double *w; /* [mb]: micro-batch weights w_k, NULL when all are 1 */
     psched_tl_stage *st;
     double *f_end, *b_end; /* [stage * m + mb] */
     uint32_t *ops;         /* [stage * 3m + k]: (mb << 2) | kind */
@@ -46,6 +47,20 @@ PSCHED_INTERNAL void psched__timeline_free(psched_timeline *t);
 
 /* Empties every list (keeps the kept order). */
 PSCHED_INTERNAL void psched__timeline_reset(psched_timeline *t);
+
+/* Weight of micro-batch mb (1 without weights or past the last one): its
+ * op's time and memory delta are the stage's figure times it, as in the
+ * simulator. */
+static inline double psched__timeline_weight(const psched_timeline *t, uint32_t mb)
+{
+    return t->w && mb < t->m ? t->w[mb] : 1.0;
+}
+
+/* Time and memory delta of stage j's next op of `kind`. */
+PSCHED_INTERNAL double psched__timeline_cost(const psched_timeline *t, uint32_t j,
+                                             psched_op_kind kind);
+PSCHED_INTERNAL double psched__timeline_delta(const psched_timeline *t, uint32_t j,
+                                              psched_op_kind kind);
 
 /* Whether a running memory value respects the limit. */
 PSCHED_INTERNAL bool psched__timeline_fits(const psched_timeline *t, double mem);
