@@ -128,6 +128,29 @@ static void test_zb_plans_with_the_real_costs_of_a_straggler(void)
     psched_plan_destroy(weighted);
 }
 
+/* p = 2, m = 4, unit costs, micro-batch 0 weighs 3 (its F, B, W take 3).
+ * Device 0 cannot start 0B0 before 0F0 + 1F0 + 1B0 = 9 and has only its
+ * four F (3 + 1 + 1 + 1 = 6) to run before it, so it idles >= 3; its work
+ * is 3·3 + 3·3 = 18, so its span is >= 21. An order meets it:
+ *   d0: 0F0 [0,3] 0F1-0F3 [3,6] (idle) 0B0 [9,12] 0B1 [12,13] 0B2 [13,14]
+ *       0W0 [14,17] 0B3 [17,18] 0W1-0W3 [18,21]
+ *   d1: 1F0 [3,6] 1B0 [6,9] 1F1 1B1 1F2 1B2 1F3 1B3 [9,15] 1W0 [15,18]
+ *       1W1-1W3 [18,21]  (span 21 - 3 = 18)
+ * zb planned with the weights finds a span-21 order; planning with unit
+ * costs (the weights ignored) does not, so this also fails if the
+ * weights stop reaching the timeline. */
+static void test_zb_straggler_p2_m4_meets_the_hand_bound(void)
+{
+    psched_plan *plan = plan_of(2, 4, 1, PSCHED_PLACEMENT_LOOP);
+    psched_plan *plain = plan_of(2, 4, 1, PSCHED_PLACEMENT_LOOP);
+    const double w[] = {3, 1, 1, 1};
+    CHECK_OK(psched_plan_set_microbatch_weights(plan, w, 4));
+    CHECK_EQ_DBL(span_of(plan, plan, "zb", NULL), 21);
+    CHECK(span_of(plain, plan, "zb", NULL) >= 21);
+    psched_plan_destroy(plan);
+    psched_plan_destroy(plain);
+}
+
 /* The memory limit counts weighted deltas, as the simulator does: with
  * deltas (+1, 0, -1) and micro-batch 3 weighing 4, running one micro-batch
  * at a time peaks at 4 (micro-batch 3's F alone), so a limit of 3 is
@@ -194,6 +217,7 @@ int main(void)
 {
     RUN(test_unit_weights_keep_every_order);
     RUN(test_zb_plans_with_the_real_costs_of_a_straggler);
+    RUN(test_zb_straggler_p2_m4_meets_the_hand_bound);
     RUN(test_zb_memory_limit_counts_weighted_activations);
     RUN(test_v_generators_keep_their_orders_under_weights);
     TEST_MAIN_END();
