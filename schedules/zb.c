@@ -27,6 +27,10 @@
  * limit 2p it is zero-bubble; the span never exceeds zb-h1's or zb-h2's
  * when they fit the limit.
  *
+ * Micro-batch weights w_k (docs/simulator.md) reach the timeline: micro-
+ * batch k's times and memory deltas are w_k times the stage's, so every
+ * choice and the limit see the real step; unit weights change nothing.
+ *
  * The smallest limit accepted is the peak of the one-micro-batch-at-a-time
  * order, which is the true minimum whenever mem_F >= 0 and
  * mem_F + mem_B + mem_W <= 0: every order starts with a forward, and before
