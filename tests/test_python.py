@@ -778,7 +778,10 @@ class TestOptimizer(Case):
 
     def test_plan_search_llama70b_matches_the_command_line(self):
         # The issue's acceptance call: the same plan from C (the CLI) and
-        # from Python, it fits, and it beats the even split.
+        # from Python, it fits, and it is no slower than the even split
+        # (issue 17.4: never slower than a baseline that fits; with
+        # FlashAttention the even split fits without recompute, so it may
+        # be the best plan itself).
         profile = os.path.join(DOCS, "examples", "llama70b.csv")
         if not CLI or not os.path.exists(profile):
             self.skipTest("PIPESCHED_CLI / PIPESCHED_DOCS not set")
@@ -799,7 +802,7 @@ class TestOptimizer(Case):
                          [(s["first"], s["count"], s["recompute"]) for s in cli["plan"]["stages"]])
         self.assertAlmostEqual(best.makespan, cli["alternatives"][0]["makespan"], delta=1e-9 * best.makespan)
         self.assertLessEqual(best.peak_memory, 80e9)
-        self.assertLess(best.makespan, best.even_makespan)
+        self.assertLessEqual(best.makespan, best.even_makespan)
         # The step time of a 80-layer plan is not proven within the search's
         # budget: "feasible" with its gap is the honest answer (issue 17).
         self.assertIn(best.status, ("optimal", "feasible"))
