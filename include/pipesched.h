@@ -951,8 +951,9 @@ typedef struct psched_transformer {
  * device's sustained TFLOP/s gives seconds; the backward is twice the
  * forward, split evenly into B and W. Parameter bytes count weights,
  * gradients and Adam state (16 bytes per parameter with mixed precision,
- * divided by t). Every transformer layer gets selective and full recompute
- * variants.
+ * divided by t). Every transformer layer gets a full recompute variant,
+ * and a selective one unless `flash_attention` (version 2) leaves no
+ * attention scores to drop.
  * @param config hyper-parameters (all of hidden, ffn, heads, kv_heads,
  *        layers, vocab, sequence, microbatch, tensor_parallel, dtype_bytes >= 1).
  * @param[out] out new model owned by the caller.
