@@ -898,12 +898,16 @@ PSCHED_API psched_status psched_model_load_csv(const char *text, size_t length,
                                                psched_model **out);
 
 /** Version of ::psched_transformer this header describes. */
-#define PSCHED_TRANSFORMER_VERSION 1u
+#define PSCHED_TRANSFORMER_VERSION 2u
 
 /**
  * Hyper-parameters of a decoder-only transformer for
  * psched_model_transformer(). Set `version` to #PSCHED_TRANSFORMER_VERSION;
- * later versions only append fields.
+ * later versions only append fields. Version 2 appended `flash_attention`,
+ * `head_dim` and `causal`; a version-1 caller gets the version-1 formulas
+ * (materialized attention scores, head_dim = hidden/heads, no causal
+ * halving). Start from #PSCHED_TRANSFORMER_INIT for the documented
+ * defaults (FlashAttention on, causal mask on).
  */
 typedef struct psched_transformer {
     uint32_t version;      /**< #PSCHED_TRANSFORMER_VERSION */
@@ -920,7 +924,23 @@ typedef struct psched_transformer {
     uint32_t experts;      /**< experts per MoE layer (0 or 1: dense model) */
     uint32_t top_k;        /**< experts each token visits (MoE layers) */
     uint32_t moe_every;    /**< every n-th layer is MoE (1: all; 0 with experts > 1 means 1) */
+    /* version 2 */
+    uint32_t flash_attention; /**< 1: attention scores never stored (FlashAttention), 0: the
+                                   5·a·s²·b score activations are kept; 0 or 1 */
+    uint32_t head_dim;     /**< per-head dimension (0: hidden/heads; Gemma2-9B has 256) */
+    uint32_t causal;       /**< 1: causal mask, the score and score-times-V FLOPs are halved
+                                (as Megatron-LM counts them); 0 or 1 */
 } psched_transformer;
+
+/**
+ * Initializer of a ::psched_transformer with this header's version and
+ * the documented defaults: `flash_attention` = 1, `causal` = 1,
+ * `head_dim` = 0 (hidden/heads); every other field is 0 and must be set.
+ * Use: `psched_transformer c = PSCHED_TRANSFORMER_INIT; c.hidden = ...`.
+ */
+#define PSCHED_TRANSFORMER_INIT                                                           \
+    { PSCHED_TRANSFORMER_VERSION, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u,       \
+      1u, 0u, 1u }
 
 /**
  * @brief Build a layer profile from transformer hyper-parameters with the
@@ -931,8 +951,9 @@ typedef struct psched_transformer {
  * device's sustained TFLOP/s gives seconds; the backward is twice the
  * forward, split evenly into B and W. Parameter bytes count weights,
  * gradients and Adam state (16 bytes per parameter with mixed precision,
- * divided by t). Every transformer layer gets selective and full recompute
- * variants.
+ * divided by t). Every transformer layer gets a full recompute variant,
+ * and a selective one unless `flash_attention` (version 2) leaves no
+ * attention scores to drop.
  * @param config hyper-parameters (all of hidden, ffn, heads, kv_heads,
  *        layers, vocab, sequence, microbatch, tensor_parallel, dtype_bytes >= 1).
  * @param[out] out new model owned by the caller.

@@ -689,6 +689,29 @@ class TestOptimizer(Case):
         self.assertEqual(g[1].count, 32)
         self.assertAlmostEqual(g[2].f, 2 * 4096 * 4096 * 32000 / 4 / 1e12, places=12)
 
+    def test_transformer_flash_head_dim_causal(self):
+        # h 64, ffn 256, 4 heads, s 128, b 1, t 1, bf16 (derivation in
+        # tests/test_transformer.c): FlashAttention leaves 34·s·b·h = 278528
+        # activation bytes, the scores add 5·a·s²·b = 327680; the causal mask
+        # halves the 4·b·s²·h core, 2·128·(4·64² + 3·64·256) = 16777216 FLOPs
+        # of weights plus 2097152 (causal) or 4194304; head_dim 32 makes the
+        # query width 128: 2·128·81920 + 4·128²·128 = 29360128.
+        def layer(**kw):
+            m = pipesched.Model.from_transformer(hidden=64, ffn=256, heads=4, layers=2,
+                                                 vocab=100, sequence=128, **kw)
+            self.addCleanup(m.close)
+            return m.groups[1]
+        g = layer()
+        self.assertEqual(g.act, 278528)
+        self.assertAlmostEqual(g.f, 18874368 / 1e12, places=18)
+        self.assertIsNone(g.selective)  # nothing left for it to drop
+        g = layer(flash_attention=False, causal=False)
+        self.assertEqual(g.act, 278528 + 327680)
+        self.assertAlmostEqual(g.f, 20971520 / 1e12, places=18)
+        g = layer(flash_attention=False, causal=False, head_dim=32)
+        self.assertAlmostEqual(g.f, 29360128 / 1e12, places=18)
+        self.assertEqual(g.act, (7 * 64 + 8 * 128) * 128 + 19 * 128 * 64 + 327680)
+
     def test_head_heavy_model_beats_even(self):
         # Embedding 0.1, 16 layers of 1, head 4.6 (each of F, B, W); p = 4,
         # m = 8, 1f1b. Even: emb+4 | 4 | 4 | 4+head, makespan 12.1 + 8·25.8 +
@@ -755,7 +778,10 @@ class TestOptimizer(Case):
 
     def test_plan_search_llama70b_matches_the_command_line(self):
         # The issue's acceptance call: the same plan from C (the CLI) and
-        # from Python, it fits, and it beats the even split.
+        # from Python, it fits, and it is no slower than the even split
+        # (issue 17.4: never slower than a baseline that fits; with
+        # FlashAttention the even split fits without recompute, so it may
+        # be the best plan itself).
         profile = os.path.join(DOCS, "examples", "llama70b.csv")
         if not CLI or not os.path.exists(profile):
             self.skipTest("PIPESCHED_CLI / PIPESCHED_DOCS not set")
@@ -776,7 +802,7 @@ class TestOptimizer(Case):
                          [(s["first"], s["count"], s["recompute"]) for s in cli["plan"]["stages"]])
         self.assertAlmostEqual(best.makespan, cli["alternatives"][0]["makespan"], delta=1e-9 * best.makespan)
         self.assertLessEqual(best.peak_memory, 80e9)
-        self.assertLess(best.makespan, best.even_makespan)
+        self.assertLessEqual(best.makespan, best.even_makespan)
         # The step time of a 80-layer plan is not proven within the search's
         # budget: "feasible" with its gap is the honest answer (issue 17).
         self.assertIn(best.status, ("optimal", "feasible"))

@@ -681,7 +681,9 @@ public:
         return Model(m);
     }
     /** psched_model_transformer(): the analytic transformer profile; set
-     *  `config.version` or leave it 0 for this header's version. */
+     *  `config.version` or leave it 0 for this header's version. Start
+     *  from PSCHED_TRANSFORMER_INIT for the documented defaults
+     *  (FlashAttention and causal mask on); a zeroed struct turns both off. */
     static Model transformer(psched_transformer config)
     {
         if (config.version == 0)

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,11 +371,6 @@ psched_status psched_model_load_csv(const char *text, size_t length, psched_mode
 
 static psched_status check_transformer(const psched_transformer *c)
 {
-    if (!c)
-        return psched_fail(PSCHED_EINVAL, "transformer configuration is NULL");
-    if (c->version == 0 || c->version > PSCHED_TRANSFORMER_VERSION)
-        return psched_fail(PSCHED_EINVAL, "transformer configuration version (%u) must be 1..%u",
-                           c->version, PSCHED_TRANSFORMER_VERSION);
     const struct {
         const char *name;
         uint32_t value;
@@ -392,7 +388,28 @@ static psched_status check_transformer(const psched_transformer *c)
     if (c->experts > 1 && (c->top_k == 0 || c->top_k > c->experts))
         return psched_fail(PSCHED_EINVAL, "transformer top_k (%u) must be 1..experts (%u)",
                            c->top_k, c->experts);
+    if (c->flash_attention > 1)
+        return psched_fail(PSCHED_EINVAL, "transformer flash_attention (%u) must be 0 or 1",
+                           c->flash_attention);
+    if (c->causal > 1)
+        return psched_fail(PSCHED_EINVAL, "transformer causal (%u) must be 0 or 1", c->causal);
     return PSCHED_OK;
+}
+
+/* A version-1 caller's struct ends before `flash_attention`: copy only
+ * its prefix and give the appended fields the version-1 meaning
+ * (materialized scores, head_dim = hidden/heads, no causal halving), so
+ * its numbers never change. */
+static psched_status read_transformer(const psched_transformer *in, psched_transformer *c)
+{
+    if (!in)
+        return psched_fail(PSCHED_EINVAL, "transformer configuration is NULL");
+    if (in->version == 0 || in->version > PSCHED_TRANSFORMER_VERSION)
+        return psched_fail(PSCHED_EINVAL, "transformer configuration version (%u) must be 1..%u",
+                           in->version, PSCHED_TRANSFORMER_VERSION);
+    memset(c, 0, sizeof *c);
+    memcpy(c, in, in->version == 1 ? offsetof(psched_transformer, flash_attention) : sizeof *c);
+    return check_transformer(c);
 }
 
 /* One transformer layer; see docs/optimizer.md for the formulas and their
@@ -405,23 +422,31 @@ static psched_status add_transformer_layers(psched_model *m, const psched_transf
     double b = c->microbatch, t = c->tensor_parallel, d = c->dtype_bytes;
     double experts = moe ? c->experts : 1, k = moe ? c->top_k : 1;
     double tokens = b * s;
-    /* Weights: Q and O (h·h each), K and V (h·h·kv/a each), a gated MLP
+    /* Query width a·head_dim (h unless head_dim says otherwise, as in
+     * Gemma2-9B: 16 heads of 256 on a 3584 hidden size). */
+    double q = c->head_dim ? a * c->head_dim : h;
+    /* Weights: Q and O (h·q each), K and V (h·q·kv/a each), a gated MLP
      * (three h·ffn matrices) per expert, the router, two norms. */
-    double attn_w = 2 * h * h + 2 * h * h * kv / a;
+    double attn_w = 2 * h * q + 2 * h * q * kv / a;
     double mlp_w = 3 * h * ffn;
     double params = attn_w + experts * mlp_w + (moe ? h * experts : 0) + 2 * h;
     /* Forward FLOPs: 2 per multiply-add over the weights a token visits,
-     * plus the attention scores and their product with V (2·s·h each). */
-    double core = 4 * tokens * s * h;
+     * plus the attention scores and their product with V (2·s·q each);
+     * under a causal mask only the lower triangle is computed, so that
+     * core is halved (Megatron-LM's count). */
+    double core = 4 * tokens * s * q * (c->causal ? 0.5 : 1);
     double flops = 2 * tokens * (attn_w + k * mlp_w + (moe ? h * experts : 0)) + core;
     double fwd = flops / t / 1e12;
     /* Activations (Korthikanti et al. 2022, §4.1, 16-bit): 34·s·b·h +
      * 5·a·s²·b bytes, of which the MLP's 19·s·b·h scale with ffn/(4h) and
-     * the routed experts k; selective recompute drops the 5·a·s²·b
-     * attention-core term; full recompute keeps the layer input. */
+     * the routed experts k, and the attention's Q, K, V and context
+     * (8·s·b·h) with q/h; selective recompute drops the 5·a·s²·b
+     * attention-core term; full recompute keeps the layer input.
+     * FlashAttention never stores the scores: no 5·a·s²·b term, and so
+     * no selective variant (it would save nothing). */
     double scale = d / 2;
-    double attn_act = 15 * tokens * h, mlp_act = 19 * tokens * h * (ffn / (4 * h)) * k;
-    double core_act = 5 * a * s * s * b;
+    double attn_act = (7 * h + 8 * q) * tokens, mlp_act = 19 * tokens * h * (ffn / (4 * h)) * k;
+    double core_act = c->flash_attention ? 0 : 5 * a * s * s * b;
     double act = (attn_act + mlp_act + core_act) * scale / t;
     double act_sel = (attn_act + mlp_act) * scale / t;
     double act_full = 2 * tokens * h * scale / t;
@@ -430,7 +455,7 @@ static psched_status add_transformer_layers(psched_model *m, const psched_transf
     double param_bytes = params * (2 * d + 12) / t;
     psched_status st = psched_model_add_layers(m, type, count, fwd, fwd, fwd, act, param_bytes);
     uint32_t g = m->group_count - 1;
-    if (!st)
+    if (!st && !c->flash_attention)
         st = psched_model_set_recompute(m, g, PSCHED_RECOMPUTE_SELECTIVE, act_sel,
                                         core / t / 1e12);
     if (!st)
@@ -455,9 +480,11 @@ static psched_status add_embedding_and_head(psched_model *m, const psched_transf
     return psched_model_add_layers(m, "head", 1, fwd, fwd, fwd, act, param_bytes + h * 4);
 }
 
-psched_status psched_model_transformer(const psched_transformer *config, psched_model **out)
+psched_status psched_model_transformer(const psched_transformer *in, psched_model **out)
 {
-    psched_status st = check_transformer(config);
+    psched_transformer copy;
+    const psched_transformer *config = &copy;
+    psched_status st = read_transformer(in, &copy);
     if (st)
         return st;
     if (!out)

@@ -37,7 +37,7 @@ _STATUS = ("optimal", "feasible", "infeasible")
 _ALLOW_EMPTY = 0x1
 _PARTITION_OPTIONS_VERSION = 1
 _SEARCH_OPTIONS_VERSION = 1
-_TRANSFORMER_VERSION = 1
+_TRANSFORMER_VERSION = 2
 
 _u32t = ctypes.c_uint32
 _dbl = ctypes.c_double
@@ -61,11 +61,11 @@ class _SearchOptions(ctypes.Structure):
 
 _TRANSFORMER_FIELDS = ("hidden", "ffn", "heads", "kv_heads", "layers", "vocab", "sequence",
                        "microbatch", "tensor_parallel", "dtype_bytes", "experts", "top_k",
-                       "moe_every")
+                       "moe_every", "flash_attention", "head_dim", "causal")
 
 
 class _Transformer(ctypes.Structure):
-    """Mirror of psched_transformer (version 1)."""
+    """Mirror of psched_transformer (version 2)."""
     _fields_ = [(name, ctypes.c_uint32) for name in ("version",) + _TRANSFORMER_FIELDS]
 
 
@@ -206,16 +206,23 @@ class Model(_Handle):
     def from_transformer(cls, hidden: int, ffn: int, heads: int, layers: int, vocab: int,
                          sequence: int, kv_heads: _t.Optional[int] = None, microbatch: int = 1,
                          tensor_parallel: int = 1, dtype_bytes: int = 2, experts: int = 0,
-                         top_k: int = 0, moe_every: int = 0) -> "Model":
+                         top_k: int = 0, moe_every: int = 0, flash_attention: bool = True,
+                         head_dim: _t.Optional[int] = None, causal: bool = True) -> "Model":
         """A profile from decoder-only transformer hyper-parameters (times in
         TFLOP per device, bytes per device): an embedding, the layers (or
         alternating dense/moe groups) and a head; see psched_model_transformer.
-        Every value is a uint32 (InvalidArgument naming it otherwise)."""
+        flash_attention (default on) drops the 5·a·s²·b attention-score
+        activations, head_dim (None: hidden/heads) sets the per-head size,
+        causal (default on) halves the attention score and score-times-V
+        FLOPs. Every value is a uint32 (InvalidArgument naming it otherwise)."""
         values = {"hidden": hidden, "ffn": ffn, "heads": heads,
                   "kv_heads": heads if kv_heads is None else kv_heads, "layers": layers,
                   "vocab": vocab, "sequence": sequence, "microbatch": microbatch,
                   "tensor_parallel": tensor_parallel, "dtype_bytes": dtype_bytes,
-                  "experts": experts, "top_k": top_k, "moe_every": moe_every}
+                  "experts": experts, "top_k": top_k, "moe_every": moe_every,
+                  "flash_attention": 1 if flash_attention else 0,
+                  "head_dim": 0 if head_dim is None else head_dim,
+                  "causal": 1 if causal else 0}
         cfg = _Transformer(_TRANSFORMER_VERSION,
                            *(_u32(name, values[name]) for name in _TRANSFORMER_FIELDS))
         out = ctypes.c_void_p()
