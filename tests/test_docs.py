@@ -84,6 +84,65 @@ class SchedulesPage(unittest.TestCase):
                 self.assertEqual(round(r["peak_memory_M"], 4), float(cells[9]))
 
 
+def layout_paths(readme):
+    """The paths README.md's "## Layout" block names: the first column of
+    each line (text before a run of two spaces), split at ", "."""
+    section = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```", 2)[1]
+    paths = []
+    for line in block.splitlines():
+        if not line or line.startswith(" "):
+            continue  # the fence's info string, or a wrapped description
+        first = re.split(r"\s{2,}", line.strip(), maxsplit=1)[0]
+        paths += [p.strip() for p in first.split(",") if p.strip()]
+    return paths
+
+
+def is_build_output(path):
+    """A meson build directory or a Python virtual environment: made by a
+    user, not part of the repository."""
+    return any(os.path.exists(os.path.join(path, mark))
+               for mark in ("meson-private", "build.ninja", "pyvenv.cfg"))
+
+
+class ReadmeLayout(unittest.TestCase):
+    """Issue 11 item 7: README's Layout lists folders and files that exist,
+    and every folder of the repository."""
+
+    def setUp(self):
+        self.root = os.path.normpath(os.path.join(DOCS, os.pardir))
+        with open(os.path.join(self.root, "README.md"), encoding="utf-8") as f:
+            self.paths = layout_paths(f.read())
+        self.assertIn("lib/core/", self.paths)  # the parser found the block
+
+    def test_every_listed_path_exists(self):
+        for path in self.paths:
+            with self.subTest(path=path):
+                full = os.path.join(self.root, path)
+                if path.endswith("/"):
+                    self.assertTrue(os.path.isdir(full), f"README Layout: no folder {path}")
+                else:
+                    self.assertTrue(os.path.isfile(full), f"README Layout: no file {path}")
+
+    def test_every_folder_is_listed(self):
+        listed = {p.rstrip("/") for p in self.paths}
+        listed_tops = {p.split("/", 1)[0] for p in listed}
+        for name in sorted(os.listdir(self.root)):
+            full = os.path.join(self.root, name)
+            if (not os.path.isdir(full) or (name.startswith(".") and name != ".ci")
+                    or is_build_output(full)):
+                continue
+            with self.subTest(folder=name):
+                self.assertIn(name, listed_tops, f"README Layout does not list {name}/")
+        # the folders under lib/ and bindings/ are each described
+        for parent in ("lib", "bindings"):
+            for name in sorted(os.listdir(os.path.join(self.root, parent))):
+                if os.path.isdir(os.path.join(self.root, parent, name)):
+                    with self.subTest(folder=f"{parent}/{name}"):
+                        self.assertIn(f"{parent}/{name}", listed,
+                                      f"README Layout does not list {parent}/{name}/")
+
+
 if __name__ == "__main__":
     if not CLI or not DOCS:
         sys.exit("PIPESCHED_CLI and PIPESCHED_DOCS must be set")
