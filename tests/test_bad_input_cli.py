@@ -202,6 +202,60 @@ class TestBadFiles(BadInput):
         self.partition_case(data, "NUL byte at byte offset 30 (line 2, column 4)")
 
 
+class TestIssue12Findings(BadInput):
+    """Issue 12 items 1, 2 and 6 as the tool shows them: each command of the
+    issue's reproductions now fails cleanly with the message naming the
+    value and the rule (before: SIGSEGV, uninitialised reads, a misleading
+    "infeasible" table)."""
+
+    def profile(self, rows):
+        return self.write("model.csv", PROFILE_HEADER + rows)
+
+    def test_layer_counts_past_the_partitioner_limit(self):
+        # item 1: L + 1 wrapped to 0 in uint32 and the partitioner crashed
+        for rows in (b"layer,4294967295,1,1,1,1e8,1e9\n",
+                     b"layer,4294967294,1,1,1,1e8,1e9\nhead,1,1,1,1,1,1\n"):
+            model = self.profile(rows)
+            shape = ["--model", model, "--devices", "4", "--microbatches", "8",
+                     "--mem-limit", "80e9"]
+            with self.subTest(rows=rows):
+                self.check_failure(["partition", *shape, "--schedule", "1f1b"], 2,
+                                   "partition: the model has 4294967295 layers; the "
+                                   "partitioner handles at most 100000")
+                self.check_failure(["plan", *shape], 2,
+                                   "plan: the model has 4294967295 layers; the partitioner "
+                                   "handles at most 100000")
+        model = self.profile(b"layer,4294967295,1,1,1,1e8,1e9\nhead,2,1,1,1,1,1\n")
+        self.check_failure(["partition", "--model", model, "--devices", "2", "--microbatches",
+                            "4", "--schedule", "1f1b"], 2,
+                           "line 3, column 6: total layer count exceeds 4294967295")
+
+    def test_costs_whose_sums_overflow(self):
+        # item 2: zb read uninitialised memory when every span was infinite
+        zb = ["--schedule", "zb", "--devices", "4", "--microbatches", "8"]
+        rule = "is too large: devices (4) x (stages (4) x microbatches (8) x (F + B + W) + " \
+               "2 x stages x microbatches x comm) overflows to infinity"
+        self.check_case(["simulate", *zb, "--cost", "1e308,1e308,1e308"], 2,
+                        "F cost of stage 0 (1e+308) " + rule)
+        self.check_case(["generate", *zb, "--cost", "1e308,1e308,1e308"], 2,
+                        "F cost of stage 0 (1e+308) " + rule)
+        self.check_case(["simulate", *zb, "--comm", "1e308"], 2,
+                        "comm latency (1e+308) " + rule)
+        costs = self.write("costs.csv", b"2,1e307,1e307,1e307\n")
+        self.check_case(["simulate", *zb, "--costs-file", costs], 2,
+                        "F cost of stage 2 (1e+307) " + rule)
+
+    def test_layer_times_whose_sums_overflow(self):
+        # item 6: every row said "infeasible (needs 280)", with or without a limit
+        model = self.profile(b"layer,8,1e308,1e308,1e308,1,1\n")
+        shape = ["--model", model, "--devices", "4", "--microbatches", "8"]
+        self.check_failure(["plan", *shape, "--mem-limit", "1e9"], 2,
+                           "plan: the model's times overflow: 8 layers sum to inf (f+b+w), "
+                           "times m + 4p; scale the times down")
+        self.check_failure(["partition", *shape, "--schedule", "1f1b"], 2,
+                           "partition: the model's times overflow: 8 layers sum to inf")
+
+
 MEM_LIMIT_RULE = "must be a finite number > 0 (bytes or memory units)"
 GIB = 1 << 30
 TABLE_CAP = 16 << 20
