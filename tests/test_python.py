@@ -1051,6 +1051,12 @@ class TestBadInput(Case):
             self.addCleanup(obj.close)
         csv = "0F0,0B0\n1F0,1B0\n"
         big = "4294967295"
+        huge = pipesched.Model()
+        huge.add_layers("layer", 2**32 - 1, 1, 1, 1, 1e8, 1e9)
+        slow = pipesched.Model()
+        slow.add_layers("layer", 8, 1e308, 1e308, 1e308, 1, 1)
+        for obj in (huge, slow):
+            self.addCleanup(obj.close)
         E = pipesched.InvalidArgument
         rows = [
             # wrong handle types (segfaulted before)
@@ -1138,6 +1144,24 @@ class TestBadInput(Case):
              E, "stage (4294967296) must be between 0 and " + big),
             ("op_times device=2**40", lambda: report.op_times(2**40),
              E, "device (1099511627776) must be between 0 and " + big),
+            # sizes and sums (issue 12 items 1, 2, 6: partition() killed the
+            # interpreter; zb read uninitialised memory)
+            ("partition 4294967295 layers", lambda: pipesched.partition(huge, plan, "1f1b"),
+             E, "the model has 4294967295 layers; the partitioner handles at most 100000"),
+            ("plan_search 4294967295 layers", lambda: pipesched.plan_search(huge, plan),
+             E, "the model has 4294967295 layers; the partitioner handles at most 100000"),
+            ("add_layers past 2**32-1 in total", lambda: huge.add_layers("head", 1, 1, 1, 1, 1, 1),
+             E, "layer count (4294967295 + 1) exceeds 4294967295"),
+            ("zb cost 1e308", lambda: pipesched.generate("zb", pipesched.Plan(4, 8, cost=(1e308,) * 3)),
+             E, "F cost of stage 0 (1e+308) is too large: devices (4) x (stages (4) x "
+                "microbatches (8) x (F + B + W) + 2 x stages x microbatches x comm) overflows"),
+            ("zb comm 1e308", lambda: pipesched.generate("zb", pipesched.Plan(4, 8, comm=1e308)),
+             E, "comm latency (1e+308) is too large"),
+            ("zb stage_costs 1e307", lambda: pipesched.generate("zb", pipesched.Plan(
+                4, 8, stage_costs=[(1, 1, 1), (1, 1, 1), (1e307, 1e307, 1e307), (1, 1, 1)])),
+             E, "F cost of stage 2 (1e+307) is too large"),
+            ("plan_search layer times 1e308", lambda: pipesched.plan_search(slow, plan),
+             E, "the model's times overflow: 8 layers sum to inf (f+b+w), times m + 4p"),
             # doubles
             ("Plan comm='1'", lambda: pipesched.Plan(2, 2, comm="1"),
              TypeError, "comm must be a number, not str"),
