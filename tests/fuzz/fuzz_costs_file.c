@@ -55,6 +55,10 @@ static void run_plan(const psched_plan *plan)
 {
     psched_schedule *s = NULL;
     psched_status st = psched_generate(plan, "looped-bfs", &s);
+    /* Finite costs whose sums overflow (1e307 on a stage) are refused by
+     * the library with a message naming the cost (issue 12 item 2). */
+    if (st == PSCHED_EINVAL && s == NULL && strstr(psched_last_error(), "overflows to infinity"))
+        return;
     if (st != PSCHED_OK)
         fuzz_fail("looped-bfs refused a plan with loaded costs", st);
     psched_report *r = NULL;
