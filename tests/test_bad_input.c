@@ -461,6 +461,16 @@ static psched_status dualpipe_odd_devices(void)
     return generate_fails(plan_new(3, 12, 0), "dualpipe");
 }
 
+static psched_status chimera_partial_unit(void)
+{
+    return generate_fails(plan_new(4, 6, 0), "chimera");
+}
+
+static psched_status chimera_odd_devices(void)
+{
+    return generate_fails(plan_new(3, 6, 0), "chimera");
+}
+
 static psched_status dualpipev_too_few_microbatches(void)
 {
     return generate_fails(plan_new(4, 6, 0), "dualpipev");
@@ -1021,6 +1031,9 @@ static const bad_case cases[] = {
     {"1f1b with v = 2", chunks_that_1f1b_cannot_use, PSCHED_EINVAL, "chunks (2) must be 1"},
     {"1f1b with vshape", placement_that_1f1b_cannot_use, PSCHED_EINVAL, "placement vshape"},
     {"dualpipe with p = 3", dualpipe_odd_devices, PSCHED_EINVAL, "devices (3)"},
+    {"chimera with m = 6, p = 4", chimera_partial_unit, PSCHED_EINVAL,
+     "microbatches (6) must be a multiple of devices (4) for chimera"},
+    {"chimera with p = 3", chimera_odd_devices, PSCHED_EINVAL, "devices (3) must be even"},
     {"dualpipev with m < 2p", dualpipev_too_few_microbatches, PSCHED_EINVAL,
      "microbatches (6) must be >= 2*devices (8)"},
     {"zb, deltas (+1, 0, 0), limit 4", zb_memory_deltas_that_do_not_sum_to_zero,

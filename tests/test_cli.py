@@ -1055,13 +1055,17 @@ class TestOptimizer(CliCase):
     def test_plan_ranks_schedules_and_prints_the_best_stages(self):
         out = self.ok("plan", "--model", self.head_heavy(), "--devices", "4",
                       "--microbatches", "8", "--mem-limit", "1e9",
-                      "--schedules", "1f1b,interleaved,dualpipe")
+                      "--schedules", "1f1b,interleaved,dualpipe,chimera")
         self.assertIn("best plan:", out)
         self.assertIn("proven optimal", out)
+        # the partitioner cuts one chain: both two-chain schedules are
+        # refused, named, and ranked last in their given order
         self.assertIn("error: schedule dualpipe runs 2 chains", out)
+        self.assertIn("error: schedule chimera runs 2 chains; the partitioner handles one chain",
+                      out)
         table = out.split("best plan:")[0]
         rows = [l.split() for l in table.splitlines() if re.match(r"\d+ ", l)]
-        self.assertEqual(rows[-1][1], "dualpipe")
+        self.assertEqual([r[1] for r in rows[-2:]], ["dualpipe", "chimera"])
         self.assertIn(["1f1b", "1"], [r[1:3] for r in rows])
 
     def test_plan_json_best_is_the_fastest_fitting_alternative(self):

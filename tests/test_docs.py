@@ -2,7 +2,7 @@
 the published closed forms, at p = 8, m = 32 with unit costs.
 
 The expected values below are the papers' formulas (1F1B, Megatron
-interleaved, ZB-H1/H2, ZB1P, V-shape, DualPipe), not the code's output; the
+interleaved, ZB-H1/H2, ZB1P, V-shape, DualPipe, Chimera), not the code's output; the
 page is then checked against the simulator so it cannot drift."""
 import json
 import os
@@ -33,12 +33,16 @@ FORMULAS = {
     # DualPipe: (PP/2 - 1)(F&B + B - 3W) with B the full backward (2), F&B = 3
     "dualpipev": (2 * M * 3 + (2 * P // 2 - 1) * (3 + 2 - 3 * W), 2 * P + 1),
     "dualpipe": (M * 3 + (P // 2 - 1) * (3 + 2 - 3 * W), P + 1),
+    # Chimera states its bubble for a forward and a backward of equal length
+    # (checked below); here BW = 2F. Peak: D stage activations (table 2)
+    "chimera": (None, P),
 }
+TWO_CHAINS = ("dualpipe", "chimera")
 
 
-def simulate(name):
+def simulate(name, *extra):
     out = subprocess.run([CLI, "simulate", "--schedule", name, "--devices", str(P),
-                          "--microbatches", str(M), "--json"],
+                          "--microbatches", str(M), "--json", *extra],
                          capture_output=True, text=True, check=True).stdout
     return json.loads(out)
 
@@ -62,6 +66,15 @@ class SchedulesPage(unittest.TestCase):
                     self.assertEqual(r["span"], span)
                 self.assertEqual(max(r["peak_memory"]), peak)
 
+    def test_chimera_meets_its_bubble_with_equal_slots(self):
+        # Li & Hoefler, table 2: bubble ratio (D-2)/(2N+D-2) with N
+        # micro-batches per worker (m: each device runs m/2 of each
+        # pipeline) in slots of one forward = one backward; t_F = 2,
+        # t_B = t_W = 1 makes BW = F = one slot of 2.
+        r = simulate("chimera", "--cost", "2,1,1")
+        self.assertEqual(r["span"], 2 * (2 * M + P - 2))
+        self.assertEqual(round(r["bubble_ratio"], 9), round((P - 2) / (2 * M + P - 2), 9))
+
     def test_page_lists_every_schedule_with_the_simulated_figures(self):
         rows = page_rows()
         names = [g["name"] for g in json.loads(subprocess.run(
@@ -74,9 +87,9 @@ class SchedulesPage(unittest.TestCase):
                 v, span, bubble = int(cells[1]), float(cells[2]), float(cells[3])
                 self.assertEqual(r["chunks"], v)
                 self.assertEqual(r["span"], span)
-                # work per device: m·v·(F+B+W), except that DualPipe's two
-                # chains split m between them
-                work = M * 3 * v // (2 if name == "dualpipe" else 1)
+                # work per device: m·v·(F+B+W), except that the two chains
+                # of DualPipe and Chimera split m between them
+                work = M * 3 * v // (2 if name in TWO_CHAINS else 1)
                 self.assertEqual(span - bubble, work)
                 self.assertEqual(r["makespan"], float(cells[5]))
                 self.assertEqual(round(r["bubble_ratio"], 4), float(cells[6]))

@@ -1,7 +1,8 @@
-/* v-zb, dualpipev and dualpipe: exact orders against the reference
+/* v-zb, dualpipev, dualpipe and chimera: exact orders against the reference
  * frameworks' outputs (reference/README.md, PyTorch's
- * dualpipev_4rank_10mb.csv), hand derivations, closed forms with unit costs,
- * and the structure DualPipe is defined by (half pipelines, mirror). */
+ * dualpipev_4rank_10mb.csv) and the Chimera paper's figure, hand
+ * derivations, closed forms with unit costs, and the structure DualPipe is
+ * defined by (half pipelines, mirror). */
 #include "internal.h"
 #include "pipesched.h"
 #include "testutil.h"
@@ -190,6 +191,7 @@ static void test_dualpipe_matches_deepseek_p2_m4(void)
 
 /* ---- closed forms with unit costs ---- */
 
+
 static double max_peak(const psched_report *r, uint32_t p)
 {
     double peak = 0;
@@ -349,6 +351,161 @@ static void test_dualpipe_first_half_is_dualpipev_on_half_the_devices(void)
     }
 }
 
+/* ---- Chimera (Li & Hoefler, SC'21, arXiv 2107.06925) ---- */
+
+/* The paper's figure 3, p = D = 4 workers, N = 4 micro-batches: the down
+ * pipeline (stage s on P_s) runs micro-batches 0 and 1, the up pipeline
+ * (stage s on P_{3-s}) runs 2 and 3, each 1F1B in equal time slots, and the
+ * two merge without conflict. Transcribed slot by slot (' marks a backward,
+ * _ an empty slot); the same order is what the authors' runtime loop runs
+ * (Shigangli/Chimera, main_with_runtime.py, --chimera: per device, a
+ * forwards of its leading pipeline, b (other, lead) forward pairs, a
+ * (forward, backward) pairs of the other, b backward pairs, a backwards):
+ *
+ *   slot  0  1  2  3  4  5  6  7  8  9
+ *   P0    0  1  _  2  2' 3  3' 0' _  1'
+ *   P1    _  0  2  1  3  2' 0' 3' 1' _
+ *   P2    _  2  0  3  1  0' 2' 1' 3' _
+ *   P3    2  3  _  0  0' 1  1' 2' _  3'
+ *
+ * In pipesched the up pipeline is chain 1 (stages 4..7, stage 4+s on device
+ * 3-s) with its micro-batches numbered from 0: the paper's 2 and 3 are
+ * chain 1's 0 and 1. Backwards are full (PyTorch "B"). */
+static const char *const chimera_figure_rows[] = {
+    "0F0,0F1,7F0,7B0,7F1,7B1,0B0,0B1",
+    "1F0,6F0,1F1,6F1,6B0,1B0,6B1,1B1",
+    "5F0,2F0,5F1,2F1,2B0,5B0,2B1,5B1",
+    "4F0,4F1,3F0,3B0,3F1,3B1,4B0,4B1",
+};
+/* The slot of each op of the rows above, read off the figure. */
+static const int chimera_figure_slots[4][8] = {
+    {0, 1, 3, 4, 5, 6, 7, 9},
+    {1, 2, 3, 4, 5, 6, 7, 8},
+    {1, 2, 3, 4, 5, 6, 7, 8},
+    {0, 1, 3, 4, 5, 6, 7, 9},
+};
+
+static void test_chimera_matches_the_paper_figure_p4_m4(void)
+{
+    check_rows("chimera", 4, 4, chimera_figure_rows);
+}
+
+/* Chimera plan with a forward and a full backward of one slot each (the
+ * paper's equal-slot figures): t_F = 2, t_B = t_W = 1, so a slot is 2. */
+static psched_schedule *chimera_equal_slots(uint32_t p, uint32_t m)
+{
+    psched_plan *plan = NULL;
+    psched_schedule *s = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, p));
+    CHECK_OK(psched_plan_set_microbatches(plan, m));
+    CHECK_OK(psched_plan_set_cost(plan, 2, 1, 1));
+    CHECK_OK(psched_generate(plan, "chimera", &s));
+    psched_plan_destroy(plan);
+    return s;
+}
+
+/* Simulated, every op starts in the figure's slot: the order runs as drawn. */
+static void test_chimera_runs_in_the_figure_slots(void)
+{
+    psched_schedule *s = chimera_equal_slots(4, 4);
+    psched_report *r = NULL;
+    if (s)
+        CHECK_OK(psched_simulate(s, NULL, &r));
+    for (uint32_t d = 0; r && d < 4; d++) {
+        double start[8];
+        CHECK_OK(psched_report_op_times(r, d, 0, 8, start, NULL));
+        for (int i = 0; i < 8; i++)
+            CHECK_EQ_DBL(start[i], 2.0 * chimera_figure_slots[d][i]);
+    }
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+}
+
+/* The paper's bubble (§3.2, table 2): with equal forward and backward slots
+ * each worker idles D - 2 slots (D/2 - 1 in the forward and in the backward
+ * passes), bubble ratio (D-2)/(2N+D-2), N micro-batches per worker; every
+ * device runs all m micro-batches (m/2 of each pipeline), so N = m and the
+ * step is 2m + p - 2 slots, for the basic unit m = p and for units
+ * concatenated (m = kp). */
+static void test_chimera_bubble_is_p_minus_2_slots(void)
+{
+    for (uint32_t p = 2; p <= 8; p += 2)
+        for (uint32_t k = 1; k <= 3; k++) {
+            uint32_t m = k * p;
+            psched_schedule *s = chimera_equal_slots(p, m);
+            psched_report *r = NULL;
+            if (s)
+                CHECK_OK(psched_simulate(s, NULL, &r));
+            if (r) {
+                CHECK_EQ_DBL(psched_report_makespan(r), 2.0 * (2 * m + p - 2));
+                CHECK_EQ_DBL(psched_report_span(r), 2.0 * (2 * m + p - 2));
+                for (uint32_t d = 0; d < p; d++) {
+                    double busy = 0, idle = 0;
+                    CHECK_OK(psched_report_device(r, d, &busy, &idle, NULL));
+                    CHECK_EQ_DBL(busy, 2.0 * 2 * m);
+                    CHECK_EQ_DBL(idle, 2.0 * (p - 2));
+                }
+            }
+            psched_report_destroy(r);
+            psched_schedule_destroy(s);
+        }
+}
+
+/* The paper's activation memory (table 2): between (D/2 + 1) and D
+ * micro-batches' stage activations per worker. By hand from the unit: a
+ * device a steps from the middle (a = p/2 - d on the first half) holds its
+ * a + 2b lead/other forwards, then one more before the first backward:
+ * p/2 + 1 + min(d, p-1-d), p/2 + 1 at the ends and p in the middle; the
+ * concatenated units keep it (each next forward follows a backward). */
+static void test_chimera_memory_is_the_papers_range(void)
+{
+    for (uint32_t p = 2; p <= 8; p += 2)
+        for (uint32_t k = 1; k <= 3; k++) {
+            psched_schedule *s = generate("chimera", p, k * p);
+            psched_report *r = NULL;
+            if (s)
+                CHECK_OK(psched_simulate(s, NULL, &r));
+            for (uint32_t d = 0; r && d < p; d++) {
+                double peak = 0;
+                uint32_t edge = d < p - 1 - d ? d : p - 1 - d;
+                CHECK_OK(psched_report_device(r, d, NULL, NULL, &peak));
+                CHECK_EQ_DBL(peak, p / 2 + 1 + edge);
+            }
+            if (r)
+                CHECK_EQ_DBL(max_peak(r, p), p);
+            psched_report_destroy(r);
+            psched_schedule_destroy(s);
+        }
+}
+
+static void test_chimera_validates_for_even_p_and_m_a_multiple_of_p(void)
+{
+    for (uint32_t p = 2; p <= 10; p += 2)
+        for (uint32_t m = p; m <= 5 * p; m += p) {
+            psched_schedule *s = generate("chimera", p, m);
+            if (!s)
+                continue;
+            CHECK_EQ_INT(psched_plan_chains(psched_schedule_plan(s)), 2);
+            CHECK_OK(psched_validate(s));
+            for (uint32_t d = 0; d < p; d++)
+                CHECK_EQ_INT(psched_schedule_op_count(s, d), 2 * m);
+            psched_schedule_destroy(s);
+        }
+}
+
+static void test_chimera_rejects_odd_devices_and_partial_units(void)
+{
+    CHECK_EQ_INT(generate_error("chimera", 3, 6, 0, PSCHED_PLACEMENT_AUTO), PSCHED_EINVAL);
+    CHECK_STR(psched_last_error(), "devices (3) must be even for chimera (the two pipelines "
+                                   "merge without conflict only for an even depth)");
+    CHECK_EQ_INT(generate_error("chimera", 4, 6, 0, PSCHED_PLACEMENT_AUTO), PSCHED_EINVAL);
+    CHECK_STR(psched_last_error(), "microbatches (6) must be a multiple of devices (4) for "
+                                   "chimera (basic units of p micro-batches, p/2 per direction)");
+    CHECK_EQ_INT(check_error("chimera", 4, 2, 2, PSCHED_PLACEMENT_VSHAPE), PSCHED_EINVAL);
+    CHECK_CONTAINS(psched_last_error(), "microbatches (2) must be a multiple of devices (4)");
+}
+
 /* ---- plan checks ---- */
 
 static void test_dualpipev_rejects_m_below_2p(void)
@@ -371,8 +528,8 @@ static void test_dualpipe_rejects_odd_devices_and_microbatches(void)
 
 static void test_v_generators_reject_chunks_other_than_2(void)
 {
-    static const char *const names[] = {"v-zb", "dualpipev", "dualpipe"};
-    for (size_t i = 0; i < 3; i++) {
+    static const char *const names[] = {"v-zb", "dualpipev", "dualpipe", "chimera"};
+    for (size_t i = 0; i < 4; i++) {
         char want[64];
         CHECK_EQ_INT(generate_error(names[i], 2, 4, 3, PSCHED_PLACEMENT_AUTO), PSCHED_EINVAL);
         CHECK_EQ_INT(check_error(names[i], 2, 4, 3, PSCHED_PLACEMENT_VSHAPE), PSCHED_EINVAL);
@@ -383,8 +540,8 @@ static void test_v_generators_reject_chunks_other_than_2(void)
 
 static void test_v_generators_reject_loop_placement(void)
 {
-    static const char *const names[] = {"v-zb", "dualpipev", "dualpipe"};
-    for (size_t i = 0; i < 3; i++) {
+    static const char *const names[] = {"v-zb", "dualpipev", "dualpipe", "chimera"};
+    for (size_t i = 0; i < 4; i++) {
         CHECK_EQ_INT(generate_error(names[i], 2, 4, 2, PSCHED_PLACEMENT_LOOP), PSCHED_EINVAL);
         CHECK_EQ_INT(check_error(names[i], 2, 4, 2, PSCHED_PLACEMENT_LOOP), PSCHED_EINVAL);
         CHECK_CONTAINS(psched_last_error(), "placement must be vshape");
@@ -399,9 +556,9 @@ static void test_v_generators_reject_loop_placement(void)
  * phases is one of them). */
 static void test_v_generators_report_enomem_on_every_failed_allocation(void)
 {
-    static const char *const names[] = {"v-zb", "dualpipev", "dualpipe"};
+    static const char *const names[] = {"v-zb", "dualpipev", "dualpipe", "chimera"};
     psched_generator_count(); /* register the built-ins before counting */
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 4; i++) {
         psched_plan *plan = NULL;
         CHECK_OK(psched_plan_create(&plan));
         CHECK_OK(psched_plan_set_devices(plan, 4));
@@ -435,6 +592,12 @@ int main(void)
     RUN(test_dualpipe_validates_for_even_p_and_m);
     RUN(test_dualpipe_second_half_mirrors_the_first);
     RUN(test_dualpipe_first_half_is_dualpipev_on_half_the_devices);
+    RUN(test_chimera_matches_the_paper_figure_p4_m4);
+    RUN(test_chimera_runs_in_the_figure_slots);
+    RUN(test_chimera_bubble_is_p_minus_2_slots);
+    RUN(test_chimera_memory_is_the_papers_range);
+    RUN(test_chimera_validates_for_even_p_and_m_a_multiple_of_p);
+    RUN(test_chimera_rejects_odd_devices_and_partial_units);
     RUN(test_dualpipev_rejects_m_below_2p);
     RUN(test_dualpipe_rejects_odd_devices_and_microbatches);
     RUN(test_v_generators_reject_chunks_other_than_2);

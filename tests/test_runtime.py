@@ -27,7 +27,7 @@ RUNTIME = None
 REFERENCE = None
 
 BUILTINS = ["gpipe", "1f1b", "interleaved", "looped-bfs", "v-zb", "dualpipev", "dualpipe",
-            "interleaved-zb", "zb-h1", "zb-h2", "zb", "v-half", "v-min"]
+            "chimera", "interleaved-zb", "zb-h1", "zb-h2", "zb", "v-half", "v-min"]
 
 
 def run(*args):
@@ -49,11 +49,12 @@ def f_bytes(layers):
 #    default group size p: 3 v x 3 p x 2 m (3p+1 leaves remainder 1) = 18 each;
 #  v-zb, v-half, v-min, v = 2: 9 each;
 #  dualpipev, m >= 2p: 3 p x 2 m = 6;
-#  dualpipe, p even, m even, m >= 2p: (p=2, m=4) and (p=4, m=8) = 2.
+#  dualpipe, p even, m even, m >= 2p: (p=2, m=4) and (p=4, m=8) = 2;
+#  chimera, v = 2, p even, m a multiple of p: m in {p, 2p} for p in {2, 4} = 4.
 EXPECTED_RUNS = {**{n: 9 for n in ["gpipe", "1f1b", "zb-h1", "zb-h2", "zb",
                                    "v-zb", "v-half", "v-min"]},
                  "looped-bfs": 36, "interleaved": 18, "interleaved-zb": 18,
-                 "dualpipev": 6, "dualpipe": 2}
+                 "dualpipev": 6, "dualpipe": 2, "chimera": 4}
 
 
 class RuntimeCase(unittest.TestCase):
@@ -90,7 +91,7 @@ class RuntimeCase(unittest.TestCase):
 class TestGrid(RuntimeCase):
     def test_every_generator_trains_like_the_reference_over_the_grid(self):
         self.assertEqual(sorted(EXPECTED_RUNS), sorted(BUILTINS))
-        self.assertEqual(sum(EXPECTED_RUNS.values()), 152)
+        self.assertEqual(sum(EXPECTED_RUNS.values()), 156)
         self.check_grid(self.passes("--all"))
 
     def test_every_lowered_schedule_runs_from_its_csv_comms_file(self):
@@ -98,7 +99,7 @@ class TestGrid(RuntimeCase):
         # header), read back and executed as it is: no deadlock, same results
         out = self.passes("--all", "--via-csv")
         self.check_grid(out, {n: 2 * k for n, k in EXPECTED_RUNS.items()})
-        self.assertEqual(out.count(" via csv-comms: gradient diff 0"), 152)
+        self.assertEqual(out.count(" via csv-comms: gradient diff 0"), 156)
 
     def test_pytorch_comms_file_runs_as_it_is(self):
         out = self.passes("--csv", os.path.join(REFERENCE, "pytorch",
@@ -135,6 +136,22 @@ class TestOneSchedule(RuntimeCase):
         out = self.passes("--schedule", "dualpipe", "--devices", "4", "--microbatches", "8")
         self.assertIn("over 2 chains", out)
         self.assertIn("max |pipelined - reference| = 0 ", out)
+
+    def test_chimera_replicas_sum_to_the_whole_batch_gradient(self):
+        # Chimera's two pipelines are two replicas of one model; each device
+        # sums its two stages' gradients. Per chain the gradients equal the
+        # reference over that chain's m/2 micro-batches exactly; half their
+        # sum equals the whole-batch (m) reference up to summation order.
+        out = self.passes("--schedule", "chimera", "--devices", "4", "--microbatches", "8")
+        self.assertIn("max |pipelined - reference| = 0 over 2 chains", out)
+        m = re.search(r"replicas: max \|\(chain 0 \+ chain 1\)/2 - whole-batch reference\| = "
+                      r"(\S+)\n", out)
+        self.assertIsNotNone(m, out)
+        self.assertLessEqual(float(m.group(1)), 1e-12)
+        # the paper's activation memory, D/2 + 1 = 3 stage activations on the
+        # end devices and D = 4 in the middle, of 4-layer stages (1152 bytes)
+        self.assertEqual(3 * f_bytes(4), 3456)
+        self.assertIn("runtime 3456 4608 4608 3456, simulator 3456 4608 4608 3456", out)
 
     def test_torchtitan_csv_runs_the_same_way(self):
         path = os.path.join(REFERENCE, "torchtitan", "custom_schedule.csv")
@@ -247,7 +264,7 @@ def expected_runs_for(p):
     accepts, as EXPECTED_RUNS sums them over p in {2, 3, 4}."""
     runs = {n: 3 for n in ["gpipe", "1f1b", "zb-h1", "zb-h2", "zb", "v-zb", "v-half", "v-min"]}
     runs.update({"looped-bfs": 12, "interleaved": 6, "interleaved-zb": 6, "dualpipev": 2,
-                 "dualpipe": 1 if p in (2, 4) else 0})
+                 "dualpipe": 1 if p in (2, 4) else 0, "chimera": 2 if p in (2, 4) else 0})
     return runs
 
 

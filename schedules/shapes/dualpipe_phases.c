@@ -137,9 +137,8 @@ psched_status psched__dualpipe_phases(psched_builder *b, const psched_dualpipe_d
     return s.status;
 }
 
-psched_status psched__dualpipe_check(const psched_plan *plan, const char *name)
+psched_status psched__check_vshape_v2(const psched_plan *plan, const char *name)
 {
-    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
     uint32_t v = psched_plan_chunks(plan);
 
     if (v != 2)
@@ -149,6 +148,16 @@ psched_status psched__dualpipe_check(const psched_plan *plan, const char *name)
                            "placement must be vshape (stage s < p on device s, else on "
                            "device 2p-1-s) for %s",
                            name);
+    return PSCHED_OK;
+}
+
+psched_status psched__dualpipe_check(const psched_plan *plan, const char *name)
+{
+    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
+    psched_status st = psched__check_vshape_v2(plan, name);
+
+    if (st != PSCHED_OK)
+        return st;
     if ((uint64_t)m < 2 * (uint64_t)p)
         return psched_fail(PSCHED_EINVAL, "microbatches (%u) must be >= 2*devices (%u) for %s", m,
                            2 * p, name);

@@ -31,4 +31,10 @@ PSCHED_INTERNAL psched_status psched__dualpipe_phases(psched_builder *b,
  * m >= 2p. `name` is the generator's, for the message. */
 PSCHED_INTERNAL psched_status psched__dualpipe_check(const psched_plan *plan, const char *name);
 
+/* The placement every V-shaped or two-chain generator (dualpipev, dualpipe,
+ * chimera) needs: v = 2 and the V-shape map, under which a two-chain plan
+ * puts chain 0's stage s on device s and chain 1's stage s on device
+ * p-1-s. `name` is the generator's, for the message. */
+PSCHED_INTERNAL psched_status psched__check_vshape_v2(const psched_plan *plan, const char *name);
+
 #endif

@@ -2,7 +2,7 @@
 on 2 gloo processes: a W before its B is refused by make_schedule on every
 rank before anything is sent; forced past pipesched's validation, PyTorch's
 own check refuses it; forced past both, step() raises on every rank.
-dualpipe (two chains) is refused with Unsupported naming why, and stages
+dualpipe and chimera (two chains) are refused with Unsupported naming why, and stages
 that do not match the schedule's placement with InvalidArgument.
 
 Exit 77 (skip) where torch is absent, a failure under CI=true.
@@ -87,7 +87,7 @@ def case_forced_runtime(rank, world, lowering):
     return "step() ran a W before its B without raising"
 
 
-def case_dualpipe(rank, world, lowering):
+def refuse_two_chains(rank, name, microbatches, lowering):
     import torch
     from torch.distributed.pipelining import PipelineStage
     import pipesched
@@ -96,12 +96,21 @@ def case_dualpipe(rank, world, lowering):
     mine = [rank, 3 - rank]  # V placement of 4 stages on 2 ranks
     stages = [PipelineStage(blocks[s], s, 4, torch.device("cpu")) for s in mine]
     try:
-        pt.make_schedule(stages, "dualpipe", 4, harness.loss_fn, lowering=lowering)
+        pt.make_schedule(stages, name, microbatches, harness.loss_fn, lowering=lowering)
     except pipesched.Unsupported as e:
         if "2 chains" not in str(e) or "dualpipev" not in str(e):
             return f"Unsupported, but the message does not say why: {e}"
         return None
-    return "dualpipe was accepted"
+    return f"{name} was accepted"
+
+
+def case_dualpipe(rank, world, lowering):
+    return refuse_two_chains(rank, "dualpipe", 4, lowering)
+
+
+def case_chimera(rank, world, lowering):
+    # Chimera's two pipelines are two chains like DualPipe's: refused alike
+    return refuse_two_chains(rank, "chimera", 2, lowering)
 
 
 def case_wrong_stages(rank, world, lowering):
@@ -121,7 +130,7 @@ def case_wrong_stages(rank, world, lowering):
 
 
 CASES = [case_refused, case_forced_pytorch_check, case_forced_runtime, case_dualpipe,
-         case_wrong_stages]
+         case_chimera, case_wrong_stages]
 
 
 def run(rank, world, case):

@@ -130,8 +130,8 @@ def _refuse_chains(schedule):
     chains = schedule.plan.chains
     if chains != 1:
         raise _error(_lib.EUNSUPPORTED,
-                     f"schedule '{schedule.name}' runs {chains} chains (DualPipe: two "
-                     "pipelines in opposite directions over duplicated stage parameters); "
+                     f"schedule '{schedule.name}' runs {chains} chains (DualPipe, Chimera: "
+                     "two pipelines in opposite directions over duplicated stage parameters); "
                      "PyTorch's _PipelineScheduleRuntime maps every stage index to exactly "
                      "one rank and holds one copy of each stage, so it cannot run it "
                      "faithfully; use 'dualpipev' (one chain, V placement) instead")
@@ -141,7 +141,7 @@ def to_pipeline_order(schedule: pipesched.Schedule) -> dict[int, list[_pt._Actio
     """``{rank: [_Action, ...]}``: the compute order of every device, in
     PyTorch's ``pipeline_order`` form (no idle ``None`` slots: the runtime
     runs actions back to back). Raises Unsupported for a two-chain
-    (DualPipe) schedule."""
+    (DualPipe, Chimera) schedule."""
     _refuse_chains(schedule)
     return {d: _actions_of(schedule, d) for d in range(schedule.devices)}
 

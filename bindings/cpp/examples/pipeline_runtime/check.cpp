@@ -201,11 +201,19 @@ template <typename T> std::string join(const std::vector<T> &v)
 }
 
 /* Σ over micro-batches, in order, of the gradients the W ops of each chain
- * wrote, against the reference; "" or why the gradients are missing. */
+ * wrote, against the reference; "" or why the gradients are missing.
+ * Two chains (DualPipe, Chimera) are two replicas of one model, each device
+ * holding one stage of each: a real run sums each stage's gradients over the
+ * two replicas (an all-reduce) before the update. Chain c's loss is the mean
+ * over its m/2 micro-batches, so half that sum must be the gradient of the
+ * non-pipelined model over the whole batch of m: `replicas` is that
+ * difference (summed in another order, so within the tolerance, not 0). */
 std::string compare_gradients(const Topology &t, const StepResult &r,
-                              const std::vector<Model> &models, double &diff, double &largest)
+                              const std::vector<Model> &models, double &diff, double &largest,
+                              double &replicas)
 {
-    diff = largest = 0.0;
+    diff = largest = replicas = 0.0;
+    std::vector<LayerGrad> summed;
     for (std::uint32_t c = 0; c < t.chains; c++) {
         std::vector<std::vector<LayerGrad>> per_mb(t.microbatches);
         for (std::uint32_t k = 0; k < t.microbatches; k++) {
@@ -217,10 +225,21 @@ std::string compare_gradients(const Topology &t, const StepResult &r,
                 per_mb[k].insert(per_mb[k].end(), g.begin(), g.end());
             }
         }
+        std::vector<LayerGrad> chain = sum_in_order(per_mb);
         std::vector<LayerGrad> reference = reference_step(models[c], c, t.microbatches);
-        double d = max_abs_diff(sum_in_order(per_mb), reference);
+        double d = max_abs_diff(chain, reference);
         diff = (d > diff || d != d) ? d : diff;
         largest = std::max(largest, max_abs(reference));
+        summed = summed.empty() ? chain : sum_in_order({summed, chain});
+    }
+    if (t.chains == 2) {
+        for (LayerGrad &g : summed) {
+            for (double &x : g.w)
+                x *= 0.5;
+            for (double &x : g.b)
+                x *= 0.5;
+        }
+        replicas = max_abs_diff(summed, reference_step(models[0], 0, 2 * t.microbatches));
     }
     return "";
 }
@@ -253,8 +272,8 @@ bool judge(const Topology &t, const StepResult &r, const std::vector<Model> &mod
         detail << "  runtime: " << r.message << "\n";
         return false;
     }
-    double largest = 0.0;
-    std::string missing = compare_gradients(t, r, models, diff, largest);
+    double largest = 0.0, replicas = 0.0;
+    std::string missing = compare_gradients(t, r, models, diff, largest, replicas);
     if (!missing.empty()) {
         detail << "  gradients: " << missing << "\n";
         return false;
@@ -263,6 +282,12 @@ bool judge(const Topology &t, const StepResult &r, const std::vector<Model> &mod
     detail << "  gradients: max |pipelined - reference| = " << diff << " over " << t.chains
            << (t.chains == 1 ? " chain" : " chains") << " (largest gradient " << largest << ")"
            << (match ? "" : ": MISMATCH") << "\n";
+    if (t.chains == 2) {
+        bool same = replicas <= kGradTolerance;
+        detail << "  replicas: max |(chain 0 + chain 1)/2 - whole-batch reference| = " << replicas
+               << (same ? "" : ": MISMATCH") << "\n";
+        match = match && same;
+    }
     bool leaked = *std::max_element(r.live_at_end.begin(), r.live_at_end.end()) > 0;
     /* A forced run of a schedule the validator rejected has no simulated
      * peak: only the runtime's own checks judge it, so its exit status says
