@@ -1136,6 +1136,123 @@ PSCHED_API psched_status psched_partition_device(const psched_partition_result *
  *  partition was found). */
 PSCHED_API double psched_partition_bubble_ratio(const psched_partition_result *result);
 
+/**
+ * @brief Evaluate a partition the caller gives (PIPESCHED_1.1): per stage a
+ *        layer count, per layer a recompute choice.
+ *
+ * The stages take consecutive layers in model order (stage s after stage
+ * s - 1; a count may be 0). The result is filled as psched_partition()
+ * fills it: per-stage time and memory, per-device parameters, memory bound
+ * and simulated peak, the simulated makespan and bubble, and the status
+ * ::PSCHED_SOLVE_FEASIBLE when every device's bound fits the plan's memory
+ * limit, ::PSCHED_SOLVE_INFEASIBLE otherwise (the partition is still there
+ * to read); gap and min_memory are NaN.
+ * @param model the layer profile.
+ * @param plan p, m, v (0: the schedule's default), memory limit, comm.
+ * @param schedule generator name.
+ * @param counts layers of each stage, @p stages entries summing to the
+ *        model's layer count.
+ * @param stages p·v of the schedule.
+ * @param recompute per layer ::psched_recompute, or NULL for none; a layer
+ *        may only use a variant its group has.
+ * @param[out] out new result owned by the caller
+ *        (psched_partition_result_destroy()); NULL on error.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (message naming the count, stage or
+ *         layer), a generator's error, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_partition_evaluate(const psched_model *model,
+                                                   const psched_plan *plan, const char *schedule,
+                                                   const uint32_t *counts, uint32_t stages,
+                                                   const psched_recompute *recompute,
+                                                   psched_partition_result **out);
+
+/**
+ * @brief Read a Megatron-LM `--pipeline-model-parallel-layout` and its
+ *        recompute options and evaluate them (PIPESCHED_1.1).
+ *
+ * Grammar (Megatron-LM's): `E` embedding, `t` transformer layer, `m` MTP
+ * layer, `L` loss, `|` between virtual stages (in model order: stage k on
+ * rank k mod p), `x*n` repeats one element (`|` included), `(...)*n` a
+ * group (one level, not empty), commas are ignored. The first element is
+ * E and the last L, each exactly once. Elements match the model's layers
+ * in order by their letter: groups named `embedding` are E, `head`,
+ * `loss` or `output` L, `mtp` m, every other group t; @p map
+ * ("m=GROUP,E=GROUP,...") names other groups. An E (L) where the profile
+ * has no E (L) group stands for nothing. The stage count must be p·v (v
+ * taken from the layout when the plan's is 0).
+ *
+ * Recompute options as Megatron-LM spells them: @p granularity NULL,
+ * "none", "selective" (every transformer layer with a selective variant)
+ * or "full"; with full, @p method "uniform" (@p num_layers 1: every
+ * transformer layer) or "block" (the first @p num_layers transformer
+ * layers of every virtual stage).
+ * @param[out] out as psched_partition_evaluate().
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL naming the column and the rule
+ *         (unbalanced parentheses, unknown element, an element that falls on
+ *         a layer of another letter, counts that differ, stage count), or
+ *         what psched_partition_evaluate() returns.
+ */
+PSCHED_API psched_status psched_partition_from_layout(const psched_model *model,
+                                                      const psched_plan *plan,
+                                                      const char *schedule, const char *layout,
+                                                      const char *map, const char *granularity,
+                                                      const char *method, uint32_t num_layers,
+                                                      psched_partition_result **out);
+
+/**
+ * @brief A partition as Megatron-LM command-line flags (PIPESCHED_1.1).
+ *
+ * Prints `--pipeline-model-parallel-size`, `--pipeline-model-parallel-layout`
+ * (the grammar of psched_partition_from_layout(), runs written `t*n` and
+ * repeated stages `(...|)*n`) and, where Megatron-LM's global options say
+ * the plan's recomputation, `--recompute-granularity`,
+ * `--recompute-method` and `--recompute-num-layers`. Comment lines (`#`)
+ * first: the plan's figures, v (`--num-virtual-stages-per-pipeline-rank`
+ * is implied by the layout: Megatron-LM refuses both together), a
+ * schedule or placement Megatron-LM does not run, and, when the
+ * recomputation differs per stage in a way the options cannot say, the
+ * difference and the nearest setting they can say (the fastest that fits,
+ * else the leanest) with its simulated step time beside the plan's; that
+ * setting's flags are printed.
+ * @param result a result with a partition (psched_partition(),
+ *        psched_search_partition(), psched_partition_from_layout()).
+ * @param model the profile it was computed for.
+ * @param map letters of groups, as psched_partition_from_layout(); NULL.
+ * @param[out] text NUL-terminated text owned by the caller (psched_free()).
+ * @param[out] length strlen of *text (may be NULL).
+ * @return ::PSCHED_OK, ::PSCHED_EINFEASIBLE (no partition in the result),
+ *         ::PSCHED_EINVAL (NULL argument, another model, an E or L group
+ *         not first or last), ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_partition_to_megatron(const psched_partition_result *result,
+                                                      const psched_model *model, const char *map,
+                                                      char **text, size_t *length);
+
+/** Module names of torchtitan's Llama for psched_partition_to_torchtitan(). */
+#define PSCHED_TORCHTITAN_LLAMA_FQN "E=tok_embeddings;t=layers.{i};L=norm,output"
+
+/**
+ * @brief A partition as a torchtitan TOML snippet (PIPESCHED_1.1).
+ *
+ * `[parallelism]`: `pipeline_parallel_degree`, `pipeline_parallel_schedule`
+ * (the PyTorch class name; for a schedule PyTorch has no class for,
+ * `PipelineScheduleSingle` (v = 1) or `PipelineScheduleMulti` with
+ * `pipeline_parallel_schedule_csv`), `num_pp_microbatches` and
+ * `pipeline_parallel_module_fqns_per_model_part`; then
+ * `[activation_checkpoint]` `mode` none, full or selective (option "op"
+ * for the profile's selective variant), with the rule and comments of
+ * psched_partition_to_megatron() where the plan's mix differs per stage.
+ * @param fqn module-name template "E=NAME;t=NAME;m=NAME;L=NAME[,NAME]",
+ *        `{i}` standing for the element's index among its letter; NULL for
+ *        #PSCHED_TORCHTITAN_LLAMA_FQN.
+ * @return as psched_partition_to_megatron(); ::PSCHED_EINVAL also for a
+ *         template without an entry for a letter the layout uses.
+ */
+PSCHED_API psched_status psched_partition_to_torchtitan(const psched_partition_result *result,
+                                                        const psched_model *model,
+                                                        const char *map, const char *fqn,
+                                                        char **text, size_t *length);
+
 /** Version of ::psched_search_options this header describes. */
 #define PSCHED_SEARCH_OPTIONS_VERSION 1u
 

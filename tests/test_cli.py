@@ -997,6 +997,128 @@ def one_f_one_b_makespan(forward):
     return max(free)
 
 
+class TestLayouts(CliCase):
+    """--layout reads Megatron-LM's layout grammar, --emit writes it back;
+    expected strings derived by hand from the grammar
+    (megatron/core/transformer/pipeline_parallel_layer_layout.py)."""
+
+    HEADER = "type,count,f,b,w,act,param,act_selective,extra_selective,act_full,extra_full\n"
+
+    def model(self, body, mtp=False):
+        text = (self.HEADER + "embedding,1,0,0,0,1,1,,,,\n"
+                f"layer,{body},1,1,1,4,10,2,0.25,0.5,1\n"
+                + ("mtp,1,1,1,1,4,10,,,,\n" if mtp else "") + "head,1,2,2,2,8,4,,,,\n")
+        return self.write("m.csv", text)
+
+    def layout(self, path, p, layout, *extra, schedule="1f1b", m="8"):
+        return ["partition", "--model", path, "--devices", str(p), "--microbatches", m,
+                "--schedule", schedule, "--layout", layout, *extra]
+
+    def test_deepseek_example_reads_and_writes_back(self):
+        # Megatron-LM's documented DeepSeek-V3 layout: 61 decoder layers, one
+        # MTP layer, p = 16, v = 2: stage 0 = E + 3 t, stages 1..29 = 2 t,
+        # stage 30 = m, stage 31 = L.
+        path = self.model(61, mtp=True)
+        args = self.layout(path, 16, "Et*3|(tt|)*29,m|L", schedule="interleaved", m="32")
+        out = json.loads(self.ok(*args, "--json"))
+        counts = [s["count"] for s in out["stages"]]
+        self.assertEqual(counts, [4] + [2] * 29 + [1, 1])
+        text = self.ok(*args, "--emit", "megatron")
+        self.assertIn('--pipeline-model-parallel-layout "Et*3|(tt|)*29,m|L"', text)
+        self.assertIn("--pipeline-model-parallel-size 16 \\\n", text)
+        self.assertIn("# --num-virtual-stages-per-pipeline-rank 2", text)
+
+    def test_repeated_stages_are_grouped(self):
+        path = self.model(10)
+        text = self.ok(*self.layout(path, 5, "Ett|tt|tt|tt|ttL"), "--emit", "megatron")
+        flags = [l for l in text.splitlines() if not l.startswith("#")]
+        self.assertEqual(flags, ["--pipeline-model-parallel-size 5 \\",
+                                 '--pipeline-model-parallel-layout "Ett|(tt|)*3,ttL"'])
+
+    def test_block_recompute_reads_and_writes_back(self):
+        path = self.model(6)
+        args = self.layout(path, 2, "Ettt|tttL", "--recompute-granularity", "full",
+                           "--recompute-method", "block", "--recompute-num-layers", "2")
+        out = json.loads(self.ok(*args, "--json"))
+        # stage 0: E (none), first 2 t full, 1 none; stage 1: 2 full, 1 none, L none
+        self.assertEqual([s["recompute"] for s in out["stages"]],
+                         [{"none": 2, "selective": 0, "full": 2}] * 2)
+        text = self.ok(*args, "--emit", "megatron")
+        flags = [l for l in text.splitlines() if not l.startswith("#")]
+        self.assertEqual(flags, ["--pipeline-model-parallel-size 2 \\",
+                                 '--pipeline-model-parallel-layout "Et*3|t*3L" \\',
+                                 "--recompute-granularity full \\",
+                                 "--recompute-method block \\",
+                                 "--recompute-num-layers 2"])
+
+    def test_torchtitan_snippet(self):
+        path = self.model(4)
+        text = self.ok(*self.layout(path, 2, "Et|tttL", "--recompute-granularity", "full",
+                                    "--recompute-method", "uniform",
+                                    "--recompute-num-layers", "1"), "--emit", "torchtitan")
+        body = text[text.index("[parallelism]"):]
+        self.assertEqual(body, "[parallelism]\n"
+                               "pipeline_parallel_degree = 2\n"
+                               'pipeline_parallel_schedule = "1F1B"\n'
+                               "num_pp_microbatches = 8\n"
+                               "pipeline_parallel_module_fqns_per_model_part = [\n"
+                               '    ["tok_embeddings", "layers.0"],\n'
+                               '    ["layers.1", "layers.2", "layers.3", "norm", "output"]\n'
+                               "]\n\n"
+                               "[activation_checkpoint]\n"
+                               'mode = "full"\n')
+
+    def test_schedule_without_a_pytorch_class_gets_a_csv(self):
+        path = self.model(4)
+        text = self.ok(*self.layout(path, 2, "Ett|ttL", schedule="zb-h1"), "--emit",
+                       "torchtitan")
+        self.assertIn('pipeline_parallel_schedule = "PipelineScheduleSingle"\n'
+                      'pipeline_parallel_schedule_csv = "zb-h1.csv"\n', text)
+
+    def test_layout_step_time_equals_the_optimizer_s(self):
+        path = self.model(10)
+        shape = ["--devices", "4", "--microbatches", "8", "--schedule", "1f1b",
+                 "--mem-limit", "60"]
+        text = self.ok("partition", "--model", path, *shape, "--emit", "megatron")
+        layout = re.search(r'layout "([^"]*)"', text).group(1)
+        flags = "\n".join(l for l in text.splitlines() if not l.startswith("#"))
+        rec = re.findall(r"--(recompute-[a-z-]+) (\S+)", flags)
+        self.assertTrue(rec)  # the limit of 60 needs recomputation
+        args = ["partition", "--model", path, *shape, "--layout", layout, "--json"]
+        for flag, value in rec:
+            args += ["--" + flag, value]
+        back = json.loads(self.ok(*args))
+        near = re.search(r"nearest expressible: .*: simulated step time (\S+) ", text)
+        want = float(near.group(1)) if near else json.loads(self.ok(
+            "partition", "--model", path, *shape, "--json"))["makespan"]
+        self.assertAlmostEqual(back["makespan"], want, places=3)
+
+    def test_bad_layouts_name_the_rule_and_the_column(self):
+        path = self.model(10)
+        for layout, p, words in (
+                ("Et*3|(t*3|*2,tL", 4, "'(' at column 6 is never closed"),
+                ("Et*3|t*3)|t*3|tL", 4, "')' at column 9 closes no '('"),
+                ("Et*3|((t*3|)*2)*1,tL", 4, "one level of parentheses"),
+                ("Et*5|t*5L", 4, "2 stages is not a multiple of the 4 devices"),
+                ("Et*4|t*3|t*3|tL", 4, "11 't' elements (transformer layers); the model has 10"),
+                ("Et*3|t*3|t*3|txL", 4, "'x' at column 15"),
+                ("Et*3|t*3|t*3|tmL", 4, "element 'm' at column 15"),
+                ("tE*3|t*3|t*3|tL", 4, "first element must be E"),
+                ("Et**3|t*3|t*3|tL", 4, "'*' at column 3 must be followed by a repeat count"),
+                ("()*2Et*3|t*3|t*3|tL", 4, "empty parentheses at column 1")):
+            with self.subTest(layout=layout):
+                line = self.fails(2, *self.layout(path, p, layout))
+                self.assertIn(words, line)
+        self.assertIn("uniform", self.fails(2, *self.layout(
+            path, 4, "Et*3|t*3|t*3|tL", "--recompute-granularity", "full",
+            "--recompute-method", "uniform", "--recompute-num-layers", "2")))
+        self.assertIn("--layout", self.fails(2, "partition", "--model", path, "--devices", "4",
+                                             "--microbatches", "8", "--schedule", "1f1b",
+                                             "--recompute-method", "block"))
+        self.assertIn("megatron or torchtitan", self.fails(
+            2, *self.layout(path, 4, "Et*3|t*3|t*3|tL"), "--emit", "deepspeed"))
+
+
 class TestOptimizer(CliCase):
     """pipesched partition / plan. Model: embedding 0.1, 16 layers of 1 and a
     head of 4.6 (each of F, B, W), p = 4, m = 8, 1f1b. Even split: emb+4 |

@@ -812,6 +812,53 @@ GENERATORS = ("gpipe", "1f1b", "interleaved", "interleaved-zb", "looped-bfs", "z
               "zb", "v-min", "v-half", "v-zb", "dualpipev", "dualpipe")
 
 
+class TestFrameworkLayouts(Case):
+    """Partition.to_megatron / to_torchtitan / from_megatron: every plan the
+    optimizer returns here reads back as the same stages, and its step time
+    is the plan's, or the nearest expressible setting's the comment names."""
+
+    PROFILE = ("type,count,f,b,w,act,param,act_selective,extra_selective,act_full,extra_full\n"
+               "embedding,1,0.5,0.5,0.5,1,4,,,,\nlayer,10,1,1,1,4,10,2,0.25,0.5,1\n"
+               "head,1,2,2,2,8,4,,,,\n")
+
+    def test_emit_then_parse_gives_the_same_partition(self):
+        import re
+        model = pipesched.Model.from_csv(self.PROFILE)
+        self.addCleanup(model.close)
+        seen = 0
+        for sched, p, v in (("1f1b", 4, 1), ("interleaved", 2, 2), ("zb-h1", 4, 1)):
+            for limit in (150, 60, 45):
+                plan = pipesched.Plan(devices=p, microbatches=8, mem_limit=limit)
+                self.addCleanup(plan.close)
+                part = pipesched.partition(model, plan, sched, chunks=v, time_limit=2)
+                if part.status == "infeasible":
+                    continue
+                seen += 1
+                text = part.to_megatron()
+                layout = re.search(r'layout "([^"]*)"', text).group(1)
+                flags = "\n".join(l for l in text.splitlines() if not l.startswith("#"))
+                flag = lambda n: re.search(r"--recompute-%s (\S+)" % n, flags)
+                g, m, n = flag("granularity"), flag("method"), flag("num-layers")
+                back = pipesched.Partition.from_megatron(
+                    layout, model, plan, sched, g and g.group(1), m and m.group(1),
+                    int(n.group(1)) if n else 0)
+                with self.subTest(schedule=sched, limit=limit):
+                    self.assertEqual([s.count for s in back.stages],
+                                     [s.count for s in part.stages])
+                    near = re.search(r"nearest expressible: .*: simulated step time (\S+) ",
+                                     text)
+                    if near:
+                        self.assertAlmostEqual(back.makespan, float(near.group(1)), places=3)
+                    else:
+                        self.assertEqual(back.recompute, part.recompute)
+                        self.assertAlmostEqual(back.makespan, part.makespan, places=9)
+                    toml = part.to_torchtitan(fqn={"E": "emb", "t": "blocks.{i}",
+                                                   "L": ["ln", "lm_head"]})
+                    self.assertIn('"emb", "blocks.0"', toml)
+                    self.assertIn('"ln", "lm_head"]', toml)
+        self.assertGreaterEqual(seen, 6)
+
+
 class TestNativeApi(Case):
     def test_version_dunder_is_the_library_version(self):
         self.assertEqual(pipesched.__version__, pipesched.version())
@@ -1076,6 +1123,12 @@ class TestBadInput(Case):
              TypeError, "model must be a pipesched.Model, not Plan"),
             ("partition plan=Schedule", lambda: pipesched.partition(model, s, "1f1b"),
              TypeError, "plan must be a pipesched.Plan, not Schedule"),
+            ("from_megatron unbalanced", lambda: pipesched.Partition.from_megatron(
+                "E(tt|*2,ttL", model, plan), E, "'(' at column 2 is never closed"),
+            ("from_megatron unknown element", lambda: pipesched.Partition.from_megatron(
+                "Etx|ttL", model, plan), E, "'x' at column 3"),
+            ("from_megatron layout=int", lambda: pipesched.Partition.from_megatron(
+                3, model, plan), TypeError, "layout must be a str"),
             ("from_csv plan=Model", lambda: pipesched.from_csv(csv, plan=model),
              TypeError, "plan must be a pipesched.Plan, not Model"),
             ("simulate costs=Model", lambda: s.simulate(costs=model),

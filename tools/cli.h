@@ -131,6 +131,18 @@ int cli_flag_value(const char *command, int argc, char **argv, int *i, char name
  * (sets *json), the same as --json. */
 int cli_flag_result_format(const char *command, const char *text, bool *json);
 
+/* ---- --emit, --layout-map, --fqn of partition and plan (cli_partition.c) ---- */
+typedef struct cli_emit_flags {
+    const char *framework; /* "megatron", "torchtitan" or NULL */
+    const char *map, *fqn;
+} cli_emit_flags;
+/* Consume one of the flags (true) and set *rc (CLI_USAGE, message printed). */
+bool cli_emit_flag(const char *command, cli_emit_flags *e, const char *flag, const char *value,
+                   int *rc);
+/* Print the result for e->framework; CLI_OK or the library's exit code. */
+int cli_emit(FILE *f, const cli_emit_flags *e, const psched_partition_result *r,
+             const psched_model *model);
+
 /* ---- per-stage costs (cli_costs.c) ---- */
 /* Apply a `stage,F,B,W[,mem_F,mem_B,mem_W]` CSV file to @p plan, whose p
  * and v must already be set. */

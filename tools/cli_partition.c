@@ -33,6 +33,21 @@ const char cli_help_partition[] =
     "                        time, memory}], devices [{device, params, memory,\n"
     "                        peak_memory}]\n"
     "  --format FMT          text (the default) or json (the same as --json)\n"
+    "  --emit FRAMEWORK      print the partition as megatron flags or a torchtitan\n"
+    "                        TOML snippet instead of the table\n"
+    "  --layout TEXT         evaluate this Megatron-LM layout (E, t, m, L, '|',\n"
+    "                        x*n, (...)*n) instead of optimizing\n"
+    "  --layout-map C=GROUP,...\n"
+    "                        layout letter of profile groups (defaults: embedding E,\n"
+    "                        head/loss/output L, mtp m, others t)\n"
+    "  --recompute-granularity G\n"
+    "                        with --layout: none (default), selective or full\n"
+    "  --recompute-method M  with --layout and full: uniform or block\n"
+    "  --recompute-num-layers N\n"
+    "                        with --layout and full: layers per group (uniform: 1)\n"
+    "                        or per stage (block)\n"
+    "  --fqn TEMPLATE        torchtitan module names, E=..;t=..{i};L=..,..\n"
+    "                        (E=tok_embeddings;t=layers.{i};L=norm,output)\n"
     "\n"
     "The layer profile is read as text, at most 16 MiB.\n"
     "\n"
@@ -41,6 +56,9 @@ const char cli_help_partition[] =
 typedef struct part_opts {
     cli_model_flags shape;
     const char *schedule;
+    cli_emit_flags emit;
+    const char *layout, *granularity, *method;
+    uint32_t num_layers;
     psched_partition_options options;
     bool json, help;
 } part_opts;
@@ -52,8 +70,17 @@ static int parse_value(const char *flag, const char *value, part_opts *o)
 {
     bool ok = true;
     int rc = CLI_OK;
-    if (cli_model_flag(&o->shape, flag, value, &rc)) {
+    if (cli_model_flag(&o->shape, flag, value, &rc) ||
+        cli_emit_flag("partition", &o->emit, flag, value, &rc)) {
         return rc;
+    } else if (strcmp(flag, "--layout") == 0) {
+        o->layout = value;
+    } else if (strcmp(flag, "--recompute-granularity") == 0) {
+        o->granularity = value;
+    } else if (strcmp(flag, "--recompute-method") == 0) {
+        o->method = value;
+    } else if (strcmp(flag, "--recompute-num-layers") == 0) {
+        return cli_flag_u32("recompute-num-layers", value, 0, UINT32_MAX, &o->num_layers);
     } else if (strcmp(flag, "--format") == 0) {
         return cli_flag_result_format("partition", value, &o->json);
     } else if (strcmp(flag, "--schedule") == 0) {
@@ -106,6 +133,15 @@ static int parse(int argc, char **argv, int first, part_opts *o)
         return CLI_OK;
     if (!o->shape.model || !o->schedule || !o->shape.devices || !o->shape.microbatches) {
         cli_error("partition: --model, --schedule, --devices and --microbatches are required");
+        return CLI_USAGE;
+    }
+    if (!o->layout && (o->granularity || o->method || o->num_layers)) {
+        cli_error("partition: --recompute-granularity, --recompute-method and "
+                  "--recompute-num-layers apply to --layout");
+        return CLI_USAGE;
+    }
+    if (o->emit.framework && o->json) {
+        cli_error("partition: --emit prints text; it cannot be combined with --json");
         return CLI_USAGE;
     }
     return CLI_OK;
@@ -272,6 +308,11 @@ static void print_text(FILE *f, const part_opts *o, const psched_partition_resul
             fprintf(f, "even split makespan: %.6g (speed-up -)\n", even);
         fprintf(f, "objective: %.6g\n", psched_partition_objective(r));
     }
+    if (o->layout) {
+        fprintf(f, "layout: %s the memory limit\n",
+                status == PSCHED_SOLVE_INFEASIBLE ? "does not fit" : "fits");
+        return;
+    }
     fprintf(f, "method: %s, status: %s", method_names[o->options.method], status_names[status]);
     if (status == PSCHED_SOLVE_FEASIBLE && isfinite(psched_partition_gap(r)))
         fprintf(f, " (gap %.3g%%)", 100 * psched_partition_gap(r));
@@ -308,20 +349,26 @@ int cli_partition_main(int argc, char **argv, int first)
     if ((rc = cli_load_model(o.shape.model, &model)) != CLI_OK)
         return rc;
     psched_status st = cli_model_plan(&o.shape, &plan);
-    if (!st)
+    if (!st && o.layout)
+        st = psched_partition_from_layout(model, plan, o.schedule, o.layout, o.emit.map,
+                                          o.granularity, o.method, o.num_layers, &r);
+    else if (!st)
         st = psched_partition(model, plan, o.schedule, &o.options, &r);
     if (st) {
         rc = cli_fail(st, "partition");
     } else {
-        double even = even_makespan(model, plan, &o);
+        double even = o.emit.framework ? NAN : even_makespan(model, plan, &o);
         cli_membuf out;
         rc = cli_membuf_open(&out);
         if (rc == CLI_OK) {
-            if (o.json)
+            if (o.emit.framework)
+                rc = cli_emit(out.f, &o.emit, r, model);
+            else if (o.json)
                 print_json(out.f, &o, r, even);
             else
                 print_text(out.f, &o, r, even);
-            rc = cli_membuf_finish(&out, true);
+            int frc = cli_membuf_finish(&out, rc == CLI_OK);
+            rc = rc == CLI_OK ? frc : rc;
         }
         if (rc == CLI_OK && psched_partition_status(r) == PSCHED_SOLVE_INFEASIBLE)
             rc = CLI_INVALID;
@@ -330,4 +377,40 @@ int cli_partition_main(int argc, char **argv, int first)
     psched_plan_destroy(plan);
     psched_model_destroy(model);
     return rc;
+}
+
+bool cli_emit_flag(const char *command, cli_emit_flags *e, const char *flag, const char *value,
+                   int *rc)
+{
+    *rc = CLI_OK;
+    if (strcmp(flag, "--emit") == 0) {
+        if (strcmp(value, "megatron") != 0 && strcmp(value, "torchtitan") != 0) {
+            cli_error("%s: --emit must be megatron or torchtitan, not '%s'", command, value);
+            *rc = CLI_USAGE;
+        }
+        e->framework = value;
+    } else if (strcmp(flag, "--layout-map") == 0) {
+        e->map = value;
+    } else if (strcmp(flag, "--fqn") == 0) {
+        e->fqn = value;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+int cli_emit(FILE *f, const cli_emit_flags *e, const psched_partition_result *r,
+             const psched_model *model)
+{
+    char *text = NULL;
+    size_t length = 0;
+    psched_status st = strcmp(e->framework, "megatron") == 0
+                           ? psched_partition_to_megatron(r, model, e->map, &text, &length)
+                           : psched_partition_to_torchtitan(r, model, e->map, e->fqn, &text,
+                                                            &length);
+    if (st)
+        return cli_fail(st, "--emit");
+    fwrite(text, 1, length, f);
+    psched_free(text);
+    return CLI_OK;
 }

@@ -35,6 +35,13 @@ const char cli_help_plan[] =
     "                        chunks, status, objective, stages [...], devices\n"
     "                        [...]} as in 'pipesched partition --json', or null\n"
     "  --format FMT          text (the default) or json (the same as --json)\n"
+    "  --emit FRAMEWORK      print the best plan as megatron flags or a torchtitan\n"
+    "                        TOML snippet instead of the table\n"
+    "  --layout-map C=GROUP,...\n"
+    "                        layout letter of profile groups (defaults: embedding E,\n"
+    "                        head/loss/output L, mtp m, others t)\n"
+    "  --fqn TEMPLATE        torchtitan module names, E=..;t=..{i};L=..,..\n"
+    "                        (E=tok_embeddings;t=layers.{i};L=norm,output)\n"
     "\n"
     "Status: optimal (the partition is proven best for that schedule and v\n"
     "under the optimizer's model), feasible (time limit: gap shown), infeasible\n"
@@ -50,6 +57,7 @@ typedef struct plan_opts {
     const char **names;
     size_t name_count;
     psched_search_options options;
+    cli_emit_flags emit;
     bool json, help;
 } plan_opts;
 
@@ -78,7 +86,8 @@ static int parse_value(const char *flag, const char *value, plan_opts *o)
 {
     bool ok = true;
     int rc = CLI_OK;
-    if (cli_model_flag(&o->shape, flag, value, &rc))
+    if (cli_model_flag(&o->shape, flag, value, &rc) ||
+        cli_emit_flag("plan", &o->emit, flag, value, &rc))
         return rc;
     else if (strcmp(flag, "--format") == 0)
         return cli_flag_result_format("plan", value, &o->json);
@@ -302,11 +311,15 @@ static int run(const plan_opts *o, psched_model *model)
         cli_membuf out;
         rc = cli_membuf_open(&out);
         if (rc == CLI_OK) {
-            if (o->json)
+            bool best = psched_search_count(r) > 0 && psched_search_fits(r, 0);
+            if (o->emit.framework && best)
+                rc = cli_emit(out.f, &o->emit, psched_search_partition(r, 0), model);
+            else if (o->json)
                 print_json(out.f, o, r);
             else
                 print_text(out.f, o, r);
-            rc = cli_membuf_finish(&out, true);
+            int frc = cli_membuf_finish(&out, rc == CLI_OK);
+            rc = rc == CLI_OK ? frc : rc;
         }
         if (rc == CLI_OK && (psched_search_count(r) == 0 || !psched_search_fits(r, 0)))
             rc = CLI_INVALID;

@@ -16,6 +16,8 @@
  *   result.c               the result object and its getters
  *   partition.c            psched_partition(): checks, method dispatch
  *   plan_search.c          psched_plan_search() over psched_partition()
+ *   layout.c               given partitions: evaluation, Megatron-LM layouts
+ *   emit.c                 Megatron-LM flags and torchtitan TOML of a result
  *   bound.c                psched_bound() (core only) */
 #ifndef PSCHED_OPTIMIZER_H
 #define PSCHED_OPTIMIZER_H
@@ -349,6 +351,8 @@ struct psched_partition_result {
     double *stage_time, *stage_mem;
     double *dev_param, *dev_mem, *dev_peak;
     psched_plan *plan;
+    char *schedule; /* the generator's name, for the emitters (layout.c) */
+    double limit;   /* the caller's device memory limit */
 };
 
 PSCHED_INTERNAL psched_partition_result *psched__result_alloc(const psched__problem *pb);
@@ -359,5 +363,59 @@ PSCHED_INTERNAL psched_status psched__result_fill(const psched__problem *pb,
                                                   const psched__solution *sol, const char *name,
                                                   psched_plan **plan, psched__evaluation *ev,
                                                   psched_partition_result *r);
+
+/* ---- given partitions and Megatron-LM layouts (layout.c) ---- */
+
+/* Megatron-LM's recompute options as one setting: none, selective (every
+ * transformer layer with a selective variant), full uniform with one layer
+ * per group (every transformer layer), or full block N (the first N
+ * transformer layers of every virtual stage). */
+typedef enum psched__rc_kind {
+    PSCHED__RC_NONE,
+    PSCHED__RC_SELECTIVE,
+    PSCHED__RC_FULL,
+    PSCHED__RC_BLOCK
+} psched__rc_kind;
+
+typedef struct psched__rc_setting {
+    psched__rc_kind kind;
+    uint32_t layers; /* N of block */
+} psched__rc_setting;
+
+/* The layout letter of every group of the model (E, t, m or L): the map
+ * "c=GROUP,..." first, then the names embedding (E), head, loss, output
+ * (L), mtp (m), everything else t. EINVAL naming a bad map entry. */
+PSCHED_INTERNAL psched_status psched__layout_classes(const psched_model *model, const char *map,
+                                                     char *cls);
+
+/* The model's layers as layout letters and groups; e_marker (l_marker)
+ * when no layer is E (L): Megatron-LM's E (L) then stands for nothing of
+ * the profile. EINVAL when an E or L layer is not the single first (last). */
+typedef struct layer_classes {
+    char *of_layer;
+    uint32_t *group_of;
+    bool e_marker, l_marker;
+} layer_classes;
+
+PSCHED_INTERNAL psched_status psched__layer_classes(const psched_model *model, const char *cls,
+                                                    layer_classes *lc);
+PSCHED_INTERNAL void psched__layer_classes_free(layer_classes *lc);
+
+/* Per-layer choices of a setting over the stages [first[s], +count[s]);
+ * EINVAL (message naming the group) when a layer it recomputes has no
+ * such variant. */
+PSCHED_INTERNAL psched_status psched__rc_choices(const psched_model *model, const char *cls,
+                                                 const uint32_t *first, const uint32_t *count,
+                                                 uint32_t stages, psched__rc_setting set,
+                                                 uint8_t *choice);
+
+/* Evaluate a given partition (per stage a layer count, per layer a
+ * psched_recompute): psched_partition_evaluate() with uint8_t choices. */
+PSCHED_INTERNAL psched_status psched__evaluate_given(const psched_model *model,
+                                                     const psched_plan *plan,
+                                                     const char *schedule,
+                                                     const uint32_t *counts, uint32_t stages,
+                                                     const uint8_t *choice,
+                                                     psched_partition_result **out);
 
 #endif

@@ -20,6 +20,7 @@ void psched_partition_result_destroy(psched_partition_result *r)
     psched__dealloc(r->dev_mem);
     psched__dealloc(r->dev_peak);
     psched_plan_destroy(r->plan);
+    psched__dealloc(r->schedule);
     psched__dealloc(r);
 }
 
@@ -46,6 +47,7 @@ psched_partition_result *psched__result_alloc(const psched__problem *pb)
         return NULL;
     }
     r->gap = r->objective = r->min_memory = r->makespan = r->bubble = NAN;
+    r->limit = pb->limit;
     return r;
 }
 
@@ -80,6 +82,10 @@ psched_status psched__result_fill(const psched__problem *pb, const psched__solut
     if (!sol->found)
         return PSCHED_OK;
     psched__evaluate(pb, sol, ev);
+    size_t n = strlen(name) + 1;
+    if (!(r->schedule = psched__malloc(n)))
+        return PSCHED_ENOMEM_FAIL();
+    memcpy(r->schedule, name, n);
     r->has_partition = true;
     r->objective = ev->objective;
     memcpy(r->first, sol->first, pb->stages * sizeof *r->first);

@@ -114,6 +114,18 @@ _PROTOTYPES = {
     "psched_search_peak_memory": (_dbl, [_vp, _lib.size_t]),
     "psched_search_even_makespan": (_dbl, [_vp, _lib.size_t]),
     "psched_search_partition": (_vp, [_vp, _lib.size_t]),
+
+    "psched_partition_evaluate": (_st, [_vp, _vp, ctypes.c_char_p, _uout, _u32t,
+                                        ctypes.POINTER(ctypes.c_int), _lib.handle_out]),
+    "psched_partition_from_layout": (_st, [_vp, _vp, ctypes.c_char_p, ctypes.c_char_p,
+                                           ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                           _u32t, _lib.handle_out]),
+    "psched_partition_to_megatron": (_st, [_vp, _vp, ctypes.c_char_p,
+                                           ctypes.POINTER(ctypes.c_void_p),
+                                           ctypes.POINTER(_lib.size_t)]),
+    "psched_partition_to_torchtitan": (_st, [_vp, _vp, ctypes.c_char_p, ctypes.c_char_p,
+                                             ctypes.POINTER(ctypes.c_void_p),
+                                             ctypes.POINTER(_lib.size_t)]),
 }
 
 _lock = _threading.Lock()
@@ -371,9 +383,113 @@ class Partition:
         _check(_lib.load().psched_plan_clone(plan, ctypes.byref(out)))
         return out
 
+    _source: _t.Optional[_t.Tuple["Model", str, float]] = None
+
+    def _attach(self, model: "Model", schedule: str, limit: _t.Optional[float]) -> "Partition":
+        """Remember what the emitters need to evaluate the partition again."""
+        self._source = (model, schedule, _math.inf if limit is None else limit)
+        return self
+
+    @property
+    def schedule(self) -> _t.Optional[str]:
+        """The generator the partition was computed for."""
+        return self._source[1] if self._source else None
+
+    def _emit(self, fn: str, *extra: _t.Optional[bytes]) -> str:
+        if self._source is None or self.plan is None:
+            raise _error(_lib.EINFEASIBLE, "the partition holds no stages to emit")
+        model, schedule, limit = self._source
+        lib = _c()
+        counts = (ctypes.c_uint32 * len(self.stages))(*(s.count for s in self.stages))
+        kinds = (ctypes.c_int * max(1, len(self.recompute)))(
+            *(RECOMPUTE.index(k) for k in self.recompute))
+        plan = self.plan.copy()
+        res = ctypes.c_void_p()
+        text, length = ctypes.c_void_p(), _lib.size_t()
+        try:
+            with _using(model, plan) as (m, p):
+                _check(lib.psched_plan_set_memory_limit(p, limit))
+                _check(lib.psched_partition_evaluate(m, p, schedule.encode(), counts,
+                                                     len(self.stages), kinds,
+                                                     ctypes.byref(res)))
+                _check(getattr(lib, fn)(res, m, *extra, ctypes.byref(text),
+                                        ctypes.byref(length)))
+            return ctypes.string_at(text, length.value).decode()
+        finally:
+            plan.close()
+            lib.psched_partition_result_destroy(res)
+            if text:
+                lib.psched_free(text)
+
+    def to_megatron(self, map: _t.Optional[_t.Mapping[str, str]] = None) -> str:
+        """Megatron-LM flags: --pipeline-model-parallel-size, the layout
+        --pipeline-model-parallel-layout and the recompute options, with
+        comment lines where Megatron-LM's options cannot say the plan (see
+        psched_partition_to_megatron). map: layout letter -> profile group
+        name, e.g. {"m": "mtp_block"}."""
+        return self._emit("psched_partition_to_megatron", _map_arg(map))
+
+    def to_torchtitan(self, fqn: _t.Union[str, _t.Mapping[str, _t.Union[str, _t.Sequence[str]]],
+                                          None] = None,
+                      map: _t.Optional[_t.Mapping[str, str]] = None) -> str:
+        """A torchtitan TOML snippet ([parallelism] and [activation_checkpoint]).
+        fqn: module names per layout letter, {i} the index among that
+        letter, e.g. {"E": "tok_embeddings", "t": "layers.{i}", "L": ["norm",
+        "output"]} (the default), or the C template string
+        "E=tok_embeddings;t=layers.{i};L=norm,output"."""
+        return self._emit("psched_partition_to_torchtitan", _map_arg(map), _fqn_arg(fqn))
+
+    @classmethod
+    def from_megatron(cls, layout: str, model: "Model", plan: _Plan, schedule: str = "1f1b",
+                      recompute_granularity: _t.Optional[str] = None,
+                      recompute_method: _t.Optional[str] = None,
+                      recompute_num_layers: int = 0,
+                      map: _t.Optional[_t.Mapping[str, str]] = None) -> "Partition":
+        """Evaluate a Megatron-LM --pipeline-model-parallel-layout (and its
+        recompute options, spelled as Megatron-LM's flags) on `model` for
+        `plan` and `schedule`: step time, bubble, per-device memory; status
+        "feasible" when it fits the memory limit, "infeasible" otherwise.
+        Raises InvalidArgument naming the column of a malformed layout."""
+        _check_plan(model, plan)
+        args = [_text_arg("schedule", schedule), _text_arg("layout", layout), _map_arg(map),
+                None if recompute_granularity is None
+                else _text_arg("recompute_granularity", recompute_granularity),
+                None if recompute_method is None
+                else _text_arg("recompute_method", recompute_method),
+                _u32("recompute_num_layers", recompute_num_layers)]
+        lib = _c()
+        out = ctypes.c_void_p()
+        with _using(model, plan) as (m, p):
+            _check(lib.psched_partition_from_layout(m, p, *args, ctypes.byref(out)))
+        try:
+            return cls(out, _INTERNAL)._attach(model, schedule, plan.mem_limit)
+        finally:
+            lib.psched_partition_result_destroy(out)
+
     def __repr__(self) -> str:
         return (f"<pipesched.Partition {self.status} makespan={self.makespan} "
                 f"stages={[s.count for s in self.stages]}>")
+
+
+def _map_arg(map: _t.Optional[_t.Mapping[str, str]]) -> _t.Optional[bytes]:
+    if map is None:
+        return None
+    if not isinstance(map, _t.Mapping):
+        raise TypeError(f"map must be a mapping letter -> group name, not {type(map).__name__}")
+    return _text_arg("map", ",".join(f"{k}={v}" for k, v in map.items()))
+
+
+def _fqn_arg(fqn: object) -> _t.Optional[bytes]:
+    if fqn is None or isinstance(fqn, str):
+        return None if fqn is None else _text_arg("fqn", fqn)
+    if not isinstance(fqn, _t.Mapping):
+        raise TypeError(f"fqn must be a str or a mapping letter -> names, not "
+                        f"{type(fqn).__name__}")
+    parts = []
+    for k, v in fqn.items():
+        names = [v] if isinstance(v, str) else list(v)
+        parts.append(f"{k}=" + ",".join(names))
+    return _text_arg("fqn", ";".join(parts))
 
 
 def _check_plan(model: object, plan: object) -> None:
@@ -421,7 +537,7 @@ def partition(model: Model, plan: _Plan, schedule: str, method: str = "ilp",
         if own is not plan:
             own.close()
     try:
-        return Partition(out, _INTERNAL)
+        return Partition(out, _INTERNAL)._attach(model, schedule, plan.mem_limit)
     finally:
         lib.psched_partition_result_destroy(out)
 
@@ -453,7 +569,8 @@ class SearchResult:
     solve_time: float
     alternatives: _t.List[Alternative]
 
-    def __init__(self, ptr: _t.Any, _token: object = None) -> None:
+    def __init__(self, ptr: _t.Any, _token: object = None, model: _t.Optional[Model] = None,
+                 limit: _t.Optional[float] = None) -> None:
         _internal_only(_token, "SearchResult", "plan_search()")
         lib = _c()
         self.solve_time = lib.psched_search_solve_time(ptr)
@@ -471,7 +588,9 @@ class SearchResult:
                 _nan_none(lib.psched_search_peak_memory(ptr, i)),
                 _nan_none(lib.psched_search_even_makespan(ptr, i)),
                 lib.psched_search_error_message(ptr, i).decode() if failed else None,
-                Partition(part, _INTERNAL) if part else None))
+                Partition(part, _INTERNAL)._attach(
+                    model, lib.psched_search_schedule(ptr, i).decode(), limit)
+                if part else None))
 
     @property
     def best(self) -> _t.Optional[Alternative]:
@@ -509,6 +628,6 @@ def plan_search(model: Model, plan: _Plan,
         _check(lib.psched_plan_search(m, p, names, count, ctypes.byref(opts),
                                       ctypes.byref(out)))
     try:
-        return SearchResult(out, _INTERNAL)
+        return SearchResult(out, _INTERNAL, model, plan.mem_limit)
     finally:
         lib.psched_search_result_destroy(out)
