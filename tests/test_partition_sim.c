@@ -307,7 +307,13 @@ static void test_three_identical_layers_take_the_faster_tie(void)
  * 3 by 4 (F 16, BW 32). d1: F0 [4,8] BW0 [8,16] F1 [16,20] BW1 [20,28]
  * F2 [28,32] BW2 [32,40]; d0: F0 [0,4] F1 [4,8] BW0 [16,24] F2 [24,28]
  * BW1 [28,36] F3 [36,52] BW2 [52,60]; d1: F3 [52,68] BW3 [68,100]; d0:
- * BW3 [100,132]. */
+ * BW3 [100,132].
+ * Memory (activation 1 and parameters 1 per layer): micro-batch k counts
+ * w_k in flight, as the simulator scales its activations. d0 runs F0 F1
+ * BW0 F2 BW1 F3 BW2 BW3: held 1 2 1 2 1 5 4 0, peak 5; d1 F0 BW0 F1 BW1 ...
+ * F3: peak 4. [4, 4] then needs 5·4 + 4 = 24 and 4·4 + 4 = 20; a split
+ * [k, 8 - k] needs max(6k, 5(8 - k)), smallest 24 at k = 4: a limit of 23
+ * fits nothing. */
 static void test_partition_step_time_uses_the_microbatch_weights(void)
 {
     psched_model *model = NULL;
@@ -328,6 +334,18 @@ static void test_partition_step_time_uses_the_microbatch_weights(void)
     CHECK_OK(psched_partition_stage(r, 0, NULL, &count, NULL, NULL));
     CHECK_EQ_INT(count, 4);
     CHECK_EQ_DBL(psched_partition_makespan(r), 132);
+    double memory, peak;
+    CHECK_OK(psched_partition_device(r, 0, NULL, &memory, &peak));
+    CHECK_EQ_DBL(memory, 24);
+    CHECK_EQ_DBL(peak, 24);
+    CHECK_OK(psched_partition_device(r, 1, NULL, &memory, &peak));
+    CHECK_EQ_DBL(memory, 20);
+    CHECK_EQ_DBL(peak, 20);
+    psched_partition_result_destroy(r);
+    CHECK_OK(psched_plan_set_memory_limit(plan, 23));
+    CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
+    CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
+    CHECK_EQ_DBL(psched_partition_min_memory(r), 24);
     psched_partition_result_destroy(r);
     psched_plan_destroy(plan);
     psched_model_destroy(model);
