@@ -385,7 +385,8 @@ bool check_schedule(const pipesched::Schedule &compute, const pipesched::Plan *c
     /* Comm ops in the input (a csv-comms file): it runs as it is. Copies
      * without comm ops: lowered around them (lower_with_copies). */
     bool copies = has_ops(compute, is_copy);
-    pipesched::Schedule lowered = has_ops(compute, is_comm) ? replay(compute.plan(), ops_of(compute))
+    pipesched::Schedule lowered = has_ops(compute, is_comm)
+                                      ? replay(compute.plan(), ops_of(compute))
                                   : copies ? lower_with_copies(compute, costs)
                                            : compute.lower(costs);
     pipesched::Plan plan = lowered.plan();

@@ -180,7 +180,8 @@ Args parse(int argc, char **argv)
         else if (flag == "--pcie-bandwidth") {
             a.pcie = to_time(flag, value());
             if (!(a.pcie > 0.0))
-                usage_error("--pcie-bandwidth expects a bandwidth > 0, got '" + std::string(argv[i]) + "'");
+                usage_error("--pcie-bandwidth expects a bandwidth > 0, got '" +
+                            std::string(argv[i]) + "'");
         }
         else if (flag == "--all") a.all = true;
         else if (flag == "--show") a.options.show = true;
