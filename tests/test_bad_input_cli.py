@@ -200,6 +200,18 @@ class TestBadFiles(BadInput):
                             "type must have 1..31 characters")
         self.partition_case(PROFILE_HEADER + b"lay\xff,2,1,1,1,1,1\n", "line 2")
 
+    def test_optimizer_microbatch_weights_bad_input(self):
+        path = self.write("model.csv", PROFILE_HEADER + b"layer,2,1,1,1,1,1\n")
+        missing = os.path.join(self.dir, "no-weights.txt")
+        for weights, names in (("1,0,1,1", "weight 1 '0' is not a finite number > 0"),
+                               ("1,1", "expected 4 weights (one per micro-batch), got 2"),
+                               (missing, missing)):
+            for cmd, pick in (("partition", "--schedule"), ("plan", "--schedules")):
+                with self.subTest(command=cmd, weights=weights):
+                    self.check_failure([cmd, "--model", path, "--devices", "2",
+                                        "--microbatches", "4", pick, "1f1b", "--mem-limit",
+                                        "1e9", "--microbatch-weights", weights], 2, names)
+
     def test_layer_profile_nul_byte(self):
         data = PROFILE_HEADER + b"lay\x00er,2,1,1,1,1,1\n"
         self.partition_case(data, "NUL byte at byte offset 30 (line 2, column 4)")

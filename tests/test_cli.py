@@ -811,6 +811,37 @@ class TestInput(CliCase):
         self.assertEqual(d["alternatives"][0]["makespan"], want)
 
 
+    def test_partition_and_plan_take_microbatch_weights(self):
+        # 8 identical layers, 1F1B p = 2, m = 4, weights (1, 1, 1, 4): the
+        # split [4, 4] (F 4, BW 8 per stage, micro-batch 3 four times as
+        # long) ends at 132 by hand (tests/test_partition_sim.c), 60 with
+        # unit weights; micro-batch 3 counts 4 in flight: device 0 holds
+        # 1, 2, 1, 2, 1, 5, 4, 0 micro-batches of 4 layers, 5·4 + 4 = 24.
+        model = self.write("eight.csv", "type,count,f,b,w,act,param\nlayer,8,1,1,1,1,1\n")
+        shape = ["--model", model, "--devices", "2", "--microbatches", "4"]
+        d = json.loads(self.ok("partition", *shape, "--schedule", "1f1b", "--json"))
+        self.assertEqual(d["makespan"], 60)
+        d = json.loads(self.ok("partition", *shape, "--schedule", "1f1b",
+                               "--microbatch-weights", "1,1,1,4", "--json"))
+        self.assertEqual(d["makespan"], 132)
+        self.assertEqual((d["devices"][0]["memory"], d["devices"][0]["peak_memory"]), (24, 24))
+        # below 24 no split fits (max(6k, 5(8 - k)) >= 24)
+        r = run("partition", *shape, "--schedule", "1f1b", "--microbatch-weights", "1,1,1,4",
+                "--mem-limit", "23", "--json")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        d = json.loads(r.stdout)
+        self.assertEqual((d["status"], d["min_memory"]), ("infeasible", 24))
+        d = json.loads(self.ok("plan", *shape, "--schedules", "1f1b", "--mem-limit", "1e9",
+                               "--microbatch-weights", "1,1,1,4", "--format", "json"))
+        self.assertEqual(d["alternatives"][0]["makespan"], 132)
+        for cmd in ("partition", "plan"):
+            with self.subTest(command=cmd):
+                pick = ["--schedule" if cmd == "partition" else "--schedules", "1f1b"]
+                msg = self.fails(2, cmd, *shape, *pick, "--mem-limit", "1e9",
+                                 "--microbatch-weights", "1,1,4")
+                self.assertIn("--microbatch-weights '1,1,4': expected 4 weights", msg)
+
+
 class TestSameFlagsEverywhere(CliCase):
     def test_partition_and_plan_take_the_equals_form_and_the_shared_checks(self):
         model = self.write("four.csv", "type,count,f,b,w,act,param\nlayer,4,1,1,1,1,1\n")

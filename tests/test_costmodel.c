@@ -388,7 +388,31 @@ static void test_transfers_queue_on_the_senders_link(void)
     CHECK_CONTAINS(trace, "{\"name\": \"0F1 -> device 1\", \"cat\": \"TRANSFER\", \"ph\": \"X\", "
                           "\"ts\": 5000, \"dur\": 4000, \"pid\": 0, \"tid\": 6,");
     psched_free(trace);
+    /* the SVG draws each transfer as an arrow from the sender's lane edge at
+     * its leave time to the receiver's at its arrival: 28 px per unit (the
+     * shortest op) from x = 84, lane 0 spans y 44..72 and lane 1 78..106.
+     * 0F1 leaves at 5 (x 224) and arrives at 9 (x 336); the gradients (0
+     * bytes) leave and arrive when their backward ends. */
+    char *picture = NULL;
+    CHECK_OK(psched_export(s, NULL, PSCHED_FORMAT_SVG, 0, &picture, NULL));
+    size_t arrows = 0;
+    for (const char *at = picture; (at = strstr(at, "<line class=\"transfer\"")); at++)
+        arrows++;
+    CHECK_EQ_INT(arrows, 6);
+    CHECK_CONTAINS(picture, "marker-end=\"url(#arrow)\" x1=\"224\" y1=\"72\" x2=\"336\" "
+                            "y2=\"78\"><title>0F1 -> device 1: leaves 5, arrives 9</title>");
+    CHECK_CONTAINS(picture, "<title>1B0 -> device 0: leaves 16, arrives 16</title>");
+    CHECK_CONTAINS(picture, ">transfer (leaves its link, arrives)</text>");
+    psched_free(picture);
     psched_schedule_destroy(s);
+    /* without the link model there is nothing to draw */
+    psched_plan *plain = ts_plan(2, 3, 1, PSCHED_PLACEMENT_LOOP);
+    s = ts_build(plain, rows);
+    CHECK_OK(psched_export(s, NULL, PSCHED_FORMAT_SVG, 0, &picture, NULL));
+    CHECK(strstr(picture, "class=\"transfer") == NULL);
+    psched_free(picture);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plain);
     /* --comm keeps its meaning: 0.25 more on every transfer. Arrivals 5.25,
      * 9.25, 13.25; d1 ends 1B2 at 20.25; d0's B's wait for 16.5, 18.5,
      * 20.5: makespan 22.5. */

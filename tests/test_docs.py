@@ -1,5 +1,6 @@
-"""docs/schedules.md agrees with the simulator, and the simulator agrees with
-the published closed forms, at p = 8, m = 32 with unit costs.
+"""docs/schedules.md and the offload table of docs/simulator.md agree with
+the simulator, and the simulator agrees with the published closed forms,
+at p = 8, m = 32 with unit costs.
 
 The expected values below are the papers' formulas (1F1B, Megatron
 interleaved, ZB-H1/H2, ZB1P, V-shape, DualPipe, Chimera), not the code's output; the
@@ -154,6 +155,70 @@ class ReadmeLayout(unittest.TestCase):
                     with self.subTest(folder=f"{parent}/{name}"):
                         self.assertIn(f"{parent}/{name}", listed,
                                       f"README Layout does not list {parent}/{name}/")
+
+
+def offload_rows():
+    """The peak-memory table of docs/simulator.md ("Activation offload"):
+    schedule, offload, simulated peak, step time."""
+    rows = []
+    with open(os.path.join(DOCS, "simulator.md"), encoding="utf-8") as f:
+        text = f.read()
+    table = text[text.index("**Peak activation memory per device**"):]
+    for line in table.splitlines()[1:]:
+        if line.startswith("| schedule") or line.startswith("|---"):
+            continue
+        if not line.startswith("|"):
+            if rows:
+                break
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows.append(cells[:4])
+    return rows
+
+
+# p = 8, m = 32, unit costs, mem_F = 1 per stage: peak in units of M (S
+# chunk units) and step time, where a closed form exists. 1F1B holds p
+# activations on device 0 (M) and takes (m + p - 1)·3; V-Min holds
+# 2⌊(p + 4)/3⌋ chunk units of 2p; with offload a device holds the F running
+# and the activation reloaded for the next backward, 2 chunk units, and
+# copies hidden at PCIe >= mem_F / t_F = 1 cost no time.
+OFFLOAD_FORMULAS = {
+    ("1F1B", "none"): (P / P, (M + P - 1) * 3),
+    ("V-Min", "none"): (2 * ((P + 4) // 3) / (2 * P), None),
+    ("1F1B", "selective"): (2 / P, (M + P - 1) * 3),
+    ("1F1B", "all, PCIe ∞"): (2 / P, (M + P - 1) * 3),
+    ("1F1B", "all, PCIe 1"): (2 / P, None),
+    ("interleaved (v = 2)", "selective"): (2 / (2 * P), None),
+    ("V-Min", "selective"): (None, None),
+}
+
+
+class OffloadTable(unittest.TestCase):
+    def test_table_rows_are_the_simulated_figures_and_the_closed_forms(self):
+        rows = offload_rows()
+        self.assertEqual(sorted((r[0], r[1]) for r in rows), sorted(OFFLOAD_FORMULAS))
+        for schedule, offload, peak, step in rows:
+            with self.subTest(schedule=schedule, offload=offload):
+                name, _, v = schedule.partition(" (v = ")
+                args = [CLI, "simulate", "--schedule", name.lower(), "--devices", str(P),
+                        "--microbatches", str(M), "--json"]
+                if v:
+                    args += ["--chunks", v.rstrip(")")]
+                if offload != "none":
+                    policy, _, pcie = offload.partition(", PCIe ")
+                    args += ["--offload", policy]
+                    if pcie != "∞":
+                        args += ["--pcie-bandwidth", pcie or "1"]
+                r = json.loads(subprocess.run(args, capture_output=True, text=True,
+                                              check=True).stdout)
+                self.assertTrue(peak.endswith(" M"), peak)
+                self.assertEqual(r["peak_memory_M"], float(peak[:-2]))
+                self.assertEqual(r["makespan"], float(step))
+                want_peak, want_step = OFFLOAD_FORMULAS[(schedule, offload)]
+                if want_peak is not None:
+                    self.assertEqual(r["peak_memory_M"], want_peak)
+                if want_step is not None:
+                    self.assertEqual(r["makespan"], want_step)
 
 
 if __name__ == "__main__":

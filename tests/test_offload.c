@@ -110,6 +110,38 @@ static void test_offload_all_1f1b_p2_m2_by_hand(void)
     psched_plan_destroy(plan);
 }
 
+/* Copies taking no time (the default bandwidth) start at the same instant
+ * as compute: a backward whose activations come back at its own start holds
+ * them before it frees anything. p = 1, m = 2, unit costs (BW = 2), one unit
+ * per activation:
+ *   0F0 0OFFLOAD0 0F1 0OFFLOAD1 0RELOAD0 0RELOAD1 0B0 0B1
+ * 0F0 [0,1], OFFLOAD0 at 1, 0F1 [1,2], OFFLOAD1 at 2, both RELOADs at 2,
+ * 0B0 [2,4], 0B1 [4,6]. Memory: 1 at 0; at 1 OFFLOAD0 frees (0), 0F1 takes
+ * (1); at 2 OFFLOAD1 frees (0), the two RELOADs take (2), then 0B0 frees
+ * its own (1): peak 2, the two activations 0B0 runs beside. Counting 0B0's
+ * free before the RELOADs at the same instant would give 1. */
+static void test_reloads_count_before_compute_at_equal_times(void)
+{
+    psched_plan *plan = gen_plan(1, 2);
+    psched_schedule *s = import(plan, "0F0,0OFFLOAD0,0F1,0OFFLOAD1,0RELOAD0,0RELOAD1,0B0,0B1\n");
+    CHECK(s != NULL);
+    CHECK_OK(psched_validate(s));
+    psched_report *r;
+    CHECK_OK(psched_simulate(s, NULL, &r));
+    double st[8], en[8], peak;
+    CHECK_OK(psched_report_op_times(r, 0, 0, 8, st, en));
+    const double s0[] = {0, 1, 1, 2, 2, 2, 2, 4}, e0[] = {1, 1, 2, 2, 2, 2, 4, 6};
+    for (int i = 0; i < 8; i++) {
+        CHECK_EQ_DBL(st[i], s0[i]);
+        CHECK_EQ_DBL(en[i], e0[i]);
+    }
+    CHECK_OK(psched_report_device(r, 0, NULL, NULL, &peak));
+    CHECK_EQ_DBL(peak, 2);
+    psched_report_destroy(r);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
 /* 1F1B p = 8, m = 32, unit costs: (m + p - 1)(F + B + W) = 117, peak p = 8
  * units = M on device 0. Selective offload moves every activation whose
  * lifespan covers its two copies; the last device's (lifespan 0) stay.
@@ -328,6 +360,7 @@ static void test_allocation_failures_are_reported(void)
 int main(void)
 {
     RUN(test_offload_all_1f1b_p2_m2_by_hand);
+    RUN(test_reloads_count_before_compute_at_equal_times);
     RUN(test_selective_offload_1f1b_p8_m32_keeps_step_time_above_the_bound);
     RUN(test_budget_offloads_until_each_device_fits);
     RUN(test_offload_any_generator_is_valid_and_never_worse_with_free_copies);

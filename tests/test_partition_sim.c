@@ -300,9 +300,61 @@ static void test_three_identical_layers_take_the_faster_tie(void)
     psched_model_destroy(model);
 }
 
+/* The step time the optimizer reports is simulated with the plan's
+ * micro-batch weights (issue 18 item 3). 8 identical layers (1, 1, 1) on
+ * 1F1B p = 2, m = 4: the split is [4, 4], stage times F 4, BW 8; unit
+ * weights give (m + p - 1)·12 = 60. Weights (1, 1, 1, 4) scale micro-batch
+ * 3 by 4 (F 16, BW 32). d1: F0 [4,8] BW0 [8,16] F1 [16,20] BW1 [20,28]
+ * F2 [28,32] BW2 [32,40]; d0: F0 [0,4] F1 [4,8] BW0 [16,24] F2 [24,28]
+ * BW1 [28,36] F3 [36,52] BW2 [52,60]; d1: F3 [52,68] BW3 [68,100]; d0:
+ * BW3 [100,132].
+ * Memory (activation 1 and parameters 1 per layer): micro-batch k counts
+ * w_k in flight, as the simulator scales its activations. d0 runs F0 F1
+ * BW0 F2 BW1 F3 BW2 BW3: held 1 2 1 2 1 5 4 0, peak 5; d1 F0 BW0 F1 BW1 ...
+ * F3: peak 4. [4, 4] then needs 5·4 + 4 = 24 and 4·4 + 4 = 20; a split
+ * [k, 8 - k] needs max(6k, 5(8 - k)), smallest 24 at k = 4: a limit of 23
+ * fits nothing. */
+static void test_partition_step_time_uses_the_microbatch_weights(void)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", 8, 1, 1, 1, 1, 1));
+    psched_plan *plan = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, 2));
+    CHECK_OK(psched_plan_set_microbatches(plan, 4));
+    psched_partition_result *r = NULL;
+    CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
+    CHECK_EQ_DBL(psched_partition_makespan(r), 60);
+    psched_partition_result_destroy(r);
+    const double w[] = {1, 1, 1, 4};
+    CHECK_OK(psched_plan_set_microbatch_weights(plan, w, 4));
+    CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
+    uint32_t count = 0;
+    CHECK_OK(psched_partition_stage(r, 0, NULL, &count, NULL, NULL));
+    CHECK_EQ_INT(count, 4);
+    CHECK_EQ_DBL(psched_partition_makespan(r), 132);
+    double memory, peak;
+    CHECK_OK(psched_partition_device(r, 0, NULL, &memory, &peak));
+    CHECK_EQ_DBL(memory, 24);
+    CHECK_EQ_DBL(peak, 24);
+    CHECK_OK(psched_partition_device(r, 1, NULL, &memory, &peak));
+    CHECK_EQ_DBL(memory, 20);
+    CHECK_EQ_DBL(peak, 20);
+    psched_partition_result_destroy(r);
+    CHECK_OK(psched_plan_set_memory_limit(plan, 23));
+    CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
+    CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
+    CHECK_EQ_DBL(psched_partition_min_memory(r), 24);
+    psched_partition_result_destroy(r);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
 int main(void)
 {
     RUN(test_three_identical_layers_take_the_faster_tie);
+    RUN(test_partition_step_time_uses_the_microbatch_weights);
     RUN(test_partition_matches_the_simulated_brute_force);
     TEST_MAIN_END();
 }

@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import unittest
 
 RUNTIME = None
@@ -199,6 +200,95 @@ class TestMemory(RuntimeCase):
         self.assertIn("runtime 4352 2176, simulator 4352 2176", out)
 
 
+class TestOffload(RuntimeCase):
+    """Activation offload (PipeOffload): OFFLOAD copies what an F saved into
+    the runtime's host-side store and frees it on the device, RELOAD copies it
+    back before the backward. The runtime copies in list order (each copy
+    done before the next op), so its measured peak is compared with the
+    simulator's under the byte model with copies taking no time."""
+
+    def test_every_generator_trains_under_each_offload_policy(self):
+        # --pcie-bandwidth 1 with unit costs: a copy takes 1 (one F's
+        # activations per time unit); selective moves what lives >= 2
+        for policy in (["all"], ["selective", "--pcie-bandwidth", "1"], ["budget=2"]):
+            with self.subTest(policy=policy[0]):
+                self.check_grid(self.passes("--all", "--offload", *policy))
+
+    def test_offloaded_schedules_run_from_their_csv_comms_files(self):
+        # lowered with the copies in place, written as csv-comms (OFFLOAD and
+        # RELOAD cells beside SEND/RECV), read back and executed as it is
+        out = self.passes("--all", "--via-csv", "--offload", "all")
+        self.check_grid(out, {n: 2 * k for n, k in EXPECTED_RUNS.items()})
+        self.assertEqual(out.count(" via csv-comms: gradient diff 0"), 156)
+
+    def test_gpipe_holds_two_activations_instead_of_all(self):
+        # GPipe p = 2, m = 4, 8 layers per stage (F = 17 tensors = 2176 bytes):
+        # without offload each device holds all 4 F records, 8704 bytes.
+        # Offloaded, an F's record leaves after it; RELOAD(k) comes one
+        # compute op ahead of the backward of k (before F3 for k = 0), so
+        # at most the reloaded record and the one just made are on the device:
+        # 2 x 2176 = 4352. The host store holds F0..F2 before RELOAD0, then
+        # F1..F3: 3 x 2176 = 6528.
+        self.assertIn("runtime 8704 8704, simulator 8704 8704",
+                      self.passes("--schedule", "gpipe", "--devices", "2", "--microbatches", "4"))
+        out = self.passes("--schedule", "gpipe", "--devices", "2", "--microbatches", "4",
+                          "--offload", "all", "--show")
+        self.assertIn("device 0: 0F0 0OFFLOAD0 0SEND_F0 0F1 0OFFLOAD1 0SEND_F1 0F2 0OFFLOAD2 "
+                      "0RELOAD0 0SEND_F2 0F3 0OFFLOAD3 0RELOAD1 0SEND_F3 0RECV_B0 0B0 ", out)
+        # 8 (stage, micro-batch) pairs, an OFFLOAD and a RELOAD each
+        self.assertIn("lowered: 16 compute ops, 16 comm ops, 0 batched groups, "
+                      "16 activation copies (OFFLOAD/RELOAD)", out)
+        self.assertIn("max |pipelined - reference| = 0 over 1 chain", out)
+        self.assertIn("peak activation bytes per device: runtime 4352 4352, simulator 4352 4352\n",
+                      out)
+        self.assertIn("peak bytes in the host store (offloaded activations) per device: "
+                      "6528 6528\n", out)
+
+    def test_1f1b_offload_policies_by_hand(self):
+        # 1F1B p = 4, m = 8, 4 layers per stage (F = 9 tensors = 1152 bytes):
+        # the plain peak is min(m, p - d) records: 4608 3456 2304 1152.
+        # all: a device holds the F running and the record reloaded for the
+        # backward after it: 2 records (1 on the last device, whose
+        # backward follows its F); the host store holds the warm-up F's
+        # before the first RELOAD, p - 1 - d of them (1 on the last device).
+        base = ["--schedule", "1f1b", "--devices", "4", "--microbatches", "8"]
+        out = self.passes(*base, "--offload", "all")
+        self.assertIn("64 activation copies", out)
+        self.assertIn("runtime 2304 2304 2304 1152, simulator 2304 2304 2304 1152", out)
+        self.assertIn("per device: 3456 2304 1152 1152\n", out)
+        # selective at bandwidth 1 (a copy takes one F): the last device's
+        # records live 0 < 2 copies and stay; 3 devices x 8 pairs x 2 copies
+        out = self.passes(*base, "--offload", "selective", "--pcie-bandwidth", "1")
+        self.assertIn("48 activation copies", out)
+        self.assertIn("runtime 2304 2304 2304 1152, simulator 2304 2304 2304 1152", out)
+        self.assertIn("per device: 3456 2304 1152 0\n", out)
+        # budget=2 (units of one F's record): only devices 0 and 1 exceed it
+        out = self.passes(*base, "--offload", "budget=2")
+        self.assertIn("runtime 2304 2304 2304 1152, simulator 2304 2304 2304 1152", out)
+        self.assertIn("per device: 3456 2304 0 0\n", out)
+
+    def test_a_backward_before_its_reload_is_caught_twice(self):
+        # p = 1, m = 1: 0F0 0OFFLOAD0 0B0 0RELOAD0 (PyTorch text: B = full
+        # backward) -- the validator refuses it, and forced, the runtime stops
+        # because the activations are still in the host store
+        path = os.path.join(self.tmp, "reload_late.csv")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("0F0,0OFFLOAD0,0B0,0RELOAD0\n")
+        out = self.fails("--csv", path)
+        self.assertIn("validator: PSCHED_EINVALID: device 0 op 2 (0B0): needs device 0 op 3 "
+                      "(0RELOAD0), which comes later on the same device", out)
+        out = self.fails("--csv", path, "--force")
+        self.assertIn("runtime: device 0 op 2 (0B0): its activations are in the host store: "
+                      "no RELOAD brought them back", out)
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+
 class TestBrokenSchedules(RuntimeCase):
     """Each breakage is caught by the validator, and when forced to run, by the
     runtime itself: the check can fail."""
@@ -327,6 +417,19 @@ class TestMpi(RuntimeCase):
         self.assertTrue(rest.startswith("OK   "), rest)
         self.assertIn("p=4 v=2 m=10", rest)
 
+    def test_p3_every_generator_offloaded(self):
+        # the host-side store is the same code on both backends
+        r = self.mpirun(3, "--all", "--via-csv", "--offload", "selective", "--pcie-bandwidth", "1")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.check_grid(r.stdout, {n: 2 * k for n, k in expected_runs_for(3).items()}, 12)
+
+    def test_1f1b_offloaded_on_4_processes_matches_the_thread_backend_figures(self):
+        r = self.mpirun(4, "--schedule", "1f1b", "--microbatches", "8", "--offload", "all")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("max |pipelined - reference| = 0 over 1 chain", r.stdout)
+        self.assertIn("runtime 2304 2304 2304 1152, simulator 2304 2304 2304 1152", r.stdout)
+        self.assertIn("(offloaded activations) per device: 3456 2304 1152 1152\n", r.stdout)
+
     def test_1f1b_on_4_processes_matches_the_thread_backend_figures(self):
         r = self.mpirun(4, "--schedule", "1f1b", "--microbatches", "8")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -380,7 +483,11 @@ class TestGuidePage(unittest.TestCase):
 class TestUsage(unittest.TestCase):
     def test_bad_usage_exits_2(self):
         for args in [[], ["--schedule", "1f1b"], ["--all", "--break", "nope"],
-                     ["--schedule", "1f1b", "--devices", "0", "--microbatches", "2"]]:
+                     ["--schedule", "1f1b", "--devices", "0", "--microbatches", "2"],
+                     ["--all", "--offload", "some"], ["--all", "--offload", "budget=0"],
+                     ["--all", "--offload", "budget=x"],
+                     ["--all", "--offload", "all", "--pcie-bandwidth", "0"],
+                     ["--all", "--pcie-bandwidth", "2"]]:
             r = run(*args)
             self.assertEqual(r.returncode, 2, args)
             self.assertTrue(r.stderr.startswith("pipeline_runtime: "), r.stderr)

@@ -204,6 +204,7 @@ typedef struct cli_model_flags {
     double mem_limit; /* INFINITY until --mem-limit */
     bool have_limit;
     double comm; /* --comm: latency between devices (0) */
+    const char *weights; /* --microbatch-weights: a list or a file (NULL: all 1) */
 } cli_model_flags;
 /* Reads --model, --devices, --microbatches, --chunks, --mem-limit or
  * --comm into @p f: returns true when @p flag is one of them, with *rc the
@@ -212,6 +213,9 @@ bool cli_model_flag(cli_model_flags *f, const char *flag, const char *value, int
 /* A new plan with the shape and memory limit of @p f (the caller destroys
  * it); the library's status on failure. */
 psched_status cli_model_plan(const cli_model_flags *f, psched_plan **plan);
+/* Sets the --microbatch-weights of @p f on @p plan (nothing without the
+ * flag): the optimizer then simulates every step with them. CLI status. */
+int cli_model_weights(const cli_model_flags *f, psched_plan *plan);
 /* A partition's per-stage and per-device tables (text), and the same as
  * the JSON keys "stages" and "devices", each line indented by @p indent. */
 void cli_partition_text_stages(FILE *f, const psched_partition_result *r);

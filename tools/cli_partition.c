@@ -23,6 +23,9 @@ const char cli_help_partition[] =
     "  --schedule NAME       generator name, see 'pipesched list' (required)\n"
     "  --mem-limit BYTES     device memory, > 0 (unlimited)\n"
     "  --comm C              latency on every dependency between two devices (0)\n"
+    "  --microbatch-weights W1,W2,...|FILE\n"
+    "                        weight of each micro-batch: the step time is simulated\n"
+    "                        with micro-batch k's times and memory scaled by it (all 1)\n"
     "  --method M            ilp (default), dp, even, even-accounted or dp-time\n"
     "  --time-limit S        seconds the whole call may take (10)\n"
     "  --allow-empty         a stage may receive no layer\n"
@@ -162,6 +165,8 @@ bool cli_model_flag(cli_model_flags *f, const char *flag, const char *value, int
         f->have_limit = (*rc = cli_flag_mem_limit(value, &f->mem_limit)) == CLI_OK;
     else if (strcmp(flag, "--comm") == 0)
         *rc = cli_flag_comm(value, &f->comm);
+    else if (strcmp(flag, "--microbatch-weights") == 0)
+        f->weights = value;
     else
         return false;
     return true;
@@ -181,6 +186,16 @@ psched_status cli_model_plan(const cli_model_flags *f, psched_plan **plan)
     if (!st)
         st = psched_plan_set_comm(*plan, f->comm);
     return st;
+}
+
+int cli_model_weights(const cli_model_flags *f, psched_plan *plan)
+{
+    if (!f->weights)
+        return CLI_OK;
+    cli_costmodel c;
+    cli_costmodel_defaults(&c);
+    c.weights = f->weights;
+    return cli_apply_costmodel(plan, &c);
 }
 
 int cli_load_model(const char *path, psched_model **model)
@@ -349,6 +364,11 @@ int cli_partition_main(int argc, char **argv, int first)
     if ((rc = cli_load_model(o.shape.model, &model)) != CLI_OK)
         return rc;
     psched_status st = cli_model_plan(&o.shape, &plan);
+    if (!st && (rc = cli_model_weights(&o.shape, plan)) != CLI_OK) {
+        psched_plan_destroy(plan);
+        psched_model_destroy(model);
+        return rc;
+    }
     if (!st && o.layout)
         st = psched_partition_from_layout(model, plan, o.schedule, o.layout, o.emit.map,
                                           o.granularity, o.method, o.num_layers, &r);

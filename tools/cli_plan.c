@@ -22,6 +22,9 @@ const char cli_help_plan[] =
     "  --microbatches M      micro-batches per step (required)\n"
     "  --mem-limit BYTES     device memory, > 0 (required)\n"
     "  --comm C              latency on every dependency between two devices (0)\n"
+    "  --microbatch-weights W1,W2,...|FILE\n"
+    "                        weight of each micro-batch: the step time is simulated\n"
+    "                        with micro-batch k's times and memory scaled by it (all 1)\n"
     "  --schedules A,B,...   generators to try (default: every registered one)\n"
     "  --chunks V            only this v (default: 1, 2 and 4)\n"
     "  --time-limit S        seconds for each candidate's partition (1)\n"
@@ -302,9 +305,13 @@ static int run(const plan_opts *o, psched_model *model)
     psched_plan *plan = NULL;
     psched_search_result *r = NULL;
     psched_status st = cli_model_plan(&o->shape, &plan);
+    int rc = CLI_OK;
+    if (!st && (rc = cli_model_weights(&o->shape, plan)) != CLI_OK) {
+        psched_plan_destroy(plan);
+        return rc;
+    }
     if (!st)
         st = psched_plan_search(model, plan, o->names, o->name_count, &o->options, &r);
-    int rc = CLI_OK;
     if (st) {
         rc = cli_fail(st, "plan");
     } else {

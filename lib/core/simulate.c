@@ -70,7 +70,10 @@ static double *mem_table(const psched_plan *costs, uint32_t stages)
  * start), so with copies the running sum goes by time, not list order. */
 typedef struct mem_event {
     double t;
-    int cls; /* at equal times: frees (0), compute in list order (1), reloads (2) */
+    /* at equal times: frees (0), reloads (1), compute in list order (2): a
+     * backward starting with its RELOAD (or with a RELOAD that overlaps it)
+     * holds the reloaded bytes before it frees anything */
+    int cls;
     size_t g;
     double delta;
 } mem_event;
@@ -106,9 +109,9 @@ static psched_status copy_peak(psched_report *r, const psched_schedule *s, const
         if (o->kind == PSCHED_OP_OFFLOAD)
             ev[i] = (mem_event){r->end[g], 0, g, -act};
         else if (o->kind == PSCHED_OP_RELOAD)
-            ev[i] = (mem_event){r->start[g], 2, g, act};
+            ev[i] = (mem_event){r->start[g], 1, g, act};
         else
-            ev[i] = (mem_event){r->start[g], 1, g, mem_of[(size_t)o->stage * 8 + o->kind] * wk};
+            ev[i] = (mem_event){r->start[g], 2, g, mem_of[(size_t)o->stage * 8 + o->kind] * wk};
     }
     qsort(ev, n, sizeof *ev, event_cmp);
     double mem = 0, peak = 0;

@@ -16,6 +16,13 @@
  * then 9 px text; none when the box is narrower). Comm ops are thin dashed
  * `class="comm"` marks, as they take no time in the cost model.
  *
+ * With the link model (bytes and links in the costs, docs/simulator.md) each
+ * transfer is an arrow `<line class="transfer">` from the sending lane's
+ * edge at the time the data leaves the device's link to the receiving
+ * lane's edge at its arrival, with a `<title>` "0F1 -> device 1: leaves 5,
+ * arrives 9"; an arrow that slants far shows a transfer that queued or took
+ * long, where the plain model would have drawn nothing.
+ *
  * Colours separate the kinds by luminance, so F/B/W/BW stay apart in
  * grey-scale print: F light blue (luma ≈ 196), B orange (≈ 157), BW brick
  * (≈ 109), W dark green (≈ 67); labels are black on the two light fills and
@@ -54,7 +61,7 @@ typedef struct svg {
     const psched_schedule *s;
     const psched_report *r;
     double scale, plot, width, height, legend_top;
-    bool kinds[4], pairs, comms;
+    bool kinds[4], pairs, comms, transfers;
 } svg;
 
 /* One drawn unit: an op, or an overlapped pair. */
@@ -416,9 +423,44 @@ static psched_status put_ops(const svg *g)
     return PSCHED_OK;
 }
 
+/* The link model's transfers: one arrow per op whose output left on a link
+ * (report leave/arrive times), drawn over the boxes. */
+static void put_transfers(const svg *g)
+{
+    const psched_schedule *s = g->s;
+    const psched_report *r = g->r;
+    psched_buf *b = g->b;
+    psched__buf_puts(b, "<defs><marker id=\"arrow\" viewBox=\"0 0 8 8\" refX=\"7\" refY=\"4\" "
+                        "markerWidth=\"6\" markerHeight=\"6\" orient=\"auto\"><path "
+                        "d=\"M0,0 L8,4 L0,8 z\" fill=\"#6a1b9a\"/></marker></defs>\n"
+                        "<g class=\"transfers\">\n");
+    for (uint32_t d = 0; d < s->devices; d++) {
+        for (size_t g2 = s->offset[d]; g2 < s->offset[d + 1]; g2++) {
+            if (isnan(r->leave[g2]) || isnan(r->arrive[g2]))
+                continue;
+            const psched_op *op = &s->ops[g2];
+            /* an F sends to the next stage, a backward to the one before */
+            uint32_t to = psched_plan_stage_device(
+                s->plan, op->kind == PSCHED_OP_F ? op->stage + 1 : op->stage - 1);
+            bool down = to > d; /* lanes of higher devices are lower in the picture */
+            char name[48];
+            psched__op_text(op, name, sizeof name);
+            psched__buf_puts(b, "<line class=\"transfer\" stroke=\"#6a1b9a\" "
+                                "stroke-width=\"1.2\" marker-end=\"url(#arrow)\"");
+            put_attr_px(b, "x1", x_of(g, r->leave[g2]));
+            put_attr_px(b, "y1", lane_top(d) + (down ? SVG_LANE_H : 0));
+            put_attr_px(b, "x2", x_of(g, r->arrive[g2]));
+            put_attr_px(b, "y2", lane_top(to) + (down ? 0 : SVG_LANE_H));
+            psched__buf_printf(b, "><title>%s -> device %u: leaves %.10g, arrives %.10g</title>"
+                               "</line>\n", name, to, r->leave[g2], r->arrive[g2]);
+        }
+    }
+    psched__buf_puts(b, "</g>\n");
+}
+
 /* ---- legend: items flow left to right and wrap at the picture's width ---- */
 
-enum swatch { SWATCH_KIND, SWATCH_CHUNK, SWATCH_PAIR, SWATCH_COMM };
+enum swatch { SWATCH_KIND, SWATCH_CHUNK, SWATCH_PAIR, SWATCH_COMM, SWATCH_TRANSFER };
 
 typedef struct legend_item {
     enum swatch swatch;
@@ -457,6 +499,10 @@ static size_t legend_items(const svg *g, legend_item *items)
     if (g->comms) {
         items[n] = (legend_item){SWATCH_COMM, 0, ""};
         snprintf(items[n++].text, sizeof items[0].text, "send / recv");
+    }
+    if (g->transfers) {
+        items[n] = (legend_item){SWATCH_TRANSFER, 0, ""};
+        snprintf(items[n++].text, sizeof items[0].text, "transfer (leaves its link, arrives)");
     }
     return n;
 }
@@ -498,6 +544,15 @@ static void put_swatch(psched_buf *b, const legend_item *it, double x, double y)
         put_attr_px(b, "y2", y + 14);
         psched__buf_puts(b, "/>\n");
         return;
+    case SWATCH_TRANSFER:
+        psched__buf_puts(b, "<line stroke=\"#6a1b9a\" stroke-width=\"1.2\" "
+                            "marker-end=\"url(#arrow)\"");
+        put_attr_px(b, "x1", x);
+        put_attr_px(b, "y1", y + 2);
+        put_attr_px(b, "x2", x + 14);
+        put_attr_px(b, "y2", y + 12);
+        psched__buf_puts(b, "/>\n");
+        return;
     }
 }
 
@@ -536,7 +591,8 @@ psched_status psched__export_svg(const psched_schedule *s, const psched_report *
                                  char **text, size_t *length)
 {
     psched_buf b = {0};
-    svg g = {&b, s, r, 1.0, 0, 0, 0, 0, {false, false, false, false}, false, false};
+    svg g = {&b, s, r, 1.0, 0, 0, 0, 0, {false, false, false, false}, false, false,
+             r->leave && r->arrive};
     psched_status st = measure(&g);
     if (st != PSCHED_OK)
         return st;
@@ -553,6 +609,8 @@ psched_status psched__export_svg(const psched_schedule *s, const psched_report *
         psched__dealloc(b.data);
         return st;
     }
+    if (g.transfers)
+        put_transfers(&g);
     layout_legend(&g, &b, g.legend_top);
     psched__buf_puts(&b, "</svg>\n");
     return psched__buf_finish(&b, text, length);

@@ -73,7 +73,9 @@ psched_status psched__problem_layers(psched__problem *pb, const psched_model *mo
 
 /* Walk each device's list once: the most micro-batches a stage holds is
  * the peak of (forwards − weight backwards) in list order, which is what
- * unit memory deltas (1, 0, -1) give. */
+ * unit memory deltas (1, 0, -1) give. With micro-batch weights w_k (the
+ * cost model) micro-batch k counts w_k, as the simulator scales its
+ * activation memory: the bound stays the simulated peak. */
 static psched_status count_inflight(const psched_schedule *sched, psched__problem *pb)
 {
     const psched_plan *rp = psched_schedule_plan(sched);
@@ -88,12 +90,13 @@ static psched_status count_inflight(const psched_schedule *sched, psched__proble
         for (size_t i = 0; i < n; i++) {
             psched_op op;
             psched_schedule_ops(sched, d, i, 1, &op, sizeof op);
+            double w = psched_plan_microbatch_weight(rp, op.microbatch);
             if (op.kind == PSCHED_OP_F) {
-                cur[op.stage] += 1;
+                cur[op.stage] += w;
                 if (cur[op.stage] > pb->inflight[op.stage])
                     pb->inflight[op.stage] = cur[op.stage];
             } else if (op.kind == PSCHED_OP_W || op.kind == PSCHED_OP_BW) {
-                cur[op.stage] -= 1;
+                cur[op.stage] -= w;
             }
         }
     }

@@ -6,9 +6,12 @@
 #include "check.hpp"
 
 #include "runtime.hpp"
+#include "stages.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -107,8 +110,6 @@ std::string break_unbatch(OpLists &lists)
                    : "";
 }
 
-bool is_send(std::uint8_t kind) { return kind == PSCHED_OP_SEND_F || kind == PSCHED_OP_SEND_B; }
-
 /* The device at the other end of a comm op. */
 std::uint32_t peer(const Topology &t, const psched_op &op)
 {
@@ -138,7 +139,7 @@ std::string break_send_order(OpLists &lists, const Topology &t)
             if (!is_send(ops[i].kind))
                 continue;
             for (std::size_t j = i + 1; j < ops.size(); j++) {
-                if (ops[j].kind < PSCHED_OP_SEND_F || peer(t, ops[j]) != peer(t, ops[i]))
+                if (!is_comm(ops[j].kind) || peer(t, ops[j]) != peer(t, ops[i]))
                     continue;
                 if (!is_send(ops[j].kind) || producer(ops, ops[j]) > i)
                     break;
@@ -245,7 +246,7 @@ std::string compare_gradients(const Topology &t, const StepResult &r,
 }
 
 struct Counts {
-    std::size_t compute = 0, comm = 0, groups = 0;
+    std::size_t compute = 0, comm = 0, groups = 0, copies = 0;
 };
 
 Counts count(const OpLists &lists)
@@ -253,7 +254,7 @@ Counts count(const OpLists &lists)
     Counts n;
     for (const std::vector<psched_op> &ops : lists) {
         for (std::size_t i = 0; i < ops.size(); i++) {
-            (ops[i].kind >= PSCHED_OP_SEND_F ? n.comm : n.compute)++;
+            (is_comm(ops[i].kind) ? n.comm : is_copy(ops[i].kind) ? n.copies : n.compute)++;
             bool batch = ops[i].flags & PSCHED_OP_BATCH_NEXT;
             if (batch && (i == 0 || !(ops[i - 1].flags & PSCHED_OP_BATCH_NEXT)))
                 n.groups++;
@@ -288,17 +289,23 @@ bool judge(const Topology &t, const StepResult &r, const std::vector<Model> &mod
                << (same ? "" : ": MISMATCH") << "\n";
         match = match && same;
     }
-    bool leaked = *std::max_element(r.live_at_end.begin(), r.live_at_end.end()) > 0;
+    bool leaked = *std::max_element(r.live_at_end.begin(), r.live_at_end.end()) > 0 ||
+                  *std::max_element(r.host_at_end.begin(), r.host_at_end.end()) > 0;
     /* A forced run of a schedule the validator rejected has no simulated
      * peak: only the runtime's own checks judge it, so its exit status says
      * whether the runtime caught the damage. */
     bool mem_ok = (sim_peak.empty() || r.peak == sim_peak) && !leaked;
     detail << "  peak activation bytes per device: runtime " << join(r.peak) << ", simulator "
            << (sim_peak.empty() ? "n/a (invalid schedule)" : join(sim_peak))
-           << (leaked ? " (bytes left: " + join(r.live_at_end) + ")" : "")
+           << (leaked ? " (bytes left: " + join(r.live_at_end) + ", in the host store: " +
+                            join(r.host_at_end) + ")"
+                      : "")
            << (mem_ok ? "" : ": MISMATCH") << "\n";
     detail << "  peak bytes in flight (to send or received) per device: "
            << join(r.in_flight_peak) << "\n";
+    if (*std::max_element(r.host_peak.begin(), r.host_peak.end()) > 0)
+        detail << "  peak bytes in the host store (offloaded activations) per device: "
+               << join(r.host_peak) << "\n";
     return match && mem_ok;
 }
 
@@ -334,13 +341,50 @@ OpLists ops_of(const pipesched::Schedule &s)
     return lists;
 }
 
-bool has_comm_ops(const pipesched::Schedule &s)
+bool has_ops(const pipesched::Schedule &s, bool (*which)(std::uint8_t))
 {
     for (std::uint32_t d = 0; d < s.devices(); d++)
         for (const psched_op &op : s.ops(d))
-            if (op.kind >= PSCHED_OP_SEND_F)
+            if (which(op.kind))
                 return true;
     return false;
+}
+
+/* The lists without the ops @p drop selects. */
+OpLists without(const OpLists &lists, bool (*drop)(std::uint8_t))
+{
+    OpLists out(lists.size());
+    for (std::size_t d = 0; d < lists.size(); d++)
+        for (const psched_op &op : lists[d])
+            if (!drop(op.kind))
+                out[d].push_back(op);
+    return out;
+}
+
+/* The copies of @p offloaded (compute and copy ops) put into @p lowered
+ * (its compute ops, lowered): a copy that followed the n-th compute op of
+ * its device follows it again, ahead of the comm ops lowering put after
+ * it, so it is issued at the same point of the compute stream. */
+OpLists insert_copies(const OpLists &offloaded, const OpLists &lowered)
+{
+    OpLists out(lowered.size());
+    for (std::size_t d = 0; d < lowered.size(); d++) {
+        std::vector<std::vector<psched_op>> after(1); /* [compute ops before them] */
+        for (const psched_op &op : offloaded[d]) {
+            if (is_copy(op.kind))
+                after.back().push_back(op);
+            else
+                after.emplace_back();
+        }
+        std::size_t seen = 0;
+        out[d] = after[0];
+        for (const psched_op &op : lowered[d]) {
+            out[d].push_back(op);
+            if (!is_comm(op.kind) && ++seen < after.size())
+                out[d].insert(out[d].end(), after[seen].begin(), after[seen].end());
+        }
+    }
+    return out;
 }
 
 } // namespace
@@ -350,17 +394,29 @@ bool known_breakage(const std::string &name)
     return name == "w-before-b" || name == "send-order" || name == "unbatch";
 }
 
+pipesched::Schedule lower_with_copies(const pipesched::Schedule &offloaded,
+                                      const pipesched::Plan *costs)
+{
+    OpLists with_copies = ops_of(offloaded);
+    pipesched::Schedule bare = replay(offloaded.plan(), without(with_copies, is_copy));
+    pipesched::Schedule lowered = bare.lower(costs);
+    return replay(lowered.plan(), insert_copies(with_copies, ops_of(lowered)));
+}
+
 bool check_schedule(const pipesched::Schedule &compute, const pipesched::Plan *costs,
                     const std::string &label, const CheckOptions &options, std::ostream &out)
 {
     std::ostringstream detail;
-    pipesched::Schedule lowered = has_comm_ops(compute) ? replay(compute.plan(), ops_of(compute))
-                                                        : compute.lower(costs);
+    /* Comm ops in the input (a csv-comms file): it runs as it is. Copies
+     * without comm ops: lowered around them (lower_with_copies). */
+    bool copies = has_ops(compute, is_copy);
+    pipesched::Schedule lowered = has_ops(compute, is_comm)
+                                      ? replay(compute.plan(), ops_of(compute))
+                                  : copies ? lower_with_copies(compute, costs)
+                                           : compute.lower(costs);
     pipesched::Plan plan = lowered.plan();
     Topology topo = Topology::of(plan.get());
-    OpLists lists;
-    for (std::uint32_t d = 0; d < topo.devices; d++)
-        lists.push_back(lowered.ops(d));
+    OpLists lists = ops_of(lowered);
     if (!options.breakage.empty()) {
         std::string what = apply_breakage(options.breakage, lists, topo);
         if (what.empty()) {
@@ -372,18 +428,37 @@ bool check_schedule(const pipesched::Schedule &compute, const pipesched::Plan *c
     }
     Counts n = count(lists);
     detail << "  lowered: " << n.compute << " compute ops, " << n.comm << " comm ops, " << n.groups
-           << " batched groups\n";
+           << " batched groups" << (copies ? ", " + std::to_string(n.copies) +
+                                                 " activation copies (OFFLOAD/RELOAD)"
+                                           : "") << "\n";
     if (options.show)
         for (std::uint32_t d = 0; d < topo.devices; d++)
             detail << "  device " << d << ": " << show_list(lists[d]) << "\n";
 
     std::vector<std::uint64_t> sim_peak;
     try {
-        lowered.validate();
         pipesched::Plan bytes = byte_model(plan, topo, options);
-        pipesched::Report report = lowered.simulate(&bytes);
+        std::optional<pipesched::Report> report;
+        if (!copies) {
+            lowered.validate();
+            report.emplace(lowered.simulate(&bytes));
+        } else {
+            /* The validator's rendezvous engine takes no copies: it checks
+             * the two projections. Copies depend only on earlier ops of
+             * their own device (F, OFFLOAD, RELOAD, then the backward), so
+             * the comm ops cannot deadlock on them: the lists are valid when
+             * the comm projection (copies left out) and the copy projection
+             * (comm ops left out) both are. Memory comes from the copy
+             * projection with copies taking no time, as this runtime copies:
+             * in list order, each copy done before the next op. */
+            replay(plan, without(lists, is_copy)).validate();
+            pipesched::Schedule with_copies = replay(plan, without(lists, is_comm));
+            with_copies.validate();
+            pipesched::set_pcie_bandwidth(bytes, INFINITY);
+            report.emplace(with_copies.simulate(&bytes));
+        }
         for (std::uint32_t d = 0; d < topo.devices; d++)
-            sim_peak.push_back(static_cast<std::uint64_t>(report.peak_memory(d)));
+            sim_peak.push_back(static_cast<std::uint64_t>(report->peak_memory(d)));
         detail << "  validator: ok\n";
     } catch (const pipesched::Error &e) {
         detail << "  validator: " << e.status_name() << ": " << e.what() << "\n";

@@ -7,6 +7,8 @@
  *   pipeline_runtime --schedule NAME --devices P --microbatches M [--chunks V]
  *   pipeline_runtime --csv FILE          a PyTorch compute_only or csv-comms CSV
  *   pipeline_runtime --all               every generator over the grid
+ *   ... --offload all|selective|budget=X [--pcie-bandwidth B]
+ *                                        the same after activation offload
  *   mpirun -np P pipeline_runtime ...    the same, one MPI process per device
  *
  * Exit status: 0 everything matched, 1 a check failed, 2 bad usage.
@@ -15,6 +17,7 @@
  */
 #include "check.hpp"
 #include "mpi_backend.hpp"
+#include "stages.hpp"
 
 #include <pipesched.hpp>
 
@@ -35,6 +38,9 @@ struct Args {
     std::uint32_t devices = 0, microbatches = 0, chunks = 0, group_size = 0;
     bool all = false, via_csv = false;
     double f = 1.0, b = 1.0, w = 1.0, comm = 0.0;
+    bool offload = false;
+    psched_offload_policy policy = PSCHED_OFFLOAD_ALL;
+    double budget = 0.0, pcie = 0.0; /* pcie 0: not given (copies take no time) */
     rt::CheckOptions options;
 };
 
@@ -62,6 +68,12 @@ const char kUsage[] =
     "  --mem F,B,W        memory model in bytes per stage (default: the MLP's own)\n"
     "  --cost F,B,W       per-stage times of F, B and W (1,1,1): they order the comm ops\n"
     "  --comm C           latency of a transfer between devices (0)\n"
+    "  --offload POLICY   activation offload first (psched_offload): all, selective or\n"
+    "                     budget=X (X: peak per device in units of one F's activations);\n"
+    "                     OFFLOAD copies what F saved to a host-side store, RELOAD brings\n"
+    "                     it back before the backward\n"
+    "  --pcie-bandwidth B copy bandwidth the offload policy plans with (activation units\n"
+    "                     per time unit of --cost; default: copies take no time)\n"
     "  --show             print the lowered op lists ({batched group}, (overlapped pair))\n"
     "  --break KIND       negative check: w-before-b, send-order or unbatch\n"
     "  --force            run even when the validator rejects the schedule\n"
@@ -114,6 +126,26 @@ void to_mem(const std::string &text, Args &a)
     a.options.mem_w = to_bytes(text.substr(c2 + 1));
 }
 
+void to_offload(const std::string &text, Args &a)
+{
+    a.offload = true;
+    if (text == "all") {
+        a.policy = PSCHED_OFFLOAD_ALL;
+    } else if (text == "selective") {
+        a.policy = PSCHED_OFFLOAD_SELECTIVE;
+    } else if (text.rfind("budget=", 0) == 0) {
+        std::string x = text.substr(7);
+        char *end = nullptr;
+        a.policy = PSCHED_OFFLOAD_BUDGET;
+        a.budget = std::strtod(x.c_str(), &end);
+        if (x.empty() || *end != '\0' || !(a.budget > 0.0 && a.budget < 1e18))
+            usage_error("--offload budget=X expects X > 0 (peak memory per device), got '" +
+                        text + "'");
+    } else {
+        usage_error("--offload expects all, selective or budget=X, got '" + text + "'");
+    }
+}
+
 std::uint32_t to_count(const std::string &flag, const std::string &text)
 {
     char *end = nullptr;
@@ -144,6 +176,13 @@ Args parse(int argc, char **argv)
         else if (flag == "--mem") to_mem(value(), a);
         else if (flag == "--cost") to_costs(value(), a);
         else if (flag == "--comm") a.comm = to_time(flag, value());
+        else if (flag == "--offload") to_offload(value(), a);
+        else if (flag == "--pcie-bandwidth") {
+            a.pcie = to_time(flag, value());
+            if (!(a.pcie > 0.0))
+                usage_error("--pcie-bandwidth expects a bandwidth > 0, got '" +
+                            std::string(argv[i]) + "'");
+        }
         else if (flag == "--all") a.all = true;
         else if (flag == "--show") a.options.show = true;
         else if (flag == "--force") a.options.force = true;
@@ -162,6 +201,8 @@ Args parse(int argc, char **argv)
         usage_error("--schedule needs --devices and --microbatches");
     if (!(a.options.timeout_s > 0.0))
         usage_error("--timeout must be above 0");
+    if (a.pcie > 0.0 && !a.offload)
+        usage_error("--pcie-bandwidth needs --offload");
     if (!a.options.breakage.empty() && !rt::known_breakage(a.options.breakage))
         usage_error("--break expects w-before-b, send-order or unbatch, got '" +
                     a.options.breakage + "'");
@@ -195,9 +236,29 @@ pipesched::Plan make_plan(const Args &a, std::uint32_t p, std::uint32_t m, std::
 {
     pipesched::Plan plan(p, m, v);
     plan.cost(a.f, a.b, a.w).comm(a.comm);
+    if (a.pcie > 0.0)
+        pipesched::set_pcie_bandwidth(plan, a.pcie);
     if (a.group_size)
         plan.option("group-size", a.group_size);
     return plan;
+}
+
+/* --offload: the schedule with OFFLOAD/RELOAD ops, the policy planning with
+ * the costs and PCIe bandwidth of @p costs (NULL: the schedule's plan). */
+pipesched::Schedule offloaded(const Args &a, pipesched::Schedule s, const pipesched::Plan *costs)
+{
+    if (!a.offload)
+        return s;
+    return pipesched::offload(s, a.policy, a.budget, costs);
+}
+
+bool has_copies(const pipesched::Schedule &s)
+{
+    for (std::uint32_t d = 0; d < s.devices(); d++)
+        for (const psched_op &op : s.ops(d))
+            if (rt::is_copy(op.kind))
+                return true;
+    return false;
 }
 
 /* The same schedule lowered, written as a csv-comms file and read back: what
@@ -206,7 +267,8 @@ bool check_via_csv(const pipesched::Schedule &s, const std::string &what,
                    const rt::CheckOptions &o, std::ostream &out)
 {
     try {
-        pipesched::Schedule back = pipesched::from_csv(s.lower().to_csv_comms());
+        pipesched::Schedule lowered = has_copies(s) ? rt::lower_with_copies(s, nullptr) : s.lower();
+        pipesched::Schedule back = pipesched::from_csv(lowered.to_csv_comms());
         return check(back, nullptr, what + " via csv-comms", o, out);
     } catch (const pipesched::Error &e) {
         out << "FAIL " << what << " via csv-comms\n  " << e.status_name() << ": " << e.what()
@@ -234,7 +296,7 @@ int run_grid(const Args &a, std::uint32_t p_only, std::ostream &out)
                     pipesched::Plan plan = make_plan(a, p, m, v);
                     std::optional<pipesched::Schedule> s;
                     try {
-                        s.emplace(pipesched::generate(plan, g.name));
+                        s.emplace(offloaded(a, pipesched::generate(plan, g.name), nullptr));
                     } catch (const pipesched::Error &e) {
                         /* EINVAL is the generator's check: not a plan it runs */
                         if (e.status() == PSCHED_EINVAL) {
@@ -283,6 +345,9 @@ int run(const Args &a, std::uint32_t world, std::ostream &out)
         pipesched::Schedule s = pipesched::from_csv(read_file(path));
         pipesched::Plan costs = s.plan();
         costs.cost(a.f, a.b, a.w).comm(a.comm);
+        if (a.pcie > 0.0)
+            pipesched::set_pcie_bandwidth(costs, a.pcie);
+        s = offloaded(a, std::move(s), &costs);
         if (!check(s, &costs, label(path, costs.devices(), costs.chunks(), costs.microbatches()),
                    a.options, out))
             status = 1;
@@ -290,7 +355,7 @@ int run(const Args &a, std::uint32_t world, std::ostream &out)
     if (!a.schedule.empty()) {
         std::uint32_t devices = a.devices ? a.devices : world;
         pipesched::Plan plan = make_plan(a, devices, a.microbatches, a.chunks);
-        pipesched::Schedule s = pipesched::generate(plan, a.schedule);
+        pipesched::Schedule s = offloaded(a, pipesched::generate(plan, a.schedule), nullptr);
         pipesched::Plan resolved = s.plan();
         status = check(s, nullptr, label(a.schedule, devices, resolved.chunks(), a.microbatches),
                        a.options, out) ? 0 : 1;

@@ -209,16 +209,24 @@ void unpack_grads(const Topology &t, std::uint32_t device, const double *in, Sta
     }
 }
 
+/* Per rank: status, activation peak, bytes left, in-flight peak, host
+ * store peak, host bytes left. */
+constexpr int kFigures = 6;
+
 /* status: 0 ok, 1 error, 2 hang; message: the error or the waiting ops. */
 void gather(const Topology &t, int rank, int status, const std::string &message,
             const Stages &stages, double timeout_s, StepResult &result)
 {
     int size = static_cast<int>(t.devices);
-    double figures[4] = {static_cast<double>(status), static_cast<double>(stages.activation_peak),
-                         static_cast<double>(stages.activation_bytes),
-                         static_cast<double>(stages.in_flight_peak)};
-    std::vector<double> all_figures(4 * static_cast<std::size_t>(size));
-    MPI_Gather(figures, 4, MPI_DOUBLE, all_figures.data(), 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    double figures[kFigures] = {static_cast<double>(status),
+                                static_cast<double>(stages.activation_peak),
+                                static_cast<double>(stages.activation_bytes),
+                                static_cast<double>(stages.in_flight_peak),
+                                static_cast<double>(stages.host_peak),
+                                static_cast<double>(stages.host_bytes)};
+    std::vector<double> all_figures(kFigures * static_cast<std::size_t>(size));
+    MPI_Gather(figures, kFigures, MPI_DOUBLE, all_figures.data(), kFigures, MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
     std::vector<char> text(kMessage, '\0'), all_text(kMessage * size);
     message.copy(text.data(), kMessage - 1);
     MPI_Gather(text.data(), static_cast<int>(kMessage), MPI_CHAR, all_text.data(),
@@ -238,14 +246,18 @@ void gather(const Topology &t, int rank, int status, const std::string &message,
     result.peak.assign(t.devices, 0);
     result.live_at_end.assign(t.devices, 0);
     result.in_flight_peak.assign(t.devices, 0);
+    result.host_peak.assign(t.devices, 0);
+    result.host_at_end.assign(t.devices, 0);
     if (rank != 0)
         return;
     std::string error, waiting;
     for (int r = 0; r < size; r++) {
-        const double *f = &all_figures[4 * static_cast<std::size_t>(r)];
+        const double *f = &all_figures[kFigures * static_cast<std::size_t>(r)];
         result.peak[r] = static_cast<std::uint64_t>(f[1]);
         result.live_at_end[r] = static_cast<std::uint64_t>(f[2]);
         result.in_flight_peak[r] = static_cast<std::uint64_t>(f[3]);
+        result.host_peak[r] = static_cast<std::uint64_t>(f[4]);
+        result.host_at_end[r] = static_cast<std::uint64_t>(f[5]);
         std::string m(&all_text[kMessage * r]);
         if (f[0] == 1.0 && error.empty())
             error = m;
@@ -313,6 +325,8 @@ StepResult run_step_mpi(const Topology &topo, const std::vector<std::vector<psch
         result.peak.assign(topo.devices, 0);
         result.live_at_end.assign(topo.devices, 0);
         result.in_flight_peak.assign(topo.devices, 0);
+        result.host_peak.assign(topo.devices, 0);
+        result.host_at_end.assign(topo.devices, 0);
         return result;
     }
     /* A communicator per step: transfers a failed step left pending can

@@ -111,6 +111,8 @@ StepResult run_step(const Topology &topo, const std::vector<std::vector<psched_o
         result.peak.push_back(dev->stages.activation_peak);
         result.live_at_end.push_back(dev->stages.activation_bytes);
         result.in_flight_peak.push_back(dev->stages.in_flight_peak);
+        result.host_peak.push_back(dev->stages.host_peak);
+        result.host_at_end.push_back(dev->stages.host_bytes);
     }
     return result;
 }

@@ -45,8 +45,10 @@ struct StepResult {
     std::string message;                   /* the failure, naming device, op and cause */
     /* Per device, in bytes measured from the tensors: the most activation
      * memory (what F saved for backward, B's additions) alive at once, what
-     * no W freed, and the most tensors in flight (to send or received). */
-    std::vector<std::uint64_t> peak, live_at_end, in_flight_peak;
+     * no W freed, and the most tensors in flight (to send or received);
+     * the most bytes in the host store (offloaded activations) at once, and
+     * what no RELOAD took back. */
+    std::vector<std::uint64_t> peak, live_at_end, in_flight_peak, host_peak, host_at_end;
     StageGrads grads;
 };
 

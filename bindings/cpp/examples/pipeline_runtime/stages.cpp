@@ -38,7 +38,9 @@ std::size_t bytes(const std::vector<Tensor> &ts)
 
 } // namespace
 
-bool is_comm(std::uint8_t kind) { return kind >= PSCHED_OP_SEND_F; }
+bool is_comm(std::uint8_t kind) { return kind >= PSCHED_OP_SEND_F && kind <= PSCHED_OP_RECV_B; }
+
+bool is_copy(std::uint8_t kind) { return kind == PSCHED_OP_OFFLOAD || kind == PSCHED_OP_RELOAD; }
 
 bool is_send(std::uint8_t kind) { return kind == PSCHED_OP_SEND_F || kind == PSCHED_OP_SEND_B; }
 
@@ -77,8 +79,12 @@ void Stages::measure()
                                bytes(x.bwd_out);
         }
     }
+    host_bytes = 0;
+    for (const auto &entry : host_)
+        host_bytes += entry.second.values.size() * sizeof(double);
     activation_peak = std::max(activation_peak, activation_bytes);
     in_flight_peak = std::max(in_flight_peak, in_flight_bytes);
+    host_peak = std::max(host_peak, host_bytes);
 }
 
 /* ---- compute ops ---- */
@@ -93,7 +99,7 @@ void Stages::compute(const psched_op &op)
     Slot &s = slot(op.stage, op.microbatch);
     switch (op.kind) {
     case PSCHED_OP_F: {
-        if (s.act)
+        if (s.act || host_.count({op.stage, op.microbatch}))
             broken("F ran twice");
         Tensor in;
         if (t.first_in_chain(op.stage))
@@ -119,6 +125,12 @@ void Stages::compute(const psched_op &op)
         backward_input_of(op, s);
         backward_weight_of(op, s);
         break;
+    case PSCHED_OP_OFFLOAD:
+        offload(op, s);
+        break;
+    case PSCHED_OP_RELOAD:
+        reload(op, s);
+        break;
     default:
         broken("unknown op kind");
     }
@@ -127,6 +139,8 @@ void Stages::compute(const psched_op &op)
 void Stages::backward_input_of(const psched_op &op, Slot &s)
 {
     const Topology &t = topo_;
+    if (!s.act && host_.count({op.stage, op.microbatch}))
+        broken("its activations are in the host store: no RELOAD brought them back");
     if (!s.act)
         broken("B before its F (or after its W)");
     if (s.b_done)
@@ -152,6 +166,52 @@ void Stages::backward_weight_of(const psched_op &op, Slot &s)
         broken("W before its B: the gradients it needs do not exist yet");
     grads_[op.stage][op.microbatch] = backward_weight(topo_.layers(op.stage), *s.act);
     s.act.reset();
+}
+
+/* ---- activation copies (PipeOffload) ----
+ * OFFLOAD copies what F saved into the host store and frees the device
+ * record: the device's live bytes drop by the F's bytes once the copy is
+ * done (the simulator frees them at the OFFLOAD's end). RELOAD allocates a
+ * new device record and copies them back (taken at the RELOAD's start).
+ * Between the two the backward has nothing to run on. */
+
+void Stages::offload(const psched_op &op, Slot &s)
+{
+    if (!s.act)
+        broken(host_.count({op.stage, op.microbatch}) ? "offloaded twice"
+                                                       : "OFFLOAD before its F (or after its W)");
+    if (s.b_done)
+        broken("OFFLOAD after its B: only what F saved is copied to the host");
+    HostCopy h;
+    const Activations &a = *s.act;
+    h.layers = a.x.size();
+    if (a.y.size() != h.layers || !a.dz.empty())
+        broken("the F record has an unexpected shape");
+    for (const std::vector<Tensor> *ts : {&a.x, &a.y})
+        for (const Tensor &t : *ts)
+            h.values.insert(h.values.end(), t.begin(), t.end());
+    h.out = a.out.size();
+    h.values.insert(h.values.end(), a.out.begin(), a.out.end());
+    host_.emplace(std::make_pair(op.stage, op.microbatch), std::move(h));
+    s.act.reset(); /* the device copy is gone */
+}
+
+void Stages::reload(const psched_op &op, Slot &s)
+{
+    auto it = host_.find({op.stage, op.microbatch});
+    if (it == host_.end())
+        broken(s.act ? "RELOAD of activations that are on the device (no OFFLOAD ran)"
+                     : "RELOAD before its OFFLOAD");
+    const HostCopy &h = it->second;
+    std::size_t tensor = h.layers ? (h.values.size() - h.out) / (2 * h.layers) : 0;
+    auto a = std::make_unique<Activations>();
+    const double *at = h.values.data();
+    for (std::vector<Tensor> *ts : {&a->x, &a->y})
+        for (std::size_t l = 0; l < h.layers; l++, at += tensor)
+            ts->emplace_back(at, at + tensor);
+    a->out.assign(at, at + h.out);
+    s.act = std::move(a);
+    host_.erase(it); /* the host copy is released */
 }
 
 /* ---- comm ops ---- */

@@ -1,7 +1,8 @@
 /*
  * The compute side of one device, shared by both backends (threads and
  * MPI): the tensors in flight for each of its (stage, micro-batch) pairs,
- * the compute ops, the buffers comm ops send from and receive into, and the
+ * the compute ops, the activation copies (OFFLOAD/RELOAD) to and from a
+ * host-side store, the buffers comm ops send from and receive into, and the
  * measured bytes of live buffers.
  *
  * SPDX-License-Identifier: MIT
@@ -13,8 +14,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace rt {
@@ -28,8 +31,19 @@ struct Slot {
                                                to hand to a neighbour stage on this device */
 };
 
+/* What an OFFLOAD moved off the device: the F record's tensors, copied
+ * into one host buffer (row-major, in the order x..., y..., out). */
+struct HostCopy {
+    std::vector<double> values;
+    std::size_t layers = 0; /* tensors in x and in y */
+    std::size_t out = 0;    /* values of the stage output (0: none kept) */
+};
+
+/* SEND_F, RECV_F, SEND_B, RECV_B: a transfer between devices. */
 bool is_comm(std::uint8_t kind);
 bool is_send(std::uint8_t kind);
+/* OFFLOAD, RELOAD: an activation copy between the device and the host. */
+bool is_copy(std::uint8_t kind);
 
 /* A unit: one compute op, an overlapped pair, or a batched comm group. */
 std::size_t end_of_unit(const std::vector<psched_op> &ops, std::size_t i);
@@ -39,7 +53,9 @@ public:
     Stages(std::uint32_t device, const Topology &topo, const std::vector<Model> &models,
            StageGrads &grads);
 
-    /** Runs F, B, W or BW. @throw std::runtime_error naming what is missing. */
+    /** Runs F, B, W, BW, OFFLOAD or RELOAD (the copy stream runs in list
+     *  order with compute: a copy is complete before the next op starts).
+     *  @throw std::runtime_error naming what is missing. */
     void compute(const psched_op &op);
     /** The device at the other end of a comm op. @throw std::runtime_error. */
     std::uint32_t peer_of(const psched_op &op) const;
@@ -54,10 +70,13 @@ public:
 
     std::size_t activation_bytes = 0, activation_peak = 0; /* saved for backward */
     std::size_t in_flight_bytes = 0, in_flight_peak = 0;   /* tensors to send or received */
+    std::size_t host_bytes = 0, host_peak = 0; /* offloaded activations in the host store */
 
 private:
     void backward_input_of(const psched_op &op, Slot &s);
     void backward_weight_of(const psched_op &op, Slot &s);
+    void offload(const psched_op &op, Slot &s);
+    void reload(const psched_op &op, Slot &s);
     Slot &slot(std::uint32_t stage, std::uint32_t mb)
     {
         return slots_[static_cast<std::size_t>(stage) * topo_.microbatches + mb];
@@ -69,6 +88,9 @@ private:
     StageGrads &grads_;
     std::vector<Slot> slots_;
     std::vector<std::uint32_t> mine_; /* this device's stages */
+    /* The host-side store: activations an OFFLOAD moved off the device,
+     * by (stage, micro-batch), until their RELOAD. Not device memory. */
+    std::map<std::pair<std::uint32_t, std::uint32_t>, HostCopy> host_;
 };
 
 } // namespace rt
