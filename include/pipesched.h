@@ -290,8 +290,32 @@ typedef enum psched_op_kind {
     PSCHED_OP_OFFLOAD = 8,
     /** copy them back to the device before its backward (ABI 1.1;
      *  `<stage>RELOAD<mb>`) */
-    PSCHED_OP_RELOAD = 9
+    PSCHED_OP_RELOAD = 9,
+    /** vocabulary-parallel S pass of micro-batch `microbatch` on shard
+     *  `stage` of the output layer, which is the device's own index (ABI
+     *  1.1; pipesched's extension, action text `<shard>VOCAB_S<mb>`): the
+     *  forward matmul and the local softmax statistics (Vocab-2 also the
+     *  shard's input-gradient piece). See psched_plan_set_vocab_cost(). */
+    PSCHED_OP_VOCAB_S = 10,
+    /** vocabulary-parallel T pass: the backward pieces of the shard (ABI
+     *  1.1; `<shard>VOCAB_T<mb>`) */
+    PSCHED_OP_VOCAB_T = 11,
+    /** collective step that every device reaches (ABI 1.1;
+     *  `<index>COLLECTIVE<mb>`): `stage` holds the collective's index within
+     *  its micro-batch (below #PSCHED_MAX_COLLECTIVES), `chunk` is 0. It runs
+     *  on each device's communication stream once the last device has
+     *  reached it, for latency + bytes / bandwidth of the group's link
+     *  (psched_plan_set_collective_bytes()); every device must reach the
+     *  collectives of a schedule in one order (NCCL's rule). With
+     *  vocabulary passes, index 0 of a micro-batch broadcasts the last
+     *  stage's output, 1 all-reduces the softmax statistics (Vocab-2: and
+     *  the input gradient), 2 (Vocab-1 only) all-reduces the input gradient. */
+    PSCHED_OP_COLLECTIVE = 12
 } psched_op_kind;
+
+/** Collective indices per micro-batch: a ::PSCHED_OP_COLLECTIVE op's
+ *  `stage` field is below this. */
+#define PSCHED_MAX_COLLECTIVES 8u
 
 /** Spelling of op-kind names (psched_op_kind_str()). */
 typedef enum psched_naming {
@@ -299,8 +323,8 @@ typedef enum psched_naming {
      *  "SEND_B", "RECV_B" (JSON, chrome, svg, the bindings). */
     PSCHED_NAMING_PIPESCHED = 0,
     /** PyTorch's action types: "F", "I", "W", "B", "SEND_F", ... (CSV, op
-     *  text in messages); kinds PyTorch does not have (OFFLOAD, RELOAD)
-     *  keep this library's name. */
+     *  text in messages); kinds PyTorch does not have (OFFLOAD, RELOAD,
+     *  VOCAB_S, VOCAB_T, COLLECTIVE) keep this library's name. */
     PSCHED_NAMING_PYTORCH = 1
 } psched_naming;
 
@@ -1685,6 +1709,48 @@ PSCHED_API psched_status psched_plan_set_pcie_bandwidth(psched_plan *plan, doubl
 
 /** @brief Copy-stream bandwidth (INFINITY unless set; NAN for NULL). */
 PSCHED_API double psched_plan_pcie_bandwidth(const psched_plan *plan);
+
+/**
+ * @brief Times of the vocabulary-parallel passes (PIPESCHED_1.1): one S pass
+ * and one T pass of one micro-batch on one device's vocabulary shard
+ * (the output layer's whole cost divided by p), finite and >= 0. Scaled by
+ * the micro-batch weights like every compute op. Default 0 and 0.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL naming the value, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_set_vocab_cost(psched_plan *plan, double s, double t);
+
+/** @brief Read the S and T pass times (either pointer may be NULL).
+ *  @return ::PSCHED_OK or ::PSCHED_EINVAL (plan NULL). */
+PSCHED_API psched_status psched_plan_vocab_cost(const psched_plan *plan, double *s, double *t);
+
+/**
+ * @brief Memory changes of the S and T passes on their device (PIPESCHED_1.1),
+ * finite, in the unit of the plan's memory deltas; default +0 and 0. The
+ * S pass keeps its shard's logits until the T pass frees them, so a
+ * consistent pair is (+a, -a).
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_set_vocab_mem(psched_plan *plan, double s, double t);
+
+/** @brief Read the S and T memory changes (either pointer may be NULL).
+ *  @return ::PSCHED_OK or ::PSCHED_EINVAL (plan NULL). */
+PSCHED_API psched_status psched_plan_vocab_mem(const psched_plan *plan, double *s, double *t);
+
+/**
+ * @brief Bytes every device contributes to collective @p index of each
+ * micro-batch (PIPESCHED_1.1; index < #PSCHED_MAX_COLLECTIVES, bytes finite
+ * and >= 0, default 0). A collective takes t_comm + the group's link latency
+ * + bytes · w_k / the link's bandwidth, the link being the intra-node one
+ * when every device sits on one node of psched_plan_set_topology() and the
+ * inter-node one otherwise (without a topology: t_comm alone).
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL naming the value, ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_plan_set_collective_bytes(psched_plan *plan, uint32_t index,
+                                                          double bytes);
+
+/** @brief Bytes of collective @p index (0 when unset, NAN for a NULL plan or
+ *  an index >= #PSCHED_MAX_COLLECTIVES). */
+PSCHED_API double psched_plan_collective_bytes(const psched_plan *plan, uint32_t index);
 
 /** Which activations psched_offload() moves to the host. */
 typedef enum psched_offload_policy {

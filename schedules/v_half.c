@@ -6,6 +6,7 @@
  *     chunk-1 B at 3p+d+2i-1, chunk-0 B at 6p+d-i-2,   d = 3 if p is even else 0,
  * micro-batch k 6k slots later; vblock.c does the rest. */
 #include "shapes/vblock.h"
+#include "shapes/vocab.h"
 
 #define NAME "v-half"
 
@@ -23,9 +24,18 @@ static psched_status check(const psched_plan *plan)
     return psched__vblock_check(plan, NAME);
 }
 
-static psched_status generate(const psched_plan *plan, psched_builder *b)
+static psched_status base(const psched_plan *plan, psched_builder *b)
 {
     return psched__vblock_generate(plan, b, pattern);
+}
+
+/* vocab=1|2: the paper's V-Half with Vocabulary Parallelism. The V's last
+ * stage sits on device 0, whose blocks already leave room between a
+ * micro-batch's last F and its B; the passes are woven into that order. */
+static psched_status generate(const psched_plan *plan, psched_builder *b)
+{
+    uint32_t vocab = psched__vocab_of(plan);
+    return vocab ? psched__vocab_generate(plan, b, vocab, base) : base(plan, b);
 }
 
 const psched_generator psched_gen_v_half = {
@@ -39,4 +49,6 @@ const psched_generator psched_gen_v_half = {
     .chains = 1,
     .check = check,
     .generate = generate,
+    .options = psched__vocab_option,
+    .option_count = 1,
 };

@@ -285,7 +285,8 @@ void test_exports_and_generator_list()
             CHECK_EQ_INT(g.default_chunks, 1);
             CHECK(!g.description.empty());
             CHECK(g.aliases.size() == 1 && g.aliases[0] == "1F1B");
-            CHECK(g.options.empty());
+            CHECK(g.options.size() == 1 && g.options[0].name == "vocab" &&
+                  g.options[0].min == 0 && g.options[0].max == 2);
         } else if (g.name == "interleaved") {
             CHECK(g.options.size() == 1 && g.options[0].name == "group-size" &&
                   g.options[0].default_from_plan);

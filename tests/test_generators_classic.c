@@ -352,14 +352,16 @@ static void test_op_kind_and_placement_names(void)
     /* OFFLOAD and RELOAD are pipesched's activation copies: PyTorch has no
      * such action, so both namings spell them the same way. */
     static const char *const ours[] = {"F",      "B",      "W",      "BW",      "SEND_F",
-                                       "RECV_F", "SEND_B", "RECV_B", "OFFLOAD", "RELOAD"};
+                                       "RECV_F", "SEND_B", "RECV_B", "OFFLOAD", "RELOAD",
+                                       "VOCAB_S", "VOCAB_T", "COLLECTIVE"};
     static const char *const torch[] = {"F",      "I",      "W",      "B",       "SEND_F",
-                                        "RECV_F", "SEND_B", "RECV_B", "OFFLOAD", "RELOAD"};
-    for (int k = 0; k < 10; k++) {
+                                        "RECV_F", "SEND_B", "RECV_B", "OFFLOAD", "RELOAD",
+                                        "VOCAB_S", "VOCAB_T", "COLLECTIVE"};
+    for (int k = 0; k < 13; k++) {
         CHECK_STR(psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PIPESCHED), ours[k]);
         CHECK_STR(psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PYTORCH), torch[k]);
     }
-    CHECK(psched_op_kind_str((psched_op_kind)10, PSCHED_NAMING_PIPESCHED) == NULL);
+    CHECK(psched_op_kind_str((psched_op_kind)13, PSCHED_NAMING_PIPESCHED) == NULL);
     CHECK(psched_op_kind_str((psched_op_kind)-1, PSCHED_NAMING_PIPESCHED) == NULL);
     CHECK(psched_op_kind_str(PSCHED_OP_F, (psched_naming)2) == NULL);
     CHECK_STR(psched_placement_str(PSCHED_PLACEMENT_AUTO), "auto");
@@ -379,6 +381,8 @@ static void test_generator_options_are_declared_and_queryable(void)
     CHECK_OK(psched_generator_option_count("InterleavedZeroBubble", &n));
     CHECK_EQ_INT(n, 1);
     CHECK_OK(psched_generator_option_count("1f1b", &n));
+    CHECK_EQ_INT(n, 1); /* vocab (issue 19) */
+    CHECK_OK(psched_generator_option_count("gpipe", &n));
     CHECK_EQ_INT(n, 0);
     CHECK_EQ_INT(psched_generator_option_count("nope", &n), PSCHED_ENOTFOUND);
     psched_option_info info = {.version = PSCHED_OPTION_INFO_VERSION};
@@ -403,8 +407,10 @@ static void test_generator_options_are_declared_and_queryable(void)
     CHECK_OK(psched_generate(plan, "interleaved", &s));
     psched_schedule_destroy(s);
     s = NULL;
+    CHECK_EQ_INT(psched_generate(plan, "gpipe", &s), PSCHED_EINVAL);
+    CHECK_STR(psched_last_error(), "option \"group-size\" is not an option of gpipe (it takes none)");
     CHECK_EQ_INT(psched_generate(plan, "1f1b", &s), PSCHED_EINVAL);
-    CHECK_STR(psched_last_error(), "option \"group-size\" is not an option of 1f1b (it takes none)");
+    CHECK_STR(psched_last_error(), "option \"group-size\" is not an option of 1f1b (it takes vocab)");
     CHECK(s == NULL);
     psched_plan_destroy(plan);
 }

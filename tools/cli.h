@@ -46,6 +46,13 @@ typedef struct cli_costmodel {
     bool have_pcie;
     double pcie, budget;
     int offload; /* a psched_offload_policy, 0: none */
+    /* Vocabulary Parallelism and collectives (cli_vocab.c) */
+    int vocab;                  /* --vocab N, -1: not given */
+    bool have_vocab_cost, have_vocab_mem;
+    double vocab_cost[2], vocab_mem[2];
+    int coll_bytes_count;       /* --collective-bytes B0,B1,... */
+    double coll_bytes[PSCHED_MAX_COLLECTIVES];
+    const char *model;          /* --model FILE */
 } cli_costmodel;
 
 /* Everything the command line can say; "have_*" marks flags that were given. */
@@ -163,13 +170,27 @@ int cli_apply_costs_file(psched_plan *plan, const char *path);
     "                        held long enough to hide the copies, or the longest-held\n"   \
     "                        until each device's peak is <= X\n"                           \
     "  --pcie-bandwidth B    memory units a device copies to or from the host per\n"       \
-    "                        time unit (inf)\n"
+    "                        time unit (inf)\n"                                            \
+    "Vocabulary Parallelism and collectives:\n"                                           \
+    "  --vocab N             generator option vocab: 0 off, 1 Vocab-1, 2 Vocab-2 (the\n"  \
+    "                        output layer split over all devices; 1f1b, v-half)\n"       \
+    "  --vocab-cost S,T      time of one S pass and one T pass on one device (0,0)\n"    \
+    "  --vocab-mem S,T       memory change of the S and T passes (0,0)\n"                 \
+    "  --collective-bytes B0[,B1,...]\n"                                                    \
+    "                        bytes of collective index 0, 1, ... of a micro-batch (0)\n"  \
+    "  --model FILE          per-stage costs from a layer profile (docs/optimizer.md):\n" \
+    "                        layers split evenly over the stages, the embedding on the\n" \
+    "                        first, the head on the last; with --vocab the head is\n"     \
+    "                        split over the devices as S and T passes instead\n"
 
 void cli_costmodel_defaults(cli_costmodel *c);
 /* Reads one of the extension flags (by name, without "--"). */
 int cli_costmodel_flag(cli_costmodel *c, const char *flag, const char *value);
 /* Applies them to @p plan, whose p, m and costs are set. */
 int cli_apply_costmodel(psched_plan *plan, const cli_costmodel *c);
+/* --vocab-cost, --vocab-mem, --collective-bytes and --model (cli_vocab.c). */
+int cli_vocab_flag(cli_costmodel *c, const char *flag, const char *value);
+int cli_apply_vocab(psched_plan *plan, const cli_costmodel *c);
 /* --offload: replaces *schedule by its offloaded copy. */
 int cli_costmodel_transform(const cli_costmodel *c, psched_schedule **schedule);
 

@@ -71,6 +71,11 @@ static const struct opt_def {
     {"inter-node", OPT_COSTMODEL, true, PLAN_CMDS},
     {"pcie-bandwidth", OPT_COSTMODEL, true, PLAN_CMDS},
     {"offload", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"vocab", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"vocab-cost", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"vocab-mem", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"collective-bytes", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"model", OPT_COSTMODEL, true, PLAN_CMDS},
 };
 
 static const char *command_name(enum cli_command command)

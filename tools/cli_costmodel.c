@@ -91,6 +91,9 @@ int cli_costmodel_flag(cli_costmodel *c, const char *flag, const char *v)
         }
         c->have_pcie = true;
         c->pcie = x[0];
+    } else if (strncmp(flag, "vocab", 5) == 0 || strcmp(flag, "collective-bytes") == 0 ||
+               strcmp(flag, "model") == 0) {
+        return cli_vocab_flag(c, flag, v);
     } else if (strcmp(flag, "offload") == 0) {
         if (strcmp(v, "all") == 0) {
             c->offload = PSCHED_OFFLOAD_ALL;
@@ -112,6 +115,7 @@ void cli_costmodel_defaults(cli_costmodel *c)
 {
     memset(c, 0, sizeof *c);
     c->intra[0] = c->inter[0] = INFINITY;
+    c->vocab = -1;
 }
 
 /* The weights: a comma list ("1,1,4"), else a file of numbers separated by
@@ -200,7 +204,7 @@ int cli_apply_costmodel(psched_plan *plan, const cli_costmodel *c)
         if (st)
             return cli_fail(st, "--microbatch-weights");
     }
-    return CLI_OK;
+    return cli_apply_vocab(plan, c);
 }
 
 int cli_costmodel_transform(const cli_costmodel *c, psched_schedule **schedule)

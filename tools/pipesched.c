@@ -214,6 +214,8 @@ static int fill_plan(psched_plan *plan, const cli_opts *o, const psched_generato
     if (rc == CLI_OK && o->have_group_size)
         rc = plan_setting(psched_plan_set_option(plan, "group-size", o->group_size),
                           "--group-size");
+    if (rc == CLI_OK && o->costmodel.vocab >= 0)
+        rc = plan_setting(psched_plan_set_option(plan, "vocab", o->costmodel.vocab), "--vocab");
     if (rc == CLI_OK)
         rc = fill_costs(plan, o);
     return rc;
@@ -320,7 +322,9 @@ static psched_status import(const cli_opts *o, const char *text, size_t length,
 {
     psched_schedule *shaped = NULL;
     psched_status st = import_shape(o, text, length, &shaped, rc);
-    bool costs = o->have_cost || o->have_mem || o->have_comm || o->have_mem_limit || o->costs_file;
+    const cli_costmodel *cm = &o->costmodel;
+    bool costs = o->have_cost || o->have_mem || o->have_comm || o->have_mem_limit || o->costs_file ||
+                 cm->have_vocab_cost || cm->have_vocab_mem || cm->coll_bytes_count || cm->model;
     if (st != PSCHED_OK || *rc != CLI_OK || !costs) {
         *out = shaped;
         return st;
@@ -416,6 +420,11 @@ static int load(const char *command, const cli_opts *o, psched_schedule **s, psc
     if (o->input && o->have_group_size) {
         cli_error("%s: --group-size is a generator option: it does not apply to --input",
                   command);
+        return CLI_USAGE;
+    }
+    if (o->input && o->costmodel.vocab >= 0) {
+        cli_error("%s: --vocab is a generator option: it does not apply to --input (a file "
+                  "holds its VOCAB_S, VOCAB_T and COLLECTIVE ops itself)", command);
         return CLI_USAGE;
     }
     int rc = CLI_OK;

@@ -222,8 +222,10 @@ static psched_status check_op(psched_builder *b, uint32_t device, psched_op_kind
     if (device >= b->devices)
         return psched_fail(PSCHED_EINVAL, "append: device (%u) must be < devices (%u)", device,
                            b->devices);
-    if ((unsigned)kind > PSCHED_OP_RELOAD)
+    if ((unsigned)kind > PSCHED_OP_COLLECTIVE)
         return psched_fail(PSCHED_EINVAL, "append: kind (%d) is not a psched_op_kind", (int)kind);
+    if (kind >= PSCHED_OP_VOCAB_S)
+        return psched__check_collective_op(device, kind, stage, mb, b->mbs, flags);
     if (stage >= b->stages)
         return psched_fail(PSCHED_EINVAL, "append: stage (%u) must be < stages (%u)", stage,
                            b->stages);
@@ -263,6 +265,16 @@ psched_status psched_builder_append(psched_builder *b, uint32_t device, psched_o
         return psched_fail(PSCHED_EINVAL, "builder is NULL");
     if (UNLIKELY(b->status))
         return b->status;
+    if (UNLIKELY(kind >= PSCHED_OP_VOCAB_S) && device < b->devices &&
+        (unsigned)kind <= PSCHED_OP_COLLECTIVE) {
+        /* vocabulary passes and collectives: `stage` is a shard or an index */
+        psched_status st = psched__check_collective_op(device, kind, stage, microbatch, b->mbs,
+                                                       flags);
+        if (st)
+            return b->status = st;
+        psched_op op = {stage, microbatch, 0, (uint8_t)kind, 0};
+        return append_slow(b, device, op);
+    }
     if (UNLIKELY(device >= b->devices || (unsigned)kind > PSCHED_OP_RELOAD ||
                  stage >= b->stages || microbatch >= b->mbs ||
                  (flags & ~(uint32_t)(PSCHED_OP_OVERLAP_NEXT | PSCHED_OP_BATCH_NEXT)) ||

@@ -41,6 +41,8 @@ static uint32_t *slot_ptr(exec *x, uint32_t stage, uint32_t mb, uint32_t slot)
 
 static uint32_t device_of_index(const exec *x, size_t g)
 {
+    if (UNLIKELY(x->s->ops[g].kind >= PSCHED_OP_VOCAB_S))
+        return psched__coll_device(x->s, g); /* `stage` is a shard or an index */
     return x->stage_device[x->s->ops[g].stage];
 }
 
@@ -160,6 +162,12 @@ static psched_status index_ops(exec *x)
             }
 #endif
             if (UNLIKELY(o->kind > PSCHED_OP_BW)) {
+                if (o->kind >= PSCHED_OP_VOCAB_S) {
+                    psched_status st = psched__coll_index(x, d, g);
+                    if (st)
+                        return st;
+                    continue;
+                }
                 if (o->kind == PSCHED_OP_OFFLOAD || o->kind == PSCHED_OP_RELOAD) {
                     psched_status st = index_copy(x, d, g);
                     if (st)
@@ -242,8 +250,10 @@ static psched_status check_counts(exec *x)
         bool fused = e[PSCHED_SLOT_BW] != NONE;
         bad |= (e[PSCHED_SLOT_F] == NONE) | (fused ? any_split : !split);
     }
-    if (!bad)
-        return x->copy_pos ? check_copy_pairs(x) : PSCHED_OK;
+    if (!bad) {
+        psched_status st = x->copy_pos ? check_copy_pairs(x) : PSCHED_OK;
+        return !st && x->coll ? psched__coll_check(x) : st;
+    }
     for (uint32_t st = 0; st < x->S; st++) {
         for (uint32_t k = 0; k < x->mbs; k++) {
             uint8_t kind;
@@ -430,6 +440,11 @@ static inline int take_deps(exec *x, uint32_t d, size_t g, size_t n, const psche
         r = take_dep(x, d, g, n, *copy_slot(x, s, k, PSCHED_OP_OFFLOAD), d, ready);
         break;
     }
+    /* the vocabulary layer's last collective feeds the last stage's backward */
+    if (UNLIKELY(x->coll) && r == DEP_READY &&
+        (o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW) &&
+        !psched__coll_backward_ready(x, d, o, ready))
+        r = DEP_PARK;
     /* an offloaded activation is back only when its RELOAD has ended */
     if (UNLIKELY(x->copy_pos) && r == DEP_READY &&
         (o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW)) {
@@ -530,6 +545,11 @@ static psched_status run_device(exec *x, uint32_t d)
     while (x->cursor[d] < last) {
         size_t g = x->cursor[d];
         size_t n = (ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
+        if (UNLIKELY(ops[g].kind >= PSCHED_OP_VOCAB_S)) {
+            if (!psched__coll_run(x, d, g))
+                return PSCHED_OK;
+            continue;
+        }
         if (UNLIKELY(ops[g].kind >= PSCHED_OP_OFFLOAD)) {
             int r = run_copy(x, d, g);
             if (r == DEP_PARK)
@@ -671,6 +691,7 @@ void psched__exec_free(exec *x)
     psched__dealloc(x->link_free);
     psched__dealloc(x->copy_pos);
     psched__dealloc(x->copy_free);
+    psched__coll_free(x->coll);
     if (x->own_times) {
         psched__dealloc(x->start);
         psched__dealloc(x->end);
@@ -808,6 +829,12 @@ psched_status psched__exec_setup(exec *x, const psched_schedule *s, const psched
                            "schedule has OFFLOAD/RELOAD ops: comm lowering and the rendezvous "
                            "engine do not handle activation copies (lower the schedule without "
                            "them)");
+    }
+    if (!st && x->coll && !comm_ok) {
+        psched__exec_free(x);
+        return psched_fail(PSCHED_EUNSUPPORTED,
+                           "schedule has vocabulary passes or collectives: comm lowering does "
+                           "not handle them yet");
     }
     return st;
 }

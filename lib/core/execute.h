@@ -44,6 +44,8 @@ typedef struct psched_exec {
     /* activation copies (OFFLOAD/RELOAD), NULL when the schedule has none: */
     uint32_t *copy_pos;     /* [(mb*S + stage)*2 + kind - OFFLOAD] -> global op index */
     double *copy_free;      /* [d]: when device d's copy stream is free */
+    /* collectives and vocabulary passes (collective.c), NULL when none: */
+    struct psched_coll *coll;
     double *start, *end; /* per op; NULL when not timed (validation only) */
     size_t *cursor;     /* next op per device (global index); op g of device d ran iff
                            g < cursor[d] */
@@ -80,6 +82,24 @@ PSCHED_INTERNAL void psched__exec_enqueue(psched_exec *x, uint32_t d);
 /* EDEADLOCK naming the cycle of waiting devices: device d is stuck at op
  * at[d] and waits for op x->waiting[d] of another device. */
 PSCHED_INTERNAL psched_status psched__exec_deadlock(psched_exec *x, const size_t *at);
+
+/* ---- collectives and vocabulary passes (collective.c) ---- */
+typedef struct psched_coll psched_coll;
+/* Pass 1 for a VOCAB_S, VOCAB_T or COLLECTIVE op g of device d. */
+PSCHED_INTERNAL psched_status psched__coll_index(psched_exec *x, uint32_t d, size_t g);
+/* After pass 3: one order of collectives (EDEADLOCK naming the devices),
+ * the vocabulary passes' counts and same-device orders. */
+PSCHED_INTERNAL psched_status psched__coll_check(psched_exec *x);
+/* Runs op g (a vocabulary pass or collective) of device d; false when d
+ * parks on a collective that has not run. */
+PSCHED_INTERNAL bool psched__coll_run(psched_exec *x, uint32_t d, size_t g);
+/* The last stage's backward o waits for the vocabulary layer's last
+ * collective of its micro-batch; false when d parks on it. */
+PSCHED_INTERNAL bool psched__coll_backward_ready(psched_exec *x, uint32_t d, const psched_op *o,
+                                                 double *ready);
+/* Device whose list holds op g (binary search of the offsets). */
+PSCHED_INTERNAL uint32_t psched__coll_device(const psched_schedule *s, size_t g);
+PSCHED_INTERNAL void psched__coll_free(psched_coll *c);
 
 /* Global index of the op of a (stage, micro-batch, slot), or NONE. */
 static inline uint32_t psched__exec_at(const psched_exec *x, uint32_t stage, uint32_t mb,

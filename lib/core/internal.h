@@ -81,6 +81,10 @@ typedef struct psched_costmodel {
     double bandwidth[2], latency[2];
     /* PCIe bandwidth of the per-device copy stream (OFFLOAD/RELOAD) */
     double pcie_bandwidth;
+    /* vocabulary parallelism (collective.c): S and T pass times and memory
+     * changes, bytes of each collective index */
+    double vocab_time[2], vocab_mem[2];
+    double coll_bytes[PSCHED_MAX_COLLECTIVES];
 } psched_costmodel;
 
 typedef struct psched_option {
@@ -217,6 +221,16 @@ PSCHED_INTERNAL void psched__builder_destroy(psched_builder *b);
  * `plan`; on failure `plan` is still the caller's. */
 PSCHED_INTERNAL psched_status psched__builder_finish(psched_builder *b, psched_plan *plan,
                                                      const char *name, psched_schedule **out);
+
+/* Builder check of a VOCAB_S / VOCAB_T / COLLECTIVE op (collective.c). */
+PSCHED_INTERNAL psched_status psched__check_collective_op(uint32_t device, psched_op_kind kind,
+                                                          uint32_t stage, uint32_t mb,
+                                                          uint32_t mbs, uint32_t flags);
+
+/* Time of collective index j among p devices for a micro-batch of weight
+ * w under the plan's costs: t_comm + link latency + bytes * w / bandwidth. */
+PSCHED_INTERNAL double psched__collective_time(const psched_plan *costs, uint32_t p, uint32_t j,
+                                               double w);
 
 /* Writes the PyTorch action text of an op ("3I2", "0SEND_F1") into buf
  * (at least 48 bytes); returns its length. */

@@ -17,6 +17,9 @@ const char *psched_op_kind_str(psched_op_kind kind, psched_naming naming)
         [PSCHED_OP_RECV_B] = {"RECV_B", "RECV_B"},
         [PSCHED_OP_OFFLOAD] = {"OFFLOAD", "OFFLOAD"},
         [PSCHED_OP_RELOAD] = {"RELOAD", "RELOAD"},
+        [PSCHED_OP_VOCAB_S] = {"VOCAB_S", "VOCAB_S"},
+        [PSCHED_OP_VOCAB_T] = {"VOCAB_T", "VOCAB_T"},
+        [PSCHED_OP_COLLECTIVE] = {"COLLECTIVE", "COLLECTIVE"},
     };
     if ((unsigned)kind >= sizeof names / sizeof names[0] ||
         (naming != PSCHED_NAMING_PIPESCHED && naming != PSCHED_NAMING_PYTORCH))

@@ -65,6 +65,15 @@ static double *mem_table(const psched_plan *costs, uint32_t stages)
 
 #define UNLIKELY_COPY(kind) ((kind) == PSCHED_OP_OFFLOAD || (kind) == PSCHED_OP_RELOAD)
 
+/* Memory change of a vocabulary pass (the plan's S/T values) or a
+ * collective (none), before the micro-batch weight. */
+static double vocab_mem(const psched_plan *costs, uint8_t kind)
+{
+    if (kind == PSCHED_OP_COLLECTIVE || !costs->cm)
+        return 0;
+    return costs->cm->vocab_mem[kind - PSCHED_OP_VOCAB_S];
+}
+
 /* One change of a device's memory at a time: copies change memory at
  * their own times (an OFFLOAD frees at its end, a RELOAD takes at its
  * start), so with copies the running sum goes by time, not list order. */
@@ -110,6 +119,8 @@ static psched_status copy_peak(psched_report *r, const psched_schedule *s, const
             ev[i] = (mem_event){r->end[g], 0, g, -act};
         else if (o->kind == PSCHED_OP_RELOAD)
             ev[i] = (mem_event){r->start[g], 1, g, act};
+        else if (o->kind >= PSCHED_OP_VOCAB_S)
+            ev[i] = (mem_event){r->start[g], 2, g, vocab_mem(costs, o->kind) * wk};
         else
             ev[i] = (mem_event){r->start[g], 2, g, mem_of[(size_t)o->stage * 8 + o->kind] * wk};
     }
@@ -137,20 +148,24 @@ static double device_figures(psched_report *r, const psched_schedule *s, const d
     double busy = 0, mem = 0, peak = 0, last_end = *latest;
     size_t first = s->offset[d], last = s->offset[d + 1];
     bool paired = false; /* the previous op opened an overlapped pair */
+    bool coll = false;   /* the device reaches collectives */
     for (size_t g = first; g < last; g++) {
         const psched_op *o = &s->ops[g];
         double end = r->end[g];
-        if (UNLIKELY_COPY(o->kind)) {
+        if (UNLIKELY_COPY(o->kind) || o->kind == PSCHED_OP_COLLECTIVE) {
             if (end > last_end)
                 last_end = end;
-            continue; /* the copy stream's time, not the device's; memory: copy_peak */
+            if (o->kind == PSCHED_OP_COLLECTIVE)
+                coll = true;
+            continue; /* the copy or comm stream's time, not the device's; memory: copy_peak */
         }
         if (!paired)
             busy += end - r->start[g];
         paired = (o->flags & PSCHED_OP_OVERLAP_NEXT) != 0;
         if (end > last_end)
             last_end = end;
-        double delta = mem_of[(size_t)o->stage * 8 + (o->kind & 7u)];
+        double delta = o->kind >= PSCHED_OP_VOCAB_S ? vocab_mem(costs, o->kind)
+                                                    : mem_of[(size_t)o->stage * 8 + (o->kind & 7u)];
         mem += w ? delta * w[(size_t)(o->stage / per) * mbs + o->microbatch] : delta;
         if (mem > peak)
             peak = mem;
@@ -158,6 +173,16 @@ static double device_figures(psched_report *r, const psched_schedule *s, const d
     r->busy[d] = busy;
     r->peak[d] = peak;
     *latest = last_end;
+    if (coll) {
+        /* a collective runs on the comm stream: its place in the list is
+         * not its place in time */
+        double lo = INFINITY, hi = -INFINITY;
+        for (size_t g = first; g < last; g++) {
+            lo = fmin(lo, r->start[g]);
+            hi = fmax(hi, r->end[g]);
+        }
+        return hi - lo;
+    }
     return last > first ? r->end[last - 1] - r->start[first] : 0;
 }
 

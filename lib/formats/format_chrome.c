@@ -75,6 +75,16 @@ static void put_header(psched_buf *b, const psched_schedule *s, const psched_rep
                            "  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 0, "
                            "\"tid\": %u, \"args\": {\"sort_index\": %u}}",
                            s->devices + d, d, s->devices + d, s->devices + d);
+    bool colls = false;
+    for (size_t g = 0; g < s->offset[s->devices] && !colls; g++)
+        colls = s->ops[g].kind == PSCHED_OP_COLLECTIVE;
+    /* collectives run on each device's communication stream: a track each */
+    for (uint32_t d = 0; colls && d < s->devices; d++)
+        psched__buf_printf(b, ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, "
+                           "\"tid\": %u, \"args\": {\"name\": \"device %u collectives\"}},\n"
+                           "  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 0, "
+                           "\"tid\": %u, \"args\": {\"sort_index\": %u}}",
+                           2 * s->devices + d, d, 2 * s->devices + d, 2 * s->devices + d);
 }
 
 /* The link tracks and their transfers (report from the link model). */
@@ -116,7 +126,8 @@ static void put_event(psched_buf *b, const psched_op *op, uint32_t device, doubl
 {
     char name[48];
     psched__op_text(op, name, sizeof name);
-    bool instant = op->kind > PSCHED_OP_BW && !(end > start);
+    bool instant = op->kind > PSCHED_OP_BW && op->kind != PSCHED_OP_VOCAB_S &&
+                   op->kind != PSCHED_OP_VOCAB_T && !(end > start);
     psched__buf_printf(b, ",\n  {\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"%s\", \"ts\": ",
                        name, psched__kind_name(op->kind), instant ? "i" : "X");
     psched__buf_json_num(b, start * CHROME_US_PER_UNIT);
@@ -145,7 +156,9 @@ static psched_status put_device(psched_buf *b, const psched_schedule *s, const p
         bool overlapped = (op->flags & PSCHED_OP_OVERLAP_NEXT) ||
                           (i > 0 && (s->ops[first + i - 1].flags & PSCHED_OP_OVERLAP_NEXT));
         bool copy = op->kind == PSCHED_OP_OFFLOAD || op->kind == PSCHED_OP_RELOAD;
-        put_event(b, op, copy ? s->devices + d : d, start, end, overlapped);
+        uint32_t tid = copy ? s->devices + d
+                            : op->kind == PSCHED_OP_COLLECTIVE ? 2 * s->devices + d : d;
+        put_event(b, op, tid, start, end, overlapped);
     }
     return PSCHED_OK;
 }

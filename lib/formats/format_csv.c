@@ -258,6 +258,16 @@ psched_status psched__export_csv(const psched_schedule *s, bool pytorch, char **
                                  size_t *length)
 {
     pthread_once(&kind_names_once, fill_kind_names);
+    for (size_t g = 0; pytorch && g < s->offset[s->devices]; g++) {
+        if (s->ops[g].kind >= PSCHED_OP_VOCAB_S) {
+            char t[48];
+            psched__op_text(&s->ops[g], t, sizeof t);
+            return psched_fail(PSCHED_EUNSUPPORTED,
+                               "op %s: PyTorch's compute_comms dialect has no vocabulary passes "
+                               "or collectives (VOCAB_S, VOCAB_T, COLLECTIVE are pipesched's "
+                               "extension); export csv or csv-comms instead", t);
+        }
+    }
     size_t len;
     psched_status st = csv_length(s, pytorch, &len);
     if (st != PSCHED_OK)
@@ -316,6 +326,7 @@ typedef struct csv_file {
     uint32_t rows;
     size_t rows_cap;
     size_t max_stage_at, max_mb_at; /* index of an op with the largest value */
+    bool staged;                    /* an op names a stage (max_stage_at is set) */
     uint32_t chains;                /* from the header line; 0: none */
 } csv_file;
 
@@ -450,8 +461,12 @@ static psched_status file_push(csv_file *f, const csv_op *op)
     if (!ops)
         return PSCHED_ENOMEM_FAIL();
     f->ops = ops;
-    if (f->count == 0 || op->stage > f->ops[f->max_stage_at].stage)
+    /* a vocabulary pass names its shard, a collective its index: no stage */
+    if (op->kind < PSCHED_OP_VOCAB_S &&
+        (!f->staged || op->stage > f->ops[f->max_stage_at].stage)) {
         f->max_stage_at = f->count;
+        f->staged = true;
+    }
     if (f->count == 0 || op->mb > f->ops[f->max_mb_at].mb)
         f->max_mb_at = f->count;
     f->ops[f->count++] = *op;
@@ -664,7 +679,7 @@ static psched_status op_fail(const csv_op *op, const char *fmt, ...)
 static psched_status resolve_shape(const csv_file *f, psched_plan *plan, bool given)
 {
     /* A file of blank rows has no ops array at all (not even an element 0). */
-    const csv_op *top_stage = f->count ? &f->ops[f->max_stage_at] : NULL;
+    const csv_op *top_stage = f->staged ? &f->ops[f->max_stage_at] : NULL;
     const csv_op *top_mb = f->count ? &f->ops[f->max_mb_at] : NULL;
     psched_status st;
     if (given && plan->devices != f->rows)
@@ -690,9 +705,9 @@ static psched_status resolve_shape(const csv_file *f, psched_plan *plan, bool gi
     }
     if (plan->chunks != 0)
         return PSCHED_OK;
-    if (f->count == 0)
+    if (!f->staged)
         return psched_fail(PSCHED_EINVAL, "the plan leaves chunks at 0 and the file holds no "
-                           "action to infer them from");
+                           "pipeline action to infer them from");
     uint64_t stages = (uint64_t)top_stage->stage + 1;
     if (stages % f->rows != 0 || stages / f->rows > PSCHED_MAX_CHUNKS)
         return op_fail(top_stage, "has the largest stage, so the file has %llu stages, which is "
@@ -706,7 +721,7 @@ static psched_status check_ranges(const csv_file *f, const psched_plan *plan)
     uint32_t stages = plan->devices * plan->chunks, mbs = psched__plan_chain_mbs(plan);
     for (size_t i = 0; i < f->count; i++) {
         const csv_op *op = &f->ops[i];
-        if (op->stage >= stages)
+        if (op->stage >= stages && op->kind < PSCHED_OP_VOCAB_S)
             return op_fail(op, "has stage %u, but the plan has %u stages (p = %u, v = %u)",
                            op->stage, stages, plan->devices, plan->chunks);
         if (op->mb >= mbs)
@@ -727,6 +742,8 @@ static psched_status observe_devices(const csv_file *f, uint32_t stages, uint32_
     for (uint32_t d = 0; d < f->rows; d++) {
         for (size_t i = d ? f->row_end[d - 1] : 0; i < f->row_end[d]; i++) {
             uint32_t s = f->ops[i].stage;
+            if (f->ops[i].kind >= PSCHED_OP_VOCAB_S)
+                continue; /* a shard or a collective index, not a stage */
             if (dev[s] == UINT32_MAX) {
                 dev[s] = d;
                 seen_at[s] = i;
@@ -812,6 +829,8 @@ static psched_status check_devices(const csv_file *f, const psched_plan *plan)
     psched_status st = PSCHED_OK;
     for (uint32_t row = 0; row < f->rows && st == PSCHED_OK; row++) {
         for (size_t i = row ? f->row_end[row - 1] : 0; i < f->row_end[row]; i++) {
+            if (f->ops[i].kind >= PSCHED_OP_VOCAB_S)
+                continue; /* the builder checks shards and collective indices */
             uint32_t want = dev[f->ops[i].stage]; /* check_ranges bounded the stage */
             if (want != row) {
                 st = op_fail(&f->ops[i], "is on device %u (its row) but the plan's %s placement "

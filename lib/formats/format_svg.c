@@ -56,12 +56,15 @@
 #define SVG_TICK_PX 56.0
 #define SVG_CHAR_PX 6.2 /* average advance of 11 px sans-serif text */
 
+/* kinds drawn as boxes are indexed by their kind number */
+#define BOX_KINDS (PSCHED_OP_VOCAB_T + 1)
+
 typedef struct svg {
     psched_buf *b;
     const psched_schedule *s;
     const psched_report *r;
     double scale, plot, width, height, legend_top;
-    bool kinds[4], pairs, comms, transfers;
+    bool kinds[BOX_KINDS], pairs, comms, colls, transfers;
 } svg;
 
 /* One drawn unit: an op, or an overlapped pair. */
@@ -71,12 +74,17 @@ typedef struct unit {
     double start, end;
 } unit;
 
-static const char *const kind_fill[4] = {"#a6cee3", "#f08a24", "#1b5e20", "#b5562a"};
-static const char *const kind_ink[4] = {"#000", "#000", "#fff", "#fff"};
-/* What each compute kind does, for the legend; its names (ours, and
+static const char *const kind_fill[BOX_KINDS] = {
+    "#a6cee3", "#f08a24", "#1b5e20", "#b5562a",
+    [PSCHED_OP_VOCAB_S] = "#ffd92f", [PSCHED_OP_VOCAB_T] = "#7b3294"};
+static const char *const kind_ink[BOX_KINDS] = {"#000", "#000", "#fff", "#fff",
+                                                [PSCHED_OP_VOCAB_S] = "#000",
+                                                [PSCHED_OP_VOCAB_T] = "#fff"};
+/* What each kind drawn as a box does, for the legend; its names (ours, and
  * PyTorch's where they differ) come from psched_op_kind_str. */
-static const char *const kind_what[4] = {"forward", "backward for inputs",
-                                         "backward for weights", "full backward"};
+static const char *const kind_what[BOX_KINDS] = {
+    "forward", "backward for inputs", "backward for weights", "full backward",
+    [PSCHED_OP_VOCAB_S] = "vocabulary S pass", [PSCHED_OP_VOCAB_T] = "vocabulary T pass"};
 
 static void kind_legend(char *text, size_t size, int kind)
 {
@@ -129,7 +137,8 @@ static void put_escaped(psched_buf *b, const char *s)
 
 static bool is_compute(const psched_op *op)
 {
-    return op->kind <= PSCHED_OP_BW;
+    return op->kind <= PSCHED_OP_BW || op->kind == PSCHED_OP_VOCAB_S ||
+           op->kind == PSCHED_OP_VOCAB_T;
 }
 
 /* Next unit of device d at device-relative index *i; false at the end. */
@@ -166,6 +175,8 @@ static psched_status measure(svg *g)
             for (size_t k = 0; k < u.count; k++) {
                 if (is_compute(&u.op[k]))
                     g->kinds[u.op[k].kind] = true;
+                else if (u.op[k].kind == PSCHED_OP_COLLECTIVE)
+                    g->colls = true;
                 else
                     g->comms = true;
             }
@@ -480,7 +491,7 @@ static void chunk_text(char *text, size_t size, int k, uint32_t v)
 static size_t legend_items(const svg *g, legend_item *items)
 {
     size_t n = 0;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < BOX_KINDS; k++)
         if (g->kinds[k]) {
             items[n] = (legend_item){SWATCH_KIND, k, ""};
             kind_legend(items[n++].text, sizeof items[0].text, k);
@@ -499,6 +510,10 @@ static size_t legend_items(const svg *g, legend_item *items)
     if (g->comms) {
         items[n] = (legend_item){SWATCH_COMM, 0, ""};
         snprintf(items[n++].text, sizeof items[0].text, "send / recv");
+    }
+    if (g->colls) {
+        items[n] = (legend_item){SWATCH_COMM, 0, ""};
+        snprintf(items[n++].text, sizeof items[0].text, "collective (all devices)");
     }
     if (g->transfers) {
         items[n] = (legend_item){SWATCH_TRANSFER, 0, ""};
@@ -560,7 +575,7 @@ static void put_swatch(psched_buf *b, const legend_item *it, double x, double y)
  * row count. */
 static int layout_legend(const svg *g, psched_buf *b, double top)
 {
-    legend_item items[12];
+    legend_item items[16];
     size_t n = legend_items(g, items);
     double x = 12;
     int row = 0;
@@ -591,8 +606,7 @@ psched_status psched__export_svg(const psched_schedule *s, const psched_report *
                                  char **text, size_t *length)
 {
     psched_buf b = {0};
-    svg g = {&b, s, r, 1.0, 0, 0, 0, 0, {false, false, false, false}, false, false,
-             r->leave && r->arrive};
+    svg g = {&b, s, r, 1.0, 0, 0, 0, 0, {false}, false, false, false, r->leave && r->arrive};
     psched_status st = measure(&g);
     if (st != PSCHED_OK)
         return st;
