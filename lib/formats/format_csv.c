@@ -231,24 +231,106 @@ static psched_status cell_end(const psched_schedule *s, uint32_t d, size_t i, bo
     return PSCHED_OK;
 }
 
+/* Text of every compute op whose stage and micro-batch are in range,
+ * precomputed: "<stage><TYPE>" per (stage, compute kind) and "<mb>" per
+ * micro-batch, so the writer copies two short strings per op (16 and 8
+ * bytes at a time: the buffer has TEXT_SLACK bytes to spare) instead of
+ * converting numbers. Ops outside the tables (comm ops, copies, flags,
+ * numbers out of range) take the general path, cell by cell. */
+typedef struct stage_kind_text {
+    char text[15];
+    uint8_t len;
+} stage_kind_text;
+
+typedef struct mb_text {
+    char text[7];
+    uint8_t len;
+} mb_text;
+
+#define TEXT_SLACK 32
+
+typedef struct csv_tables {
+    stage_kind_text *sk; /* [stage*4 + kind], kinds F, B, W, BW */
+    mb_text *mb;         /* [micro-batch] */
+    uint32_t stages, mbs;
+} csv_tables;
+
+static void tables_free(csv_tables *t)
+{
+    psched__dealloc(t->sk);
+    psched__dealloc(t->mb);
+}
+
+/* The tables for the schedule's plan (empty when a number would not fit:
+ * every op then takes the general path). */
+static psched_status tables_make(const psched_schedule *s, csv_tables *t)
+{
+    memset(t, 0, sizeof *t);
+    uint32_t S = s->plan->devices * s->plan->chunks, mbs = psched__plan_chain_mbs(s->plan);
+    size_t total = s->offset[s->devices];
+    /* 7 digits at most; tables no larger than the schedule's own ops */
+    if (mbs >= 10000000u || (size_t)S * 4 + mbs > total + 4096)
+        return PSCHED_OK;
+    t->sk = psched__reallocarray(NULL, (size_t)S * 4 + 1, sizeof *t->sk);
+    t->mb = psched__reallocarray(NULL, (size_t)mbs + 1, sizeof *t->mb);
+    if (!t->sk || !t->mb) {
+        tables_free(t);
+        return PSCHED_ENOMEM_FAIL();
+    }
+    for (uint32_t st = 0; st < S; st++) {
+        for (uint8_t k = 0; k < 4; k++) {
+            stage_kind_text *e = &t->sk[(size_t)st * 4 + k];
+            memset(e, 0, sizeof *e);
+            char *p = put_u32(e->text, st);
+            memcpy(p, kind_text(k), kind_len(k)); /* at most 10 + 1 bytes */
+            e->len = (uint8_t)(p - e->text + kind_len(k));
+        }
+    }
+    for (uint32_t k = 0; k < mbs; k++) {
+        mb_text *e = &t->mb[k];
+        char tmp[16];
+        memset(e, 0, sizeof *e);
+        e->len = (uint8_t)(put_u32(tmp, k) - tmp);
+        memcpy(e->text, tmp, e->len);
+    }
+    t->stages = S;
+    t->mbs = mbs;
+    return PSCHED_OK;
+}
+
+/* The op takes the tables' path: a compute op (F, B, W, BW) without flags,
+ * in range. */
+static inline bool plain_op(const csv_tables *t, const psched_op *o)
+{
+    return !o->flags && o->kind <= PSCHED_OP_BW && o->stage < t->stages &&
+           o->microbatch < t->mbs;
+}
+
 /* Length of the text, or an error for a malformed pair or group. */
-static psched_status csv_length(const psched_schedule *s, bool pytorch, size_t *out)
+static psched_status csv_length(const psched_schedule *s, const csv_tables *t, bool pytorch,
+                                size_t *out)
 {
     size_t len = !pytorch && s->plan->chains == 2 ? strlen(CHAINS_HEADER "2\n") : 0;
     for (uint32_t d = 0; d < s->devices; d++) {
         size_t first = s->offset[d], last = s->offset[d + 1], end;
         for (size_t i = first; i < last; i = end) {
+            const psched_op *o = &s->ops[i];
+            if (plain_op(t, o)) {
+                len += t->sk[(size_t)o->stage * 4 + o->kind].len + t->mb[o->microbatch].len + 1;
+                end = i + 1;
+                continue;
+            }
             psched_status st = cell_end(s, d, i, pytorch, &end);
             if (st != PSCHED_OK)
                 return st;
-            len += i > first; /* the comma */
+            len += 1; /* the comma, or the newline for the first cell */
             for (size_t k = i; k < end; k++)
                 len += op_len(&s->ops[k]) + (k > i); /* the ';' */
             if (end - i > 1)
                 len += 1 + strlen(s->ops[i].flags & PSCHED_OP_OVERLAP_NEXT ? OVERLAP_TAIL
                                                                             : BATCH_TAIL);
         }
-        len++; /* the newline */
+        len += first == last; /* every cell counted one separator: the newline */
     }
     *out = len;
     return PSCHED_OK;
@@ -258,14 +340,19 @@ psched_status psched__export_csv(const psched_schedule *s, bool pytorch, char **
                                  size_t *length)
 {
     pthread_once(&kind_names_once, fill_kind_names);
-    size_t len;
-    psched_status st = csv_length(s, pytorch, &len);
+    csv_tables t;
+    psched_status st = tables_make(s, &t);
     if (st != PSCHED_OK)
         return st;
-    char *out = psched__malloc(len + 1);
-    if (!out)
-        return PSCHED_ENOMEM_FAIL();
-    psched__advise_huge(out, len + 1);
+    size_t len;
+    st = csv_length(s, &t, pytorch, &len);
+    char *out = st == PSCHED_OK ? psched__malloc_array_huge(len + TEXT_SLACK, 1) : NULL;
+    if (st == PSCHED_OK && !out)
+        st = PSCHED_ENOMEM_FAIL();
+    if (st != PSCHED_OK) {
+        tables_free(&t);
+        return st;
+    }
     char *p = out;
     if (!pytorch && s->plan->chains == 2) {
         memcpy(p, CHAINS_HEADER "2\n", strlen(CHAINS_HEADER "2\n"));
@@ -274,10 +361,21 @@ psched_status psched__export_csv(const psched_schedule *s, bool pytorch, char **
     for (uint32_t d = 0; d < s->devices; d++) {
         size_t first = s->offset[d], last = s->offset[d + 1], end;
         for (size_t i = first; i < last; i = end) {
-            cell_end(s, d, i, pytorch, &end); /* checked by csv_length */
+            const psched_op *o = &s->ops[i];
             if (i > first)
                 *p++ = ',';
-            bool pair = s->ops[i].flags & PSCHED_OP_OVERLAP_NEXT;
+            if (plain_op(&t, o)) {
+                const stage_kind_text *a = &t.sk[(size_t)o->stage * 4 + o->kind];
+                const mb_text *b = &t.mb[o->microbatch];
+                memcpy(p, a->text, sizeof a->text + 1);
+                p += a->len;
+                memcpy(p, b->text, sizeof b->text + 1);
+                p += b->len;
+                end = i + 1;
+                continue;
+            }
+            cell_end(s, d, i, pytorch, &end); /* checked by csv_length */
+            bool pair = o->flags & PSCHED_OP_OVERLAP_NEXT;
             if (end - i > 1)
                 *p++ = pair ? '(' : '[';
             for (size_t k = i; k < end; k++) {
@@ -294,6 +392,7 @@ psched_status psched__export_csv(const psched_schedule *s, bool pytorch, char **
         *p++ = '\n';
     }
     *p = '\0';
+    tables_free(&t);
     *text = out;
     if (length)
         *length = len;
