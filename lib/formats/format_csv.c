@@ -97,16 +97,22 @@ static struct {
     size_t len;
 } kind_names[256];
 static unsigned named_kinds; /* kinds 0..named_kinds-1 have a name */
+/* the compute kind whose PyTorch name is this one letter ('F', 'I', 'W',
+ * 'B'), else 0xff: the importer's fast path */
+static uint8_t letter_kind[256];
 static pthread_once_t kind_names_once = PTHREAD_ONCE_INIT;
 
 static void fill_kind_names(void)
 {
+    memset(letter_kind, 0xff, sizeof letter_kind);
     for (unsigned k = 0; k < 256; k++) {
         const char *t = psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PYTORCH);
         if (t && named_kinds == k)
             named_kinds = k + 1;
         kind_names[k].text = t ? t : "?";
         kind_names[k].len = strlen(kind_names[k].text);
+        if (t && k <= PSCHED_OP_BW && kind_names[k].len == 1)
+            letter_kind[(unsigned char)t[0]] = (uint8_t)k;
     }
 }
 
@@ -660,6 +666,52 @@ static psched_status parse_header(csv_file *f, const char *p, size_t len, uint32
     return PSCHED_OK;
 }
 
+/* The common cell, `<stage><F|I|W|B><micro-batch>` with numbers of at
+ * most 9 digits, no blanks, ended by ',' or the line's end: read in one
+ * step and appended; *start moves past it. False (nothing read) for any
+ * other cell, which the general parser then reads, with its messages. The
+ * PyTorch names are prefix-free, so the general parser reads this cell as
+ * the same op. */
+static inline bool fast_cell(csv_file *f, const char *p, size_t len, uint32_t line,
+                             size_t *start)
+{
+    size_t i = *start, lim;
+    uint32_t stage = 0, mb = 0;
+    if (f->count == f->cap)
+        return false; /* file_push grows the table */
+    lim = i + 9 < len ? i + 9 : len;
+    if (i >= lim || (unsigned)(p[i] - '0') > 9)
+        return false;
+    for (; i < lim && (unsigned)(p[i] - '0') <= 9; i++)
+        stage = stage * 10 + (uint32_t)(p[i] - '0');
+    if (i >= len)
+        return false;
+    uint8_t kind = letter_kind[(unsigned char)p[i++]];
+    if (kind == 0xff)
+        return false;
+    size_t m0 = i;
+    lim = i + 9 < len ? i + 9 : len;
+    for (; i < lim && (unsigned)(p[i] - '0') <= 9; i++)
+        mb = mb * 10 + (uint32_t)(p[i] - '0');
+    if (i == m0 || (i < len && p[i] != ','))
+        return false; /* no number, a tenth digit, or more text */
+    size_t n = f->count;
+    csv_op *op = &f->ops[n];
+    op->stage = stage;
+    op->mb = mb;
+    op->kind = kind;
+    op->flags = 0;
+    op->line = line;
+    op->col = (uint32_t)(*start + 1);
+    if (n == 0 || stage > f->ops[f->max_stage_at].stage)
+        f->max_stage_at = n;
+    if (n == 0 || mb > f->ops[f->max_mb_at].mb)
+        f->max_mb_at = n;
+    f->count = n + 1;
+    *start = i + 1;
+    return true;
+}
+
 static psched_status parse_line(csv_file *f, const char *p, size_t len, uint32_t line)
 {
     const char *nul = memchr(p, '\0', len);
@@ -675,6 +727,8 @@ static psched_status parse_line(csv_file *f, const char *p, size_t len, uint32_t
         return parse_header(f, p, len, line);
     size_t start = 0;
     while (start <= len) {
+        if (fast_cell(f, p, len, line, &start))
+            continue;
         const char *comma = memchr(p + start, ',', len - start);
         size_t end = comma ? (size_t)(comma - p) : len;
         size_t a = start, z = end;
