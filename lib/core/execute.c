@@ -812,12 +812,11 @@ psched_status psched__exec_setup(exec *x, const psched_schedule *s, const psched
     return st;
 }
 
-psched_status psched__execute_transfers(const psched_schedule *s, const psched_plan *costs,
-                                        double *start, double *end, double *leave,
-                                        double *arrive)
+/* The general engine alone (psched__execute_transfers without the fast
+ * path first). */
+static psched_status execute_general(const psched_schedule *s, const psched_plan *costs,
+                                     double *start, double *end, double *leave, double *arrive)
 {
-    if (!leave && !arrive && psched__execute_fast(s, costs, start, end, NULL))
-        return PSCHED_OK;
     exec x;
     psched_status st = exec_alloc(&x, s, costs, start, end, false, start || end);
     if (!st)
@@ -837,6 +836,21 @@ psched_status psched__execute_transfers(const psched_schedule *s, const psched_p
     }
     psched__exec_free(&x);
     return st;
+}
+
+psched_status psched__execute_transfers(const psched_schedule *s, const psched_plan *costs,
+                                        double *start, double *end, double *leave,
+                                        double *arrive)
+{
+    if (!leave && !arrive && psched__execute_fast(s, costs, start, end, NULL))
+        return PSCHED_OK;
+    return execute_general(s, costs, start, end, leave, arrive);
+}
+
+psched_status psched__execute_general(const psched_schedule *s, const psched_plan *costs,
+                                      double *start, double *end)
+{
+    return execute_general(s, costs, start, end, NULL, NULL);
 }
 
 psched_status psched__execute(const psched_schedule *s, const psched_plan *costs, double *start,

@@ -261,6 +261,12 @@ PSCHED_INTERNAL bool psched__execute_fast(const psched_schedule *s, const psched
                                           double *start, double *end,
                                           psched_fast_figures *fig);
 
+/* psched__execute without the fast path: what the fast path must agree
+ * with (tests/test_fast_engine.c compares the two). */
+PSCHED_INTERNAL psched_status psched__execute_general(const psched_schedule *s,
+                                                      const psched_plan *costs, double *start,
+                                                      double *end);
+
 /* Same contract as psched__execute for a lowered schedule (one with comm
  * ops): rendezvous point-to-point semantics, batched groups posted
  * together; compute ops keep their DESIGN §2 dependencies. Lives in
