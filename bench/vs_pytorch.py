@@ -121,8 +121,10 @@ def main():
     args = ap.parse_args()
     print(f"torch {conformance.torch.__version__}, pipesched {pipesched.version()}, "
           f"median of {args.repeat}, run alternately")
-    print(f"{'class':26} {'p':>3} {'v':>2} {'m':>5} {'actions':>8} {'generate':>10} "
-          f"{'pipesched':>10} {'PyTorch':>10} {'PyTorch/pipesched':>18} {'PyTorch/generate':>17}")
+    if not args.only_cli:
+        print(f"{'class':26} {'p':>3} {'v':>2} {'m':>5} {'actions':>8} {'generate':>10} "
+              f"{'pipesched':>10} {'PyTorch':>10} {'PyTorch/pipesched':>18} "
+              f"{'PyTorch/generate':>17}")
     for name, cls, p, v, m in [] if args.only_cli else CASES:
         gen, ours, theirs = [], [], []
         for _ in range(args.repeat):

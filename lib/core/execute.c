@@ -30,8 +30,10 @@ typedef psched_exec exec;
 
 #if defined(__GNUC__)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
 #else
 #define UNLIKELY(x) (x)
+#define LIKELY(x) (x)
 #endif
 
 static uint32_t *slot_ptr(exec *x, uint32_t stage, uint32_t mb, uint32_t slot)
@@ -996,13 +998,87 @@ static FAST_INLINE int fast_device(fast_exec *f, uint32_t d, bool timed)
                 __builtin_prefetch(&f->start[g + PREFETCH_AHEAD], 1);
                 __builtin_prefetch(&f->end[g + PREFETCH_AHEAD], 1);
             }
-            const psched_op *soon = &ops[g + PREFETCH_AHEAD / 2];
-            size_t sc = (size_t)soon->microbatch * S + soon->stage;
-            __builtin_prefetch(&cell[sc]);
-            if (timed)
+            if (timed) {
+                const psched_op *soon = &ops[g + PREFETCH_AHEAD / 2];
+                size_t sc = (size_t)soon->microbatch * S + soon->stage;
+                __builtin_prefetch(&cell[sc]);
                 __builtin_prefetch(&f->tcell[2 * sc]);
+            }
         }
 #endif
+        if (LIKELY(!(ops[g].flags & PSCHED_OP_OVERLAP_NEXT))) {
+            /* a single op (the unit loop below, unrolled for one op: its
+             * cell read once, its inputs in its own cell tested from it) */
+            const psched_op *o = &ops[g];
+            uint32_t s = o->stage;
+            uint8_t kind = o->kind;
+            size_t c = (size_t)o->microbatch * S + s;
+            if (UNLIKELY(kind > PSCHED_OP_BW || s >= S || c >= cells || stages[s].device != d)) {
+                r = FAST_RUN_FAIL;
+                break;
+            }
+            const fast_stage *st = &stages[s];
+            uint8_t e = cell[c], bit = (uint8_t)(1u << kind);
+            double ready = free_at;
+            if (kind == PSCHED_OP_F) {
+                if (!(st->flags & PSCHED_EXEC_FIRST))
+                    r = fast_input(f, d, c - 1, FAST_RAN_F, st->prev, &ready, timed);
+            } else if (kind == PSCHED_OP_W) {
+                r = fast_input(f, d, c, FAST_RAN_BACK, d, &ready, timed);
+            } else {
+                r = fast_input(f, d, c, FAST_RAN_F, d, &ready, timed);
+                if (r == FAST_RUN_READY && !(st->flags & PSCHED_EXEC_LAST))
+                    r = fast_input(f, d, c + 1, FAST_RAN_BACK, st->next, &ready, timed);
+            }
+            if (r != FAST_RUN_READY)
+                break;
+            if (UNLIKELY(e & bit)) {
+                r = FAST_RUN_FAIL; /* a duplicate */
+                break;
+            }
+            cell[c] = (uint8_t)(e | bit);
+            double done = 0;
+            if (timed) {
+                done = ready + (0 + st->cost[kind]);
+                free_at = done;
+                f->start[g] = ready;
+                f->end[g] = done;
+                if (f->fig) {
+                    psched_fast_figures *fig = f->fig;
+                    fig->busy[d] += done - ready;
+                    if (done > fig->last[d])
+                        fig->last[d] = done;
+                    f->mem[d] += fig->mem_of[(size_t)s * 8 + kind];
+                    if (f->mem[d] > fig->peak[d])
+                        fig->peak[d] = f->mem[d];
+                }
+            }
+            g++;
+            uint32_t other;
+            size_t key;
+            if (kind == PSCHED_OP_F) {
+                if (timed)
+                    f->tcell[2 * c] = done;
+                if (st->flags & PSCHED_EXEC_LAST)
+                    continue;
+                other = st->next;
+                key = 2 * c;
+            } else if (kind == PSCHED_OP_W) {
+                continue;
+            } else {
+                if (timed)
+                    f->tcell[2 * c + 1] = done;
+                if (st->flags & PSCHED_EXEC_FIRST)
+                    continue;
+                other = st->prev;
+                key = 2 * c + 1;
+            }
+            if (other != d && f->waiting[other] == key) {
+                f->waiting[other] = FAST_NOBODY;
+                fast_enqueue(f, other);
+            }
+            continue;
+        }
         size_t n = 1;
         if (UNLIKELY(ops[g].flags & PSCHED_OP_OVERLAP_NEXT)) {
             /* pass 1's check of a pair, as it runs */
