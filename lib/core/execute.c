@@ -872,10 +872,12 @@ psched_status psched__execute(const psched_schedule *s, const psched_plan *costs
  * caller runs the general engine above, which finds the same outcome and
  * names it. So every message comes from one place, and the fast path only
  * has to agree with the general one on valid schedules:
- *   - passes 1 and 3 accept exactly what index_ops and check_counts accept
- *     (without copies), and once they pass every dependency exists (every
- *     cell holds an F and a backward, and a W only beside its B), so pass 2
- *     has nothing to find;
+ *   - pass 1's checks run on each op as it runs (kind, range, placement,
+ *     pair, duplicate) and pass 3's on the cells after the run, accepting
+ *     exactly what index_ops and check_counts accept (without copies); once
+ *     both pass every dependency exists (every cell holds an F and a
+ *     backward, and a W only beside its B), so pass 2 has nothing to find,
+ *     and a backward that ran is the one psched__exec_backward names;
  *   - "op has run" is a bit of its cell (the general engine compares its
  *     index with its device's cursor), a cross-device wait parks the device
  *     on the (cell, F or backward) it needs and the op's end wakes it, as
