@@ -53,6 +53,7 @@ typedef struct ctx {
     psched_schedule *sched;
     char *csv;
     size_t csv_len, ops;
+    psched_schedule *lowered; /* made at the first lower_check call */
 } ctx;
 
 static bool op_generate(void *arg)
@@ -83,6 +84,17 @@ static bool op_lower(void *arg)
     bool ok = psched_lower_comm(((ctx *)arg)->sched, NULL, &l) == PSCHED_OK;
     psched_schedule_destroy(l);
     return ok;
+}
+
+/* The rendezvous engine's check of a lowered schedule (psched_validate of
+ * the output of psched_lower_comm): what a runtime runs before it trusts
+ * the lowering. The warm-up call lowers. */
+static bool op_lower_check(void *arg)
+{
+    ctx *c = arg;
+    if (!c->lowered && psched_lower_comm(c->sched, NULL, &c->lowered) != PSCHED_OK)
+        return false;
+    return psched_validate(c->lowered) == PSCHED_OK;
 }
 
 static bool op_hash(void *arg)
@@ -139,6 +151,7 @@ typedef struct op_def {
 static const op_def operations[] = {
     {"generate", op_generate, BYTES_NONE},     {"validate", op_validate, BYTES_NONE},
     {"simulate", op_simulate, BYTES_NONE},     {"lower", op_lower, BYTES_NONE},
+    {"lower_check", op_lower_check, BYTES_NONE},
     {"hash", op_hash, BYTES_RECORDS},          {"csv_export", op_csv_export, BYTES_CSV},
     {"csv_import", op_csv_import, BYTES_CSV},
 };
@@ -147,6 +160,7 @@ static const op_def operations[] = {
 static void ctx_free(ctx *c)
 {
     psched_free(c->csv);
+    psched_schedule_destroy(c->lowered);
     psched_schedule_destroy(c->sched);
     psched_plan_destroy(c->plan);
     memset(c, 0, sizeof *c);

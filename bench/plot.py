@@ -4,7 +4,8 @@
     plot.py BENCH.json --svg OUT.svg [--html OUT.html] [--schedule NAME]
 
 --svg writes a log-log plot of time per call against the schedule's op
-count, one line per operation (generate, validate, simulate, lower, hash,
+count, one line per operation (generate, validate, simulate, lower, the
+rendezvous check of the lowered schedule (lower_check), hash,
 CSV export and import), for one generator (default: interleaved) over the
 sizes the benchmark ran, with a dashed slope-1 line: cost linear in ops.
 --html writes the tables docs/performance.md includes: the targets with
@@ -19,8 +20,10 @@ import json
 import math
 import sys
 
-OPERATIONS = ["generate", "validate", "simulate", "lower", "hash", "csv_export", "csv_import"]
-COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"]
+OPERATIONS = ["generate", "validate", "simulate", "lower", "lower_check", "hash", "csv_export",
+              "csv_import"]
+COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#bcbd22", "#9467bd", "#8c564b",
+           "#e377c2"]
 
 W, H = 760, 470
 LEFT, RIGHT, TOP, BOTTOM = 78, 150, 46, 58

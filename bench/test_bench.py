@@ -14,10 +14,11 @@ import unittest
 import xml.etree.ElementTree as ET
 
 BENCH, PLOT = sys.argv[1], sys.argv[2]
-OPERATIONS = ["generate", "validate", "simulate", "lower", "hash", "csv_export", "csv_import"]
+OPERATIONS = ["generate", "validate", "simulate", "lower", "lower_check", "hash", "csv_export",
+              "csv_import"]
 # gpipe takes v = 1 only, so the quick set's p=64, m=1024, v=4 size is skipped
 GPIPE_SIZES = [(4, 8), (8, 32), (16, 128), (32, 256)]
-TARGETS = 12
+TARGETS = 12 + 7  # issue 7's and issue 13's
 
 
 def run_bench():

@@ -1,6 +1,7 @@
 /* Allocation failure: fail the N-th allocation, for N = 0, 1, 2, ... until
  * the call succeeds, in generate, validate, simulate, hash, export,
- * import and comm lowering (partition: tests/test_partition.c). Each
+ * import and comm lowering (partition: tests/test_partition.c; given
+ * partitions, layouts and their emitters: tests/test_layout.c). Each
  * failing call returns PSCHED_ENOMEM, leaves its output NULL and its inputs
  * usable (run under valgrind / ASan for the leak check). */
 #include "internal.h"

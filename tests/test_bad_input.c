@@ -898,6 +898,239 @@ static psched_status plan_search_with_times_of_1e308(void)
     return search_model(model_of(4, 1e308), 2, INFINITY);
 }
 
+/* ------------------------------------- Megatron-LM layouts and emitters */
+
+/* embedding, 4 transformer layers (selective and full variants), head:
+ * the layout of a good split over p = 2 is "Ett|ttL". */
+static psched_model *layout_model(void)
+{
+    static const char text[] =
+        "type,count,f,b,w,act,param,act_selective,extra_selective,act_full,extra_full\n"
+        "embedding,1,0,0,0,1,100,,,,\n"
+        "layer,4,1,1,1,4,10,2,0.25,0.5,1\n"
+        "head,1,0,0,0,2,5,,,,\n";
+    psched_model *m = NULL;
+    CHECK_OK(psched_model_load_csv(text, sizeof text - 1, &m));
+    return m;
+}
+
+static psched_status read_layout(const char *layout, const char *granularity,
+                                 const char *method, uint32_t num_layers)
+{
+    psched_model *m = layout_model();
+    psched_plan *plan = plan_new(2, 4, 1);
+    psched_partition_result *r = (psched_partition_result *)&non_null_outputs; /* poison */
+    psched_status st = psched_partition_from_layout(m, plan, "1f1b", layout, NULL, granularity,
+                                                    method, num_layers, &r);
+    if (r) {
+        non_null_outputs++;
+        if (st == PSCHED_OK)
+            psched_partition_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+    return st;
+}
+
+static psched_status layout_unclosed_parenthesis(void)
+{
+    return read_layout("Ett|(tt|L", NULL, NULL, 0);
+}
+
+static psched_status layout_parenthesis_closing_nothing(void)
+{
+    return read_layout("Ett|tt)|L", NULL, NULL, 0);
+}
+
+static psched_status layout_nested_parentheses(void)
+{
+    return read_layout("E((tt|)*1)*1,ttL", NULL, NULL, 0);
+}
+
+static psched_status layout_group_without_count(void)
+{
+    return read_layout("Ett|(tt)L", NULL, NULL, 0);
+}
+
+static psched_status layout_stages_not_a_multiple_of_p(void)
+{
+    return read_layout("Ett|tt|L", NULL, NULL, 0);
+}
+
+static psched_status layout_more_layers_than_the_profile(void)
+{
+    return read_layout("Et*3|ttL", NULL, NULL, 0);
+}
+
+static psched_status layout_fewer_layers_than_the_profile(void)
+{
+    return read_layout("Et|tL", NULL, NULL, 0);
+}
+
+static psched_status layout_unknown_element(void)
+{
+    return read_layout("Ett|txL", NULL, NULL, 0);
+}
+
+static psched_status layout_mtp_without_a_group(void)
+{
+    return read_layout("Ett|tmtL", NULL, NULL, 0);
+}
+
+static psched_status layout_e_not_first(void)
+{
+    return read_layout("tEt|ttL", NULL, NULL, 0);
+}
+
+static psched_status layout_l_not_last(void)
+{
+    return read_layout("Ett|tLt", NULL, NULL, 0);
+}
+
+static psched_status layout_repeat_without_count(void)
+{
+    return read_layout("Et*|ttL", NULL, NULL, 0);
+}
+
+static psched_status layout_granularity_unknown(void)
+{
+    return read_layout("Ett|ttL", "fast", NULL, 0);
+}
+
+static psched_status layout_full_without_method(void)
+{
+    return read_layout("Ett|ttL", "full", NULL, 0);
+}
+
+static psched_status layout_method_unknown(void)
+{
+    return read_layout("Ett|ttL", "full", "every", 1);
+}
+
+static psched_status layout_uniform_groups_of_two(void)
+{
+    return read_layout("Ett|ttL", "full", "uniform", 2);
+}
+
+static psched_status layout_selective_with_a_method(void)
+{
+    return read_layout("Ett|ttL", "selective", "block", 1);
+}
+
+static psched_status layout_map_of_a_missing_group(void)
+{
+    psched_model *m = layout_model();
+    psched_plan *plan = plan_new(2, 4, 1);
+    psched_partition_result *r = NULL;
+    psched_status st = psched_partition_from_layout(m, plan, "1f1b", "Ett|ttL", "m=mtp", NULL,
+                                                    NULL, 0, &r);
+    if (r) {
+        non_null_outputs++;
+        psched_partition_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+    return st;
+}
+
+static psched_status evaluate_counts(const uint32_t *counts, uint32_t stages,
+                                     const psched_recompute *rc)
+{
+    psched_model *m = layout_model();
+    psched_plan *plan = plan_new(2, 4, 1);
+    psched_partition_result *r = (psched_partition_result *)&non_null_outputs; /* poison */
+    psched_status st = psched_partition_evaluate(m, plan, "1f1b", counts, stages, rc, &r);
+    if (r) {
+        non_null_outputs++;
+        if (st == PSCHED_OK)
+            psched_partition_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+    return st;
+}
+
+static psched_status evaluate_counts_short_of_the_model(void)
+{
+    return evaluate_counts((const uint32_t[]){3, 2}, 2, NULL);
+}
+
+static psched_status evaluate_three_stages_for_two(void)
+{
+    return evaluate_counts((const uint32_t[]){2, 2, 2}, 3, NULL);
+}
+
+static psched_status evaluate_recompute_choice_3(void)
+{
+    return evaluate_counts((const uint32_t[]){3, 3}, 2,
+                           (const psched_recompute[]){0, 0, 3, 0, 0, 0});
+}
+
+static psched_status evaluate_selective_embedding(void)
+{
+    return evaluate_counts((const uint32_t[]){3, 3}, 2,
+                           (const psched_recompute[]){1, 0, 0, 0, 0, 0});
+}
+
+/* Emit the partition E t t | t t L with a module-name template. */
+static psched_status emit_torchtitan(const char *fqn, bool null_text)
+{
+    psched_model *m = layout_model();
+    psched_plan *plan = plan_new(2, 4, 1);
+    psched_partition_result *r = NULL;
+    CHECK_OK(psched_partition_evaluate(m, plan, "1f1b", (const uint32_t[]){3, 3}, 2, NULL, &r));
+    char *text = (char *)&non_null_outputs; /* poison */
+    psched_status st =
+        psched_partition_to_torchtitan(r, m, NULL, fqn, null_text ? NULL : &text, NULL);
+    if (!null_text && text) {
+        non_null_outputs++;
+        if (st == PSCHED_OK)
+            psched_free(text);
+    }
+    psched_partition_result_destroy(r);
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+    return st;
+}
+
+static psched_status torchtitan_template_without_l(void)
+{
+    return emit_torchtitan("E=tok_embeddings;t=layers.{i}", false);
+}
+
+static psched_status torchtitan_template_bad_entry(void)
+{
+    return emit_torchtitan("E=tok_embeddings;layers.{i};L=norm", false);
+}
+
+static psched_status torchtitan_null_text(void)
+{
+    return emit_torchtitan(NULL, true);
+}
+
+/* A result from another model (8 layers, not 6). */
+static psched_status megatron_of_another_model(void)
+{
+    psched_model *m = layout_model(), *other = NULL;
+    CHECK_OK(psched_model_create(&other));
+    CHECK_OK(psched_model_add_layers(other, "layer", 8, 1, 1, 1, 1, 1));
+    psched_plan *plan = plan_new(2, 4, 1);
+    psched_partition_result *r = NULL;
+    CHECK_OK(psched_partition_evaluate(m, plan, "1f1b", (const uint32_t[]){3, 3}, 2, NULL, &r));
+    char *text = (char *)&non_null_outputs; /* poison */
+    psched_status st = psched_partition_to_megatron(r, other, NULL, &text, NULL);
+    if (text) {
+        non_null_outputs++;
+        if (st == PSCHED_OK)
+            psched_free(text);
+    }
+    psched_partition_result_destroy(r);
+    psched_plan_destroy(plan);
+    psched_model_destroy(other);
+    psched_model_destroy(m);
+    return st;
+}
+
 static psched_status profile_number_beyond_double(void)
 {
     return load_model_str(PROFILE_HEADER "layer,2,1e309,1,1,1,1\n");
@@ -1130,6 +1363,64 @@ static const bad_case cases[] = {
      "the model's times overflow: 4 layers sum to inf"},
     {"profile 1e309", profile_number_beyond_double, PSCHED_EPARSE,
      "line 2, column 9: f \"1e309\" is beyond the largest double"},
+    {"layout with an unclosed '('", layout_unclosed_parenthesis, PSCHED_EINVAL,
+     "layout: '(' at column 5 is never closed"},
+    {"layout with a ')' closing nothing", layout_parenthesis_closing_nothing, PSCHED_EINVAL,
+     "layout: ')' at column 7 closes no '('"},
+    {"layout with nested parentheses", layout_nested_parentheses, PSCHED_EINVAL,
+     "layout: '(' at column 3 is inside the group opened at column 2; Megatron-LM's layout has "
+     "one level of parentheses"},
+    {"layout group without *n", layout_group_without_count, PSCHED_EINVAL,
+     "layout: ')' at column 8 must be followed by *n (a repeated group)"},
+    {"layout of 3 stages over 2 devices", layout_stages_not_a_multiple_of_p, PSCHED_EINVAL,
+     "layout: 3 stages is not a multiple of the 2 devices (Megatron-LM: p x v stages)"},
+    {"layout of 5 transformer layers, profile 4", layout_more_layers_than_the_profile,
+     PSCHED_EINVAL, "layout: 5 't' elements (transformer layers); the model has 4"},
+    {"layout of 2 transformer layers, profile 4", layout_fewer_layers_than_the_profile,
+     PSCHED_EINVAL, "layout: 2 't' elements (transformer layers); the model has 4"},
+    {"layout with an unknown element", layout_unknown_element, PSCHED_EINVAL,
+     "layout: 'x' at column 6 is not a Megatron-LM layout element (E, t, m, L, '|', '(...)*n', "
+     "'x*n')"},
+    {"layout with m and no MTP group", layout_mtp_without_a_group, PSCHED_EINVAL,
+     "layout: element 'm' at column 6 (MTP layer) stands for no layer group of the model; map "
+     "it to the group it means (m=GROUP)"},
+    {"layout with E not first", layout_e_not_first, PSCHED_EINVAL,
+     "layout: the first element must be E (the embedding), as Megatron-LM requires"},
+    {"layout with L not last", layout_l_not_last, PSCHED_EINVAL,
+     "layout: the last element must be L (the loss), as Megatron-LM requires; column 7 is 't'"},
+    {"layout with '*' and no count", layout_repeat_without_count, PSCHED_EINVAL,
+     "layout: '*' at column 3 must be followed by a repeat count"},
+    {"layout recompute granularity fast", layout_granularity_unknown, PSCHED_EINVAL,
+     "recompute granularity 'fast' must be none, selective or full"},
+    {"layout recompute full without a method", layout_full_without_method, PSCHED_EINVAL,
+     "recompute granularity full needs a method: uniform or block"},
+    {"layout recompute method every", layout_method_unknown, PSCHED_EINVAL,
+     "recompute method 'every' must be uniform or block"},
+    {"layout recompute uniform 2", layout_uniform_groups_of_two, PSCHED_EINVAL,
+     "recompute method uniform with 2 layers per group: the layer profile models "
+     "recomputation layer by layer (1) only"},
+    {"layout recompute selective with block 1", layout_selective_with_a_method, PSCHED_EINVAL,
+     "recompute method 'block' and layer count 1 apply to granularity full only (granularity: "
+     "selective)"},
+    {"layout map of a missing group", layout_map_of_a_missing_group, PSCHED_EINVAL,
+     "layout map entry 'm=mtp': the model has no layer group named 'mtp'"},
+    {"evaluate 5 of 6 layers", evaluate_counts_short_of_the_model, PSCHED_EINVAL,
+     "the stages hold 5 layers in all; the model has 6"},
+    {"evaluate 3 stages of 1f1b p = 2", evaluate_three_stages_for_two, PSCHED_EINVAL,
+     "3 stages given; schedule 1f1b with p = 2, v = 1 has 2 stages"},
+    {"evaluate recompute choice 3", evaluate_recompute_choice_3, PSCHED_EINVAL,
+     "recompute choice of layer 2 (3) must be 0 (none), 1 (selective) or 2 (full)"},
+    {"evaluate selective embedding", evaluate_selective_embedding, PSCHED_EINVAL,
+     "layer 0 (group 'embedding') has no selective recompute variant"},
+    {"torchtitan template without L", torchtitan_template_without_l, PSCHED_EINVAL,
+     "module-name template has no entry for 'L' layers (give L=NAME)"},
+    {"torchtitan template entry without a letter", torchtitan_template_bad_entry, PSCHED_EINVAL,
+     "module-name template entry 'layers.{i}' must be LETTER=NAME[,NAME...] with LETTER one of "
+     "E, t, m, L"},
+    {"torchtitan NULL text", torchtitan_null_text, PSCHED_EINVAL,
+     "text output must be non-NULL"},
+    {"megatron of another model's partition", megatron_of_another_model, PSCHED_EINVAL,
+     "the model has 8 layers; the partition covers 6"},
 };
 
 

@@ -421,6 +421,99 @@ class TestMessages(BadInput):
         self.assertIn(" ... ", line)
 
 
+LAYOUT_PROFILE = (b"type,count,f,b,w,act,param,act_selective,extra_selective,act_full,"
+                  b"extra_full\n"
+                  b"embedding,1,0,0,0,1,100,,,,\n"
+                  b"layer,4,1,1,1,4,10,2,0.25,0.5,1\n"
+                  b"head,1,0,0,0,2,5,,,,\n")
+
+# (what, --layout, extra flags, message); model E t t t t L, p = 2, 1f1b
+LAYOUT_CASES = [
+    ("unclosed parenthesis", "Ett|(tt|L", [], "partition: layout: '(' at column 5 is never closed"),
+    ("')' closing nothing", "Ett|tt)|L", [], "partition: layout: ')' at column 7 closes no '('"),
+    ("nested parentheses", "E((tt|)*1)*1,ttL", [],
+     "partition: layout: '(' at column 3 is inside the group opened at column 2; Megatron-LM's "
+     "layout has one level of parentheses"),
+    ("3 stages over 2 devices", "Ett|tt|L", [],
+     "partition: layout: 3 stages is not a multiple of the 2 devices (Megatron-LM: p x v "
+     "stages)"),
+    ("more transformer layers than the profile", "Ettt|ttL", [],
+     "partition: layout: 5 't' elements (transformer layers); the model has 4"),
+    ("unknown element", "Ett|txL", [],
+     "partition: layout: 'x' at column 6 is not a Megatron-LM layout element (E, t, m, L, '|', "
+     "'(...)*n', 'x*n')"),
+    ("m without an MTP group", "Ett|tmtL", [],
+     "partition: layout: element 'm' at column 6 (MTP layer) stands for no layer group of the "
+     "model; map it to the group it means (m=GROUP)"),
+    ("E not first", "tEt|ttL", [],
+     "partition: layout: the first element must be E (the embedding), as Megatron-LM requires"),
+    ("L not last", "Ett|tLt", [],
+     "partition: layout: the last element must be L (the loss), as Megatron-LM requires; "
+     "column 7 is 't'"),
+    ("granularity fast", "Ett|ttL", ["--recompute-granularity", "fast"],
+     "partition: recompute granularity 'fast' must be none, selective or full"),
+    ("full without a method", "Ett|ttL", ["--recompute-granularity", "full"],
+     "partition: recompute granularity full needs a method: uniform or block"),
+    ("method every", "Ett|ttL", ["--recompute-granularity", "full", "--recompute-method",
+                                 "every", "--recompute-num-layers", "1"],
+     "partition: recompute method 'every' must be uniform or block"),
+    ("uniform in groups of 2", "Ett|ttL", ["--recompute-granularity", "full",
+                                           "--recompute-method", "uniform",
+                                           "--recompute-num-layers", "2"],
+     "partition: recompute method uniform with 2 layers per group: the layer profile models "
+     "recomputation layer by layer (1) only"),
+    ("selective with a method", "Ett|ttL", ["--recompute-granularity", "selective",
+                                            "--recompute-method", "block"],
+     "partition: recompute method 'block' and layer count 0 apply to granularity full only "
+     "(granularity: selective)"),
+    ("map of a missing group", "Ett|ttL", ["--layout-map", "m=mtp"],
+     "partition: layout map entry 'm=mtp': the model has no layer group named 'mtp'"),
+    ("num-layers not a number", "Ett|ttL", ["--recompute-num-layers", "x"],
+     "--recompute-num-layers 'x': expected an integer in 0..4294967295"),
+]
+
+
+class TestLayouts(BadInput):
+    """Issue 16: --layout, its recompute flags and --emit."""
+
+    def shape(self):
+        path = self.write("m.csv", LAYOUT_PROFILE)
+        return ["--model", path, "--devices", "2", "--microbatches", "4"]
+
+    def test_bad_layouts(self):
+        shape = self.shape()
+        for what, layout, extra, names in LAYOUT_CASES:
+            with self.subTest(what):
+                self.check_failure(["partition", *shape, "--schedule", "1f1b", "--layout",
+                                    layout, *extra], 2, names)
+
+    def test_recompute_flags_without_a_layout(self):
+        self.check_failure(["partition", *self.shape(), "--schedule", "1f1b",
+                            "--recompute-method", "block"], 2,
+                           "partition: --recompute-granularity, --recompute-method and "
+                           "--recompute-num-layers apply to --layout")
+
+    def test_bad_emit_values(self):
+        shape = self.shape()
+        self.check_failure(["partition", *shape, "--schedule", "1f1b", "--emit", "deepspeed"],
+                           2, "partition: --emit must be megatron or torchtitan, not "
+                              "'deepspeed'")
+        self.check_failure(["plan", *shape, "--mem-limit", "1000", "--emit", "json"], 2,
+                           "plan: --emit must be megatron or torchtitan, not 'json'")
+        self.check_failure(["partition", *shape, "--schedule", "1f1b", "--emit", "megatron",
+                            "--json"], 2,
+                           "partition: --emit prints text; it cannot be combined with --json")
+        # the template is checked when the text is written: nothing on stdout
+        self.check_failure(["partition", *shape, "--schedule", "1f1b", "--emit", "torchtitan",
+                            "--fqn", "E=tok_embeddings;t=layers.{i}"], 2,
+                           "--emit: module-name template has no entry for 'L' layers "
+                           "(give L=NAME)")
+        self.check_failure(["partition", *shape, "--schedule", "1f1b", "--emit", "megatron",
+                            "--layout-map", "E"], 2,
+                           "--emit: layout map entry 'E' must be LETTER=GROUP with LETTER one "
+                           "of E, t, m, L")
+
+
 def main():
     global TOOL
     if len(sys.argv) < 2:

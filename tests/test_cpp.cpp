@@ -397,6 +397,108 @@ void test_plan_search_ranks_fitting_alternatives()
     EXPECT_ERROR(PSCHED_ENOTFOUND, pipesched::plan_search(model, plan, {"no-such"}));
 }
 
+/* Framework layouts. Profile: embedding (free, act 1, param 100), four
+ * layers (F = B = W = 1, act 4, param 10; full recompute: act 0.5, +1 on
+ * B), head (free, act 2, param 5). The stages E t t | t t L under 1F1B at
+ * p = 2, m = 4 cost (2, 2, 2) each: span (m + p - 1)·6 = 30; device 0
+ * holds 100 + 20 + 2 micro-batches of 1 + 4 + 4 = 138 bytes, device 1
+ * 20 + 5 + 1·(4 + 4 + 2) = 35. */
+pipesched::Model layout_model()
+{
+    pipesched::Model model;
+    model.add_layers("embedding", 1, 0, 0, 0, 1, 100)
+        .add_layers("layer", 4, 1, 1, 1, 4, 10)
+        .recompute(1, PSCHED_RECOMPUTE_FULL, 0.5, 1)
+        .add_layers("head", 1, 0, 0, 0, 2, 5);
+    return model;
+}
+
+void test_evaluate_and_emit_a_given_partition()
+{
+    pipesched::Model model = layout_model();
+    pipesched::Plan plan(2, 4);
+    plan.memory_limit(138);
+    pipesched::Partition part = pipesched::evaluate_partition(model, plan, "1f1b", {3, 3});
+    CHECK_EQ_INT(part.status(), PSCHED_SOLVE_FEASIBLE);
+    CHECK_EQ_DBL(part.makespan(), 30);
+    CHECK_EQ_DBL(part.device(0).memory, 138);
+    CHECK_EQ_DBL(part.device(1).memory, 35);
+    CHECK_STRING(part.to_megatron(model),
+                 "# pipesched plan for Megatron-LM: schedule 1f1b, p = 2, v = 1, m = 4: "
+                 "simulated step time 30, bubble 20.0%, largest device memory 138 (limit 138)\n"
+                 "# micro-batches: --global-batch-size = 4 x --micro-batch-size x the "
+                 "data-parallel size\n"
+                 "--pipeline-model-parallel-size 2 \\\n"
+                 "--pipeline-model-parallel-layout \"Ett|ttL\"\n");
+    std::string titan = part.to_torchtitan(model, "E=embed;t=blocks.{i};L=norm,lm_head");
+    CHECK_STRING(titan.substr(titan.find("[parallelism]")),
+                 "[parallelism]\n"
+                 "pipeline_parallel_degree = 2\n"
+                 "pipeline_parallel_schedule = \"1F1B\"\n"
+                 "num_pp_microbatches = 4\n"
+                 "pipeline_parallel_module_fqns_per_model_part = [\n"
+                 "    [\"embed\", \"blocks.0\", \"blocks.1\"],\n"
+                 "    [\"blocks.2\", \"blocks.3\", \"norm\", \"lm_head\"]\n"
+                 "]\n"
+                 "\n"
+                 "[activation_checkpoint]\n"
+                 "mode = \"none\"\n");
+    /* the default template is torchtitan's Llama */
+    std::string llama = part.to_torchtitan(model);
+    CHECK(llama.find("[\"tok_embeddings\", \"layers.0\", \"layers.1\"]") != std::string::npos);
+    /* a limit of 137: the same partition no longer fits */
+    plan.memory_limit(137);
+    CHECK_EQ_INT(pipesched::evaluate_partition(model, plan, "1f1b", {3, 3}).status(),
+                 PSCHED_SOLVE_INFEASIBLE);
+    std::string what = EXPECT_ERROR(
+        PSCHED_EINVAL, pipesched::evaluate_partition(model, plan, "1f1b", {3, 2}));
+    CHECK(what.find("the stages hold 5 layers in all; the model has 6") != std::string::npos);
+    EXPECT_ERROR(PSCHED_EINVAL, pipesched::evaluate_partition(model, plan, "1f1b", {3, 3},
+                                                              {PSCHED_RECOMPUTE_NONE}));
+    what = EXPECT_ERROR(PSCHED_EINVAL, part.to_torchtitan(model, "E=embed;t=blocks.{i}"));
+    CHECK(what.find("no entry for 'L' layers") != std::string::npos);
+}
+
+/* Megatron-LM's block recomputation read from a layout: on E t t | t t L,
+ * block 1 recomputes the first transformer layer of each stage: stages cost F 2, B 2 + 1, W 2 = 7 each, span
+ * 5·7 = 35; device 0 keeps 120 + 2·(1 + 0.5 + 4) = 131. Emitting gives the
+ * same flags back. */
+void test_from_layout_reads_megatron_recompute_and_writes_it_back()
+{
+    pipesched::Model model = layout_model();
+    pipesched::Plan plan(2, 4);
+    pipesched::MegatronRecompute block{"full", "block", 1};
+    pipesched::Partition part = pipesched::from_layout(model, plan, "1f1b", "E,t*2|(tt)*1,L",
+                                                       block);
+    CHECK_EQ_INT(part.stages(), 2);
+    CHECK_EQ_INT(part.stage(0).count, 3);
+    CHECK_EQ_INT(part.stage(1).count, 3);
+    CHECK_EQ_DBL(part.makespan(), 35);
+    CHECK_EQ_DBL(part.device(0).memory, 131);
+    CHECK_EQ_INT(part.layer_recompute(1), PSCHED_RECOMPUTE_FULL);
+    CHECK_EQ_INT(part.layer_recompute(2), PSCHED_RECOMPUTE_NONE);
+    CHECK_EQ_INT(part.layer_recompute(3), PSCHED_RECOMPUTE_FULL);
+    std::string flags = part.to_megatron(model);
+    CHECK(flags.find("--pipeline-model-parallel-layout \"Ett|ttL\" \\\n"
+                     "--recompute-granularity full \\\n"
+                     "--recompute-method block \\\n"
+                     "--recompute-num-layers 1\n") != std::string::npos);
+    /* v from the layout: four stages over p = 2 under interleaved 1F1B */
+    pipesched::Partition v2 = pipesched::from_layout(model, plan, "interleaved", "Et|t|t|tL");
+    CHECK_EQ_INT(v2.stages(), 4);
+    CHECK_EQ_INT(psched_plan_chunks(v2.plan().get()), 2);
+    std::string what =
+        EXPECT_ERROR(PSCHED_EINVAL, pipesched::from_layout(model, plan, "1f1b", "Ett|(tt|L"));
+    CHECK(what.find("layout: '(' at column 5 is never closed") != std::string::npos);
+    what = EXPECT_ERROR(PSCHED_EINVAL, pipesched::from_layout(model, plan, "1f1b", "Ett|tmtL"));
+    CHECK(what.find("element 'm' at column 6") != std::string::npos);
+    what = EXPECT_ERROR(PSCHED_EINVAL,
+                        pipesched::from_layout(model, plan, "1f1b", "Ett|ttL", {"full", "", 0}));
+    CHECK(what.find("needs a method") != std::string::npos);
+    EXPECT_ERROR(PSCHED_EINVAL,
+                 pipesched::from_layout(model, plan, "1f1b", "Ett|ttL", {}, "m=nothing"));
+}
+
 /* A generator written in C++ through pipesched::Builder: GPipe on two
  * devices and two micro-batches, hand-written. */
 psched_status cpp_gpipe(const psched_plan *plan, psched_builder *raw)
@@ -465,6 +567,8 @@ int main()
     RUN(test_partition_splits_four_layers_two_and_two);
     RUN(test_model_groups_read_back_with_their_variants);
     RUN(test_plan_search_ranks_fitting_alternatives);
+    RUN(test_evaluate_and_emit_a_given_partition);
+    RUN(test_from_layout_reads_megatron_recompute_and_writes_it_back);
     RUN(test_builder_writes_a_generator_in_cpp);
     RUN(test_bound_of_1f1b_p4_m8_is_the_worked_example);
     TEST_MAIN_END();

@@ -19,6 +19,8 @@
  *     auto part = pipesched::partition(model, plan.memory_limit(80e9), "1f1b");
  *     pipesched::Plan tuned = part.plan();       // per-stage costs
  *     auto ranked = pipesched::plan_search(model, plan, {"1f1b", "zb-h1"});
+ *     std::string flags = part.to_megatron(model);  // or to_torchtitan(model)
+ *     auto mine = pipesched::from_layout(model, plan, "1f1b", "Et*3|t*3L");
  *     // inside a psched_generator's generate callback:
  *     pipesched::Builder(builder).append(0, PSCHED_OP_F, 0, 0);
  *
@@ -811,11 +813,57 @@ public:
         detail::check(psched_plan_clone(p, &copy));
         return Plan::adopt(copy);
     }
+    /** psched_partition_to_megatron(): Megatron-LM flags (layout and,
+     *  where expressible, recompute options) with comment lines. @p map
+     *  names layout letters of profile groups ("m=GROUP,..."; empty: the
+     *  defaults by group name). */
+    std::string to_megatron(const Model &model, const std::string &map = {}) const
+    {
+        char *text = nullptr;
+        std::size_t length = 0;
+        detail::check(psched_partition_to_megatron(result_, detail::require(model.get(), "Model"),
+                                                   map.empty() ? nullptr : map.c_str(), &text,
+                                                   &length));
+        std::unique_ptr<char, detail::FreeDeleter> owned(text);
+        return std::string(owned.get(), length);
+    }
+    /** psched_partition_to_torchtitan(): a TOML snippet for `[parallelism]`
+     *  and `[activation_checkpoint]`. @p fqn is the module-name template
+     *  ("E=NAME;t=NAME{i};L=NAME,NAME"; empty: torchtitan's Llama,
+     *  #PSCHED_TORCHTITAN_LLAMA_FQN); @p map as for to_megatron(). */
+    std::string to_torchtitan(const Model &model, const std::string &fqn = {},
+                              const std::string &map = {}) const
+    {
+        char *text = nullptr;
+        std::size_t length = 0;
+        detail::check(psched_partition_to_torchtitan(
+            result_, detail::require(model.get(), "Model"), map.empty() ? nullptr : map.c_str(),
+            fqn.empty() ? nullptr : fqn.c_str(), &text, &length));
+        std::unique_ptr<char, detail::FreeDeleter> owned(text);
+        return std::string(owned.get(), length);
+    }
     const psched_partition_result *get() const noexcept { return result_; }
 
 private:
     const psched_partition_result *result_;
 };
+
+/** Megatron-LM's recompute options as it spells them (see
+ *  psched_partition_from_layout()): granularity "" (none), "none",
+ *  "selective" or "full"; with full, method "uniform" (num_layers 1) or
+ *  "block" (the first num_layers transformer layers of every stage). */
+struct MegatronRecompute {
+    std::string granularity;
+    std::string method;
+    std::uint32_t num_layers = 0;
+};
+
+class Partition;
+Partition evaluate_partition(const Model &, const Plan &, const std::string &,
+                             const std::vector<std::uint32_t> &,
+                             const std::vector<psched_recompute> &);
+Partition from_layout(const Model &, const Plan &, const std::string &, const std::string &,
+                      const MegatronRecompute &, const std::string &);
 
 /** Owner of a psched_partition_result (psched_partition()). */
 class Partition : public PartitionView {
@@ -829,6 +877,12 @@ public:
 private:
     friend Partition partition(const Model &, const Plan &, const std::string &,
                                const psched_partition_options *);
+    friend Partition evaluate_partition(const Model &, const Plan &, const std::string &,
+                                        const std::vector<std::uint32_t> &,
+                                        const std::vector<psched_recompute> &);
+    friend Partition from_layout(const Model &, const Plan &, const std::string &,
+                                 const std::string &, const MegatronRecompute &,
+                                 const std::string &);
     explicit Partition(psched_partition_result *r) : PartitionView(r), handle_(r) {}
     std::unique_ptr<psched_partition_result, detail::PartitionDeleter> handle_;
 };
@@ -842,6 +896,44 @@ inline Partition partition(const Model &model, const Plan &plan, const std::stri
     detail::check(psched_partition(detail::require(model.get(), "Model"),
                                    detail::require(plan.get(), "Plan"), schedule.c_str(),
                                    options, &r));
+    return Partition(r);
+}
+
+/** psched_partition_evaluate(): the figures of a partition the caller
+ *  gives: per stage a layer count (p·v entries), per layer a recompute
+ *  choice (empty: none). The status says whether it fits the plan's
+ *  memory limit. */
+inline Partition evaluate_partition(const Model &model, const Plan &plan,
+                                    const std::string &schedule,
+                                    const std::vector<std::uint32_t> &counts,
+                                    const std::vector<psched_recompute> &recompute = {})
+{
+    const psched_model *m = detail::require(model.get(), "Model");
+    if (!recompute.empty() && recompute.size() != psched_model_layers(m))
+        throw Error(PSCHED_EINVAL, "recompute has " + std::to_string(recompute.size()) +
+                                       " choices; the model has " +
+                                       std::to_string(psched_model_layers(m)) + " layers");
+    psched_partition_result *r = nullptr;
+    detail::check(psched_partition_evaluate(
+        m, detail::require(plan.get(), "Plan"), schedule.c_str(), counts.data(),
+        static_cast<std::uint32_t>(counts.size()), recompute.empty() ? nullptr : recompute.data(),
+        &r));
+    return Partition(r);
+}
+
+/** psched_partition_from_layout(): read a Megatron-LM
+ *  `--pipeline-model-parallel-layout` (and its recompute options) and
+ *  evaluate it on @p model; v comes from the layout when the plan's is 0. */
+inline Partition from_layout(const Model &model, const Plan &plan, const std::string &schedule,
+                             const std::string &layout, const MegatronRecompute &recompute = {},
+                             const std::string &map = {})
+{
+    psched_partition_result *r = nullptr;
+    detail::check(psched_partition_from_layout(
+        detail::require(model.get(), "Model"), detail::require(plan.get(), "Plan"),
+        schedule.c_str(), layout.c_str(), map.empty() ? nullptr : map.c_str(),
+        recompute.granularity.empty() ? nullptr : recompute.granularity.c_str(),
+        recompute.method.empty() ? nullptr : recompute.method.c_str(), recompute.num_layers, &r));
     return Partition(r);
 }
 

@@ -1,6 +1,8 @@
 /* The one allocation path of the library, so tests can fail the N-th
  * allocation and check that every caller recovers (PSCHED_ENOMEM, no leak). */
+#define _DEFAULT_SOURCE /* madvise, for memadvise.h */
 #include "internal.h"
+#include "memadvise.h"
 
 #include <stdlib.h>
 
@@ -49,6 +51,25 @@ void *psched__reallocarray(void *p, size_t n, size_t size)
     if (size && n > SIZE_MAX / size)
         return NULL;
     return psched__realloc(p, n * size);
+}
+
+void *psched__malloc_array_huge(size_t n, size_t size)
+{
+    const size_t huge = (size_t)2 << 20;
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    size_t bytes = n * size;
+    if (bytes < PSCHED_HUGE_ADVICE_MIN || bytes > SIZE_MAX - huge)
+        return psched__malloc(bytes);
+    if (should_fail())
+        return NULL;
+    /* whole huge pages from the first byte: one fault per 2 MiB (where
+     * the kernel grants them) instead of one per 4 KiB */
+    void *p = NULL;
+    if (posix_memalign(&p, huge, (bytes + huge - 1) & ~(huge - 1)) != 0)
+        return NULL;
+    psched__advise_huge(p, (bytes + huge - 1) & ~(huge - 1));
+    return p;
 }
 
 void psched__dealloc(void *p)

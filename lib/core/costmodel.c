@@ -127,7 +127,7 @@ psched_status psched_plan_set_overlap_saving(psched_plan *plan, double saving)
         if (e)
             return e;
     }
-    psched_costmodel *c;
+    psched_costmodel *c = NULL;
     psched_status e = costmodel_of(plan, &c);
     if (e)
         return e;
@@ -190,7 +190,7 @@ psched_status psched_plan_set_microbatch_weights(psched_plan *plan, const double
                                "weight of micro-batch %u (%g) must be finite and > 0", k,
                                weights[k]);
     }
-    psched_costmodel *c;
+    psched_costmodel *c = NULL;
     psched_status e = costmodel_of(plan, &c);
     if (e)
         return e;
@@ -291,7 +291,7 @@ psched_status psched_plan_set_topology(psched_plan *plan, uint32_t devices_per_n
             return psched_fail(PSCHED_EINVAL, "%s latency (%g) must be finite and >= 0",
                                where[i], lat[i]);
     }
-    psched_costmodel *c;
+    psched_costmodel *c = NULL;
     psched_status e = costmodel_of(plan, &c);
     if (e)
         return e;
@@ -365,7 +365,7 @@ psched_status psched_plan_set_pcie_bandwidth(psched_plan *plan, double bandwidth
         return psched_fail(PSCHED_EINVAL,
                            "PCIe bandwidth (%g) must be > 0 (INFINITY: copies take no time)",
                            bandwidth);
-    psched_costmodel *c;
+    psched_costmodel *c = NULL;
     psched_status e = costmodel_of(plan, &c);
     if (e)
         return e;

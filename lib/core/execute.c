@@ -30,8 +30,10 @@ typedef psched_exec exec;
 
 #if defined(__GNUC__)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
 #else
 #define UNLIKELY(x) (x)
+#define LIKELY(x) (x)
 #endif
 
 static uint32_t *slot_ptr(exec *x, uint32_t stage, uint32_t mb, uint32_t slot)
@@ -839,9 +841,10 @@ psched_status psched__exec_setup(exec *x, const psched_schedule *s, const psched
     return st;
 }
 
-psched_status psched__execute_transfers(const psched_schedule *s, const psched_plan *costs,
-                                        double *start, double *end, double *leave,
-                                        double *arrive)
+/* The general engine alone (psched__execute_transfers without the fast
+ * path first). */
+static psched_status execute_general(const psched_schedule *s, const psched_plan *costs,
+                                     double *start, double *end, double *leave, double *arrive)
 {
     exec x;
     psched_status st = exec_alloc(&x, s, costs, start, end, false, start || end);
@@ -864,8 +867,451 @@ psched_status psched__execute_transfers(const psched_schedule *s, const psched_p
     return st;
 }
 
+psched_status psched__execute_transfers(const psched_schedule *s, const psched_plan *costs,
+                                        double *start, double *end, double *leave,
+                                        double *arrive)
+{
+    if (!leave && !arrive && psched__execute_fast(s, costs, start, end, NULL))
+        return PSCHED_OK;
+    return execute_general(s, costs, start, end, leave, arrive);
+}
+
+psched_status psched__execute_general(const psched_schedule *s, const psched_plan *costs,
+                                      double *start, double *end)
+{
+    return execute_general(s, costs, start, end, NULL, NULL);
+}
+
 psched_status psched__execute(const psched_schedule *s, const psched_plan *costs, double *start,
                               double *end)
 {
     return psched__execute_transfers(s, costs, start, end, NULL, NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * The fast path (issue 13): the same run for the common case, on a state
+ * of one byte per (stage, micro-batch) cell instead of the position index.
+ *
+ * It answers only "valid, and here are the times" or "something is off":
+ * on anything unusual (a comm op or a copy, an op out of place, a
+ * duplicate, a bad count, a dependency on the same device that has not run
+ * yet, a device left waiting, an allocation failing) it gives up and the
+ * caller runs the general engine above, which finds the same outcome and
+ * names it. So every message comes from one place, and the fast path only
+ * has to agree with the general one on valid schedules:
+ *   - pass 1's checks run on each op as it runs (kind, range, placement,
+ *     pair, duplicate) and pass 3's on the cells after the run, accepting
+ *     exactly what index_ops and check_counts accept (without copies); once
+ *     both pass every dependency exists (every cell holds an F and a
+ *     backward, and a W only beside its B), so pass 2 has nothing to find,
+ *     and a backward that ran is the one psched__exec_backward names;
+ *   - "op has run" is a bit of its cell (the general engine compares its
+ *     index with its device's cursor), a cross-device wait parks the device
+ *     on the (cell, F or backward) it needs and the op's end wakes it, as
+ *     notify() does; any order of running ready devices gives the same
+ *     times, since an op's times depend only on its inputs' end times and
+ *     its device's previous op;
+ *   - times are computed with the same operations in the same order
+ *     (max of the device's free time and each input's end, + t_comm across
+ *     devices; 0 + the unit's op costs), so they are bit-identical. Only the
+ *     default cost model takes it: micro-batch weights, overlap savings and
+ *     the link model leave it to the general engine.
+ * The cell state is 1 byte (validation fits half a million ops' cells in
+ * the second-level cache) and, for times, each cell keeps the end of its F
+ * and of its backward next to its neighbours' (micro-batch-major cells). */
+
+enum {
+    FAST_HAS_F = 1u << PSCHED_OP_F,
+    FAST_HAS_B = 1u << PSCHED_OP_B,
+    FAST_HAS_W = 1u << PSCHED_OP_W,
+    FAST_HAS_BW = 1u << PSCHED_OP_BW,
+    FAST_RAN_F = FAST_HAS_F,                  /* the cell's F has run */
+    FAST_RAN_BACK = FAST_HAS_B | FAST_HAS_BW, /* its backward has run */
+};
+#define FAST_NOBODY SIZE_MAX
+
+typedef struct fast_stage {
+    uint32_t device, prev, next; /* its device, its neighbour stages' (when it has them) */
+    uint8_t flags;               /* PSCHED_EXEC_FIRST / PSCHED_EXEC_LAST */
+    double cost[PSCHED_SLOTS];   /* F, B, W, BW times (timed runs) */
+} fast_stage;
+
+typedef struct fast_exec {
+    const psched_op *ops;
+    const size_t *offset;
+    uint32_t p, S;
+    double comm;
+    uint8_t *cell;          /* [mb*S + stage]: FAST_* bits (FAST_HAS_*: the op has run) */
+    double *tcell;          /* [2*cell]: end of its F, [2*cell + 1]: of its backward */
+    size_t cells;
+    const fast_stage *stages;
+    double *start, *end;    /* NULL: validation only */
+    psched_fast_figures *fig; /* NULL: no per-device figures */
+    double *mem;            /* [d]: the device's memory so far (with fig) */
+    size_t *cursor;
+    double *free_at;
+    size_t *waiting;        /* 2*cell + (0: its F, 1: its backward), or FAST_NOBODY */
+    uint32_t *queue;
+    bool *queued;
+    uint32_t qhead, qlen;
+} fast_exec;
+
+static inline void fast_enqueue(fast_exec *f, uint32_t d)
+{
+    if (f->queued[d])
+        return;
+    f->queued[d] = true;
+    f->queue[(f->qhead + f->qlen++) % f->p] = d;
+}
+
+/* Pass 3: every cell holds F, B and W, or F and BW. */
+static bool fast_counts(const fast_exec *f, size_t cells)
+{
+    unsigned bad = 0;
+    for (size_t c = 0; c < cells; c++) {
+        uint8_t e = f->cell[c];
+        bad |= (e != (FAST_HAS_F | FAST_HAS_B | FAST_HAS_W)) & (e != (FAST_HAS_F | FAST_HAS_BW));
+    }
+    return !bad;
+}
+
+/* One input of an op, in cell c: ready when `ran` is set there, else the
+ * device parks on it (FAST_RUN_FAIL for an input on its own device: the
+ * general engine names that failure). */
+#define FAST_RUN_PARK 0
+#define FAST_RUN_READY 1
+#define FAST_RUN_FAIL 2
+
+#if defined(__GNUC__)
+#define FAST_INLINE inline __attribute__((always_inline))
+#else
+#define FAST_INLINE inline
+#endif
+
+static FAST_INLINE int fast_input(fast_exec *f, uint32_t d, size_t c, uint8_t ran, uint32_t dd,
+                                  double *ready, bool timed)
+{
+    if (UNLIKELY(!(f->cell[c] & ran))) {
+        if (dd == d)
+            return FAST_RUN_FAIL;
+        f->waiting[d] = 2 * c + (ran == FAST_RAN_BACK);
+        return FAST_RUN_PARK;
+    }
+    if (timed) {
+        double t = f->tcell[2 * c + (ran == FAST_RAN_BACK)];
+        if (dd != d)
+            t += f->comm;
+        if (t > *ready)
+            *ready = t;
+    }
+    return FAST_RUN_READY;
+}
+
+/* Runs device d until its list ends or it waits for another device. */
+static FAST_INLINE int fast_device(fast_exec *f, uint32_t d, bool timed)
+{
+    const psched_op *ops = f->ops;
+    const fast_stage *stages = f->stages;
+    uint8_t *cell = f->cell;
+    uint32_t S = f->S;
+    size_t cells = f->cells;
+    size_t last = f->offset[d + 1];
+    size_t g = f->cursor[d];
+    double free_at = timed ? f->free_at[d] : 0;
+    int r = FAST_RUN_READY;
+    while (g < last) {
+#if defined(__GNUC__)
+        if (g + PREFETCH_AHEAD < last) {
+            __builtin_prefetch(&ops[g + PREFETCH_AHEAD]);
+            if (timed) {
+                __builtin_prefetch(&f->start[g + PREFETCH_AHEAD], 1);
+                __builtin_prefetch(&f->end[g + PREFETCH_AHEAD], 1);
+            }
+            if (timed) {
+                const psched_op *soon = &ops[g + PREFETCH_AHEAD / 2];
+                size_t sc = (size_t)soon->microbatch * S + soon->stage;
+                __builtin_prefetch(&cell[sc]);
+                __builtin_prefetch(&f->tcell[2 * sc]);
+            }
+        }
+#endif
+        if (LIKELY(!(ops[g].flags & PSCHED_OP_OVERLAP_NEXT))) {
+            /* a single op (the unit loop below, unrolled for one op: its
+             * cell read once, its inputs in its own cell tested from it) */
+            const psched_op *o = &ops[g];
+            uint32_t s = o->stage;
+            uint8_t kind = o->kind;
+            size_t c = (size_t)o->microbatch * S + s;
+            if (UNLIKELY(kind > PSCHED_OP_BW || s >= S || c >= cells || stages[s].device != d)) {
+                r = FAST_RUN_FAIL;
+                break;
+            }
+            const fast_stage *st = &stages[s];
+            uint8_t e = cell[c], bit = (uint8_t)(1u << kind);
+            double ready = free_at;
+            if (kind == PSCHED_OP_F) {
+                if (!(st->flags & PSCHED_EXEC_FIRST))
+                    r = fast_input(f, d, c - 1, FAST_RAN_F, st->prev, &ready, timed);
+            } else if (kind == PSCHED_OP_W) {
+                r = fast_input(f, d, c, FAST_RAN_BACK, d, &ready, timed);
+            } else {
+                r = fast_input(f, d, c, FAST_RAN_F, d, &ready, timed);
+                if (r == FAST_RUN_READY && !(st->flags & PSCHED_EXEC_LAST))
+                    r = fast_input(f, d, c + 1, FAST_RAN_BACK, st->next, &ready, timed);
+            }
+            if (r != FAST_RUN_READY)
+                break;
+            if (UNLIKELY(e & bit)) {
+                r = FAST_RUN_FAIL; /* a duplicate */
+                break;
+            }
+            cell[c] = (uint8_t)(e | bit);
+            double done = 0;
+            if (timed) {
+                done = ready + (0 + st->cost[kind]);
+                free_at = done;
+                f->start[g] = ready;
+                f->end[g] = done;
+                if (f->fig) {
+                    psched_fast_figures *fig = f->fig;
+                    fig->busy[d] += done - ready;
+                    if (done > fig->last[d])
+                        fig->last[d] = done;
+                    f->mem[d] += fig->mem_of[(size_t)s * 8 + kind];
+                    if (f->mem[d] > fig->peak[d])
+                        fig->peak[d] = f->mem[d];
+                }
+            }
+            g++;
+            uint32_t other;
+            size_t key;
+            if (kind == PSCHED_OP_F) {
+                if (timed)
+                    f->tcell[2 * c] = done;
+                if (st->flags & PSCHED_EXEC_LAST)
+                    continue;
+                other = st->next;
+                key = 2 * c;
+            } else if (kind == PSCHED_OP_W) {
+                continue;
+            } else {
+                if (timed)
+                    f->tcell[2 * c + 1] = done;
+                if (st->flags & PSCHED_EXEC_FIRST)
+                    continue;
+                other = st->prev;
+                key = 2 * c + 1;
+            }
+            if (other != d && f->waiting[other] == key) {
+                f->waiting[other] = FAST_NOBODY;
+                fast_enqueue(f, other);
+            }
+            continue;
+        }
+        size_t n = 1;
+        if (UNLIKELY(ops[g].flags & PSCHED_OP_OVERLAP_NEXT)) {
+            /* pass 1's check of a pair, as it runs */
+            if (g + 1 >= last || (ops[g + 1].flags & PSCHED_OP_OVERLAP_NEXT)) {
+                r = FAST_RUN_FAIL;
+                break;
+            }
+            n = 2;
+        }
+        double ready = free_at, cost = 0;
+        for (size_t u = g; u < g + n; u++) {
+            const psched_op *o = &ops[u];
+            uint32_t s = o->stage;
+            size_t c = (size_t)o->microbatch * S + s;
+            /* pass 1's checks of the op (with s < S, c < cells iff mb < mbs) */
+            if (UNLIKELY(o->kind > PSCHED_OP_BW || s >= S || c >= cells ||
+                         stages[s].device != d)) {
+                r = FAST_RUN_FAIL;
+                goto out;
+            }
+            const fast_stage *st = &stages[s];
+            switch (o->kind) {
+            case PSCHED_OP_F:
+                if (!(st->flags & PSCHED_EXEC_FIRST))
+                    r = fast_input(f, d, c - 1, FAST_RAN_F, st->prev, &ready, timed);
+                break;
+            case PSCHED_OP_B:
+            case PSCHED_OP_BW:
+                r = fast_input(f, d, c, FAST_RAN_F, d, &ready, timed);
+                if (r == FAST_RUN_READY && !(st->flags & PSCHED_EXEC_LAST))
+                    r = fast_input(f, d, c + 1, FAST_RAN_BACK, st->next, &ready, timed);
+                break;
+            default: /* W: its B */
+                r = fast_input(f, d, c, FAST_RAN_BACK, d, &ready, timed);
+                break;
+            }
+            if (r != FAST_RUN_READY)
+                goto out;
+            if (timed)
+                cost += st->cost[o->kind];
+        }
+        double done = ready + cost;
+        free_at = done;
+        if (timed && f->fig) {
+            /* psched_simulate's figures, summed in the same (list) order */
+            psched_fast_figures *fig = f->fig;
+            fig->busy[d] += done - ready;
+            if (done > fig->last[d])
+                fig->last[d] = done;
+            for (size_t u = g; u < g + n; u++) {
+                f->mem[d] += fig->mem_of[(size_t)ops[u].stage * 8 + ops[u].kind];
+                if (f->mem[d] > fig->peak[d])
+                    fig->peak[d] = f->mem[d];
+            }
+        }
+        for (size_t u = g; u < g + n; u++) {
+            const psched_op *o = &ops[u];
+            uint32_t s = o->stage;
+            size_t c = (size_t)o->microbatch * S + s;
+            uint8_t bit = (uint8_t)(1u << o->kind);
+            if (UNLIKELY(cell[c] & bit)) {
+                r = FAST_RUN_FAIL; /* a duplicate */
+                goto out;
+            }
+            cell[c] |= bit;
+            if (timed) {
+                f->start[u] = ready;
+                f->end[u] = done;
+            }
+            const fast_stage *st = &stages[s];
+            uint32_t other;
+            size_t key;
+            if (o->kind == PSCHED_OP_F) {
+                if (timed)
+                    f->tcell[2 * c] = done;
+                if (st->flags & PSCHED_EXEC_LAST)
+                    continue;
+                other = st->next;
+                key = 2 * c;
+            } else if (o->kind == PSCHED_OP_W) {
+                continue;
+            } else {
+                if (timed)
+                    f->tcell[2 * c + 1] = done;
+                if (st->flags & PSCHED_EXEC_FIRST)
+                    continue;
+                other = st->prev;
+                key = 2 * c + 1;
+            }
+            if (other != d && f->waiting[other] == key) {
+                f->waiting[other] = FAST_NOBODY;
+                fast_enqueue(f, other);
+            }
+        }
+        g += n;
+    }
+out:
+    f->cursor[d] = g;
+    if (timed)
+        f->free_at[d] = free_at;
+    return r;
+}
+
+static int fast_device_timed(fast_exec *f, uint32_t d) { return fast_device(f, d, true); }
+static int fast_device_check(fast_exec *f, uint32_t d) { return fast_device(f, d, false); }
+
+static bool fast_run(fast_exec *f, bool timed)
+{
+    for (uint32_t d = 0; d < f->p; d++)
+        fast_enqueue(f, d);
+    while (f->qlen) {
+        uint32_t d = f->queue[f->qhead];
+        f->qhead = (f->qhead + 1) % f->p;
+        f->qlen--;
+        f->queued[d] = false;
+        int r = timed ? fast_device_timed(f, d) : fast_device_check(f, d);
+        if (r == FAST_RUN_FAIL)
+            return false;
+    }
+    for (uint32_t d = 0; d < f->p; d++)
+        if (f->cursor[d] != f->offset[d + 1])
+            return false;
+    return true;
+}
+
+/* True when the costs plan uses none of the cost model's extensions that
+ * change compute times or transfers (what alloc_costmodel would set up). */
+static bool fast_costs_plain(const psched_plan *plan, const psched_plan *costs, uint32_t mbs)
+{
+    const psched_costmodel *c = costs->cm;
+    if (!c)
+        return true;
+    if (c->weight && c->weight_len == (size_t)mbs * (plan->chains ? plan->chains : 1))
+        return false;
+    if (c->overlap_all > 0)
+        return false;
+    for (uint32_t i = 0; c->overlap && i < c->overlap_len; i++)
+        if (c->overlap[i] > 0)
+            return false;
+    return !psched__costmodel_links(costs);
+}
+
+bool psched__execute_fast(const psched_schedule *s, const psched_plan *costs, double *start,
+                          double *end, psched_fast_figures *fig)
+{
+    const psched_plan *plan = s->plan;
+    if (!costs)
+        costs = plan;
+    bool timed = start || end;
+    if (timed && !(start && end))
+        return false;
+    uint32_t p = s->devices, S = plan->devices * plan->chunks;
+    uint32_t mbs = psched__plan_chain_mbs(plan);
+    size_t total = s->offset[p], cells = (size_t)S * mbs;
+    if (cells > 4 * total + 4096 || (timed && !fast_costs_plain(plan, costs, mbs)))
+        return false;
+    fast_exec f = {.ops = s->ops, .offset = s->offset, .p = p, .S = S, .cells = cells, .comm = costs->comm,
+                   .start = start, .end = end};
+    fast_stage *stages = psched__calloc((size_t)S + 1, sizeof *stages);
+    f.cell = psched__calloc(cells + 1, 1);
+    f.tcell = timed ? psched__malloc_array_huge(2 * cells + 1, sizeof *f.tcell) : NULL;
+    f.cursor = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.cursor);
+    f.free_at = psched__calloc((size_t)p + 1, sizeof *f.free_at);
+    f.waiting = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.waiting);
+    f.queue = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.queue);
+    f.queued = psched__calloc((size_t)p + 1, sizeof *f.queued);
+    if (timed && fig) {
+        f.fig = fig;
+        f.mem = psched__calloc((size_t)p + 1, sizeof *f.mem);
+    }
+    bool ok = (!f.fig || f.mem) && stages && (!timed || f.tcell) && f.cell &&
+              f.cursor && f.free_at && f.waiting && f.queue && f.queued;
+    if (ok) {
+        uint32_t per = S / (plan->chains ? plan->chains : 1);
+        for (uint32_t st = 0; st < S; st++)
+            stages[st].device = psched_plan_stage_device(plan, st);
+        for (uint32_t st = 0; st < S; st++) {
+            fast_stage *x = &stages[st];
+            x->flags = (uint8_t)((st % per == 0 ? PSCHED_EXEC_FIRST : 0) |
+                                 (st % per == per - 1 ? PSCHED_EXEC_LAST : 0));
+            x->prev = st % per ? stages[st - 1].device : x->device;
+            x->next = st % per != per - 1 ? stages[st + 1].device : x->device;
+            psched_cost3 c = psched__plan_cost(costs, st);
+            x->cost[PSCHED_OP_F] = c.f;
+            x->cost[PSCHED_OP_B] = c.b;
+            x->cost[PSCHED_OP_W] = c.w;
+            x->cost[PSCHED_OP_BW] = c.b + c.w;
+        }
+        f.stages = stages;
+        for (uint32_t d = 0; d < p; d++) {
+            f.cursor[d] = s->offset[d];
+            f.waiting[d] = FAST_NOBODY;
+        }
+        psched__advise_huge(f.cell, cells);
+        ok = fast_run(&f, timed) && fast_counts(&f, cells);
+    }
+    psched__dealloc(stages);
+    psched__dealloc(f.mem);
+    psched__dealloc(f.cell);
+    psched__dealloc(f.tcell);
+    psched__dealloc(f.cursor);
+    psched__dealloc(f.free_at);
+    psched__dealloc(f.waiting);
+    psched__dealloc(f.queue);
+    psched__dealloc(f.queued);
+    return ok;
 }

@@ -24,6 +24,10 @@ PSCHED_INTERNAL void *psched__realloc(void *p, size_t size);
 /* realloc of n*size with overflow check */
 PSCHED_INTERNAL void *psched__reallocarray(void *p, size_t n, size_t size);
 PSCHED_INTERNAL void psched__dealloc(void *p);
+/* An array of n elements (uninitialised) for one of the large arrays
+ * (PSCHED_HUGE_ADVICE_MIN and up: op times, the engine's cells): aligned
+ * to and advised for transparent huge pages; freed by psched__dealloc. */
+PSCHED_INTERNAL void *psched__malloc_array_huge(size_t n, size_t size);
 /* Room for one more element in a growable array: when len == *cap the
  * array doubles (starting at `first` elements). Returns the array, moved or
  * not, or NULL when the allocation fails (the old array and *cap are then
@@ -251,6 +255,31 @@ PSCHED_INTERNAL psched_status psched__execute_transfers(const psched_schedule *s
                                                         const psched_plan *costs, double *start,
                                                         double *end, double *leave,
                                                         double *arrive);
+
+/* Per-device figures psched_simulate derives from the times, summed by
+ * the fast path as it runs (the caller zeroes busy, peak and last):
+ * busy time (a unit's time once), peak of the running sum of mem_of
+ * ([stage*8 + kind], in list order) and latest end. */
+typedef struct psched_fast_figures {
+    const double *mem_of;
+    double *busy, *peak, *last;
+} psched_fast_figures;
+
+/* The common case of psched__execute (compute ops only, default cost
+ * model) on a compact state: true when the schedule is valid, with its
+ * times in start/end when both are given (bit-identical to
+ * psched__execute's) and, when fig is non-NULL, its figures; false when it
+ * is not, or is anything else, or memory ran out: then psched__execute
+ * gives the outcome and the message. Sets no error. */
+PSCHED_INTERNAL bool psched__execute_fast(const psched_schedule *s, const psched_plan *costs,
+                                          double *start, double *end,
+                                          psched_fast_figures *fig);
+
+/* psched__execute without the fast path: what the fast path must agree
+ * with (tests/test_fast_engine.c compares the two). */
+PSCHED_INTERNAL psched_status psched__execute_general(const psched_schedule *s,
+                                                      const psched_plan *costs, double *start,
+                                                      double *end);
 
 /* Same contract as psched__execute for a lowered schedule (one with comm
  * ops): rendezvous point-to-point semantics, batched groups posted

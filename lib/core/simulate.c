@@ -33,14 +33,12 @@ static psched_report *report_alloc(uint32_t p, size_t total)
     r->idle = psched__calloc(p, sizeof *r->idle);
     r->peak = psched__calloc(p, sizeof *r->peak);
     r->offset = psched__calloc((size_t)p + 1, sizeof *r->offset);
-    r->start = psched__reallocarray(NULL, total + 1, sizeof *r->start);
-    r->end = psched__reallocarray(NULL, total + 1, sizeof *r->end);
+    r->start = psched__malloc_array_huge(total + 1, sizeof *r->start);
+    r->end = psched__malloc_array_huge(total + 1, sizeof *r->end);
     if (!r->busy || !r->idle || !r->peak || !r->offset || !r->start || !r->end) {
         psched_report_destroy(r);
         return NULL;
     }
-    psched__advise_huge(r->start, (total + 1) * sizeof *r->start);
-    psched__advise_huge(r->end, (total + 1) * sizeof *r->end);
     return r;
 }
 
@@ -215,8 +213,15 @@ psched_status psched_simulate(const psched_schedule *s, const psched_plan *costs
     psched_report *r = report_alloc(s->devices, total);
     if (!r)
         return PSCHED_ENOMEM_FAIL();
-    bool comm_ops = psched__has_comm_ops(s);
-    if (!comm_ops && psched__costmodel_links(costs)) {
+    /* the common case first (compute ops, default cost model): the same
+     * times, or false and the general engines give the outcome */
+    double *mem_of = mem_table(costs, S);
+    double *last = psched__calloc((size_t)s->devices + 1, sizeof *last);
+    psched_fast_figures fig = {mem_of, r->busy, r->peak, last};
+    bool fast = mem_of && last && psched__execute_fast(s, costs, r->start, r->end, &fig);
+    bool comm_ops = !fast && psched__has_comm_ops(s);
+    psched_status st = PSCHED_OK;
+    if (!fast && !comm_ops && psched__costmodel_links(costs)) {
         /* the link model's transfers, for the traces */
         r->leave = psched__reallocarray(NULL, total + 1, sizeof *r->leave);
         r->arrive = psched__reallocarray(NULL, total + 1, sizeof *r->arrive);
@@ -225,26 +230,33 @@ psched_status psched_simulate(const psched_schedule *s, const psched_plan *costs
             return PSCHED_ENOMEM_FAIL();
         }
     }
-    psched_status st = comm_ops ? psched__execute_rendezvous(s, costs, r->start, r->end)
-                                : psched__execute_transfers(s, costs, r->start, r->end,
-                                                            r->leave, r->arrive);
-    if (st) {
+    if (!fast)
+        st = comm_ops ? psched__execute_rendezvous(s, costs, r->start, r->end)
+                      : psched__execute_transfers(s, costs, r->start, r->end, r->leave,
+                                                  r->arrive);
+    if (st || !mem_of) {
+        psched__dealloc(mem_of);
+        psched__dealloc(last);
         psched_report_destroy(r);
-        return st;
-    }
-    double *mem_of = mem_table(costs, S);
-    if (!mem_of) {
-        psched_report_destroy(r);
-        return PSCHED_ENOMEM_FAIL();
+        return st ? st : PSCHED_ENOMEM_FAIL();
     }
     memcpy(r->offset, s->offset, ((size_t)s->devices + 1) * sizeof *r->offset);
     double makespan = 0, span = 0, busy = 0;
     for (uint32_t d = 0; d < s->devices; d++) {
-        span = fmax(span, device_figures(r, s, mem_of, costs, d, &makespan));
+        if (fast) {
+            /* busy, peak and latest end came with the times */
+            size_t first = s->offset[d], end = s->offset[d + 1];
+            span = fmax(span, end > first ? r->end[end - 1] - r->start[first] : 0);
+            if (last[d] > makespan)
+                makespan = last[d];
+        } else {
+            span = fmax(span, device_figures(r, s, mem_of, costs, d, &makespan));
+        }
         busy += r->busy[d];
     }
-    bool copies = false;
-    for (size_t g = 0; g < total && !copies; g++)
+    psched__dealloc(last);
+    bool copies = false; /* the fast path takes no copies */
+    for (size_t g = 0; !fast && g < total && !copies; g++)
         copies = UNLIKELY_COPY(s->ops[g].kind);
     for (uint32_t d = 0; copies && d < s->devices && !st; d++)
         st = copy_peak(r, s, mem_of, costs, d);

@@ -6,6 +6,8 @@ psched_status psched_validate(const psched_schedule *schedule)
 {
     if (!schedule)
         return psched_fail(PSCHED_EINVAL, "schedule is NULL");
+    if (psched__execute_fast(schedule, NULL, NULL, NULL, NULL))
+        return PSCHED_OK;
     if (psched__has_comm_ops(schedule))
         return psched__execute_rendezvous(schedule, NULL, NULL, NULL);
     return psched__execute(schedule, NULL, NULL, NULL);

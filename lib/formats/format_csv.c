@@ -97,16 +97,22 @@ static struct {
     size_t len;
 } kind_names[256];
 static unsigned named_kinds; /* kinds 0..named_kinds-1 have a name */
+/* the compute kind whose PyTorch name is this one letter ('F', 'I', 'W',
+ * 'B'), else 0xff: the importer's fast path */
+static uint8_t letter_kind[256];
 static pthread_once_t kind_names_once = PTHREAD_ONCE_INIT;
 
 static void fill_kind_names(void)
 {
+    memset(letter_kind, 0xff, sizeof letter_kind);
     for (unsigned k = 0; k < 256; k++) {
         const char *t = psched_op_kind_str((psched_op_kind)k, PSCHED_NAMING_PYTORCH);
         if (t && named_kinds == k)
             named_kinds = k + 1;
         kind_names[k].text = t ? t : "?";
         kind_names[k].len = strlen(kind_names[k].text);
+        if (t && k <= PSCHED_OP_BW && kind_names[k].len == 1)
+            letter_kind[(unsigned char)t[0]] = (uint8_t)k;
     }
 }
 
@@ -231,24 +237,106 @@ static psched_status cell_end(const psched_schedule *s, uint32_t d, size_t i, bo
     return PSCHED_OK;
 }
 
+/* Text of every compute op whose stage and micro-batch are in range,
+ * precomputed: "<stage><TYPE>" per (stage, compute kind) and "<mb>" per
+ * micro-batch, so the writer copies two short strings per op (16 and 8
+ * bytes at a time: the buffer has TEXT_SLACK bytes to spare) instead of
+ * converting numbers. Ops outside the tables (comm ops, copies, flags,
+ * numbers out of range) take the general path, cell by cell. */
+typedef struct stage_kind_text {
+    char text[15];
+    uint8_t len;
+} stage_kind_text;
+
+typedef struct mb_text {
+    char text[7];
+    uint8_t len;
+} mb_text;
+
+#define TEXT_SLACK 32
+
+typedef struct csv_tables {
+    stage_kind_text *sk; /* [stage*4 + kind], kinds F, B, W, BW */
+    mb_text *mb;         /* [micro-batch] */
+    uint32_t stages, mbs;
+} csv_tables;
+
+static void tables_free(csv_tables *t)
+{
+    psched__dealloc(t->sk);
+    psched__dealloc(t->mb);
+}
+
+/* The tables for the schedule's plan (empty when a number would not fit:
+ * every op then takes the general path). */
+static psched_status tables_make(const psched_schedule *s, csv_tables *t)
+{
+    memset(t, 0, sizeof *t);
+    uint32_t S = s->plan->devices * s->plan->chunks, mbs = psched__plan_chain_mbs(s->plan);
+    size_t total = s->offset[s->devices];
+    /* 7 digits at most; tables no larger than the schedule's own ops */
+    if (mbs >= 10000000u || (size_t)S * 4 + mbs > total + 4096)
+        return PSCHED_OK;
+    t->sk = psched__reallocarray(NULL, (size_t)S * 4 + 1, sizeof *t->sk);
+    t->mb = psched__reallocarray(NULL, (size_t)mbs + 1, sizeof *t->mb);
+    if (!t->sk || !t->mb) {
+        tables_free(t);
+        return PSCHED_ENOMEM_FAIL();
+    }
+    for (uint32_t st = 0; st < S; st++) {
+        for (uint8_t k = 0; k < 4; k++) {
+            stage_kind_text *e = &t->sk[(size_t)st * 4 + k];
+            memset(e, 0, sizeof *e);
+            char *p = put_u32(e->text, st);
+            memcpy(p, kind_text(k), kind_len(k)); /* at most 10 + 1 bytes */
+            e->len = (uint8_t)(p - e->text + kind_len(k));
+        }
+    }
+    for (uint32_t k = 0; k < mbs; k++) {
+        mb_text *e = &t->mb[k];
+        char tmp[16];
+        memset(e, 0, sizeof *e);
+        e->len = (uint8_t)(put_u32(tmp, k) - tmp);
+        memcpy(e->text, tmp, e->len);
+    }
+    t->stages = S;
+    t->mbs = mbs;
+    return PSCHED_OK;
+}
+
+/* The op takes the tables' path: a compute op (F, B, W, BW) without flags,
+ * in range. */
+static inline bool plain_op(const csv_tables *t, const psched_op *o)
+{
+    return !o->flags && o->kind <= PSCHED_OP_BW && o->stage < t->stages &&
+           o->microbatch < t->mbs;
+}
+
 /* Length of the text, or an error for a malformed pair or group. */
-static psched_status csv_length(const psched_schedule *s, bool pytorch, size_t *out)
+static psched_status csv_length(const psched_schedule *s, const csv_tables *t, bool pytorch,
+                                size_t *out)
 {
     size_t len = !pytorch && s->plan->chains == 2 ? strlen(CHAINS_HEADER "2\n") : 0;
     for (uint32_t d = 0; d < s->devices; d++) {
         size_t first = s->offset[d], last = s->offset[d + 1], end;
         for (size_t i = first; i < last; i = end) {
+            const psched_op *o = &s->ops[i];
+            if (plain_op(t, o)) {
+                len += t->sk[(size_t)o->stage * 4 + o->kind].len + t->mb[o->microbatch].len + 1;
+                end = i + 1;
+                continue;
+            }
             psched_status st = cell_end(s, d, i, pytorch, &end);
             if (st != PSCHED_OK)
                 return st;
-            len += i > first; /* the comma */
+            len += 1; /* the comma, or the newline for the first cell */
             for (size_t k = i; k < end; k++)
                 len += op_len(&s->ops[k]) + (k > i); /* the ';' */
             if (end - i > 1)
                 len += 1 + strlen(s->ops[i].flags & PSCHED_OP_OVERLAP_NEXT ? OVERLAP_TAIL
                                                                             : BATCH_TAIL);
         }
-        len++; /* the newline */
+        len += first == last; /* every cell counted one separator: the newline */
     }
     *out = len;
     return PSCHED_OK;
@@ -260,22 +348,27 @@ psched_status psched__export_csv(const psched_schedule *s, bool pytorch, char **
     pthread_once(&kind_names_once, fill_kind_names);
     for (size_t g = 0; pytorch && g < s->offset[s->devices]; g++) {
         if (s->ops[g].kind >= PSCHED_OP_VOCAB_S) {
-            char t[48];
-            psched__op_text(&s->ops[g], t, sizeof t);
+            char txt[48];
+            psched__op_text(&s->ops[g], txt, sizeof txt);
             return psched_fail(PSCHED_EUNSUPPORTED,
                                "op %s: PyTorch's compute_comms dialect has no vocabulary passes "
                                "or collectives (VOCAB_S, VOCAB_T, COLLECTIVE are pipesched's "
-                               "extension); export csv or csv-comms instead", t);
+                               "extension); export csv or csv-comms instead", txt);
         }
     }
-    size_t len;
-    psched_status st = csv_length(s, pytorch, &len);
+    csv_tables t;
+    psched_status st = tables_make(s, &t);
     if (st != PSCHED_OK)
         return st;
-    char *out = psched__malloc(len + 1);
-    if (!out)
-        return PSCHED_ENOMEM_FAIL();
-    psched__advise_huge(out, len + 1);
+    size_t len;
+    st = csv_length(s, &t, pytorch, &len);
+    char *out = st == PSCHED_OK ? psched__malloc_array_huge(len + TEXT_SLACK, 1) : NULL;
+    if (st == PSCHED_OK && !out)
+        st = PSCHED_ENOMEM_FAIL();
+    if (st != PSCHED_OK) {
+        tables_free(&t);
+        return st;
+    }
     char *p = out;
     if (!pytorch && s->plan->chains == 2) {
         memcpy(p, CHAINS_HEADER "2\n", strlen(CHAINS_HEADER "2\n"));
@@ -284,10 +377,21 @@ psched_status psched__export_csv(const psched_schedule *s, bool pytorch, char **
     for (uint32_t d = 0; d < s->devices; d++) {
         size_t first = s->offset[d], last = s->offset[d + 1], end;
         for (size_t i = first; i < last; i = end) {
-            cell_end(s, d, i, pytorch, &end); /* checked by csv_length */
+            const psched_op *o = &s->ops[i];
             if (i > first)
                 *p++ = ',';
-            bool pair = s->ops[i].flags & PSCHED_OP_OVERLAP_NEXT;
+            if (plain_op(&t, o)) {
+                const stage_kind_text *a = &t.sk[(size_t)o->stage * 4 + o->kind];
+                const mb_text *b = &t.mb[o->microbatch];
+                memcpy(p, a->text, sizeof a->text + 1);
+                p += a->len;
+                memcpy(p, b->text, sizeof b->text + 1);
+                p += b->len;
+                end = i + 1;
+                continue;
+            }
+            cell_end(s, d, i, pytorch, &end); /* checked by csv_length */
+            bool pair = o->flags & PSCHED_OP_OVERLAP_NEXT;
             if (end - i > 1)
                 *p++ = pair ? '(' : '[';
             for (size_t k = i; k < end; k++) {
@@ -304,6 +408,7 @@ psched_status psched__export_csv(const psched_schedule *s, bool pytorch, char **
         *p++ = '\n';
     }
     *p = '\0';
+    tables_free(&t);
     *text = out;
     if (length)
         *length = len;
@@ -576,6 +681,54 @@ static psched_status parse_header(csv_file *f, const char *p, size_t len, uint32
     return PSCHED_OK;
 }
 
+/* The common cell, `<stage><F|I|W|B><micro-batch>` with numbers of at
+ * most 9 digits, no blanks, ended by ',' or the line's end: read in one
+ * step and appended; *start moves past it. False (nothing read) for any
+ * other cell, which the general parser then reads, with its messages. The
+ * PyTorch names are prefix-free, so the general parser reads this cell as
+ * the same op. */
+static inline bool fast_cell(csv_file *f, const char *p, size_t len, uint32_t line,
+                             size_t *start)
+{
+    size_t i = *start, lim;
+    uint32_t stage = 0, mb = 0;
+    if (f->count == f->cap)
+        return false; /* file_push grows the table */
+    lim = i + 9 < len ? i + 9 : len;
+    if (i >= lim || (unsigned)(p[i] - '0') > 9)
+        return false;
+    for (; i < lim && (unsigned)(p[i] - '0') <= 9; i++)
+        stage = stage * 10 + (uint32_t)(p[i] - '0');
+    if (i >= len)
+        return false;
+    uint8_t kind = letter_kind[(unsigned char)p[i++]];
+    if (kind == 0xff)
+        return false;
+    size_t m0 = i;
+    lim = i + 9 < len ? i + 9 : len;
+    for (; i < lim && (unsigned)(p[i] - '0') <= 9; i++)
+        mb = mb * 10 + (uint32_t)(p[i] - '0');
+    if (i == m0 || (i < len && p[i] != ','))
+        return false; /* no number, a tenth digit, or more text */
+    size_t n = f->count;
+    csv_op *op = &f->ops[n];
+    op->stage = stage;
+    op->mb = mb;
+    op->kind = kind;
+    op->flags = 0;
+    op->line = line;
+    op->col = (uint32_t)(*start + 1);
+    if (!f->staged || stage > f->ops[f->max_stage_at].stage) { /* F, I, W, B name stages */
+        f->max_stage_at = n;
+        f->staged = true;
+    }
+    if (n == 0 || mb > f->ops[f->max_mb_at].mb)
+        f->max_mb_at = n;
+    f->count = n + 1;
+    *start = i + 1;
+    return true;
+}
+
 static psched_status parse_line(csv_file *f, const char *p, size_t len, uint32_t line)
 {
     const char *nul = memchr(p, '\0', len);
@@ -591,6 +744,8 @@ static psched_status parse_line(csv_file *f, const char *p, size_t len, uint32_t
         return parse_header(f, p, len, line);
     size_t start = 0;
     while (start <= len) {
+        if (fast_cell(f, p, len, line, &start))
+            continue;
         const char *comma = memchr(p + start, ',', len - start);
         size_t end = comma ? (size_t)(comma - p) : len;
         size_t a = start, z = end;
