@@ -231,6 +231,41 @@ static psched_status run(weave *w, psched_builder *b)
     }
 }
 
+/* The shared order. Vocab-1's C2_k goes after C1_{k+1} when the root runs
+ * the last stage's F of k+1 before its backward of k (1F1B's extra
+ * warm-up), so no device waits on it early; otherwise right after C1_k,
+ * since C0_{k+1} cannot run before that backward. */
+static psched_status build_seq(weave *w)
+{
+    /* where the root's list has the last stage's F and backward of each k */
+    size_t *fpos = psched__reallocarray(NULL, (size_t)w->m * 2 + 1, sizeof *fpos);
+    if (!fpos)
+        return PSCHED_ENOMEM_FAIL();
+    size_t *bpos = fpos + w->m;
+    for (size_t g = w->base->offset[w->root]; g < w->base->offset[w->root + 1]; g++) {
+        const psched_op *o = &w->base->ops[g];
+        if (o->stage == w->S - 1 && o->kind != PSCHED_OP_W)
+            (o->kind == PSCHED_OP_F ? fpos : bpos)[o->microbatch] = g;
+    }
+    bool pending = false; /* C2_{k-1} still to place */
+    for (uint32_t k = 0; k < w->m; k++) {
+        if (pending && !(fpos[k] < bpos[k - 1])) {
+            w->seq[w->nseq++] = (item){IT_C2, k - 1};
+            pending = false;
+        }
+        w->seq[w->nseq++] = (item){IT_C0, k};
+        w->seq[w->nseq++] = (item){IT_S, k};
+        w->seq[w->nseq++] = (item){IT_C1, k};
+        if (pending)
+            w->seq[w->nseq++] = (item){IT_C2, k - 1};
+        pending = w->vocab1;
+    }
+    if (pending)
+        w->seq[w->nseq++] = (item){IT_C2, w->m - 1};
+    psched__dealloc(fpos);
+    return PSCHED_OK;
+}
+
 static void weave_free(weave *w)
 {
     psched__dealloc(w->f_end);
@@ -282,16 +317,9 @@ static psched_status weave_run(const psched_plan *plan, const psched_schedule *b
             w.cend[i] = NAN;
         for (uint32_t d = 0; d < w.p; d++)
             w.pos[d] = base->offset[d];
-        for (uint32_t k = 0; k < w.m; k++) {
-            w.seq[w.nseq++] = (item){IT_C0, k};
-            w.seq[w.nseq++] = (item){IT_S, k};
-            w.seq[w.nseq++] = (item){IT_C1, k};
-            if (w.vocab1 && k > 0)
-                w.seq[w.nseq++] = (item){IT_C2, k - 1};
-        }
-        if (w.vocab1)
-            w.seq[w.nseq++] = (item){IT_C2, w.m - 1};
-        st = run(&w, b);
+        st = build_seq(&w);
+        if (!st)
+            st = run(&w, b);
     }
     weave_free(&w);
     return st;
