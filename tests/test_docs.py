@@ -221,6 +221,109 @@ class OffloadTable(unittest.TestCase):
                     self.assertEqual(r["makespan"], want_step)
 
 
+# Vocabulary Parallelism (Yeung et al., MLSys'25), docs/schedules.md
+# "Vocabulary Parallelism". Unit costs, p = 8, m = 32, S and T passes free:
+# the paper's activation memory, p + 2 micro-batches under Vocab-1 and
+# p + 1 under Vocab-2 (1F1B alone: p), and 1F1B's span (m + p - 1)(F+B+W),
+# which free passes leave unchanged (the extra warm-up forwards run while
+# the first backward travels down the pipeline anyway).
+VOCAB_UNIT = {0: (P, (M + P - 1) * 3), 1: (P + 2, (M + P - 1) * 3), 2: (P + 1, (M + P - 1) * 3)}
+ROOT = os.path.dirname(DOCS)
+
+
+def profile(path):
+    """Groups of a layer profile: (type, count, f, b, w, act, param)."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#") or line.startswith("type,") or not line.strip():
+                continue
+            c = line.strip().split(",")
+            rows.append((c[0], int(c[1])) + tuple(float(x) for x in c[2:7]))
+    return rows
+
+
+def params_per_device(groups, vocab):
+    """Parameter bytes of each device under the --model rule (docs/cli.md):
+    transformer layers split evenly over the p stages, the first L mod p
+    taking one more; the embedding on stage 0 and the head on stage p-1,
+    or, with vocab, both split evenly over every device."""
+    body = [g[6] for g in groups if g[0] not in ("embedding", "head") for _ in range(g[1])]
+    emb = sum(g[6] * g[1] for g in groups if g[0] == "embedding")
+    head = sum(g[6] * g[1] for g in groups if g[0] == "head")
+    out, at = [], 0
+    for s in range(P):
+        n = len(body) // P + (1 if s < len(body) % P else 0)
+        x = sum(body[at:at + n])
+        at += n
+        if vocab:
+            x += (emb + head) / P
+        else:
+            x += emb if s == 0 else 0
+            x += head if s == P - 1 else 0
+        out.append(x)
+    return out
+
+
+def vocab_variant(model, m, variant):
+    """Step time and peak memory (GB: parameters + simulated activations on
+    the fullest device) of one row of the reproduction table."""
+    path = os.path.join(ROOT, "docs", "examples", model)
+    base = [CLI, "--devices", str(P), "--microbatches", str(m), "--model", path, "--json"]
+    if variant == "redistribution":
+        r = json.loads(subprocess.run([CLI, "partition", "--schedule", "1f1b"] + base[1:],
+                                      capture_output=True, text=True, check=True).stdout)
+        return r["makespan"], max(d["peak_memory"] for d in r["devices"]) / 1e9
+    vocab = {"baseline": 0, "Vocab-1": 1, "Vocab-2": 2}[variant]
+    r = json.loads(subprocess.run([CLI, "simulate", "--schedule", "1f1b", "--vocab", str(vocab)]
+                                  + base[1:], capture_output=True, text=True, check=True).stdout)
+    params = params_per_device(profile(path), vocab)
+    return r["makespan"], max(a + b for a, b in zip(params, r["peak_memory"])) / 1e9
+
+
+def vocab_rows():
+    rows = []
+    with open(os.path.join(DOCS, "schedules.md"), encoding="utf-8") as f:
+        text = f.read()
+    table = text[text.index("**Reproduction**"):]
+    for line in table.splitlines()[1:]:
+        if line.startswith("| model") or line.startswith("|---"):
+            continue
+        if not line.startswith("|"):
+            if rows:
+                break
+            continue
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows
+
+
+class VocabTable(unittest.TestCase):
+    def test_unit_costs_meet_the_papers_memory(self):
+        for vocab, (peak, span) in VOCAB_UNIT.items():
+            with self.subTest(vocab=vocab):
+                r = simulate("1f1b", "--vocab", str(vocab))
+                self.assertEqual(max(r["peak_memory"]), peak)
+                self.assertEqual(r["peak_memory"][0], peak)
+                self.assertEqual(r["span"], span)
+
+    def test_reproduction_rows_are_the_simulated_figures(self):
+        rows = vocab_rows()
+        want = {(mo, m, v) for mo in ("gemma2_9b.csv", "llama3_8b.csv") for m in ("32", "64")
+                for v in ("baseline", "redistribution", "Vocab-1", "Vocab-2")}
+        self.assertEqual({(r[0], r[1], r[2]) for r in rows}, want)
+        base = {}
+        for r in rows:
+            if r[2] == "baseline":
+                base[(r[0], r[1])] = vocab_variant(r[0], int(r[1]), "baseline")
+        for model, m, variant, step, gain, peak, *_ in rows:
+            with self.subTest(model=model, m=m, variant=variant):
+                t, mem = vocab_variant(model, int(m), variant)
+                self.assertEqual(round(t, 1), float(step))
+                bt = base[(model, m)][0]
+                self.assertEqual(round(100 * (bt / t - 1), 1), float(gain.rstrip("%")))
+                self.assertEqual(round(mem, 1), float(peak))
+
+
 if __name__ == "__main__":
     if not CLI or not DOCS:
         sys.exit("PIPESCHED_CLI and PIPESCHED_DOCS must be set")

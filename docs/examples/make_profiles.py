@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate docs/examples/{llama70b,gemma2_9b,mixtral}.csv from
+"""Regenerate docs/examples/{llama70b,gemma2_9b,llama3_8b,mixtral}.csv from
 pipesched.Model.from_transformer (FlashAttention and a causal mask, the
 defaults). Run from the repository with the built library reachable, e.g.
     PYTHONPATH=bindings/python PIPESCHED_LIBRARY=build/lib/libpipesched.so.1 \\
@@ -18,6 +18,9 @@ PROFILES = [
     ("gemma2_9b.csv", "Gemma2-9B-like model (256k vocabulary, head_dim 256)",
      dict(hidden=3584, ffn=14336, heads=16, kv_heads=8, head_dim=256, layers=42,
           vocab=256000, sequence=4096, microbatch=1, tensor_parallel=1, dtype_bytes=2)),
+    ("llama3_8b.csv", "Llama3-8B-like model (128k vocabulary)",
+     dict(hidden=4096, ffn=14336, heads=32, kv_heads=8, layers=32, vocab=128256,
+          sequence=4096, microbatch=1, tensor_parallel=1, dtype_bytes=2)),
     ("mixtral.csv", "Mixtral-8x7B-like MoE, every layer MoE",
      dict(hidden=4096, ffn=14336, heads=32, kv_heads=8, layers=32, vocab=32000,
           sequence=4096, microbatch=1, tensor_parallel=4, dtype_bytes=2, experts=8,
