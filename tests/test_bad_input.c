@@ -471,6 +471,105 @@ static psched_status chimera_odd_devices(void)
     return generate_fails(plan_new(3, 6, 0), "chimera");
 }
 
+/* ---- Vocabulary Parallelism and collectives (issue 19) ---- */
+
+static psched_status vocab_cost_negative(void)
+{
+    psched_plan *p = plan_new(2, 2, 0);
+    psched_status st = psched_plan_set_vocab_cost(p, 1, -0.5);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status vocab_mem_nan(void)
+{
+    psched_plan *p = plan_new(2, 2, 0);
+    psched_status st = psched_plan_set_vocab_mem(p, NAN, 0);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status collective_bytes_index_8(void)
+{
+    psched_plan *p = plan_new(2, 2, 0);
+    psched_status st = psched_plan_set_collective_bytes(p, 8, 1);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status collective_bytes_infinite(void)
+{
+    psched_plan *p = plan_new(2, 2, 0);
+    psched_status st = psched_plan_set_collective_bytes(p, 0, INFINITY);
+    psched_plan_destroy(p);
+    return st;
+}
+
+static psched_status vocab_option_3(void)
+{
+    psched_plan *p = plan_new(2, 4, 0);
+    CHECK_OK(psched_plan_set_option(p, "vocab", 3));
+    return generate_fails(p, "1f1b");
+}
+
+static psched_status vocab_on_gpipe(void)
+{
+    psched_plan *p = plan_new(2, 4, 0);
+    CHECK_OK(psched_plan_set_option(p, "vocab", 1));
+    return generate_fails(p, "gpipe");
+}
+
+static psched_status csv_vocab_shard_on_another_device(void)
+{
+    return import_str("0F0,1VOCAB_S0,0B0\n1F0,1B0\n");
+}
+
+static psched_status csv_collective_index_8(void)
+{
+    return import_str("0F0,8COLLECTIVE0,0B0\n1F0,8COLLECTIVE0,1B0\n");
+}
+
+static psched_status validate_str(const char *text)
+{
+    psched_schedule *s = NULL;
+    psched_status st = psched_import_csv(text, strlen(text), NULL, &s);
+    if (!st)
+        st = psched_validate(s);
+    psched_schedule_destroy(s);
+    return st;
+}
+
+static psched_status csv_collective_never_reached(void)
+{
+    return validate_str("0F0,0COLLECTIVE0,0B0\n1F0,1B0\n");
+}
+
+static psched_status csv_collectives_out_of_order(void)
+{
+    return validate_str("0F0,0COLLECTIVE0,1COLLECTIVE0,0B0\n1F0,1COLLECTIVE0,0COLLECTIVE0,1B0\n");
+}
+
+static psched_status csv_vocab_pass_missing(void)
+{
+    return validate_str("0F0,0COLLECTIVE0,0VOCAB_S0,1COLLECTIVE0,0VOCAB_T0,0B0\n"
+                        "1F0,0COLLECTIVE0,1VOCAB_S0,1COLLECTIVE0,1B0\n");
+}
+
+static psched_status vocab_to_pytorch_dialect(void)
+{
+    psched_plan *p = plan_new(2, 4, 0);
+    CHECK_OK(psched_plan_set_option(p, "vocab", 2));
+    psched_schedule *s = NULL;
+    psched_status st = psched_generate(p, "1f1b", &s);
+    char *text = NULL;
+    if (!st)
+        st = psched_export(s, NULL, PSCHED_FORMAT_CSV_COMMS_PYTORCH, 0, &text, NULL);
+    psched_free(text);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(p);
+    return st;
+}
+
 static psched_status dualpipev_too_few_microbatches(void)
 {
     return generate_fails(plan_new(4, 6, 0), "dualpipev");
@@ -1267,6 +1366,29 @@ static const bad_case cases[] = {
     {"chimera with m = 6, p = 4", chimera_partial_unit, PSCHED_EINVAL,
      "microbatches (6) must be a multiple of devices (4) for chimera"},
     {"chimera with p = 3", chimera_odd_devices, PSCHED_EINVAL, "devices (3) must be even"},
+    {"vocab S time negative", vocab_cost_negative, PSCHED_EINVAL,
+     "vocabulary T pass time (-0.5) must be finite and >= 0"},
+    {"vocab S memory NaN", vocab_mem_nan, PSCHED_EINVAL,
+     "vocabulary S pass memory change (nan) must be finite"},
+    {"collective bytes index 8", collective_bytes_index_8, PSCHED_EINVAL,
+     "collective index (8) must be < 8"},
+    {"collective bytes infinite", collective_bytes_infinite, PSCHED_EINVAL,
+     "collective bytes (inf) must be finite and >= 0"},
+    {"vocab option 3", vocab_option_3, PSCHED_EINVAL, "vocab"},
+    {"vocab option on gpipe", vocab_on_gpipe, PSCHED_EINVAL,
+     "option \"vocab\" is not an option of gpipe"},
+    {"CSV vocabulary shard on another device", csv_vocab_shard_on_another_device,
+     PSCHED_EINVAL, "VOCAB_S shard (1) must be the device's own index (0)"},
+    {"CSV collective index 8", csv_collective_index_8, PSCHED_EINVAL,
+     "collective index (8) must be < 8"},
+    {"collective one device never reaches", csv_collective_never_reached, PSCHED_EDEADLOCK,
+     "device(s) 1 never reach it"},
+    {"collectives in different orders", csv_collectives_out_of_order, PSCHED_EDEADLOCK,
+     "devices 0 and 1 reach collectives in different orders"},
+    {"vocabulary T pass missing", csv_vocab_pass_missing, PSCHED_EINVALID,
+     "1VOCAB_T0 is missing"},
+    {"vocab schedule to PyTorch's compute_comms", vocab_to_pytorch_dialect, PSCHED_EUNSUPPORTED,
+     "no vocabulary passes or collectives"},
     {"dualpipev with m < 2p", dualpipev_too_few_microbatches, PSCHED_EINVAL,
      "microbatches (6) must be >= 2*devices (8)"},
     {"zb, deltas (+1, 0, 0), limit 4", zb_memory_deltas_that_do_not_sum_to_zero,

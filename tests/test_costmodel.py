@@ -76,6 +76,32 @@ class TestPython(unittest.TestCase):
         budget = pipesched.generate("1f1b", plan).offload("budget", budget=3).simulate()
         self.assertLessEqual(max(budget.peak_memory), 3)
 
+    def test_vocabulary_parallelism(self):
+        # tests/test_collective.c and docs/schedules.md: 1F1B with vocab at
+        # unit costs and free passes keeps the span (m + p - 1)·3 = 117 and
+        # holds p + 1 (Vocab-2) and p + 2 (Vocab-1) activations on device 0
+        plan = pipesched.Plan(devices=8, microbatches=32, options={"vocab": 2})
+        plan.set_vocab_cost(0, 0).set_vocab_mem(0.5, -0.5).set_collective_bytes(1, 64)
+        self.assertEqual(plan.vocab_cost(), (0, 0))
+        self.assertEqual(plan.vocab_mem(), (0.5, -0.5))
+        self.assertEqual(plan.collective_bytes(1), 64)
+        self.assertEqual(plan.collective_bytes(0), 0)
+        s = pipesched.generate("1f1b", plan)
+        self.assertIn("COLLECTIVE", [o.kind for o in s.ops(0)])
+        self.assertEqual(sum(o.kind == "VOCAB_S" for o in s.ops(3)), 32)
+        rep = s.simulate()
+        self.assertEqual(rep.span, 117)
+        self.assertEqual(rep.peak_memory[0], 9 + 0.5)
+        v1 = pipesched.generate("1f1b", pipesched.Plan(devices=8, microbatches=32,
+                                                       options={"vocab": 1})).simulate()
+        self.assertEqual(v1.peak_memory[0], 10)
+        with self.assertRaises(pipesched.Unsupported) as e:
+            s.to_pytorch_actions()
+        self.assertIn("VOCAB_S, VOCAB_T and COLLECTIVE are pipesched's own op kinds",
+                      str(e.exception))
+        back = pipesched.from_csv(s.to_csv())
+        self.assertEqual(back.hash, s.hash)
+
 
 @unittest.skipUnless(CLI, "PIPESCHED_CLI is not set")
 class TestCli(unittest.TestCase):

@@ -1092,6 +1092,27 @@ inline Plan &set_pcie_bandwidth(Plan &plan, double bandwidth)
     detail::check(psched_plan_set_pcie_bandwidth(detail::require(plan.get(), "Plan"), bandwidth));
     return plan;
 }
+/** Times of one vocabulary S pass and one T pass on one device
+ *  (psched_plan_set_vocab_cost()). */
+inline Plan &set_vocab_cost(Plan &plan, double s, double t)
+{
+    detail::check(psched_plan_set_vocab_cost(detail::require(plan.get(), "Plan"), s, t));
+    return plan;
+}
+/** Memory changes of the S and T passes (psched_plan_set_vocab_mem()). */
+inline Plan &set_vocab_mem(Plan &plan, double s, double t)
+{
+    detail::check(psched_plan_set_vocab_mem(detail::require(plan.get(), "Plan"), s, t));
+    return plan;
+}
+/** Bytes of collective @p index of each micro-batch
+ *  (psched_plan_set_collective_bytes()). */
+inline Plan &set_collective_bytes(Plan &plan, std::uint32_t index, double bytes)
+{
+    detail::check(
+        psched_plan_set_collective_bytes(detail::require(plan.get(), "Plan"), index, bytes));
+    return plan;
+}
 /** PipeOffload (psched_offload()): a copy of @p schedule with OFFLOAD/RELOAD
  *  ops; @p budget is used by ::PSCHED_OFFLOAD_BUDGET only. */
 inline Schedule offload(const Schedule &schedule, psched_offload_policy policy,

@@ -4,7 +4,9 @@
  *
  * Input bytes, in order: generator index, p, m, v, chains, placement,
  * cost mode, costs, memory mode, memory deltas, comm, memory limit,
- * group-size, then a device per stage for a custom map. Shapes stay
+ * group-size, then a device per stage for a custom map, then (issue 19)
+ * the vocab option for a generator that declares it (0..2), the S and T
+ * pass times and the bytes of collectives 0..2. Shapes stay
  * small (p <= 16, m <= 64, v <= 4) so one input runs in milliseconds;
  * values that the setters refuse (NaN, negative costs, ...) leave the
  * default in place, as they would for a caller who checks the status.
@@ -13,6 +15,7 @@
 #include "fuzz_common.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* A small non-negative value in steps of 1/4, or now and then raw bits. */
 static double cost_value(fuzz_input *in, uint8_t mode)
@@ -78,6 +81,22 @@ static psched_plan *plan_from(fuzz_input *in)
     return plan;
 }
 
+/* Vocabulary Parallelism where the generator declares the option; bytes
+ * past the end read as 0, so older seeds keep it off. */
+static void set_vocab(psched_plan *plan, const psched_generator *g, fuzz_input *in)
+{
+    uint8_t vocab = fuzz_byte(in) % 3;
+    bool declared = false;
+    for (size_t i = 0; i < g->option_count; i++)
+        declared |= strcmp(g->options[i].name, "vocab") == 0;
+    if (!vocab || !declared)
+        return;
+    (void)psched_plan_set_option(plan, "vocab", vocab);
+    (void)psched_plan_set_vocab_cost(plan, fuzz_byte(in) / 8.0, fuzz_byte(in) / 8.0);
+    for (uint32_t j = 0; j < 3; j++)
+        (void)psched_plan_set_collective_bytes(plan, j, fuzz_byte(in));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_input in = {data, size, 0};
@@ -87,6 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (psched_generator_is_exact(g))
         return 0;
     psched_plan *plan = plan_from(&in);
+    set_vocab(plan, g, &in);
     psched_schedule *s = NULL;
     psched_status st = psched_generate(plan, g->name, &s);
     if (st == PSCHED_OK) {

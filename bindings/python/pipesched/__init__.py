@@ -1039,8 +1039,16 @@ _to_pytorch_actions_plain = Schedule.to_pytorch_actions
 
 
 def _to_pytorch_actions(self: Schedule) -> _t.List[_t.List[str]]:
-    offload = _kinds().index("OFFLOAD")  # kinds from here on are activation copies
-    if any(o.kind >= offload for d in range(self.devices) for o in self._raw_ops(d)):
+    kinds = _kinds()
+    vocab = kinds.index("VOCAB_S") if "VOCAB_S" in kinds else len(kinds)
+    offload = kinds.index("OFFLOAD")  # OFFLOAD, RELOAD: activation copies
+    found = {o.kind for d in range(self.devices) for o in self._raw_ops(d) if o.kind >= offload}
+    if any(k >= vocab for k in found):
+        raise _error(_lib.EUNSUPPORTED,
+                     "VOCAB_S, VOCAB_T and COLLECTIVE are pipesched's own op kinds "
+                     "(Vocabulary Parallelism); torch.distributed.pipelining has no such "
+                     "action: generate the schedule without the vocab option")
+    if found:
         raise _error(_lib.EUNSUPPORTED,
                      "OFFLOAD/RELOAD are pipesched's own op kinds (activation copies); "
                      "torch.distributed.pipelining has no such action: export the schedule "
@@ -1050,5 +1058,54 @@ def _to_pytorch_actions(self: Schedule) -> _t.List[_t.List[str]]:
 
 Plan.set_pcie_bandwidth = _plan_set_pcie_bandwidth
 Plan.pcie_bandwidth = _plan_pcie_bandwidth
+
+
+# ---- Vocabulary Parallelism and collectives (docs/schedules.md, "vocab") ----
+
+def _pair_getter(self: Plan, name: str) -> _t.Tuple[float, float]:
+    a, b = _ctypes.c_double(), _ctypes.c_double()
+    _check(_call(self, name, _ctypes.byref(a), _ctypes.byref(b)))
+    return (a.value, b.value)
+
+
+def _plan_set_vocab_cost(self: Plan, s: float, t: float) -> Plan:
+    """Times of one vocabulary S pass and one T pass on one device (finite,
+    >= 0): the output layer's cost split over the p devices."""
+    _check(_call(self, "psched_plan_set_vocab_cost", float(s), float(t)))
+    return self
+
+
+def _plan_vocab_cost(self: Plan) -> _t.Tuple[float, float]:
+    return _pair_getter(self, "psched_plan_vocab_cost")
+
+
+def _plan_set_vocab_mem(self: Plan, s: float, t: float) -> Plan:
+    """Memory changes of the S and T passes (finite; (+a, -a): the S pass
+    holds its shard's logits until the T pass)."""
+    _check(_call(self, "psched_plan_set_vocab_mem", float(s), float(t)))
+    return self
+
+
+def _plan_vocab_mem(self: Plan) -> _t.Tuple[float, float]:
+    return _pair_getter(self, "psched_plan_vocab_mem")
+
+
+def _plan_set_collective_bytes(self: Plan, index: int, nbytes: float) -> Plan:
+    """Bytes of collective `index` (< 8) of each micro-batch: it takes
+    t_comm + link latency + bytes / bandwidth."""
+    _check(_call(self, "psched_plan_set_collective_bytes", _u32("index", index), float(nbytes)))
+    return self
+
+
+def _plan_collective_bytes(self: Plan, index: int) -> float:
+    return _call(self, "psched_plan_collective_bytes", _u32("index", index))
+
+
+Plan.set_vocab_cost = _plan_set_vocab_cost
+Plan.vocab_cost = _plan_vocab_cost
+Plan.set_vocab_mem = _plan_set_vocab_mem
+Plan.vocab_mem = _plan_vocab_mem
+Plan.set_collective_bytes = _plan_set_collective_bytes
+Plan.collective_bytes = _plan_collective_bytes
 Schedule.offload = _schedule_offload
 Schedule.to_pytorch_actions = _to_pytorch_actions

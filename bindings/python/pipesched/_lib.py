@@ -328,6 +328,13 @@ _COSTMODEL = {
     "psched_plan_pcie_bandwidth": (ctypes.c_double, [ctypes.c_void_p]),
     "psched_offload": (status_t, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
                                   ctypes.c_double, handle_out]),
+    # Vocabulary Parallelism and collectives (issue 19)
+    "psched_plan_set_vocab_cost": (status_t, [ctypes.c_void_p] + [ctypes.c_double] * 2),
+    "psched_plan_vocab_cost": (status_t, [ctypes.c_void_p] + [double_out] * 2),
+    "psched_plan_set_vocab_mem": (status_t, [ctypes.c_void_p] + [ctypes.c_double] * 2),
+    "psched_plan_vocab_mem": (status_t, [ctypes.c_void_p] + [double_out] * 2),
+    "psched_plan_set_collective_bytes": (status_t, [ctypes.c_void_p, u32, ctypes.c_double]),
+    "psched_plan_collective_bytes": (ctypes.c_double, [ctypes.c_void_p, u32]),
 }
 _PROTOTYPES.update(_COSTMODEL)
 OPTIONAL = OPTIONAL | frozenset(_COSTMODEL)
