@@ -1355,6 +1355,17 @@ PSCHED_API const char *psched_search_schedule(const psched_search_result *result
 /** @brief Chunks per device v of alternative @p index (0 when out of range). */
 PSCHED_API uint32_t psched_search_chunks(const psched_search_result *result, size_t index);
 
+/** @brief The generator option `vocab` of alternative @p index
+ *  (PIPESCHED_1.1): 0 for a plain candidate; 1 or 2 for a Vocabulary
+ *  Parallelism candidate, which the search adds for every generator that
+ *  declares the option when the model has a head group (head, loss or
+ *  output) and the plan does not set the option itself. Such a candidate
+ *  partitions the model without its head, whose cost and activations become
+ *  the S and T passes split over the p devices (docs/schedules.md, "vocab";
+ *  the head's parameters, 1/p per device, are not in its memory figures).
+ *  0 when out of range. */
+PSCHED_API uint32_t psched_search_vocab(const psched_search_result *result, size_t index);
+
 /** @brief ::PSCHED_OK when alternative @p index was partitioned, else the
  *  status its partition failed with (::PSCHED_EINVAL when out of range). */
 PSCHED_API psched_status psched_search_error(const psched_search_result *result, size_t index);

@@ -1232,11 +1232,20 @@ class TestOptimizer(CliCase):
         self.assertEqual(d["best"], 0)
         self.assertTrue(all(a["fits"] for a in alts))
         self.assertEqual([a["makespan"] for a in alts], sorted(a["makespan"] for a in alts))
-        one = next(a for a in alts if a["schedule"] == "1f1b")
+        one = next(a for a in alts if a["schedule"] == "1f1b" and a["vocab"] == 0)
         self.assertAlmostEqual(one["makespan"], one_f_one_b_makespan([6.1, 5, 5, 4.6]), places=9)
+        # the model has a head: Vocabulary Parallelism joins as vocab=1 and 2
+        # (issue 19), for 1f1b, which declares the option, not interleaved
+        self.assertEqual(sorted(a["vocab"] for a in d["alternatives"] if a["schedule"] == "1f1b"),
+                         [0, 1, 2])
+        self.assertEqual({a["vocab"] for a in d["alternatives"]
+                          if a["schedule"] == "interleaved"}, {0})
         self.assertAlmostEqual(one["even_makespan"], 242.7, places=9)
         self.assertEqual(d["plan"]["schedule"], alts[0]["schedule"])
-        self.assertEqual(sum(s["count"] for s in d["plan"]["stages"]), 18)
+        # a vocab plan partitions the model without its head (one layer)
+        self.assertEqual(d["plan"]["vocab"], alts[0]["vocab"])
+        self.assertEqual(sum(s["count"] for s in d["plan"]["stages"]),
+                         18 - (1 if d["plan"]["vocab"] else 0))
 
     def test_plan_with_nothing_fitting_exits_1(self):
         r = run("plan", "--model", self.head_heavy(), "--devices", "4", "--microbatches", "8",

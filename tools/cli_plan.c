@@ -31,11 +31,11 @@ const char cli_help_plan[] =
     "  --allow-empty         a stage may receive no layer\n"
     "  --json                print one JSON object: solve_time, memory_limit,\n"
     "                        best (index of the best alternative or null),\n"
-    "                        alternatives [{rank, schedule, chunks, fits, status,\n"
+    "                        alternatives [{rank, schedule, chunks, vocab, fits, status,\n"
     "                        gap, makespan, bubble_ratio, peak_memory,\n"
     "                        even_makespan, speedup, min_memory, solve_time,\n"
     "                        error}], and plan: the best alternative's {schedule,\n"
-    "                        chunks, status, objective, stages [...], devices\n"
+    "                        chunks, vocab, status, objective, stages [...], devices\n"
     "                        [...]} as in 'pipesched partition --json', or null\n"
     "  --format FMT          text (the default) or json (the same as --json)\n"
     "  --emit FRAMEWORK      print the best plan as megatron flags or a torchtitan\n"
@@ -155,9 +155,9 @@ static void print_alternative_json(FILE *f, const psched_search_result *r, size_
     const psched_partition_result *pr = psched_search_partition(r, i);
     fprintf(f, "%s\n    {\"rank\": %zu, \"schedule\": ", i ? "," : "", i + 1);
     cli_json_string(f, psched_search_schedule(r, i));
-    fprintf(f, ", \"chunks\": %u, \"fits\": %s, \"status\": \"%s\", \"gap\": ",
-            psched_search_chunks(r, i), psched_search_fits(r, i) ? "true" : "false",
-            outcome(r, i));
+    fprintf(f, ", \"chunks\": %u, \"vocab\": %u, \"fits\": %s, \"status\": \"%s\", \"gap\": ",
+            psched_search_chunks(r, i), psched_search_vocab(r, i),
+            psched_search_fits(r, i) ? "true" : "false", outcome(r, i));
     cli_json_number(f, pr ? psched_partition_gap(pr) : NAN);
     fputs(", \"makespan\": ", f);
     cli_json_number(f, psched_search_makespan(r, i));
@@ -200,8 +200,8 @@ static void print_json(FILE *f, const plan_opts *o, const psched_search_result *
     const psched_partition_result *pr = psched_search_partition(r, 0);
     fputs("{\n    \"schedule\": ", f);
     cli_json_string(f, psched_search_schedule(r, 0));
-    fprintf(f, ",\n    \"chunks\": %u,\n    \"status\": \"%s\",\n    \"objective\": ",
-            psched_search_chunks(r, 0), outcome(r, 0));
+    fprintf(f, ",\n    \"chunks\": %u,\n    \"vocab\": %u,\n    \"status\": \"%s\",\n    \"objective\": ",
+            psched_search_chunks(r, 0), psched_search_vocab(r, 0), outcome(r, 0));
     cli_json_number(f, psched_partition_objective(pr));
     fputs(",\n", f);
     cli_partition_json_stages(f, pr, "    ");
@@ -227,8 +227,18 @@ static void describe(const psched_search_result *r, size_t i, char *out, size_t 
         snprintf(out, size, "%s", outcome(r, i));
 }
 
+/* "1f1b", or "1f1b vocab=2" for a Vocabulary Parallelism candidate. */
+static const char *alt_name(const psched_search_result *r, size_t i, char *buf, size_t size)
+{
+    if (!psched_search_vocab(r, i))
+        return psched_search_schedule(r, i);
+    snprintf(buf, size, "%s vocab=%u", psched_search_schedule(r, i), psched_search_vocab(r, i));
+    return buf;
+}
+
 static void print_table(FILE *f, const psched_search_result *r)
 {
+    char nm[64];
     fprintf(f, "%-5s %-15s %-3s %12s %8s %13s %9s  %s\n", "rank", "schedule", "v", "step time",
             "bubble", "peak memory", "vs even", "status");
     for (size_t i = 0; i < psched_search_count(r); i++) {
@@ -237,7 +247,7 @@ static void print_table(FILE *f, const psched_search_result *r)
         double t = psched_search_makespan(r, i);
         if (isnan(t)) { /* the candidate failed: no figures, only its reason */
             fprintf(f, "%-5zu %-15s %-3u %12s %8s %13s %9s  %s\n", i + 1,
-                    psched_search_schedule(r, i), psched_search_chunks(r, i), "-", "-", "-", "-",
+                    alt_name(r, i, nm, sizeof nm), psched_search_chunks(r, i), "-", "-", "-", "-",
                     status);
             continue;
         }
@@ -247,7 +257,7 @@ static void print_table(FILE *f, const psched_search_result *r)
         if (isfinite(speedup))
             snprintf(vs, sizeof vs, "%.3fx", speedup);
         fprintf(f, "%-5zu %-15s %-3u %12.2f %7.1f%% %13.4g %9s  %s\n", i + 1,
-                psched_search_schedule(r, i), psched_search_chunks(r, i), t,
+                alt_name(r, i, nm, sizeof nm), psched_search_chunks(r, i), t,
                 100 * psched_search_bubble_ratio(r, i), psched_search_peak_memory(r, i), vs,
                 status);
     }
@@ -255,6 +265,7 @@ static void print_table(FILE *f, const psched_search_result *r)
 
 static void print_text(FILE *f, const plan_opts *o, const psched_search_result *r)
 {
+    char nm[64];
     print_table(f, r);
     if (psched_search_count(r) == 0 || !psched_search_fits(r, 0)) {
         /* Say the real cause: the memory limit only when some candidate
@@ -276,7 +287,7 @@ static void print_text(FILE *f, const plan_opts *o, const psched_search_result *
     double mk = psched_search_makespan(r, 0), even = psched_search_even_makespan(r, 0);
     fprintf(f, "\nbest plan: %s, v = %u: step time %.6g, bubble %.1f%%, peak memory %.6g "
                "(limit %.6g)\n",
-            psched_search_schedule(r, 0), psched_search_chunks(r, 0), mk,
+            alt_name(r, 0, nm, sizeof nm), psched_search_chunks(r, 0), mk,
             100 * psched_search_bubble_ratio(r, 0), psched_search_peak_memory(r, 0),
             o->shape.mem_limit);
     if (isfinite(even) && isfinite(even / mk))

@@ -949,6 +949,8 @@ struct SearchAlternative {
     double bubble_ratio;
     double peak_memory;
     double even_makespan;
+    /** generator option vocab of a Vocabulary Parallelism candidate, 0 if plain */
+    std::uint32_t vocab = 0;
 };
 
 /** Owner of a psched_search_result (psched_plan_search()). */
@@ -979,7 +981,8 @@ public:
                 psched_search_makespan(r, i),
                 psched_search_bubble_ratio(r, i),
                 psched_search_peak_memory(r, i),
-                psched_search_even_makespan(r, i)};
+                psched_search_even_makespan(r, i),
+                psched_search_vocab(r, i)};
     }
     /** The partition of alternative @p i, owned by this result (nullopt
      *  when its partition failed). */

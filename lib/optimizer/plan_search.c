@@ -12,6 +12,7 @@
 typedef struct search_alt {
     char schedule[32];
     uint32_t chunks;
+    uint32_t vocab;             /* generator option vocab (0: none) */
     size_t order;               /* candidate order, for stable ranking */
     psched_status error;
     char message[256];
@@ -104,7 +105,7 @@ static psched_status even_makespan(const psched_model *model, const psched_plan 
 /* Partition one (schedule, v). *taken says whether it became an
  * alternative: generator rejections (EINVAL) are not, unless `keep`. */
 static psched_status try_candidate(const psched_model *model, const psched_plan *base,
-                                   const char *name, uint32_t v,
+                                   const char *name, uint32_t v, uint32_t vocab,
                                    const psched_search_options *o, bool keep,
                                    psched_search_result *r, bool *taken)
 {
@@ -123,6 +124,7 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
     memset(&a, 0, sizeof a);
     snprintf(a.schedule, sizeof a.schedule, "%s", name);
     a.chunks = v;
+    a.vocab = vocab;
     a.order = r->count;
     a.error = psched_partition(model, plan, name, &po, &a.partition);
     *taken = a.error == PSCHED_OK || (a.error != PSCHED_EINVAL && a.error != PSCHED_ENOMEM) || keep;
@@ -154,6 +156,84 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
     return st;
 }
 
+static bool is_head(const char *type)
+{
+    return strcmp(type, "head") == 0 || strcmp(type, "loss") == 0 || strcmp(type, "output") == 0;
+}
+
+static bool declares_vocab(const char *name)
+{
+    size_t n = 0;
+    psched_option_info info = {.version = PSCHED_OPTION_INFO_VERSION};
+    if (psched_generator_option_count(name, &n))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (psched_generator_option(name, i, &info) == PSCHED_OK &&
+            strcmp(info.name, "vocab") == 0)
+            return true;
+    return false;
+}
+
+/* The Vocabulary Parallelism candidate of algorithm `vocab`: the model
+ * without its head groups (head, loss, output), whose cost becomes the S
+ * and T passes split over the p devices (docs/schedules.md "vocab"):
+ * S = (F [+ B for Vocab-2]) / p, T = (W [+ B for Vocab-1]) / p, the S pass
+ * holding the head's activations / p until the T pass. *out_model is NULL
+ * when the model has no head or nothing else. */
+static psched_status vocab_variant(const psched_model *model, const psched_plan *plan,
+                                   uint32_t vocab, psched_model **out_model,
+                                   psched_plan **out_plan)
+{
+    *out_model = NULL;
+    *out_plan = NULL;
+    double head[4] = {0};
+    bool any_head = false, any_body = false;
+    psched_model *m = NULL;
+    psched_status st = psched_model_create(&m);
+    for (uint32_t g = 0; !st && g < psched_model_groups(model); g++) {
+        const char *type;
+        uint32_t count;
+        double f, b, w, act, param;
+        psched_model_group(model, g, &type, &count, &f, &b, &w, &act, &param);
+        if (is_head(type)) {
+            any_head = true;
+            head[0] += f * count, head[1] += b * count, head[2] += w * count;
+            head[3] += act * count;
+            continue;
+        }
+        any_body = any_body || count > 0;
+        st = psched_model_add_layers(m, type, count, f, b, w, act, param);
+        uint32_t added = psched_model_groups(m) - 1;
+        for (int k = PSCHED_RECOMPUTE_SELECTIVE; !st && k <= PSCHED_RECOMPUTE_FULL; k++) {
+            double ra, rx;
+            if (psched_model_group_recompute(model, g, (psched_recompute)k, &ra, &rx) == PSCHED_OK)
+                st = psched_model_set_recompute(m, added, (psched_recompute)k, ra, rx);
+        }
+    }
+    if (st || !any_head || !any_body) {
+        psched_model_destroy(m);
+        return st == PSCHED_ENOMEM ? st : PSCHED_OK;
+    }
+    uint32_t p = psched_plan_devices(plan);
+    psched_plan *pl = NULL;
+    st = psched_plan_clone(plan, &pl);
+    if (!st)
+        st = psched_plan_set_option(pl, "vocab", vocab);
+    if (!st)
+        st = psched_plan_set_vocab_cost(pl, (head[0] + (vocab == 2 ? head[1] : 0)) / p,
+                                        (head[2] + (vocab == 1 ? head[1] : 0)) / p);
+    if (!st)
+        st = psched_plan_set_vocab_mem(pl, head[3] / p, -head[3] / p);
+    if (st) {
+        psched_model_destroy(m);
+        psched_plan_destroy(pl);
+        return st == PSCHED_ENOMEM ? st : PSCHED_OK;
+    }
+    *out_model = m;
+    *out_plan = pl;
+    return PSCHED_OK;
+}
+
 static psched_status search_schedule(const psched_model *model, const psched_plan *plan,
                                      const char *name, bool named,
                                      const psched_search_options *o, psched_search_result *r)
@@ -165,11 +245,31 @@ static psched_status search_schedule(const psched_model *model, const psched_pla
     for (size_t k = 0; k < n; k++) {
         uint32_t v = fixed ? fixed : chunk_choices[k];
         bool taken = false;
-        psched_status st = try_candidate(model, plan, name, v, o, named && !any && k == n - 1,
+        psched_status st = try_candidate(model, plan, name, v, 0, o, named && !any && k == n - 1,
                                          r, &taken);
         if (st)
             return st;
         any = any || taken;
+    }
+    /* Vocabulary Parallelism joins as two more candidates per v where the
+     * generator takes the option, the model has a head and the caller did
+     * not fix the option. */
+    int64_t given;
+    if (!declares_vocab(name) || psched_plan_get_option(plan, "vocab", &given) == PSCHED_OK)
+        return PSCHED_OK;
+    for (uint32_t vocab = 1; vocab <= 2; vocab++) {
+        psched_model *vm = NULL;
+        psched_plan *vp = NULL;
+        psched_status st = vocab_variant(model, plan, vocab, &vm, &vp);
+        for (size_t k = 0; !st && vm && k < n; k++) {
+            bool taken = false;
+            st = try_candidate(vm, vp, name, fixed ? fixed : chunk_choices[k], vocab, o, false, r,
+                               &taken);
+        }
+        psched_model_destroy(vm);
+        psched_plan_destroy(vp);
+        if (st)
+            return st;
     }
     return PSCHED_OK;
 }
@@ -331,6 +431,12 @@ uint32_t psched_search_chunks(const psched_search_result *r, size_t i)
 {
     const search_alt *a = alt_at(r, i);
     return a ? a->chunks : 0;
+}
+
+uint32_t psched_search_vocab(const psched_search_result *r, size_t i)
+{
+    const search_alt *a = alt_at(r, i);
+    return a ? a->vocab : 0;
 }
 
 psched_status psched_search_error(const psched_search_result *r, size_t i)

@@ -105,6 +105,7 @@ _PROTOTYPES = {
     "psched_search_solve_time": (_dbl, [_vp]),
     "psched_search_schedule": (ctypes.c_char_p, [_vp, _lib.size_t]),
     "psched_search_chunks": (_u32t, [_vp, _lib.size_t]),
+    "psched_search_vocab": (_u32t, [_vp, _lib.size_t]),
     "psched_search_error": (_st, [_vp, _lib.size_t]),
     "psched_search_error_message": (ctypes.c_char_p, [_vp, _lib.size_t]),
     "psched_search_status": (ctypes.c_int, [_vp, _lib.size_t]),
@@ -548,7 +549,8 @@ class Alternative(_t.NamedTuple):
     makespan, bubble_ratio, peak_memory; even_makespan (Megatron's even
     split of the same schedule, None when it does not fit); error (the
     library's message when the partitioner failed, e.g. for dualpipe's two
-    chains); partition (a Partition, None on error)."""
+    chains); partition (a Partition, None on error); vocab (the generator
+    option vocab of a Vocabulary Parallelism candidate, 0 for a plain one)."""
     schedule: str
     chunks: int
     status: str
@@ -559,6 +561,7 @@ class Alternative(_t.NamedTuple):
     even_makespan: _t.Optional[float]
     error: _t.Optional[str]
     partition: _t.Optional[Partition]
+    vocab: int = 0
 
 
 class SearchResult:
@@ -590,7 +593,8 @@ class SearchResult:
                 lib.psched_search_error_message(ptr, i).decode() if failed else None,
                 Partition(part, _INTERNAL)._attach(
                     model, lib.psched_search_schedule(ptr, i).decode(), limit)
-                if part else None))
+                if part else None,
+                lib.psched_search_vocab(ptr, i)))
 
     @property
     def best(self) -> _t.Optional[Alternative]:
