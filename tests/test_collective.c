@@ -293,8 +293,6 @@ static void test_formats_and_hash_cover_the_new_kinds(void)
         psched_report *r = NULL;
         CHECK_OK(psched_simulate(s, NULL, &r));
         for (psched_format f = PSCHED_FORMAT_JSON; f <= PSCHED_FORMAT_SVG; f++) {
-            if (f == PSCHED_FORMAT_CSV_COMMS || f == PSCHED_FORMAT_CSV_COMMS_PYTORCH)
-                continue;
             text = NULL;
             CHECK_OK(psched_export(s, r, f, 0, &text, NULL));
             CHECK(vocab == 0 || f == PSCHED_FORMAT_ASCII || strstr(text, "VOCAB_S") != NULL);
@@ -311,6 +309,65 @@ static void test_formats_and_hash_cover_the_new_kinds(void)
         psched_plan_destroy(plan);
     }
     CHECK(h[0] != h[1] && h[1] != h[2] && h[0] != h[2]);
+}
+
+
+/* Comm lowering keeps every collective where it was (one global order,
+ * NCCL's rule) and the lowered schedule runs under rendezvous and async
+ * point-to-point semantics alike; 1F1B with vocab keeps its compute
+ * makespan when transfers are free. */
+static void test_lowering_keeps_collectives_in_one_order(void)
+{
+    const char *names[] = {"1f1b", "v-half"};
+    for (int n = 0; n < 2; n++)
+        for (int vocab = 1; vocab <= 2; vocab++)
+            for (uint32_t p = 2; p <= 5; p++) {
+                const uint32_t ms[] = {p, 2 * p, 3 * p + 1};
+                for (int i = 0; i < 3; i++) {
+                    psched_plan *plan = gen_plan(p, ms[i]);
+                    CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
+                    CHECK_OK(psched_plan_set_vocab_cost(plan, 0.5, 0.25));
+                    psched_schedule *s = NULL;
+                    CHECK_OK(psched_generate(plan, names[n], &s));
+                    psched_report *r = NULL;
+                    CHECK_OK(psched_simulate(s, NULL, &r));
+                    for (int mode = 0; mode <= 1; mode++) {
+                        psched_lower_options o = PSCHED_LOWER_OPTIONS_INIT;
+                        o.mode = mode ? PSCHED_LOWER_ASYNC : PSCHED_LOWER_RENDEZVOUS;
+                        psched_schedule *l = NULL;
+                        CHECK_OK(psched_lower_comm_ex(s, NULL, &o, &l));
+                        psched_report *lr = NULL;
+                        CHECK_OK(psched_simulate(l, NULL, &lr));
+                        if (n == 0 && lr)
+                            CHECK_EQ_DBL(psched_report_makespan(lr), psched_report_makespan(r));
+                        /* every device's collectives in the compute order */
+                        for (uint32_t d = 0; d < p; d++) {
+                            size_t a = psched_schedule_op_count(s, d);
+                            size_t b = psched_schedule_op_count(l, d);
+                            psched_op *x = calloc(a + 1, sizeof *x), *y = calloc(b + 1, sizeof *y);
+                            psched_schedule_ops(s, d, 0, a, x, sizeof *x);
+                            psched_schedule_ops(l, d, 0, b, y, sizeof *y);
+                            size_t j = 0;
+                            for (size_t k = 0; k < b; k++) {
+                                if (y[k].kind < PSCHED_OP_SEND_F || y[k].kind > PSCHED_OP_RECV_B) {
+                                    CHECK(j < a && x[j].kind == y[k].kind &&
+                                          x[j].stage == y[k].stage &&
+                                          x[j].microbatch == y[k].microbatch);
+                                    j++;
+                                }
+                            }
+                            CHECK(j == a);
+                            free(x);
+                            free(y);
+                        }
+                        psched_report_destroy(lr);
+                        psched_schedule_destroy(l);
+                    }
+                    psched_report_destroy(r);
+                    psched_schedule_destroy(s);
+                    psched_plan_destroy(plan);
+                }
+            }
 }
 
 static void test_setters_check_their_values(void)
@@ -378,6 +435,7 @@ int main(void)
     RUN(test_vocab_balances_the_last_stage);
     RUN(test_v_half_vocab_is_valid);
     RUN(test_formats_and_hash_cover_the_new_kinds);
+    RUN(test_lowering_keeps_collectives_in_one_order);
     RUN(test_setters_check_their_values);
     RUN(test_allocation_failures_are_reported);
     TEST_MAIN_END();

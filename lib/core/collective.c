@@ -455,6 +455,11 @@ static double vocab_cost(const psched_exec *x, const psched_op *o)
     return x->weight ? t * x->weight[o->microbatch] : t;
 }
 
+double psched__coll_op_cost(const psched_exec *x, const psched_op *o)
+{
+    return o->kind == PSCHED_OP_COLLECTIVE ? 0 : vocab_cost(x, o);
+}
+
 /* Collective (j, k) has run: parks device d on it otherwise, naming the
  * first device that has not reached it. */
 static bool coll_done(psched_exec *x, uint32_t d, uint32_t j, uint32_t k, double *ready)

@@ -327,6 +327,8 @@ static inline double op_weight(const exec *x, const psched_op *o)
 
 double psched__exec_cost(const exec *x, const psched_op *o)
 {
+    if (UNLIKELY(o->kind >= PSCHED_OP_VOCAB_S))
+        return psched__coll_op_cost(x, o);
     /* comm kinds never reach here; anything past BW costs like BW */
     uint32_t k = o->kind <= PSCHED_OP_BW ? o->kind : PSCHED_OP_BW;
     double t = x->stage_cost[(size_t)o->stage * PSCHED_SLOTS + k];
@@ -832,12 +834,7 @@ psched_status psched__exec_setup(exec *x, const psched_schedule *s, const psched
                            "engine do not handle activation copies (lower the schedule without "
                            "them)");
     }
-    if (!st && x->coll && !comm_ok) {
-        psched__exec_free(x);
-        return psched_fail(PSCHED_EUNSUPPORTED,
-                           "schedule has vocabulary passes or collectives: comm lowering does "
-                           "not handle them yet");
-    }
+
     return st;
 }
 

@@ -97,6 +97,9 @@ PSCHED_INTERNAL bool psched__coll_run(psched_exec *x, uint32_t d, size_t g);
  * collective of its micro-batch; false when d parks on it. */
 PSCHED_INTERNAL bool psched__coll_backward_ready(psched_exec *x, uint32_t d, const psched_op *o,
                                                  double *ready);
+/* Compute time of a vocabulary pass (its micro-batch's weight included);
+ * 0 for a collective, which takes no compute time. */
+PSCHED_INTERNAL double psched__coll_op_cost(const psched_exec *x, const psched_op *o);
 /* Device whose list holds op g (binary search of the offsets). */
 PSCHED_INTERNAL uint32_t psched__coll_device(const psched_schedule *s, size_t g);
 PSCHED_INTERNAL void psched__coll_free(psched_coll *c);

@@ -95,7 +95,29 @@ typedef struct lower {
 
 static uint32_t device_of(const lower *l, size_t g)
 {
+    if (l->x.s->ops[g].kind >= PSCHED_OP_VOCAB_S)
+        return psched__coll_device(l->x.s, g); /* `stage` is a shard or an index */
     return l->x.stage_device[l->x.s->ops[g].stage];
+}
+
+/* Collectives run on the communication stream, so their simulated times
+ * are the group's, not the device's: for placing comm ops a collective
+ * stands where its device reaches it, the end of the device's op before
+ * it. That keeps every device's unit times in list order, and the
+ * collectives keep their places and their one global order (NCCL's rule):
+ * no comm op is ever put between two devices' calls of one collective. */
+static void collective_arrivals(lower *l)
+{
+    const psched_schedule *s = l->x.s;
+    for (uint32_t d = 0; d < s->devices; d++) {
+        double t = 0;
+        for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
+            if (s->ops[g].kind == PSCHED_OP_COLLECTIVE)
+                l->x.start[g] = l->x.end[g] = t;
+            else
+                t = l->x.end[g];
+        }
+    }
 }
 
 /* Units, and the transfers: every dependency whose producer runs on
@@ -685,8 +707,8 @@ static psched_status check_args(const psched_schedule *s, const psched_plan *pla
                            "x chunks) but the schedule has %u", psched_plan_stages(plan), S);
     for (uint32_t d = 0; d < s->devices; d++) {
         for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
-            if (s->ops[g].kind < PSCHED_OP_SEND_F)
-                continue;
+            if (s->ops[g].kind < PSCHED_OP_SEND_F || s->ops[g].kind >= PSCHED_OP_VOCAB_S)
+                continue; /* compute, vocabulary passes and collectives stay in place */
             char t[48];
             psched__op_text(&s->ops[g], t, sizeof t);
             if (s->ops[g].kind >= PSCHED_OP_OFFLOAD)
@@ -736,12 +758,17 @@ psched_status psched_lower_comm_ex(const psched_schedule *schedule, const psched
     if (st)
         return st;
     st = psched__exec_run(&l.x);
+    if (!st && l.x.coll)
+        collective_arrivals(&l);
     if (!st)
         st = find_units_and_transfers(&l);
     if (!st)
         st = index_outgoing(&l);
-    if (!st && l.async)
+    if (!st && l.async) {
         st = link_times(&l);
+        if (!st && l.x.coll)
+            collective_arrivals(&l);
+    }
     if (!st)
         st = global_order(&l);
     if (!st)

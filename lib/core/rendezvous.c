@@ -69,7 +69,14 @@ typedef struct rv {
 
 static bool is_comm(uint8_t kind)
 {
-    return kind >= PSCHED_OP_SEND_F;
+    return kind >= PSCHED_OP_SEND_F && kind <= PSCHED_OP_RECV_B;
+}
+
+/* A vocabulary pass or a collective (collective.c runs them): `stage` is a
+ * shard or an index, not a stage. */
+static bool is_coll(uint8_t kind)
+{
+    return kind >= PSCHED_OP_VOCAB_S;
 }
 
 static bool is_send(uint8_t kind)
@@ -379,6 +386,8 @@ static psched_status check_positions(rv *r)
         while (g < s->offset[d + 1]) {
             size_t n = (s->ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
             for (size_t u = g; u < g + n; u++) {
+                if (is_coll(s->ops[u].kind))
+                    continue; /* their orders: psched__coll_check */
                 psched_status st = is_comm(s->ops[u].kind) ? check_comm_position(r, u)
                                                            : check_compute_inputs(r, u, g, n);
                 if (st)
@@ -423,6 +432,21 @@ static void post_group(rv *r, uint32_t d)
     r->group_end[d] = g + 1;
 }
 
+/* The last stage's backward waits for the vocabulary layer's last
+ * collective of its micro-batch; false with d parked on it. */
+static bool coll_inputs(rv *r, uint32_t d, size_t g, size_t n, double *ready)
+{
+    for (size_t u = g; u < g + n; u++) {
+        const psched_op *o = &r->x.s->ops[u];
+        if ((o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW) &&
+            !psched__coll_backward_ready(&r->x, d, o, ready)) {
+            r->stuck[d] = u;
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Runs device d until its list ends or it parks on a group. */
 static void run_device(rv *r, uint32_t d)
 {
@@ -441,13 +465,25 @@ static void run_device(rv *r, uint32_t d)
             r->group_end[d] = 0;
             continue;
         }
+        if (is_coll(ops[g].kind)) {
+            /* a collective is posted without blocking; a vocabulary pass
+             * waits for the collective it needs */
+            if (!psched__coll_run(x, d, g)) {
+                r->stuck[d] = g;
+                return;
+            }
+            continue;
+        }
         size_t n = (ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
+        double ready = x->free_at[d];
+        if (x->coll && !coll_inputs(r, d, g, n, &ready))
+            return;
         double cost = psched__exec_unit_cost(x, ops, g, n);
         for (size_t u = g; u < g + n; u++) {
-            x->start[u] = x->free_at[d];
-            x->end[u] = x->free_at[d] + cost;
+            x->start[u] = ready;
+            x->end[u] = ready + cost;
         }
-        x->free_at[d] += cost;
+        x->free_at[d] = ready + cost;
         x->cursor[d] = g + n;
     }
 }
@@ -525,9 +561,18 @@ static void run_device_async(rv *r, uint32_t d)
             x->cursor[d] = g + 1;
             continue;
         }
+        if (is_coll(ops[g].kind)) {
+            if (!psched__coll_run(x, d, g)) {
+                r->stuck[d] = g;
+                return;
+            }
+            continue;
+        }
         size_t n = (ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
         double ready = async_inputs_ready(r, d, g, n);
         if (ready < 0)
+            return;
+        if (x->coll && !coll_inputs(r, d, g, n, &ready))
             return;
         double cost = psched__exec_unit_cost(x, ops, g, n);
         for (size_t u = g; u < g + n; u++) {
@@ -548,6 +593,10 @@ static psched_status report_deadlock(rv *r)
         if (x->cursor[d] == x->s->offset[d + 1])
             continue;
         size_t g = x->cursor[d];
+        if (!is_comm(x->s->ops[g].kind) || r->group_end[d] == 0) {
+            r->stuck[d] = g; /* parked on a collective: waiting[d] names it */
+            continue;
+        }
         while (x->end[g] >= 0)
             g++;
         r->stuck[d] = g;
