@@ -57,10 +57,23 @@ static void export_one(const psched_schedule *s, const psched_report *r, psched_
 /* Every format once with the report (NULL for an invalid schedule, where
  * the exports must fail cleanly or succeed), the coloured grid, and JSON
  * without times. Exports dominate the run time, hence no more. */
+static bool has_vocab(const psched_schedule *s);
+
 static void export_all(const psched_schedule *s, const psched_report *r, bool valid)
 {
+    /* PyTorch's compute_comms dialect has no spelling for vocabulary passes
+     * and collectives: it must refuse them (EUNSUPPORTED), nothing else */
+    bool vocab = has_vocab(s);
     for (size_t f = 0; f < sizeof all_formats / sizeof *all_formats; f++)
-        export_one(s, r, all_formats[f], 0, valid);
+        export_one(s, r, all_formats[f], 0,
+                   valid && !(vocab && all_formats[f] == PSCHED_FORMAT_CSV_COMMS_PYTORCH));
+    if (valid && vocab) {
+        char *text = NULL;
+        psched_status st = psched_export(s, r, PSCHED_FORMAT_CSV_COMMS_PYTORCH, 0, &text, NULL);
+        psched_free(text);
+        if (st != PSCHED_EUNSUPPORTED)
+            fuzz_fail("PyTorch's dialect did not refuse vocabulary ops", st);
+    }
     export_one(s, r, PSCHED_FORMAT_ASCII, PSCHED_EXPORT_COLOR, valid);
     if (r)
         export_one(s, NULL, PSCHED_FORMAT_JSON, 0, valid);
@@ -135,8 +148,27 @@ static void lower(const psched_schedule *s, bool valid)
     psched_schedule_destroy(l);
 }
 
+/* Vocabulary passes or collectives (issue 19). */
+static bool has_vocab(const psched_schedule *s)
+{
+    uint32_t p = psched_schedule_devices(s);
+    for (uint32_t d = 0; d < p; d++) {
+        size_t n = psched_schedule_op_count(s, d);
+        for (size_t i = 0; i < n; i++) {
+            psched_op op;
+            if (psched_schedule_ops(s, d, i, 1, &op, sizeof op) != PSCHED_OK)
+                fuzz_fail("copying one op failed", PSCHED_EINVAL);
+            if (op.kind >= PSCHED_OP_VOCAB_S)
+                return true;
+        }
+    }
+    return false;
+}
+
 /* Lowered schedules (comm ops) are not lowered again, and their batched
- * groups do not survive the compute CSV, so neither applies to them. */
+ * groups do not survive the compute CSV, so neither applies to them (nor
+ * to activation copies, which lowering refuses); vocabulary passes and
+ * collectives go through both. */
 static bool has_comm_or_batch(const psched_schedule *s)
 {
     uint32_t p = psched_schedule_devices(s);
@@ -146,7 +178,8 @@ static bool has_comm_or_batch(const psched_schedule *s)
             psched_op op;
             if (psched_schedule_ops(s, d, i, 1, &op, sizeof op) != PSCHED_OK)
                 fuzz_fail("copying one op failed", PSCHED_EINVAL);
-            if (op.kind > PSCHED_OP_BW || (op.flags & PSCHED_OP_BATCH_NEXT))
+            if ((op.kind > PSCHED_OP_BW && op.kind < PSCHED_OP_VOCAB_S) ||
+                (op.flags & PSCHED_OP_BATCH_NEXT))
                 return true;
         }
     }
