@@ -59,7 +59,7 @@ static psched_status simulate_solution(certify *c, const psched__solution *sol, 
         st = psched_simulate(sched, NULL, &rep);
     if (!st) {
         *makespan = psched_report_makespan(rep);
-        for (uint32_t d = 0; d < c->pb->devices; d++)
+        for (uint32_t d = 0; d < c->pb->plan_devices; d++)
             c->ops += psched_schedule_op_count(sched, d);
         c->simulated++;
     }
@@ -104,7 +104,7 @@ static psched_status order_is_fixed(certify *c, const psched__solution *sol, boo
         st = psched_plan_set_cost(unit, 1, 1, 1);
     if (!st)
         st = psched_generate(unit, c->name, &b);
-    *fixed = !st && same_order(a, b, c->pb->devices);
+    *fixed = !st && same_order(a, b, c->pb->plan_devices);
     psched_schedule_destroy(a);
     psched_schedule_destroy(b);
     psched_plan_destroy(unit);

@@ -64,6 +64,16 @@ typedef struct psched__fronts {
  * memory = param[i..j) + inflight[s] * act_k. */
 typedef struct psched__problem {
     uint32_t layers, stages, devices, chunks, microbatches;
+    /* Two chains (DualPipe) are solved folded: `stages` are the p layer
+     * ranges both chains share (chain 0's stage r and chain 1's stage p + r
+     * hold range r), `devices` the p/2 mirrored pairs {k, p-1-k} (which hold
+     * the same two ranges, k and p-1-k: a V placement), `microbatches` the
+     * m/2 of each chain and inflight[r] the larger of the two stages'
+     * counts. plan_stages and plan_devices are the plan's own (equal to
+     * stages and devices with one chain); plan_inflight its per-stage
+     * counts (NULL with one chain). */
+    uint32_t chains, plan_stages, plan_devices;
+    double *plan_inflight;
     bool allow_empty;
     double limit;        /* device memory, INFINITY when unconstrained */
     double kappa;        /* weight of the fill/drain term */
@@ -100,6 +110,12 @@ static inline const psched__point *psched__front(const psched__fronts *fr, uint3
 {
     *n = (uint32_t)(fr->first[len + 1] - fr->first[len]);
     return fr->pts + fr->first[len];
+}
+
+/* The range (problem stage) plan stage s holds. */
+static inline uint32_t psched__range_of(const psched__problem *pb, uint32_t s)
+{
+    return pb->chains == 2 ? s % pb->stages : s;
 }
 
 static inline double psched__range_time(const psched__problem *pb, uint32_t i, uint32_t len)
