@@ -31,15 +31,19 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 typedef struct certify {
     psched__problem *pb;
     const char *name;
     psched_plan *work;       /* resolved plan the candidates' costs go into */
+    psched_plan *partial;    /* the partial partition's costs, 0 on stages not placed */
+    bool use_partial;        /* psched_bound() of `partial` bounds every completion */
     psched__solution cur, best_sol;
     double best;             /* best simulated step time */
     double *dev_work, *dev_mem, *dev_start; /* per device, of the partial partition */
     uint32_t *dev_stages;    /* stages of the device placed so far */
+    bool *last_on_device;    /* per stage: no later stage on its device */
     uint32_t *lens;          /* per depth: range lengths in the order tried */
     double extra_sum;        /* recompute time of the partial partition */
     size_t ops, budget, simulated, nodes;
@@ -145,6 +149,35 @@ static uint32_t order_lengths(const certify *c, uint32_t s, uint32_t i, uint32_t
     return n;
 }
 
+/* Write range s's costs (or zeros) into every plan stage that holds it. */
+static psched_status set_partial(certify *c, uint32_t s, double f, double b, double w)
+{
+    const psched__problem *pb = c->pb;
+    psched_status st = PSCHED_OK;
+    for (uint32_t t = s; !st && t < pb->plan_stages; t += pb->stages)
+        st = psched_plan_set_stage_cost(c->partial, t, f, b, w);
+    return st;
+}
+
+/* psched_bound() of the partial partition: its terms (work, critical
+ * path, device paths: head + Σ(f + b) + max(Σ w, tail), with F charged
+ * less its overlap saving) never fall when a stage's cost rises, and the
+ * stages not placed yet cost at least 0, so the bound holds for every
+ * completion. 0 (no bound) when it cannot be computed. */
+static double partial_bound(certify *c)
+{
+    psched_bound_options o = {.version = PSCHED_BOUND_OPTIONS_VERSION,
+                              .flags = PSCHED_BOUND_IGNORE_MEMORY};
+    psched_bound_info info;
+    memset(&info, 0, sizeof info);
+    info.version = PSCHED_BOUND_INFO_VERSION;
+    if (psched_bound(c->partial, &o, &info) != PSCHED_OK) {
+        c->use_partial = false;
+        return 0;
+    }
+    return info.makespan;
+}
+
 static void search(certify *c, uint32_t s, uint32_t i, double lb)
 {
     psched__problem *pb = c->pb;
@@ -175,8 +208,12 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
         double fs = pb->f_prefix[i + len] - pb->f_prefix[i];
         double bs = pb->b_prefix[i + len] - pb->b_prefix[i];
         uint32_t k0 = 0, k1 = np;
-        if (pb->chunks == 1) {
-            int32_t k = psched__first_fitting(pb, s, fr, len, pb->limit);
+        /* A slower mix only helps its device's memory: where no stage of
+         * the device is left to place (or memory is unlimited), the fastest
+         * mix that fits is at least as good as every other. */
+        if (c->last_on_device[s] || !isfinite(pb->limit)) {
+            int32_t k = psched__first_fitting(pb, s, fr, len,
+                                              pb->limit * (1 + 1e-12) - c->dev_mem[d]);
             if (k < 0)
                 continue;
             k0 = (uint32_t)k;
@@ -193,6 +230,19 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
             here = fmax(here, avg_rest + m * pts[k].extra / pb->devices);
             if (here >= c->best * (1 - 1e-12))
                 continue;
+            if (c->use_partial) {
+                if (set_partial(c, s, fs, bs + pts[k].extra, base - fs - bs)) {
+                    c->use_partial = false;
+                } else {
+                    here = fmax(here, partial_bound(c));
+                    if (here >= c->best * (1 - 1e-12)) {
+                        /* stages not placed cost 0 in every bound */
+                        if (set_partial(c, s, 0, 0, 0))
+                            c->use_partial = false;
+                        continue;
+                    }
+                }
+            }
             double saved_start = c->dev_start[d];
             c->dev_start[d] = start;
             c->dev_work[d] += m * t;
@@ -203,6 +253,8 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
             c->cur.count[s] = len;
             psched__fill_choices(fr, len, (int32_t)k, c->cur.choice);
             search(c, s + 1, i + len, here);
+            if (c->use_partial && set_partial(c, s, 0, 0, 0))
+                c->use_partial = false;
             c->extra_sum -= pts[k].extra;
             c->dev_stages[d]--;
             c->dev_mem[d] -= mem;
@@ -236,6 +288,12 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     c.budget = PSCHED__CERTIFY_OPS;
     psched_status st = psched_plan_clone(plan, &c.work);
     if (!st)
+        st = psched_plan_clone(plan, &c.partial);
+    c.use_partial = true;
+    for (uint32_t t = 0; !st && t < pb->plan_stages && c.use_partial; t++)
+        c.use_partial = psched_plan_set_stage_cost(c.partial, t, 0, 0, 0) == PSCHED_OK &&
+                        psched_plan_set_stage_mem(c.partial, t, 0, 0, 0) == PSCHED_OK;
+    if (!st)
         st = psched__solution_init(&c.cur, pb->stages, pb->layers);
     if (!st)
         st = psched__solution_init(&c.best_sol, pb->stages, pb->layers);
@@ -245,8 +303,15 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     c.dev_start = psched__calloc(pb->devices, sizeof(double));
     c.dev_stages = psched__calloc(pb->devices, sizeof(uint32_t));
     c.lens = psched__calloc(((size_t)pb->layers + 1) * pb->stages, sizeof(uint32_t));
-    if (!st && (!c.dev_work || !c.dev_mem || !c.dev_start || !c.dev_stages || !c.lens))
+    c.last_on_device = psched__calloc(pb->stages, sizeof(bool));
+    if (!st && (!c.dev_work || !c.dev_mem || !c.dev_start || !c.dev_stages || !c.lens ||
+                !c.last_on_device))
         st = PSCHED_ENOMEM_FAIL();
+    for (uint32_t s = 0; !st && s < pb->stages; s++) {
+        c.last_on_device[s] = true;
+        for (uint32_t t = s + 1; t < pb->stages && c.last_on_device[s]; t++)
+            c.last_on_device[s] = pb->device_of[t] != pb->device_of[s];
+    }
     /* Candidates first, the solver's first: ties keep it. */
     for (size_t k = 0; !st && k < count; k++) {
         if (!candidates[k] || !candidates[k]->found)
@@ -282,8 +347,12 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         out->proven = fixed && !c.stopped && !pb->truncated && !psched__expired(pb);
         out->bound = out->proven ? c.best : fmin(c.best, common_bound(pb));
         out->simulated = c.simulated;
+        if (getenv("PSCHED_DEBUG_CERTIFY"))
+            fprintf(stderr, "certify: nodes %zu ops %zu simulated %zu stopped %d fixed %d partial %d best %g\n",
+                    c.nodes, c.ops, c.simulated, c.stopped, fixed, c.use_partial, c.best);
     }
     psched_plan_destroy(c.work);
+    psched_plan_destroy(c.partial);
     psched__solution_free(&c.cur);
     psched__solution_free(&c.best_sol);
     psched__dealloc(c.dev_work);
@@ -291,5 +360,6 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     psched__dealloc(c.dev_start);
     psched__dealloc(c.dev_stages);
     psched__dealloc(c.lens);
+    psched__dealloc(c.last_on_device);
     return st;
 }
