@@ -31,7 +31,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 typedef struct certify {
     psched__problem *pb;
@@ -44,6 +43,7 @@ typedef struct certify {
     double *dev_work, *dev_mem, *dev_start; /* per device, of the partial partition */
     uint32_t *dev_stages;    /* stages of the device placed so far */
     bool *last_on_device;    /* per stage: no later stage on its device */
+    uint32_t *group_end;     /* per layer group: one past its last layer */
     uint32_t *lens;          /* per depth: range lengths in the order tried */
     double extra_sum;        /* recompute time of the partial partition */
     size_t ops, budget, simulated, nodes;
@@ -159,11 +159,44 @@ static psched_status set_partial(certify *c, uint32_t s, double f, double b, dou
     return st;
 }
 
+/* The cheapest layer (f, b and w apart) of layers [lo, hi]. */
+static void window_min(const certify *c, uint32_t lo, uint32_t hi, double *f, double *b, double *w)
+{
+    const psched__problem *pb = c->pb;
+    *f = *b = *w = INFINITY;
+    for (uint32_t l = lo; l <= hi;) {
+        uint32_t g = pb->group_of[l];
+        const psched__group *gr = &pb->model->groups[g];
+        *f = fmin(*f, gr->f);
+        *b = fmin(*b, gr->b);
+        *w = fmin(*w, gr->w);
+        l = c->group_end[g];
+    }
+}
+
+/* Costs of the stages after s, placed with stage s ending at layer j:
+ * stage t gets at least one layer (unless stages may be empty) within
+ * [j + (t - s - 1), L - (S - t)], so it costs at least that window's
+ * cheapest layer (recompute only adds). Stage S - 1 holds the last layer. */
+static psched_status set_unplaced(certify *c, uint32_t s, uint32_t j)
+{
+    const psched__problem *pb = c->pb;
+    psched_status st = PSCHED_OK;
+    for (uint32_t t = s + 1; !st && t < pb->stages; t++) {
+        double f = 0, b = 0, w = 0;
+        uint32_t lo = j + (t - s - 1), hi = pb->layers - (pb->stages - t);
+        if (!pb->allow_empty && lo <= hi)
+            window_min(c, lo, hi, &f, &b, &w);
+        st = set_partial(c, t, f, b, w);
+    }
+    return st;
+}
+
 /* psched_bound() of the partial partition: its terms (work, critical
  * path, device paths: head + Σ(f + b) + max(Σ w, tail), with F charged
  * less its overlap saving) never fall when a stage's cost rises, and the
- * stages not placed yet cost at least 0, so the bound holds for every
- * completion. 0 (no bound) when it cannot be computed. */
+ * stages not placed yet cost at least their set_unplaced() figures, so the
+ * bound holds for every completion. 0 (no bound) when it cannot be computed. */
 static double partial_bound(certify *c)
 {
     psched_bound_options o = {.version = PSCHED_BOUND_OPTIONS_VERSION,
@@ -231,16 +264,14 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
             if (here >= c->best * (1 - 1e-12))
                 continue;
             if (c->use_partial) {
-                if (set_partial(c, s, fs, bs + pts[k].extra, base - fs - bs)) {
+                if (set_partial(c, s, fs, bs + pts[k].extra, base - fs - bs) ||
+                    set_unplaced(c, s, i + len)) {
                     c->use_partial = false;
                 } else {
                     here = fmax(here, partial_bound(c));
-                    if (here >= c->best * (1 - 1e-12)) {
-                        /* stages not placed cost 0 in every bound */
-                        if (set_partial(c, s, 0, 0, 0))
-                            c->use_partial = false;
+                    if (here >= c->best * (1 - 1e-12))
                         continue;
-                    }
+
                 }
             }
             double saved_start = c->dev_start[d];
@@ -253,8 +284,6 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
             c->cur.count[s] = len;
             psched__fill_choices(fr, len, (int32_t)k, c->cur.choice);
             search(c, s + 1, i + len, here);
-            if (c->use_partial && set_partial(c, s, 0, 0, 0))
-                c->use_partial = false;
             c->extra_sum -= pts[k].extra;
             c->dev_stages[d]--;
             c->dev_mem[d] -= mem;
@@ -286,6 +315,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     c.name = name;
     c.best = INFINITY;
     c.budget = PSCHED__CERTIFY_OPS;
+
     psched_status st = psched_plan_clone(plan, &c.work);
     if (!st)
         st = psched_plan_clone(plan, &c.partial);
@@ -304,6 +334,11 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     c.dev_stages = psched__calloc(pb->devices, sizeof(uint32_t));
     c.lens = psched__calloc(((size_t)pb->layers + 1) * pb->stages, sizeof(uint32_t));
     c.last_on_device = psched__calloc(pb->stages, sizeof(bool));
+    c.group_end = psched__calloc(pb->model->group_count + 1, sizeof(uint32_t));
+    if (!st && !c.group_end)
+        st = PSCHED_ENOMEM_FAIL();
+    for (uint32_t g = 0, end = 0; !st && g < pb->model->group_count; g++)
+        c.group_end[g] = end += pb->model->groups[g].count;
     if (!st && (!c.dev_work || !c.dev_mem || !c.dev_start || !c.dev_stages || !c.lens ||
                 !c.last_on_device))
         st = PSCHED_ENOMEM_FAIL();
@@ -347,9 +382,6 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         out->proven = fixed && !c.stopped && !pb->truncated && !psched__expired(pb);
         out->bound = out->proven ? c.best : fmin(c.best, common_bound(pb));
         out->simulated = c.simulated;
-        if (getenv("PSCHED_DEBUG_CERTIFY"))
-            fprintf(stderr, "certify: nodes %zu ops %zu simulated %zu stopped %d fixed %d partial %d best %g\n",
-                    c.nodes, c.ops, c.simulated, c.stopped, fixed, c.use_partial, c.best);
     }
     psched_plan_destroy(c.work);
     psched_plan_destroy(c.partial);
@@ -361,5 +393,6 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     psched__dealloc(c.dev_stages);
     psched__dealloc(c.lens);
     psched__dealloc(c.last_on_device);
+    psched__dealloc(c.group_end);
     return st;
 }

@@ -332,8 +332,8 @@ PSCHED_INTERNAL psched_status psched__milp_min_memory(const psched__problem *pb,
 /* Simulated ops and search nodes one certification may spend
  * (docs/optimizer.md): enough to enumerate every small instance, bounded
  * for large ones (then the result is `feasible` with its gap). */
-#define PSCHED__CERTIFY_OPS ((size_t)1 << 20)
-#define PSCHED__CERTIFY_NODES ((size_t)100000)
+#define PSCHED__CERTIFY_OPS ((size_t)1 << 23)
+#define PSCHED__CERTIFY_NODES ((size_t)1000000)
 
 typedef struct psched__certificate {
     bool proven;      /* no partition simulates faster than `makespan` */
