@@ -216,7 +216,7 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
     psched__problem *pb = c->pb;
     if (c->stopped || c->st)
         return;
-    if (++c->nodes > PSCHED__CERTIFY_NODES || (c->nodes % 1024 == 0 && psched__expired(pb))) {
+    if (++c->nodes > pb->certify_nodes || (c->nodes % 1024 == 0 && psched__expired(pb))) {
         c->stopped = true;
         return;
     }
@@ -314,7 +314,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     c.pb = pb;
     c.name = name;
     c.best = INFINITY;
-    c.budget = PSCHED__CERTIFY_OPS;
+    c.budget = pb->certify_ops;
 
     psched_status st = psched_plan_clone(plan, &c.work);
     if (!st)

@@ -94,6 +94,7 @@ typedef struct psched__problem {
     size_t table_points;
     uint32_t widest;     /* most points of one range in the table */
     double deadline;     /* psched__now() value the whole call must end by */
+    size_t certify_ops, certify_nodes; /* the certificate's budgets */
 } psched__problem;
 
 /* A complete solution: per stage a layer range, per layer a recompute
@@ -231,11 +232,12 @@ PSCHED_INTERNAL void psched__partition_skip_certify(bool on);
 
 /* psched_partition(), and when !want_min_memory an infeasible result
  * leaves min_memory NAN instead of computing it (the planner's baseline
- * needs only whether the even split fits). */
+ * needs only whether the even split fits); `planner` gives the
+ * certificate the planner's smaller budgets. */
 PSCHED_INTERNAL psched_status psched__partition(const psched_model *model,
                                                 const psched_plan *plan, const char *schedule,
                                                 const psched_partition_options *options,
-                                                bool want_min_memory,
+                                                bool want_min_memory, bool planner,
                                                 psched_partition_result **out);
 
 /* True when the build has GLPK. */
@@ -334,6 +336,9 @@ PSCHED_INTERNAL psched_status psched__milp_min_memory(const psched__problem *pb,
  * for large ones (then the result is `feasible` with its gap). */
 #define PSCHED__CERTIFY_OPS ((size_t)1 << 23)
 #define PSCHED__CERTIFY_NODES ((size_t)1000000)
+/* The planner's, per candidate (it certifies many; issue 17 item 4's). */
+#define PSCHED__CERTIFY_OPS_PLANNER ((size_t)1 << 20)
+#define PSCHED__CERTIFY_NODES_PLANNER ((size_t)100000)
 
 typedef struct psched__certificate {
     bool proven;      /* no partition simulates faster than `makespan` */
