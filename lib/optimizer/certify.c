@@ -177,16 +177,31 @@ static void window_min(const certify *c, uint32_t lo, uint32_t hi, double *f, do
 /* Costs of the stages after s, placed with stage s ending at layer j:
  * stage t gets at least one layer (unless stages may be empty) within
  * [j + (t - s - 1), L - (S - t)], so it costs at least that window's
- * cheapest layer (recompute only adds). Stage S - 1 holds the last layer. */
+ * cheapest layer (recompute only adds); stage s + 1 holds layer j, stage
+ * S - 1 layer L - 1, and when s + 1 = S - 1 its range is [j, L). */
 static psched_status set_unplaced(certify *c, uint32_t s, uint32_t j)
 {
     const psched__problem *pb = c->pb;
     psched_status st = PSCHED_OK;
+    uint32_t L = pb->layers;
     for (uint32_t t = s + 1; !st && t < pb->stages; t++) {
         double f = 0, b = 0, w = 0;
-        uint32_t lo = j + (t - s - 1), hi = pb->layers - (pb->stages - t);
-        if (!pb->allow_empty && lo <= hi)
+        uint32_t lo = j + (t - s - 1), hi = L - (pb->stages - t);
+        if (pb->allow_empty || lo > hi) {
+            /* may be empty: 0 */
+        } else if (t == s + 1 && t == pb->stages - 1) {
+            /* the last stage left: exactly [j, L), without recompute */
+            f = pb->f_prefix[L] - pb->f_prefix[j];
+            b = pb->b_prefix[L] - pb->b_prefix[j];
+            w = psched__range_time(pb, j, L - j) - f - b;
+        } else {
+            /* the next stage starts at layer j, the last ends at layer L-1 */
+            if (t == s + 1)
+                hi = lo;
+            else if (t == pb->stages - 1)
+                lo = hi;
             window_min(c, lo, hi, &f, &b, &w);
+        }
         st = set_partial(c, t, f, b, w);
     }
     return st;
