@@ -1044,13 +1044,17 @@ typedef struct psched_partition_result psched_partition_result;
  * @param model the model (at least one layer, and at least S layers unless
  *        #PSCHED_PARTITION_ALLOW_EMPTY).
  * @param plan p, m, v, placement, comm and memory limit; costs are ignored.
- * @param schedule generator name (one chain; DualPipe is not supported).
+ * @param schedule generator name. With two chains (DualPipe) both chains
+ *        hold the same layers: chain 0's stage j and chain 1's stage p + j
+ *        get the same range (device d holds ranges d and p−1−d, parameters
+ *        duplicated) and the same recompute choices (@ref optimizer).
  * @param options options, or NULL for #PSCHED_PARTITION_OPTIONS_INIT.
  * @param[out] out new result owned by the caller
  *        (psched_partition_result_destroy()). An infeasible memory limit is
  *        not an error: the result says so.
  * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOTFOUND,
- *         ::PSCHED_EUNSUPPORTED (the MILP cases without GLPK, two chains),
+ *         ::PSCHED_EUNSUPPORTED (the MILP cases without GLPK, two chains
+ *         in another placement than DualPipe's),
  *         ::PSCHED_ESOLVER (GLPK failed; the process is unharmed),
  *         ::PSCHED_ENOMEM, or the generator's error.
  */
