@@ -1,6 +1,8 @@
 """Is the simulator right? (issue 16 item 5): profile a small transformer on
-this machine with pipesched.torch.profile_layers, run the planner on the
-profile, then execute the top three plans and the even split with
+this machine with pipesched.torch.profile_layers (in both worker processes
+at once, so each competes with its sibling for the cores as it does in the
+pipelined run; rank 0's profile is used), run the planner on the profile
+(plan_search, what `pipesched plan` runs), then execute the top three plans and the even split with
 pipesched.torch on 2 CPU processes (gloo, 127.0.0.1) and print each plan's
 measured step time beside the simulated one, with the ratio.
 
@@ -113,7 +115,7 @@ class Recompute:
         return layer if kind == "none" else Wrapped()
 
 
-def worker(rank, world, port, args, cases, out):
+def worker(rank, world, port, args, inq, out):
     import torch
     import torch.distributed as dist
     from torch.distributed.pipelining import PipelineStage
@@ -121,11 +123,42 @@ def worker(rank, world, port, args, cases, out):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world, timeout=datetime.timedelta(seconds=600))
+    # The profile is taken where the plans run: both processes profile the
+    # model at the same time (so each competes with its sibling for the
+    # cores, as in the pipelined run); rank 0's profile is used.
+    layers = build_layers(args)
+    sample = torch.randint(0, args.vocab, (args.rows, args.seq))
+    dist.barrier()
+    t = time.perf_counter()
+    prof = pt.profile_layers(layers, sample, repeats=args.repeats)
+    took = time.perf_counter() - t
+    dist.barrier()
+    if rank == 0:
+        out.put(("profile", (prof.to_csv(), took)))
+    del layers, prof
     m = args.microbatches
     g = torch.Generator().manual_seed(7)
     x = torch.randint(0, args.vocab, (m * args.rows, args.seq), generator=g)
     y = torch.randint(0, args.vocab, (m * args.rows, args.seq), generator=g)
-    runtimes, times, failed = {}, {}, {}
+    # One activation transfer (a micro-batch's hidden states) between the
+    # two ranks: half a ping-pong's round trip, median of 20 after 3.
+    act = torch.zeros(args.rows, args.seq, HIDDEN)
+    trips = []
+    for i in range(23):
+        dist.barrier()
+        t = time.perf_counter()
+        if rank == 0:
+            dist.send(act, 1)
+            dist.recv(act, 1)
+        else:
+            dist.recv(act, 0)
+            dist.send(act, 0)
+        if i >= 3:
+            trips.append(time.perf_counter() - t)
+    if rank == 0:
+        out.put(("comm", statistics.median(trips) / 2 * 1e3))
+    cases = inq.get()
+    runtimes, times, cpu, failed = {}, {}, {}, {}
     for label, sched, ranges, recompute in cases:
         try:
             layers = build_layers(args)
@@ -140,7 +173,7 @@ def worker(rank, world, port, args, cases, out):
                                             torch.device("cpu")))
             runtime = pt.make_schedule(stages, sched, m, loss_fn)
             runtimes[label] = (runtime, 0 in mine, n - 1 in mine)
-            times[label] = []
+            times[label], cpu[label] = [], []
         except Exception as e:  # noqa: BLE001
             failed[label] = f"failed: {type(e).__name__}: {e}"
     # Round-robin: each round steps every plan once (the first round is the
@@ -151,39 +184,47 @@ def worker(rank, world, port, args, cases, out):
                 continue
             try:
                 dist.barrier()
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 runtime.step(*((x,) if first else ()), target=y if last else None)
+                c = time.process_time() - c
                 dist.barrier()
                 if r:
                     times[label].append(time.perf_counter() - t)
+                    cpu[label].append(c)
             except Exception as e:  # noqa: BLE001
                 failed[label] = f"failed: {type(e).__name__}: {e}"
                 dist.barrier()
-    if rank == 0:
-        for label, *_ in cases:
-            out.put((label, failed[label] if label in failed
-                     else statistics.median(times[label]) * 1e3))
+    # Wall time from rank 0; CPU time (all threads of the process, during
+    # step() only) from both ranks.
+    for label, *_ in cases:
+        if label in failed:
+            res = failed[label]
+        else:
+            res = (statistics.median(times[label]) * 1e3, statistics.median(cpu[label]) * 1e3)
+        out.put(((label, rank), res))
     dist.destroy_process_group()
 
 
-def sequential_step(layers, args):
-    """Median of 3 (after one warm-up) one-process steps: every micro-batch
-    forward with the loss, then backward, in ms."""
-    import torch
-    model = torch.nn.Sequential(*layers)
-    g = torch.Generator().manual_seed(7)
-    m = args.microbatches
-    x = torch.randint(0, args.vocab, (m * args.rows, args.seq), generator=g)
-    y = torch.randint(0, args.vocab, (m * args.rows, args.seq), generator=g)
-    times = []
-    for i in range(4):
-        t = time.perf_counter()
-        for xs, ys in zip(x.chunk(m), y.chunk(m)):
-            loss_fn(model(xs), ys).backward()
-        if i:
-            times.append(time.perf_counter() - t)
-    model.zero_grad(set_to_none=True)
-    return statistics.median(times) * 1e3
+def model_rows(csv):
+    """(f, b, w) of every CSV row, as objects with those fields."""
+    import types
+    rows = [ln.split(",") for ln in csv.splitlines() if ln and not ln.startswith("#")][1:]
+    return [types.SimpleNamespace(f=float(r[2]), b=float(r[3]), w=float(r[4])) for r in rows]
+
+
+def simulate_with_comm(cases, label, part, comm):
+    """The plan's schedule simulated with every cross-device dependency
+    taking `comm` ms (the plan's per-stage costs, the same placement)."""
+    import pipesched
+    sched = next(c[1] for c in cases if c[0] == label)
+    src = part.plan
+    costs = pipesched.Plan(devices=src.devices, microbatches=src.microbatches,
+                           chunks=src.chunks, placement=src.placement, comm=comm,
+                           stage_costs=[src.stage_cost(s) for s in range(src.stages)])
+    try:
+        return sched.simulate(costs).makespan
+    finally:
+        costs.close()
 
 
 def describe(part):
@@ -213,26 +254,24 @@ def main():
     import pipesched.torch as pt
     torch.set_num_threads(1)
 
-    layers = build_layers(args)
-    sample = torch.randint(0, args.vocab, (args.rows, args.seq))
-    t = time.perf_counter()
-    prof = pt.profile_layers(layers, sample, repeats=args.repeats)
-    took = time.perf_counter() - t
-    csv = prof.to_csv()
+    load0 = os.getloadavg()[0]
+    ctx = mp.get_context("spawn")
+    q, inq = ctx.Queue(), ctx.Queue()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = [ctx.Process(target=worker, args=(r, 2, port, args, inq, q)) for r in range(2)]
+    for p in procs:
+        p.start()
+    results = dict(q.get(timeout=3600) for _ in range(2))  # the profile, the transfer time
+    csv, took = results["profile"]
+    comm = results["comm"]
     if args.profile:
-        prof.write_csv(args.profile)
+        with open(args.profile, "w") as f:
+            f.write(csv)
     print(f"torch {torch.__version__}, pipesched {pipesched.version()}, p=2 gloo CPU, "
-          f"1 thread per process; profile_layers took {took:.1f} s:")
+          f"1 thread per process; profile_layers (both processes at once) took {took:.1f} s:")
     sys.stdout.write("".join("  " + ln + "\n" for ln in csv.splitlines()))
-
-    # The same compute without a pipeline: m micro-batches forward and
-    # backward through the whole model in this process, against the
-    # profile's m * sum(f + b + w): what the profile misses of the compute
-    # alone, before any pipeline, runtime or communication cost.
-    seq_ms = sequential_step(layers, args)
-    prof_ms = args.microbatches * sum(lp.f + lp.b + lp.w for lp in prof.layers)
-    print(f"one process, no pipeline: step {seq_ms:.1f} ms; profile's m*sum(f+b+w) "
-          f"{prof_ms:.1f} ms (ratio {seq_ms / prof_ms:.3f})")
 
     model = pipesched.Model.from_csv(csv)
     plan = pipesched.Plan(devices=2, microbatches=args.microbatches, mem_limit=args.mem_limit)
@@ -240,6 +279,8 @@ def main():
     fits = [a for a in search.alternatives if a.fits and a.partition is not None]
     if not fits:
         print("nothing fits")
+        for _ in procs:
+            inq.put([])
         return 1
     chosen = [(f"#{i + 1} {a.schedule} v={a.chunks}", a.schedule, a.chunks, a.partition)
               for i, a in enumerate(fits[:3])]
@@ -253,18 +294,17 @@ def main():
         simulated = sched.simulate(part.plan).makespan
         ranges = {s.stage: (s.first, s.count) for s in part.stages}
         cases.append((label, sched, ranges, part.recompute))
-        rows.append((label, describe(part), simulated))
-
-    load0 = os.getloadavg()[0]
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    procs = [ctx.Process(target=worker, args=(r, 2, port, args, cases, q)) for r in range(2)]
-    for p in procs:
-        p.start()
-    measured = dict(q.get(timeout=3600) for _ in cases)
+        rows.append((label, describe(part), simulated, part))
+    for _ in procs:
+        inq.put(cases)
+    got = dict(q.get(timeout=3600) for _ in range(2 * len(cases)))
+    measured, cpu = {}, {}
+    for label, *_ in cases:
+        r0, r1 = got.get((label, 0), "missing"), got.get((label, 1), "missing")
+        if isinstance(r0, tuple) and isinstance(r1, tuple):
+            measured[label], cpu[label] = r0[0], r0[1] + r1[1]
+        else:
+            measured[label] = r0 if not isinstance(r0, tuple) else r1
     for p in procs:
         p.join()
 
@@ -272,14 +312,23 @@ def main():
           f"on {os.cpu_count()} cores")
     print(f"{args.blocks} blocks, vocab {args.vocab}, micro-batch {args.rows}x{args.seq}, "
           f"m={args.microbatches}, median of {args.steps} steps (ms)")
-    print("| plan | stages (layers/recompute) | simulated | measured | measured/simulated |")
-    print("|---|---|---|---|---|")
-    for label, stages, simulated in rows:
+    print(f"one activation transfer (gloo, {args.rows}x{args.seq}x{HIDDEN} float32): "
+          f"{comm:.2f} ms; 'with comm' simulates the same schedule with that latency")
+    work = args.microbatches * sum(lp.f + lp.b + lp.w for lp in model_rows(csv))
+    print(f"compute in the profile, m * sum(f + b + w): {work:.1f} ms; 'CPU' is the two "
+          "processes' CPU time during step() (compute, runtime, gloo)")
+    print("| plan | stages (layers/recompute) | simulated | with comm | measured | "
+          "measured/simulated | measured/with comm | CPU | CPU/compute |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for label, stages, simulated, part in rows:
+        with_comm = simulate_with_comm(cases, label, part, comm)
         got = measured.get(label, "missing")
         if isinstance(got, float):
-            print(f"| {label} | {stages} | {simulated:.1f} | {got:.1f} | {got / simulated:.3f} |")
+            c = cpu[label]
+            print(f"| {label} | {stages} | {simulated:.1f} | {with_comm:.1f} | {got:.1f} | "
+                  f"{got / simulated:.3f} | {got / with_comm:.3f} | {c:.1f} | {c / work:.3f} |")
         else:
-            print(f"| {label} | {stages} | {simulated:.1f} | {got} | |")
+            print(f"| {label} | {stages} | {simulated:.1f} | {with_comm:.1f} | {got} | | | | |")
     return 0
 
 

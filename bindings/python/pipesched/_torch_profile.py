@@ -20,7 +20,8 @@ profile holds (docs/pytorch.md, "Measured layer profiles"):
   the same way, and its extra backward time: the fused backward of the
   variant minus the fused backward without recompute, per repeat.
 
-Times are medians over ``repeats`` runs, in milliseconds; bytes are bytes.
+Times are medians over ``repeats`` runs (each run goes over every layer, so
+a burst of load lands on all layers alike), in milliseconds; bytes are bytes.
 Importing this module imports torch (``import pipesched`` never does).
 """
 from __future__ import annotations
@@ -260,11 +261,14 @@ def _differentiable(outs: _t.Tuple[torch.Tensor, ...]) -> _t.List[int]:
     return [i for i, o in enumerate(outs) if o.requires_grad]
 
 
-def _profile_one(layer: torch.nn.Module, xs: _t.Tuple[torch.Tensor, ...], name: str,
-                 variants: _t.Sequence[str], repeats: int, warmup: int,
-                 select: _t.Callable[[str, torch.nn.Module], bool],
-                 counted: _t.Set[int], optimizer_states: int
-                 ) -> _t.Tuple[LayerProfile, _t.Tuple[torch.Tensor, ...]]:
+def _prepare(layer: torch.nn.Module, xs: _t.Tuple[torch.Tensor, ...], name: str,
+             variants: _t.Sequence[str], select: _t.Callable[[str, torch.nn.Module], bool],
+             counted: _t.Set[int], optimizer_states: int
+             ) -> _t.Tuple[_t.Callable[[bool], None], _t.Callable[[], LayerProfile],
+                           _t.Tuple[torch.Tensor, ...]]:
+    """Measure a layer's bytes now; return (sample, finish, output): sample(
+    record) runs one timed repeat (kept when record), finish() the
+    LayerProfile of the medians, output the next layer's input."""
     params = [p for p in layer.parameters() if p.requires_grad]
     exclude = {t.untyped_storage().data_ptr()
                for t in list(layer.parameters()) + list(layer.buffers())}
@@ -333,18 +337,18 @@ def _profile_one(layer: torch.nn.Module, xs: _t.Tuple[torch.Tensor, ...], name: 
 
     samples: _t.Dict[str, _t.List[float]] = {k: [] for k in ("f", "b", "w", "bw")}
     extra: _t.Dict[str, _t.List[float]] = {v: [] for v in variants}
-    for r in range(warmup + repeats):
+
+    def sample(record: bool) -> None:
         f, b, w = split()
         base = fused("none")
         diffs = {v: fused(v) - base for v in variants}
-        if r < warmup:
-            continue
+        if not record:
+            return
         for k, x in zip(("f", "b", "w", "bw"), (f, b, w, base)):
             samples[k].append(x * 1e3)
         for v in variants:
             extra[v].append(diffs[v] * 1e3)
 
-    med = {k: statistics.median(x) for k, x in samples.items()}
     pbytes = gbytes = 0
     for p in layer.parameters():
         if id(p) in counted:  # shared (tied) weights count where first seen
@@ -354,13 +358,16 @@ def _profile_one(layer: torch.nn.Module, xs: _t.Tuple[torch.Tensor, ...], name: 
         pbytes += n
         if p.requires_grad:
             gbytes += n
-    variant = {v: (acts[v], max(0.0, statistics.median(extra[v]))) for v in variants}
-    if "selective" in variant and not selected:
-        variant.pop("selective")  # nothing selected: no such variant
-    lp = LayerProfile(name, med["f"], med["b"], med["w"], med["bw"], acts["none"], pbytes,
-                      gbytes, optimizer_states * gbytes, variant.get("selective"),
-                      variant.get("full"))
-    return lp, nxt
+
+    def finish() -> LayerProfile:
+        med = {k: statistics.median(x) for k, x in samples.items()}
+        variant = {v: (acts[v], max(0.0, statistics.median(extra[v]))) for v in variants}
+        if "selective" in variant and not selected:
+            variant.pop("selective")  # nothing selected: no such variant
+        return LayerProfile(name, med["f"], med["b"], med["w"], med["bw"], acts["none"],
+                            pbytes, gbytes, optimizer_states * gbytes,
+                            variant.get("selective"), variant.get("full"))
+    return sample, finish, nxt
 
 
 def profile_layers(layers: _t.Union[torch.nn.Module, _t.Sequence[torch.nn.Module]],
@@ -415,15 +422,25 @@ def profile_layers(layers: _t.Union[torch.nn.Module, _t.Sequence[torch.nn.Module
         if len(names) != len(mods):
             raise ValueError(f"names has {len(names)} entries for {len(mods)} layers")
     xs = _as_tuple(sample_input, "sample_input")
-    out: _t.List[LayerProfile] = []
     counted: _t.Set[int] = set()
+    prepared = []
     for i, mod in enumerate(mods):
         name = _type_name(mod, None if names is None else names[i])
-        lp, xs = _profile_one(mod, xs, name, variants, repeats, warmup, selective, counted,
-                              optimizer_states)
+        sample, finish, xs = _prepare(mod, xs, name, variants, selective, counted,
+                                      optimizer_states)
+        prepared.append((sample, finish))
+    # Repeat by repeat over all layers, not layer by layer: a burst of load
+    # from elsewhere then lands on every layer alike instead of inflating
+    # one layer's every sample.
+    for r in range(warmup + repeats):
+        for sample, _ in prepared:
+            sample(r >= warmup)
+    out: _t.List[LayerProfile] = []
+    for i, (_, finish) in enumerate(prepared):
+        lp = finish()
         for field in ("f", "b", "w", "backward"):
             if not math.isfinite(getattr(lp, field)):
-                raise RuntimeError(f"layer {i} ({name}): {field} time is not finite")
+                raise RuntimeError(f"layer {i} ({lp.type}): {field} time is not finite")
         out.append(lp)
     prof = Profile(out, repeats, optimizer_states)
     if path is not None:
