@@ -238,7 +238,7 @@ def describe(part):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--blocks", type=int, default=8)
-    ap.add_argument("--vocab", type=int, default=4096)
+    ap.add_argument("--vocab", type=int, default=16384)
     ap.add_argument("--rows", type=int, default=2)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--microbatches", type=int, default=8)
