@@ -1,19 +1,22 @@
 /* bench_partition: solve time and result of the layer partitioner.
  *
  *   bench_partition [--quick] [--time-limit S] [--profiles DIR]
+ *                   [--schedule NAME] [--chunks V] [--no-grid] [--no-profiles]
  *
  * Part 1, a grid: L in {32, 80, 128} layers (an embedding, L-2 transformer
  * layers with selective and full recomputation, a head), p in {4, 8, 16},
- * m = 4p, v = 1 (1f1b) and v = 2 (interleaved: loop placement; v-zb: V
- * placement), where the even split has a layer for every stage. The memory limit is 60% of the largest device memory of the
+ * m = 4p, v = 1 (1f1b), v = 2 (interleaved: loop placement; v-zb: V
+ * placement), v = 4 (interleaved, interleaved-zb) and dualpipe (two
+ * chains), where the even split has a layer for every stage.
+ * --schedule and --chunks keep only those rows (and skip the planner). The memory limit is 60% of the largest device memory of the
  * even split without recomputation, so recomputation is needed. Columns:
  * solver status, solve time, objective, simulated makespan, the even
  * split's makespan (with Megatron's uniform recompute choice) and the
  * speed-up. --quick: L in {32, 80}, p in {4, 8}.
  *
  * Part 2, the profiles of docs/examples (LLaMA-70B-like, Gemma2-9B-like,
- * Mixtral-like) at p = 8, m = 64, 80 GB and 60 GB per device, for 1f1b,
- * interleaved (v = 2) and v-zb, and the planner's best plan.
+ * Mixtral-like) at p = 8, m = 64, 80 GB and 60 GB per device, for the
+ * same schedules, and the planner's best plan.
  *
  * Output: Markdown tables (docs/optimizer.md publishes them).
  *
@@ -143,13 +146,23 @@ static void grid_row(uint32_t layers, uint32_t p, uint32_t v, const char *schedu
     psched_model_destroy(model);
 }
 
-static void grid(bool quick, double time_limit)
+/* The schedules benchmarked: v = 1, 2 (loop and V placement), 4 (loop)
+ * and DualPipe's two chains (p ranges, each held by two devices). */
+static const struct kind {
+    uint32_t v, ranges_per_device;
+    const char *schedule;
+} kinds[] = {{1, 1, "1f1b"},        {2, 2, "interleaved"},    {2, 2, "v-zb"},
+             {4, 4, "interleaved"}, {4, 4, "interleaved-zb"}, {2, 1, "dualpipe"}};
+
+/* Whether a --schedule / --chunks filter keeps the kind. */
+static bool kept(const struct kind *k, const char *schedule, uint32_t chunks)
+{
+    return (!schedule || strcmp(schedule, k->schedule) == 0) && (!chunks || chunks == k->v);
+}
+
+static void grid(bool quick, double time_limit, const char *schedule, uint32_t chunks)
 {
     static const uint32_t layer_counts[] = {32, 80, 128}, devices[] = {4, 8, 16};
-    static const struct {
-        uint32_t v;
-        const char *schedule;
-    } kinds[] = {{1, "1f1b"}, {2, "interleaved"}, {2, "v-zb"}};
     size_t nl = quick ? 2 : 3, np = quick ? 2 : 3;
     puts("| L | p | v | schedule | memory limit | status | solve time (s) | objective | "
          "makespan | even makespan | speed-up |");
@@ -157,7 +170,8 @@ static void grid(bool quick, double time_limit)
     for (size_t i = 0; i < nl; i++)
         for (size_t j = 0; j < np; j++)
             for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
-                if (layer_counts[i] - 2 >= devices[j] * kinds[k].v) /* even split applies */
+                if (kept(&kinds[k], schedule, chunks) &&
+                    layer_counts[i] - 2 >= devices[j] * kinds[k].ranges_per_device)
                     grid_row(layer_counts[i], devices[j], kinds[k].v, kinds[k].schedule,
                              time_limit);
 }
@@ -216,13 +230,10 @@ static void profile_best(const psched_model *model, const psched_plan *plan, con
     psched_search_result_destroy(s);
 }
 
-static void profiles(const char *dir, bool quick, double time_limit)
+static void profiles(const char *dir, bool quick, double time_limit, const char *schedule,
+                     uint32_t chunks)
 {
     static const char *const names[] = {"llama70b", "gemma2_9b", "mixtral"};
-    static const struct {
-        uint32_t v;
-        const char *schedule;
-    } kinds[] = {{1, "1f1b"}, {2, "interleaved"}, {2, "v-zb"}};
     static const double limits[] = {80e9, 60e9};
     puts("\n| profile | memory | schedule | v | status | solve time (s) | makespan | "
          "even makespan | speed-up |");
@@ -231,6 +242,8 @@ static void profiles(const char *dir, bool quick, double time_limit)
         psched_model *model = load_profile(dir, names[i]);
         for (size_t l = 0; model && l < (quick ? 1u : 2u); l++) {
             for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+                if (!kept(&kinds[k], schedule, chunks))
+                    continue;
                 psched_plan *plan = make_plan(8, 64, kinds[k].v, limits[l]);
                 psched_partition_result *r =
                     run(model, plan, kinds[k].schedule, PSCHED_PARTITION_ILP, time_limit);
@@ -251,6 +264,8 @@ static void profiles(const char *dir, bool quick, double time_limit)
                 psched_partition_result_destroy(e);
                 psched_plan_destroy(plan);
             }
+            if (schedule || chunks)
+                continue; /* the planner tries every schedule */
             psched_plan *plan = make_plan(8, 64, 0, limits[l]);
             profile_best(model, plan, names[i], limits[l], time_limit < 1 ? time_limit : 1);
             psched_plan_destroy(plan);
@@ -294,8 +309,9 @@ static int scale(uint32_t layers, const char *schedule, uint32_t v, double time_
 
 int main(int argc, char **argv)
 {
-    uint32_t scale_layers = 0, scale_chunks = 1;
-    const char *scale_schedule = "1f1b";
+    uint32_t scale_layers = 0, scale_chunks = 0;
+    const char *scale_schedule = NULL;
+    bool no_grid = false, no_profiles = false;
     bool quick = false;
     double time_limit = 10;
     const char *dir = "docs/examples";
@@ -312,8 +328,14 @@ int main(int argc, char **argv)
             scale_schedule = argv[++i];
         } else if (strcmp(argv[i], "--chunks") == 0 && i + 1 < argc) {
             scale_chunks = (uint32_t)strtoul(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--no-grid") == 0) {
+            no_grid = true;
+        } else if (strcmp(argv[i], "--no-profiles") == 0) {
+            no_profiles = true;
         } else {
             fprintf(stderr, "usage: bench_partition [--quick] [--time-limit S] [--profiles DIR]\n"
+                            "           [--schedule NAME] [--chunks V] [--no-grid] "
+                            "[--no-profiles]\n"
                             "       bench_partition --scale L [--schedule NAME] [--chunks V] "
                             "[--time-limit S]\n");
             return 2;
@@ -324,9 +346,12 @@ int main(int argc, char **argv)
         return 2;
     }
     if (scale_layers)
-        return scale(scale_layers, scale_schedule, scale_chunks, time_limit);
+        return scale(scale_layers, scale_schedule ? scale_schedule : "1f1b",
+                     scale_chunks ? scale_chunks : 1, time_limit);
     printf("pipesched %s, time limit %g s per partition\n\n", psched_version(), time_limit);
-    grid(quick, time_limit);
-    profiles(dir, quick, time_limit);
+    if (!no_grid)
+        grid(quick, time_limit, scale_schedule, scale_chunks);
+    if (!no_profiles)
+        profiles(dir, quick, time_limit, scale_schedule, scale_chunks);
     return 0;
 }

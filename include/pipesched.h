@@ -1068,13 +1068,17 @@ typedef struct psched_partition_result psched_partition_result;
  * @param model the model (at least one layer, and at least S layers unless
  *        #PSCHED_PARTITION_ALLOW_EMPTY).
  * @param plan p, m, v, placement, comm and memory limit; costs are ignored.
- * @param schedule generator name (one chain; DualPipe is not supported).
+ * @param schedule generator name. With two chains (DualPipe) both chains
+ *        hold the same layers: chain 0's stage j and chain 1's stage p + j
+ *        get the same range (device d holds ranges d and p−1−d, parameters
+ *        duplicated) and the same recompute choices (@ref optimizer).
  * @param options options, or NULL for #PSCHED_PARTITION_OPTIONS_INIT.
  * @param[out] out new result owned by the caller
  *        (psched_partition_result_destroy()). An infeasible memory limit is
  *        not an error: the result says so.
  * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_ENOTFOUND,
- *         ::PSCHED_EUNSUPPORTED (the MILP cases without GLPK, two chains),
+ *         ::PSCHED_EUNSUPPORTED (the MILP cases without GLPK, two chains
+ *         in another placement than DualPipe's),
  *         ::PSCHED_ESOLVER (GLPK failed; the process is unharmed),
  *         ::PSCHED_ENOMEM, or the generator's error.
  */
@@ -1210,6 +1214,15 @@ PSCHED_API psched_status psched_partition_evaluate(const psched_model *model,
  * or "full"; with full, @p method "uniform" (@p num_layers 1: every
  * transformer layer) or "block" (the first @p num_layers transformer
  * layers of every virtual stage).
+ * @param model the layer profile.
+ * @param plan p, m, v (0: taken from the layout), memory limit, comm.
+ * @param schedule generator name.
+ * @param layout the layout string, NUL-terminated.
+ * @param map letters of other groups ("m=GROUP,E=GROUP,..."), or NULL.
+ * @param granularity NULL, "none", "selective" or "full".
+ * @param method with "full": "uniform" or "block"; NULL otherwise.
+ * @param num_layers with "full": 1 for "uniform", the layers per virtual
+ *        stage for "block"; 0 otherwise.
  * @param[out] out as psched_partition_evaluate().
  * @return ::PSCHED_OK, ::PSCHED_EINVAL naming the column and the rule
  *         (unbalanced parentheses, unknown element, an element that falls on
@@ -1266,9 +1279,14 @@ PSCHED_API psched_status psched_partition_to_megatron(const psched_partition_res
  * `[activation_checkpoint]` `mode` none, full or selective (option "op"
  * for the profile's selective variant), with the rule and comments of
  * psched_partition_to_megatron() where the plan's mix differs per stage.
+ * @param result as psched_partition_to_megatron().
+ * @param model as psched_partition_to_megatron().
+ * @param map as psched_partition_to_megatron().
  * @param fqn module-name template "E=NAME;t=NAME;m=NAME;L=NAME[,NAME]",
  *        `{i}` standing for the element's index among its letter; NULL for
  *        #PSCHED_TORCHTITAN_LLAMA_FQN.
+ * @param[out] text as psched_partition_to_megatron().
+ * @param[out] length as psched_partition_to_megatron().
  * @return as psched_partition_to_megatron(); ::PSCHED_EINVAL also for a
  *         template without an entry for a letter the layout uses.
  */

@@ -702,9 +702,10 @@ static psched_model *equal_layers(uint32_t n)
 
 /* 8 equal layers (1, 1, 1), p = 2, m = 4. 1f1b splits them 4 + 4: stage
  * costs (4, 4, 4), span (m + p - 1)·12 = 60. Interleaved and the V
- * schedules have smaller bubbles; dualpipe's two chains are an error, and
- * so is interleaved with v = 4 in a build without GLPK (the MILP case);
- * errors rank last. */
+ * schedules have smaller bubbles; dualpipe partitions its two chains
+ * together (each holds the 8 layers, p = 2 ranges of them); interleaved
+ * with v = 4 is an error in a build without GLPK (the MILP case); errors
+ * rank last. */
 static void test_plan_search_ranks_fitting_plans_by_step_time(void)
 {
     psched_model *model = equal_layers(8);
@@ -713,18 +714,15 @@ static void test_plan_search_ranks_fitting_plans_by_step_time(void)
     psched_search_result *r = NULL;
     CHECK_OK(psched_plan_search(model, plan, names, 3, NULL, &r));
     /* 1f1b v = 1, interleaved v = 2 and 4, dualpipe v = 2. */
-    size_t n = psched_search_count(r), errors = psched__have_glpk() ? 1 : 2;
+    size_t n = psched_search_count(r), errors = psched__have_glpk() ? 0 : 1;
     CHECK_EQ_INT(n, 4);
-    CHECK_EQ_INT(psched_search_error(r, n - 1), PSCHED_EUNSUPPORTED);
-    CHECK_EQ_INT(psched_search_error(r, n - errors), PSCHED_EUNSUPPORTED);
-    bool saw_dualpipe = false, saw_1f1b = false;
     for (size_t i = n - errors; i < n; i++) {
+        CHECK_EQ_INT(psched_search_error(r, i), PSCHED_EUNSUPPORTED);
         CHECK(psched_search_partition(r, i) == NULL);
-        if (strcmp(psched_search_schedule(r, i), "dualpipe") == 0) {
-            saw_dualpipe = true;
-            CHECK_CONTAINS(psched_search_error_message(r, i), "2 chains");
-        }
     }
+    bool saw_dualpipe = false, saw_1f1b = false;
+    for (size_t i = 0; i < n - errors; i++)
+        saw_dualpipe |= strcmp(psched_search_schedule(r, i), "dualpipe") == 0;
     CHECK(saw_dualpipe);
     for (size_t i = 0; i < n - errors; i++) {
         CHECK_OK(psched_search_error(r, i));

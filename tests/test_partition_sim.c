@@ -22,7 +22,7 @@ typedef struct bf_layer {
 } bf_layer;
 
 typedef struct brute {
-    uint32_t L, S, p, m, v;
+    uint32_t L, S, R, p, m, v; /* R: layer ranges (S, or S/2 with two chains) */
     const char *name;
     bf_layer lay[10];
     double inflight[16];
@@ -53,6 +53,9 @@ static void brute_schedule(brute *o)
     CHECK_OK(psched_generate(unit, o->name, &s));
     const psched_plan *rp = psched_schedule_plan(s);
     o->S = psched_plan_stages(rp);
+    /* Two chains (DualPipe) run the same layers: chain 1's stage S/2 + j
+     * holds chain 0's stage j's range, a copy of its parameters. */
+    o->R = psched_plan_chains(rp) == 2 ? o->S / 2 : o->S;
     double cur[16] = {0};
     for (uint32_t st = 0; st < o->S; st++) {
         o->device_of[st] = psched_plan_stage_device(rp, st);
@@ -78,7 +81,8 @@ static double brute_memory(const brute *o)
     double dev[4] = {0};
     for (uint32_t s = 0; s < o->S; s++) {
         double act = 0, param = 0;
-        for (uint32_t l = o->cut[s]; l < o->cut[s + 1]; l++) {
+        uint32_t k = s % o->R;
+        for (uint32_t l = o->cut[k]; l < o->cut[k + 1]; l++) {
             act += o->lay[l].act[o->choice[l]];
             param += o->lay[l].param;
         }
@@ -94,7 +98,8 @@ static double brute_simulate(brute *o)
 {
     for (uint32_t s = 0; s < o->S; s++) {
         double f = 0, b = 0, w = 0, act = 0;
-        for (uint32_t l = o->cut[s]; l < o->cut[s + 1]; l++) {
+        uint32_t k = s % o->R;
+        for (uint32_t l = o->cut[k]; l < o->cut[k + 1]; l++) {
             f += o->lay[l].f;
             b += o->lay[l].b + o->lay[l].extra[o->choice[l]];
             w += o->lay[l].w;
@@ -136,12 +141,12 @@ static void brute_choices(brute *o, uint32_t l, bool memory)
 
 static void brute_splits(brute *o, uint32_t s, bool memory)
 {
-    if (s == o->S - 1) {
+    if (s == o->R - 1) {
         o->cut[s + 1] = o->L;
         brute_choices(o, 0, memory);
         return;
     }
-    for (uint32_t end = o->cut[s] + 1; end + (o->S - 1 - s) <= o->L; end++) {
+    for (uint32_t end = o->cut[s] + 1; end + (o->R - 1 - s) <= o->L; end++) {
         o->cut[s + 1] = end;
         brute_splits(o, s + 1, memory);
     }
@@ -153,8 +158,8 @@ static double candidates(const brute *o)
     double n = 1;
     for (uint32_t l = 0; l < o->L; l++)
         n *= o->lay[l].has[0] + o->lay[l].has[1] + o->lay[l].has[2];
-    double splits = 1; /* C(L-1, S-1) */
-    for (uint32_t k = 1; k < o->S; k++)
+    double splits = 1; /* C(L-1, R-1) */
+    for (uint32_t k = 1; k < o->R; k++)
         splits = splits * (o->L - k) / k;
     return n * splits;
 }
@@ -187,6 +192,68 @@ static psched_model *random_instance(brute *o)
     return model;
 }
 
+/* One instance of o (name, v, p, L, m set): random layers, the brute
+ * force, psched_partition() against it. 0 when skipped (too many
+ * candidates), 1 when matched, 2 when matched and proven optimal. */
+static int run_instance(brute *o, int *improved, long *sims)
+{
+    psched_model *model = random_instance(o);
+    CHECK_OK(psched_plan_create(&o->plan));
+    CHECK_OK(psched_plan_set_devices(o->plan, o->p));
+    CHECK_OK(psched_plan_set_microbatches(o->plan, o->m));
+    CHECK_OK(psched_plan_set_chunks(o->plan, o->v));
+    CHECK_OK(psched_plan_set_comm(o->plan, rnd(2) ? 0 : 0.5));
+    brute_schedule(o);
+    if (candidates(o) > 4000) {
+        psched_plan_destroy(o->plan);
+        psched_model_destroy(model);
+        return 0;
+    }
+    /* A limit between the leanest fit and "anything fits". */
+    o->lean = INFINITY;
+    o->cut[0] = 0;
+    brute_splits(o, 0, true);
+    o->limit = rnd(3) == 0 ? INFINITY : o->lean * (1 + 0.1 * rnd(6));
+    o->best = INFINITY;
+    brute_splits(o, 0, false);
+    *sims += o->sims;
+
+    psched_plan *plan = NULL;
+    CHECK_OK(psched_plan_clone(o->plan, &plan));
+    CHECK_OK(psched_plan_set_cost(plan, 1, 1, 1)); /* the partitioner sets costs */
+    CHECK_OK(psched_plan_set_memory_limit(plan, o->limit));
+    psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+    opt.time_limit = 86400; /* never reached: the certificate's budgets end it */
+    psched_partition_result *r = NULL, *e = NULL;
+    CHECK_OK(psched_partition(model, plan, o->name, &opt, &r));
+    opt.method = PSCHED_PARTITION_EVEN;
+    /* The even split may not apply (a stage left empty). */
+    if (psched_partition(model, plan, o->name, &opt, &e) != PSCHED_OK)
+        e = NULL;
+    double mk = psched_partition_makespan(r);
+    bool is_opt = psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL;
+    if (!(mk <= o->best * 1.005) || (is_opt && !(mk <= o->best * (1 + 1e-9))))
+        fprintf(stderr, "%s p=%u v=%u m=%u L=%u limit %g: partition %g (%s), brute %g\n",
+                o->name, o->p, o->v, o->m, o->L, o->limit, mk, is_opt ? "optimal" : "feasible",
+                o->best);
+    CHECK(mk <= o->best * 1.005);
+    CHECK(!is_opt || mk <= o->best * (1 + 1e-9));
+    CHECK(mk >= o->best * (1 - 1e-9)); /* nothing beats every candidate */
+    /* Every small instance is searched to the end. */
+    CHECK(is_opt);
+    if (e && psched_partition_status(e) != PSCHED_SOLVE_INFEASIBLE) {
+        double even = psched_partition_makespan(e);
+        CHECK(mk <= even * (1 + 1e-9));
+        *improved += mk < even * (1 - 1e-9);
+    }
+    psched_partition_result_destroy(r);
+    psched_partition_result_destroy(e);
+    psched_plan_destroy(plan);
+    psched_plan_destroy(o->plan);
+    psched_model_destroy(model);
+    return is_opt ? 2 : 1;
+}
+
 static void test_partition_matches_the_simulated_brute_force(void)
 {
     static const struct {
@@ -210,68 +277,80 @@ static void test_partition_matches_the_simulated_brute_force(void)
             o.m = o.p * (1 + rnd(3));
             if (kinds[k].v == 2 && strcmp(o.name, "interleaved") == 0)
                 o.m = o.p * (1 + rnd(2)); /* interleaved: m a multiple of p */
-            psched_model *model = random_instance(&o);
-            CHECK_OK(psched_plan_create(&o.plan));
-            CHECK_OK(psched_plan_set_devices(o.plan, o.p));
-            CHECK_OK(psched_plan_set_microbatches(o.plan, o.m));
-            CHECK_OK(psched_plan_set_chunks(o.plan, o.v));
-            CHECK_OK(psched_plan_set_comm(o.plan, rnd(2) ? 0 : 0.5));
-            brute_schedule(&o);
-            if (candidates(&o) > 4000) {
-                psched_plan_destroy(o.plan);
-                psched_model_destroy(model);
+            switch (run_instance(&o, &improved, &sims)) {
+            case 0:
                 continue;
+            case 2:
+                optimal++;
+                break;
+            default:
+                break;
             }
-            /* A limit between the leanest fit and "anything fits". */
-            o.lean = INFINITY;
-            o.cut[0] = 0;
-            brute_splits(&o, 0, true);
-            o.limit = rnd(3) == 0 ? INFINITY : o.lean * (1 + 0.1 * rnd(6));
-            o.best = INFINITY;
-            brute_splits(&o, 0, false);
-            sims += o.sims;
-
-            psched_plan *plan = NULL;
-            CHECK_OK(psched_plan_clone(o.plan, &plan));
-            CHECK_OK(psched_plan_set_cost(plan, 1, 1, 1)); /* the partitioner sets costs */
-            CHECK_OK(psched_plan_set_memory_limit(plan, o.limit));
-            psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
-            opt.time_limit = 86400; /* never reached: the certificate's budgets end it */
-            psched_partition_result *r = NULL, *e = NULL;
-            CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
-            opt.method = PSCHED_PARTITION_EVEN;
-            /* The even split may not apply (a stage left empty). */
-            if (psched_partition(model, plan, o.name, &opt, &e) != PSCHED_OK)
-                e = NULL;
-            double mk = psched_partition_makespan(r);
-            bool is_opt = psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL;
             cases++;
-            optimal += is_opt;
-            if (!(mk <= o.best * 1.005) || (is_opt && !(mk <= o.best * (1 + 1e-9))))
-                fprintf(stderr, "%s p=%u v=%u m=%u L=%u limit %g: partition %g (%s), brute %g\n",
-                        o.name, o.p, o.v, o.m, o.L, o.limit, mk, is_opt ? "optimal" : "feasible",
-                        o.best);
-            CHECK(mk <= o.best * 1.005);
-            CHECK(!is_opt || mk <= o.best * (1 + 1e-9));
-            CHECK(mk >= o.best * (1 - 1e-9)); /* nothing beats every candidate */
-            /* Every small instance is searched to the end. */
-            CHECK(is_opt);
-            if (e && psched_partition_status(e) != PSCHED_SOLVE_INFEASIBLE) {
-                double even = psched_partition_makespan(e);
-                CHECK(mk <= even * (1 + 1e-9));
-                improved += mk < even * (1 - 1e-9);
-            }
-            psched_partition_result_destroy(r);
-            psched_partition_result_destroy(e);
-            psched_plan_destroy(plan);
-            psched_plan_destroy(o.plan);
-            psched_model_destroy(model);
         }
     }
     printf("# %d instances, %d proven optimal, %d faster than the even split; %ld brute-force "
            "simulations\n",
            cases, optimal, improved, sims);
     CHECK(cases >= 120);
+}
+
+/* Four chunks per device (issue 17 item 5): interleaved, interleaved-zb
+ * and looped BFS with v = 4 on p = 2 (8 stages, 8-10 layers), each
+ * matched against the brute force and proven optimal. */
+static void test_four_chunks_match_the_brute_force(void)
+{
+    static const char *const names[] = {"interleaved", "interleaved-zb", "looped-bfs"};
+    rng_state = 20261126;
+    int cases = 0, optimal = 0, improved = 0;
+    long sims = 0;
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+        for (int t = 0; t < 12; t++) {
+            brute o;
+            memset(&o, 0, sizeof o);
+            o.name = names[k];
+            o.v = 4;
+            o.p = 2;
+            o.L = 8 + rnd(3);
+            o.m = o.p * (1 + rnd(3));
+            int res = run_instance(&o, &improved, &sims);
+            cases += res > 0;
+            optimal += res == 2;
+        }
+    }
+    printf("# v = 4: %d instances, %d proven optimal, %d faster than the even split; %ld "
+           "brute-force simulations\n",
+           cases, optimal, improved, sims);
+    CHECK(cases >= 24);
+}
+
+/* DualPipe's two chains partitioned together: chain 0's stage j and
+ * chain 1's stage p + j hold the same layers (device d holds ranges d and
+ * p-1-d); the brute force splits the layers into p ranges, writes each
+ * range's costs into both chains' stages and sums every device's two
+ * stages' parameters and in-flight activations. p in {2, 4}, m even and
+ * >= 2p, up to 8 layers. */
+static void test_dualpipe_matches_the_brute_force(void)
+{
+    rng_state = 20261127;
+    int cases = 0, optimal = 0, improved = 0;
+    long sims = 0;
+    for (int t = 0; t < 40; t++) {
+        brute o;
+        memset(&o, 0, sizeof o);
+        o.name = "dualpipe";
+        o.v = 2;
+        o.p = 2 + 2 * rnd(2);
+        o.L = o.p + rnd(9 - o.p);
+        o.m = 2 * o.p + 2 * rnd(3);
+        int res = run_instance(&o, &improved, &sims);
+        cases += res > 0;
+        optimal += res == 2;
+    }
+    printf("# dualpipe: %d instances, %d proven optimal, %d faster than the even split; %ld "
+           "brute-force simulations\n",
+           cases, optimal, improved, sims);
+    CHECK(cases >= 25);
 }
 
 /* Issue 17's hand-checkable case: 3 identical layers (f = b = w = 1),
@@ -356,5 +435,7 @@ int main(void)
     RUN(test_three_identical_layers_take_the_faster_tie);
     RUN(test_partition_step_time_uses_the_microbatch_weights);
     RUN(test_partition_matches_the_simulated_brute_force);
+    RUN(test_four_chunks_match_the_brute_force);
+    RUN(test_dualpipe_matches_the_brute_force);
     TEST_MAIN_END();
 }

@@ -36,10 +36,14 @@ typedef struct certify {
     psched__problem *pb;
     const char *name;
     psched_plan *work;       /* resolved plan the candidates' costs go into */
+    psched_plan *partial;    /* the partial partition's costs, 0 on stages not placed */
+    bool use_partial;        /* psched_bound() of `partial` bounds every completion */
     psched__solution cur, best_sol;
     double best;             /* best simulated step time */
     double *dev_work, *dev_mem, *dev_start; /* per device, of the partial partition */
     uint32_t *dev_stages;    /* stages of the device placed so far */
+    bool *last_on_device;    /* per stage: no later stage on its device */
+    uint32_t *group_end;     /* per layer group: one past its last layer */
     uint32_t *lens;          /* per depth: range lengths in the order tried */
     double extra_sum;        /* recompute time of the partial partition */
     size_t ops, budget, simulated, nodes;
@@ -59,7 +63,7 @@ static psched_status simulate_solution(certify *c, const psched__solution *sol, 
         st = psched_simulate(sched, NULL, &rep);
     if (!st) {
         *makespan = psched_report_makespan(rep);
-        for (uint32_t d = 0; d < c->pb->devices; d++)
+        for (uint32_t d = 0; d < c->pb->plan_devices; d++)
             c->ops += psched_schedule_op_count(sched, d);
         c->simulated++;
     }
@@ -104,7 +108,7 @@ static psched_status order_is_fixed(certify *c, const psched__solution *sol, boo
         st = psched_plan_set_cost(unit, 1, 1, 1);
     if (!st)
         st = psched_generate(unit, c->name, &b);
-    *fixed = !st && same_order(a, b, c->pb->devices);
+    *fixed = !st && same_order(a, b, c->pb->plan_devices);
     psched_schedule_destroy(a);
     psched_schedule_destroy(b);
     psched_plan_destroy(unit);
@@ -145,12 +149,89 @@ static uint32_t order_lengths(const certify *c, uint32_t s, uint32_t i, uint32_t
     return n;
 }
 
+/* Write range s's costs (or zeros) into every plan stage that holds it. */
+static psched_status set_partial(certify *c, uint32_t s, double f, double b, double w)
+{
+    const psched__problem *pb = c->pb;
+    psched_status st = PSCHED_OK;
+    for (uint32_t t = s; !st && t < pb->plan_stages; t += pb->stages)
+        st = psched_plan_set_stage_cost(c->partial, t, f, b, w);
+    return st;
+}
+
+/* The cheapest layer (f, b and w apart) of layers [lo, hi]. */
+static void window_min(const certify *c, uint32_t lo, uint32_t hi, double *f, double *b, double *w)
+{
+    const psched__problem *pb = c->pb;
+    *f = *b = *w = INFINITY;
+    for (uint32_t l = lo; l <= hi;) {
+        uint32_t g = pb->group_of[l];
+        const psched__group *gr = &pb->model->groups[g];
+        *f = fmin(*f, gr->f);
+        *b = fmin(*b, gr->b);
+        *w = fmin(*w, gr->w);
+        l = c->group_end[g];
+    }
+}
+
+/* Costs of the stages after s, placed with stage s ending at layer j:
+ * stage t gets at least one layer (unless stages may be empty) within
+ * [j + (t - s - 1), L - (S - t)], so it costs at least that window's
+ * cheapest layer (recompute only adds); stage s + 1 holds layer j, stage
+ * S - 1 layer L - 1, and when s + 1 = S - 1 its range is [j, L). */
+static psched_status set_unplaced(certify *c, uint32_t s, uint32_t j)
+{
+    const psched__problem *pb = c->pb;
+    psched_status st = PSCHED_OK;
+    uint32_t L = pb->layers;
+    for (uint32_t t = s + 1; !st && t < pb->stages; t++) {
+        double f = 0, b = 0, w = 0;
+        uint32_t lo = j + (t - s - 1), hi = L - (pb->stages - t);
+        if (pb->allow_empty || lo > hi) {
+            /* may be empty: 0 */
+        } else if (t == s + 1 && t == pb->stages - 1) {
+            /* the last stage left: exactly [j, L), without recompute */
+            f = pb->f_prefix[L] - pb->f_prefix[j];
+            b = pb->b_prefix[L] - pb->b_prefix[j];
+            w = psched__range_time(pb, j, L - j) - f - b;
+        } else {
+            /* the next stage starts at layer j, the last ends at layer L-1 */
+            if (t == s + 1)
+                hi = lo;
+            else if (t == pb->stages - 1)
+                lo = hi;
+            window_min(c, lo, hi, &f, &b, &w);
+        }
+        st = set_partial(c, t, f, b, w);
+    }
+    return st;
+}
+
+/* psched_bound() of the partial partition: its terms (work, critical
+ * path, device paths: head + Σ(f + b) + max(Σ w, tail), with F charged
+ * less its overlap saving) never fall when a stage's cost rises, and the
+ * stages not placed yet cost at least their set_unplaced() figures, so the
+ * bound holds for every completion. 0 (no bound) when it cannot be computed. */
+static double partial_bound(certify *c)
+{
+    psched_bound_options o = {.version = PSCHED_BOUND_OPTIONS_VERSION,
+                              .flags = PSCHED_BOUND_IGNORE_MEMORY};
+    psched_bound_info info;
+    memset(&info, 0, sizeof info);
+    info.version = PSCHED_BOUND_INFO_VERSION;
+    if (psched_bound(c->partial, &o, &info) != PSCHED_OK) {
+        c->use_partial = false;
+        return 0;
+    }
+    return info.makespan;
+}
+
 static void search(certify *c, uint32_t s, uint32_t i, double lb)
 {
     psched__problem *pb = c->pb;
     if (c->stopped || c->st)
         return;
-    if (++c->nodes > PSCHED__CERTIFY_NODES || (c->nodes % 1024 == 0 && psched__expired(pb))) {
+    if (++c->nodes > pb->certify_nodes || (c->nodes % 1024 == 0 && psched__expired(pb))) {
         c->stopped = true;
         return;
     }
@@ -175,8 +256,12 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
         double fs = pb->f_prefix[i + len] - pb->f_prefix[i];
         double bs = pb->b_prefix[i + len] - pb->b_prefix[i];
         uint32_t k0 = 0, k1 = np;
-        if (pb->chunks == 1) {
-            int32_t k = psched__first_fitting(pb, s, fr, len, pb->limit);
+        /* A slower mix only helps its device's memory: where no stage of
+         * the device is left to place (or memory is unlimited), the fastest
+         * mix that fits is at least as good as every other. */
+        if (c->last_on_device[s] || !isfinite(pb->limit)) {
+            int32_t k = psched__first_fitting(pb, s, fr, len,
+                                              pb->limit * (1 + 1e-12) - c->dev_mem[d]);
             if (k < 0)
                 continue;
             k0 = (uint32_t)k;
@@ -193,6 +278,17 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
             here = fmax(here, avg_rest + m * pts[k].extra / pb->devices);
             if (here >= c->best * (1 - 1e-12))
                 continue;
+            if (c->use_partial) {
+                if (set_partial(c, s, fs, bs + pts[k].extra, base - fs - bs) ||
+                    set_unplaced(c, s, i + len)) {
+                    c->use_partial = false;
+                } else {
+                    here = fmax(here, partial_bound(c));
+                    if (here >= c->best * (1 - 1e-12))
+                        continue;
+
+                }
+            }
             double saved_start = c->dev_start[d];
             c->dev_start[d] = start;
             c->dev_work[d] += m * t;
@@ -233,8 +329,15 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     c.pb = pb;
     c.name = name;
     c.best = INFINITY;
-    c.budget = PSCHED__CERTIFY_OPS;
+    c.budget = pb->certify_ops;
+
     psched_status st = psched_plan_clone(plan, &c.work);
+    if (!st)
+        st = psched_plan_clone(plan, &c.partial);
+    c.use_partial = true;
+    for (uint32_t t = 0; !st && t < pb->plan_stages && c.use_partial; t++)
+        c.use_partial = psched_plan_set_stage_cost(c.partial, t, 0, 0, 0) == PSCHED_OK &&
+                        psched_plan_set_stage_mem(c.partial, t, 0, 0, 0) == PSCHED_OK;
     if (!st)
         st = psched__solution_init(&c.cur, pb->stages, pb->layers);
     if (!st)
@@ -245,8 +348,20 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     c.dev_start = psched__calloc(pb->devices, sizeof(double));
     c.dev_stages = psched__calloc(pb->devices, sizeof(uint32_t));
     c.lens = psched__calloc(((size_t)pb->layers + 1) * pb->stages, sizeof(uint32_t));
-    if (!st && (!c.dev_work || !c.dev_mem || !c.dev_start || !c.dev_stages || !c.lens))
+    c.last_on_device = psched__calloc(pb->stages, sizeof(bool));
+    c.group_end = psched__calloc(pb->model->group_count + 1, sizeof(uint32_t));
+    if (!st && !c.group_end)
         st = PSCHED_ENOMEM_FAIL();
+    for (uint32_t g = 0, end = 0; !st && g < pb->model->group_count; g++)
+        c.group_end[g] = end += pb->model->groups[g].count;
+    if (!st && (!c.dev_work || !c.dev_mem || !c.dev_start || !c.dev_stages || !c.lens ||
+                !c.last_on_device))
+        st = PSCHED_ENOMEM_FAIL();
+    for (uint32_t s = 0; !st && s < pb->stages; s++) {
+        c.last_on_device[s] = true;
+        for (uint32_t t = s + 1; t < pb->stages && c.last_on_device[s]; t++)
+            c.last_on_device[s] = pb->device_of[t] != pb->device_of[s];
+    }
     /* Candidates first, the solver's first: ties keep it. */
     for (size_t k = 0; !st && k < count; k++) {
         if (!candidates[k] || !candidates[k]->found)
@@ -284,6 +399,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         out->simulated = c.simulated;
     }
     psched_plan_destroy(c.work);
+    psched_plan_destroy(c.partial);
     psched__solution_free(&c.cur);
     psched__solution_free(&c.best_sol);
     psched__dealloc(c.dev_work);
@@ -291,5 +407,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     psched__dealloc(c.dev_start);
     psched__dealloc(c.dev_stages);
     psched__dealloc(c.lens);
+    psched__dealloc(c.last_on_device);
+    psched__dealloc(c.group_end);
     return st;
 }

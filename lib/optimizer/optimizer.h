@@ -66,6 +66,16 @@ typedef struct psched__fronts {
  * memory = param[i..j) + inflight[s] * act_k. */
 typedef struct psched__problem {
     uint32_t layers, stages, devices, chunks, microbatches;
+    /* Two chains (DualPipe) are solved folded: `stages` are the p layer
+     * ranges both chains share (chain 0's stage r and chain 1's stage p + r
+     * hold range r), `devices` the p/2 mirrored pairs {k, p-1-k} (which hold
+     * the same two ranges, k and p-1-k: a V placement), `microbatches` the
+     * m/2 of each chain and inflight[r] the larger of the two stages'
+     * counts. plan_stages and plan_devices are the plan's own (equal to
+     * stages and devices with one chain); plan_inflight its per-stage
+     * counts (NULL with one chain). */
+    uint32_t chains, plan_stages, plan_devices;
+    double *plan_inflight;
     bool allow_empty;
     double limit;        /* device memory, INFINITY when unconstrained */
     double kappa;        /* weight of the fill/drain term */
@@ -86,6 +96,7 @@ typedef struct psched__problem {
     size_t table_points;
     uint32_t widest;     /* most points of one range in the table */
     double deadline;     /* psched__now() value the whole call must end by */
+    size_t certify_ops, certify_nodes; /* the certificate's budgets */
 } psched__problem;
 
 /* A complete solution: per stage a layer range, per layer a recompute
@@ -102,6 +113,12 @@ static inline const psched__point *psched__front(const psched__fronts *fr, uint3
 {
     *n = (uint32_t)(fr->first[len + 1] - fr->first[len]);
     return fr->pts + fr->first[len];
+}
+
+/* The range (problem stage) plan stage s holds. */
+static inline uint32_t psched__range_of(const psched__problem *pb, uint32_t s)
+{
+    return pb->chains == 2 ? s % pb->stages : s;
 }
 
 static inline double psched__range_time(const psched__problem *pb, uint32_t i, uint32_t len)
@@ -217,11 +234,12 @@ PSCHED_INTERNAL void psched__partition_skip_certify(bool on);
 
 /* psched_partition(), and when !want_min_memory an infeasible result
  * leaves min_memory NAN instead of computing it (the planner's baseline
- * needs only whether the even split fits). */
+ * needs only whether the even split fits); `planner` gives the
+ * certificate the planner's smaller budgets. */
 PSCHED_INTERNAL psched_status psched__partition(const psched_model *model,
                                                 const psched_plan *plan, const char *schedule,
                                                 const psched_partition_options *options,
-                                                bool want_min_memory,
+                                                bool want_min_memory, bool planner,
                                                 psched_partition_result **out);
 
 /* True when the build has GLPK. */
@@ -318,8 +336,11 @@ PSCHED_INTERNAL psched_status psched__milp_min_memory(const psched__problem *pb,
 /* Simulated ops and search nodes one certification may spend
  * (docs/optimizer.md): enough to enumerate every small instance, bounded
  * for large ones (then the result is `feasible` with its gap). */
-#define PSCHED__CERTIFY_OPS ((size_t)1 << 20)
-#define PSCHED__CERTIFY_NODES ((size_t)100000)
+#define PSCHED__CERTIFY_OPS ((size_t)1 << 23)
+#define PSCHED__CERTIFY_NODES ((size_t)1000000)
+/* The planner's, per candidate (it certifies many; issue 17 item 4's). */
+#define PSCHED__CERTIFY_OPS_PLANNER ((size_t)1 << 20)
+#define PSCHED__CERTIFY_NODES_PLANNER ((size_t)100000)
 
 typedef struct psched__certificate {
     bool proven;      /* no partition simulates faster than `makespan` */

@@ -359,12 +359,13 @@ psched_status psched_partition(const psched_model *model, const psched_plan *pla
                                const char *schedule, const psched_partition_options *options,
                                psched_partition_result **out)
 {
-    return psched__partition(model, plan, schedule, options, true, out);
+    return psched__partition(model, plan, schedule, options, true, false, out);
 }
 
 psched_status psched__partition(const psched_model *model, const psched_plan *plan,
                                 const char *schedule, const psched_partition_options *options,
-                                bool want_min_memory, psched_partition_result **out)
+                                bool want_min_memory, bool planner,
+                                psched_partition_result **out)
 {
     static const psched_partition_options defaults = PSCHED_PARTITION_OPTIONS_INIT;
     const psched_partition_options *o = options ? options : &defaults;
@@ -378,6 +379,8 @@ psched_status psched__partition(const psched_model *model, const psched_plan *pl
     psched_plan *resolved = NULL;
     pb.allow_empty = (o->flags & PSCHED_PARTITION_ALLOW_EMPTY) != 0;
     pb.deadline = t0 + o->time_limit;
+    pb.certify_ops = planner ? PSCHED__CERTIFY_OPS_PLANNER : PSCHED__CERTIFY_OPS;
+    pb.certify_nodes = planner ? PSCHED__CERTIFY_NODES_PLANNER : PSCHED__CERTIFY_NODES;
     pb.tau_max = INFINITY;
     pb.limit = psched_plan_memory_limit(plan);
     st = psched__probe_schedule(plan, schedule, &pb, &resolved);

@@ -94,7 +94,7 @@ static psched_status even_makespan(const psched_model *model, const psched_plan 
     o.method = PSCHED_PARTITION_EVEN;
     o.flags = flags;
     psched_partition_result *r = NULL;
-    psched_status st = psched__partition(model, plan, name, &o, false, &r);
+    psched_status st = psched__partition(model, plan, name, &o, false, true, &r);
     *out = NAN;
     if (st == PSCHED_OK && psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
         *out = psched_partition_makespan(r);
@@ -126,7 +126,7 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
     a.chunks = v;
     a.vocab = vocab;
     a.order = r->count;
-    a.error = psched_partition(model, plan, name, &po, &a.partition);
+    a.error = psched__partition(model, plan, name, &po, true, true, &a.partition);
     *taken = a.error == PSCHED_OK || (a.error != PSCHED_EINVAL && a.error != PSCHED_ENOMEM) || keep;
     if (a.error == PSCHED_ENOMEM || !*taken) {
         if (a.error == PSCHED_EINVAL && !r->dropped[0])

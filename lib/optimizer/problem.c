@@ -18,6 +18,7 @@ void psched__problem_free(psched__problem *pb)
     }
     psched__dealloc(pb->table);
     psched__dealloc(pb->inflight);
+    psched__dealloc(pb->plan_inflight);
     psched__dealloc(pb->device_of);
     psched__dealloc(pb->time_prefix);
     psched__dealloc(pb->param_prefix);
@@ -107,19 +108,24 @@ static psched_status count_inflight(const psched_schedule *sched, psched__proble
 /* Makespan of the unit schedule with skewed chunks: on every device one
  * chunk costs h = (v+1)/2 and the others 1/2 each, so device totals stay
  * v and only the stages differ. The heavy chunk is chunk 0 everywhere
- * (`alternate` false) or chunk d mod v on device d. */
-static psched_status skewed_makespan(const psched_plan *unit, const char *name, bool alternate,
-                                     double *out)
+ * (`alternate` false) or chunk d mod v on device d. With two chains the
+ * chunks are the folded problem's (range r is chunk 0 of pair r when
+ * r < p/2, else chunk 1 of pair p-1-r) and both chains' stages of a range
+ * cost the same. */
+static psched_status skewed_makespan(const psched_plan *unit, const char *name,
+                                     const psched__problem *pb, bool alternate, double *out)
 {
-    uint32_t v = psched_plan_chunks(unit);
+    uint32_t v = pb->chunks;
     double h = (v + 1) / 2.0;
     psched_plan *probe = NULL;
     psched_schedule *sched = NULL;
     psched_report *rep = NULL;
     psched_status st = psched_plan_clone(unit, &probe);
     for (uint32_t s = 0; !st && s < psched_plan_stages(unit); s++) {
-        uint32_t heavy = alternate ? psched_plan_stage_device(unit, s) % v : 0;
-        double c = psched_plan_stage_chunk(unit, s) == heavy ? h : 0.5;
+        uint32_t r = psched__range_of(pb, s);
+        uint32_t chunk = pb->chains == 2 ? (r < pb->devices ? 0 : 1) : psched_plan_stage_chunk(unit, s);
+        uint32_t heavy = alternate ? pb->device_of[r] % v : 0;
+        double c = chunk == heavy ? h : 0.5;
         st = psched_plan_set_stage_cost(probe, s, c, c, c);
     }
     if (!st)
@@ -150,12 +156,54 @@ static psched_status calibrate_lambda(const psched_plan *unit, const char *name,
     double v = pb->chunks, h = (v + 1) / 2, lambda = 0;
     for (int alternate = 0; alternate < 2; alternate++) {
         double skewed = 0;
-        psched_status st = skewed_makespan(unit, name, alternate, &skewed);
+        psched_status st = skewed_makespan(unit, name, pb, alternate, &skewed);
         if (st)
             return st;
         lambda = fmax(lambda, (skewed - unit_makespan) / ((pb->microbatches - 1.0) * 3 * h) + v / h);
     }
     pb->lambda = isfinite(lambda) ? fmin(fmax(lambda, 0), v) : 1;
+    return PSCHED_OK;
+}
+
+/* The two-chain layouts the partitioner folds: 2p stages, chain 0's
+ * stage j on device j and chain 1's stage p + j (its j-th, holding the
+ * same layers) on device p - 1 - j, p even. DualPipe's. */
+static psched_status check_chains(const psched_plan *rp, const char *name)
+{
+    uint32_t p = psched_plan_devices(rp), S = psched_plan_stages(rp);
+    bool ok = psched_plan_chains(rp) == 2 && S == 2 * p && p % 2 == 0;
+    for (uint32_t j = 0; ok && j < p; j++)
+        ok = psched_plan_stage_device(rp, j) == j &&
+             psched_plan_stage_device(rp, p + j) == p - 1 - j;
+    if (!ok)
+        return psched_fail(PSCHED_EUNSUPPORTED,
+                           "schedule %s runs %u chains over %u stages on %u devices; the "
+                           "partitioner handles one chain, or two whose stage j sits on device j "
+                           "and p-1-j (DualPipe's placement, p even)",
+                           name, psched_plan_chains(rp), S, p);
+    return PSCHED_OK;
+}
+
+/* Fold two chains into one problem (psched__problem): range r is chain
+ * 0's stage r and chain 1's stage p + r; pair k = {device k, device
+ * p-1-k} holds ranges k and p-1-k on both its devices, so its time is
+ * either device's and, with each range charged the larger of its two
+ * stages' in-flight counts, its memory bounds both devices' (equal to it
+ * when the schedule is mirror-symmetric, as DualPipe is). */
+static psched_status fold_chains(psched__problem *pb)
+{
+    uint32_t p = pb->plan_devices;
+    pb->plan_inflight = pb->inflight;
+    pb->inflight = psched__calloc(p, sizeof *pb->inflight);
+    if (!pb->inflight)
+        return PSCHED_ENOMEM_FAIL();
+    for (uint32_t r = 0; r < p; r++) {
+        pb->inflight[r] = fmax(pb->plan_inflight[r], pb->plan_inflight[p + r]);
+        pb->device_of[r] = r < p / 2 ? r : p - 1 - r;
+    }
+    pb->stages = p;
+    pb->devices = p / 2;
+    pb->microbatches /= 2;
     return PSCHED_OK;
 }
 
@@ -184,16 +232,13 @@ psched_status psched__probe_schedule(const psched_plan *plan, const char *name,
     if (st)
         goto out;
     const psched_plan *rp = psched_schedule_plan(sched);
-    if (psched_plan_chains(rp) != 1) {
-        st = psched_fail(PSCHED_EUNSUPPORTED,
-                         "schedule %s runs %u chains; the partitioner handles one chain", name,
-                         psched_plan_chains(rp));
-        goto out;
-    }
-    pb->devices = psched_plan_devices(rp);
+    pb->chains = psched_plan_chains(rp);
+    pb->devices = pb->plan_devices = psched_plan_devices(rp);
     pb->chunks = psched_plan_chunks(rp);
-    pb->stages = psched_plan_stages(rp);
+    pb->stages = pb->plan_stages = psched_plan_stages(rp);
     pb->microbatches = psched_plan_microbatches(rp);
+    if (pb->chains != 1 && (st = check_chains(rp, name)))
+        goto out;
     pb->inflight = psched__calloc(pb->stages, sizeof *pb->inflight);
     pb->device_of = psched__calloc(pb->stages, sizeof *pb->device_of);
     if (!pb->inflight || !pb->device_of) {
@@ -201,6 +246,8 @@ psched_status psched__probe_schedule(const psched_plan *plan, const char *name,
         goto out;
     }
     if ((st = count_inflight(sched, pb)) || (st = psched_simulate(sched, NULL, &rep)))
+        goto out;
+    if (pb->chains == 2 && (st = fold_chains(pb)))
         goto out;
     pb->nmin = INFINITY;
     for (uint32_t s = 0; s < pb->stages; s++)
@@ -332,9 +379,10 @@ bool psched__fits(const psched__problem *pb, double mem)
 psched_status psched__write_costs(const psched__problem *pb, const psched__solution *sol,
                                   psched_plan *plan)
 {
-    for (uint32_t s = 0; s < pb->stages; s++) {
+    for (uint32_t s = 0; s < pb->plan_stages; s++) {
         double f = 0, b = 0, w = 0, act = 0;
-        for (uint32_t l = sol->first[s]; l < sol->first[s] + sol->count[s]; l++) {
+        uint32_t r = psched__range_of(pb, s);
+        for (uint32_t l = sol->first[r]; l < sol->first[r] + sol->count[r]; l++) {
             const psched__group *g = psched__layer_group(pb, l);
             const psched__variant *v = &g->variant[sol->choice[l]];
             f += g->f;

@@ -29,7 +29,7 @@ psched_partition_result *psched__result_alloc(const psched__problem *pb)
     psched_partition_result *r = psched__calloc(1, sizeof *r);
     if (!r)
         return NULL;
-    uint32_t S = pb->stages, P = pb->devices;
+    uint32_t S = pb->plan_stages, P = pb->plan_devices;
     r->stages = S;
     r->devices = P;
     r->layers = pb->layers;
@@ -53,7 +53,7 @@ psched_partition_result *psched__result_alloc(const psched__problem *pb)
 
 /* Generate the schedule again with the partition's costs and simulate it:
  * the figures users compare are the simulator's, not the model's. */
-static psched_status resimulate(const psched__problem *pb, const char *name,
+static psched_status resimulate(const char *name,
                                 psched_partition_result *r)
 {
     psched_schedule *sched = NULL;
@@ -64,7 +64,7 @@ static psched_status resimulate(const psched__problem *pb, const char *name,
     if (!st) {
         r->makespan = psched_report_makespan(rep);
         r->bubble = psched_report_bubble_ratio(rep);
-        for (uint32_t d = 0; d < pb->devices && !st; d++) {
+        for (uint32_t d = 0; d < r->devices && !st; d++) {
             double peak = 0;
             st = psched_report_device(rep, d, NULL, NULL, &peak);
             r->dev_peak[d] = r->dev_param[d] + peak;
@@ -88,19 +88,39 @@ psched_status psched__result_fill(const psched__problem *pb, const psched__solut
     memcpy(r->schedule, name, n);
     r->has_partition = true;
     r->objective = ev->objective;
-    memcpy(r->first, sol->first, pb->stages * sizeof *r->first);
-    memcpy(r->count, sol->count, pb->stages * sizeof *r->count);
+    if (pb->chains == 1) {
+        memcpy(r->first, sol->first, pb->stages * sizeof *r->first);
+        memcpy(r->count, sol->count, pb->stages * sizeof *r->count);
+        memcpy(r->stage_time, ev->stage_time, pb->stages * sizeof(double));
+        memcpy(r->stage_mem, ev->stage_mem, pb->stages * sizeof(double));
+        memcpy(r->dev_param, ev->dev_param, pb->devices * sizeof(double));
+        memcpy(r->dev_mem, ev->dev_mem, pb->devices * sizeof(double));
+    } else {
+        /* Unfold: every plan stage holds its range, with its own in-flight
+         * count, on its own device. */
+        const psched_plan *plan_in = *plan;
+        for (uint32_t d = 0; d < r->devices; d++)
+            r->dev_param[d] = r->dev_mem[d] = 0;
+        for (uint32_t s = 0; s < r->stages; s++) {
+            uint32_t k = psched__range_of(pb, s), d = psched_plan_stage_device(plan_in, s);
+            double act = 0, param = psched__range_param(pb, sol->first[k], sol->count[k]);
+            for (uint32_t l = sol->first[k]; l < sol->first[k] + sol->count[k]; l++)
+                act += psched__layer_group(pb, l)->variant[sol->choice[l]].act;
+            r->first[s] = sol->first[k];
+            r->count[s] = sol->count[k];
+            r->stage_time[s] = ev->stage_time[k];
+            r->stage_mem[s] = param + pb->plan_inflight[s] * act;
+            r->dev_param[d] += param;
+            r->dev_mem[d] += r->stage_mem[s];
+        }
+    }
     memcpy(r->choice, sol->choice, pb->layers);
-    memcpy(r->stage_time, ev->stage_time, pb->stages * sizeof(double));
-    memcpy(r->stage_mem, ev->stage_mem, pb->stages * sizeof(double));
-    memcpy(r->dev_param, ev->dev_param, pb->devices * sizeof(double));
-    memcpy(r->dev_mem, ev->dev_mem, pb->devices * sizeof(double));
     psched_status st = psched__write_costs(pb, sol, *plan);
     if (st)
         return st;
     r->plan = *plan;
     *plan = NULL;
-    return resimulate(pb, name, r);
+    return resimulate(name, r);
 }
 
 /* ---- getters ---- */

@@ -10,6 +10,11 @@
     sched = pt.make_schedule(stages, "zb-h1", n_microbatches=8, loss_fn=loss)
     sched.step(x, target=y, losses=losses)
 
+and measures layer profiles for the optimizer (``profile_layers``, in
+``_torch_profile.py``)::
+
+    prof = pt.profile_layers(model.layers, x, path="model.csv")
+
 Importing this module imports torch (``import pipesched`` never does). The
 pinned version is torch==2.13.0 (``pip install .[torch]``); the private
 PyTorch names used here (``_Action``, ``_PipelineScheduleRuntime``,
@@ -38,10 +43,13 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
 import pipesched
 from . import _lib
 from ._errors import error as _error
+from ._torch_profile import (CSV_HEADER, PROFILE_RECOMPUTE, LayerProfile, Profile,  # noqa: F401
+                             default_selective, profile_layers)
 
 __all__ = ["to_pipeline_order", "to_pipeline_order_with_comms", "stage_to_rank",
            "stages_of_rank", "resolve", "make_schedule", "write_csv",
-           "PipeschedSchedule", "TORCH_VERSION"]
+           "PipeschedSchedule", "TORCH_VERSION", "profile_layers", "Profile", "LayerProfile",
+           "default_selective"]
 
 TORCH_VERSION = "2.13.0"
 """The torch release this module is written and tested against."""
