@@ -51,6 +51,12 @@ typedef struct weave {
     size_t *pos;      /* [d]: next base op (global index) */
     size_t *vi;       /* [d]: next item of seq */
     uint32_t *ti;     /* [d]: next T pass's micro-batch */
+    bool completed;   /* the last action completed a collective */
+    /* devices by their next action's start, then index (the order a scan
+     * from device 0 would pick them in) */
+    double *key;      /* [d] */
+    int *what;        /* [d]: PICK_SEQ, PICK_T or PICK_BASE */
+    uint32_t *heap, *hpos;
 } weave;
 
 static double weight(const weave *w, uint32_t k)
@@ -133,6 +139,7 @@ static psched_status take_collective(weave *w, psched_builder *b, uint32_t d, ui
         double s = fmax(w->arrive_max[c], w->comm_free);
         w->cend[c] = s + psched__collective_time(w->plan, w->p, j, weight(w, k));
         w->comm_free = w->cend[c];
+        w->completed = true;
     }
     return psched_builder_append(b, d, PSCHED_OP_COLLECTIVE, j, k, 0);
 }
@@ -201,33 +208,82 @@ static double choose(const weave *w, uint32_t d, int *pick)
     return best;
 }
 
+static bool heap_less(const weave *w, uint32_t a, uint32_t b)
+{
+    return w->key[a] < w->key[b] || (w->key[a] == w->key[b] && a < b);
+}
+
+static void heap_swap(weave *w, uint32_t i, uint32_t j)
+{
+    uint32_t a = w->heap[i], b = w->heap[j];
+    w->heap[i] = b;
+    w->heap[j] = a;
+    w->hpos[b] = i;
+    w->hpos[a] = j;
+}
+
+/* Recomputes device d's next action and restores the heap. */
+static void refresh(weave *w, uint32_t d)
+{
+    w->key[d] = choose(w, d, &w->what[d]);
+    uint32_t i = w->hpos[d];
+    while (i > 0 && heap_less(w, w->heap[i], w->heap[(i - 1) / 2])) {
+        heap_swap(w, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < w->p && heap_less(w, w->heap[l], w->heap[m]))
+            m = l;
+        if (r < w->p && heap_less(w, w->heap[r], w->heap[m]))
+            m = r;
+        if (m == i)
+            break;
+        heap_swap(w, i, m);
+        i = m;
+    }
+}
+
+/* The earliest action over all devices, one at a time. A device's next
+ * action changes only when it acts, when a neighbour stage's op it waits
+ * for runs, or when a collective completes (every device), so only those
+ * devices are re-keyed: O(ops log p) but for the collectives' O(p) each. */
 static psched_status run(weave *w, psched_builder *b)
 {
+    for (uint32_t d = 0; d < w->p; d++) {
+        w->heap[d] = d;
+        w->hpos[d] = d;
+        w->key[d] = INFINITY;
+    }
+    for (uint32_t d = 0; d < w->p; d++)
+        refresh(w, d);
     for (;;) {
-        double best = INFINITY;
-        uint32_t who = UINT32_MAX;
-        int pick = PICK_BASE;
-        bool left = false;
-        for (uint32_t d = 0; d < w->p; d++) {
-            left |= w->pos[d] < w->base->offset[d + 1] || w->vi[d] < w->nseq || w->ti[d] < w->m;
-            int pd;
-            double t = choose(w, d, &pd);
-            if (t < best) {
-                best = t;
-                who = d;
-                pick = pd;
-            }
-        }
-        if (!left)
+        uint32_t who = w->heap[0];
+        double best = w->key[who];
+        if (best == INFINITY) {
+            for (uint32_t d = 0; d < w->p; d++)
+                if (w->pos[d] < w->base->offset[d + 1] || w->vi[d] < w->nseq || w->ti[d] < w->m)
+                    return psched_fail(PSCHED_EINVAL, "vocabulary passes: the base order cannot "
+                                       "run (a last-stage backward before its forward?)");
             return PSCHED_OK;
-        if (who == UINT32_MAX)
-            return psched_fail(PSCHED_EINVAL, "vocabulary passes: the base order cannot run "
-                               "(a last-stage backward before its forward?)");
+        }
+        int pick = w->what[who];
+        const psched_op *o = pick == PICK_BASE ? &w->base->ops[w->pos[who]] : NULL;
+        w->completed = false;
         psched_status st = pick == PICK_SEQ ? take_seq(w, b, who, best)
                          : pick == PICK_T   ? take_t(w, b, who, best)
                                             : take_base(w, b, who, best);
         if (st)
             return st;
+        refresh(w, who);
+        if (o && o->kind == PSCHED_OP_F && o->stage + 1 < w->S)
+            refresh(w, psched_plan_stage_device(w->plan, o->stage + 1));
+        if (o && (o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW) && o->stage > 0)
+            refresh(w, psched_plan_stage_device(w->plan, o->stage - 1));
+        if (o && o->kind == PSCHED_OP_F && o->stage + 1 == w->S)
+            refresh(w, w->root); /* its broadcast may go now */
+        for (uint32_t d = 0; w->completed && d < w->p; d++)
+            refresh(w, d);
     }
 }
 
@@ -279,6 +335,10 @@ static void weave_free(weave *w)
     psched__dealloc(w->vi);
     psched__dealloc(w->ti);
     psched__dealloc(w->seq);
+    psched__dealloc(w->key);
+    psched__dealloc(w->what);
+    psched__dealloc(w->heap);
+    psched__dealloc(w->hpos);
 }
 
 static psched_status weave_run(const psched_plan *plan, const psched_schedule *base,
@@ -306,9 +366,14 @@ static psched_status weave_run(const psched_plan *plan, const psched_schedule *b
     w.vi = psched__calloc(w.p, sizeof *w.vi);
     w.ti = psched__calloc(w.p, sizeof *w.ti);
     w.seq = psched__reallocarray(NULL, (size_t)w.m * 4 + 1, sizeof *w.seq);
+    w.key = psched__reallocarray(NULL, w.p, sizeof *w.key);
+    w.what = psched__reallocarray(NULL, w.p, sizeof *w.what);
+    w.heap = psched__reallocarray(NULL, w.p, sizeof *w.heap);
+    w.hpos = psched__reallocarray(NULL, w.p, sizeof *w.hpos);
     psched_status st = PSCHED_OK;
     if (!w.f_end || !w.b_end || !w.bpart_end || !w.cend || !w.arrived || !w.arrive_max ||
-        !w.free || !w.pos || !w.vi || !w.ti || !w.seq) {
+        !w.free || !w.pos || !w.vi || !w.ti || !w.seq || !w.key || !w.what || !w.heap ||
+        !w.hpos) {
         st = PSCHED_ENOMEM_FAIL();
     } else {
         for (size_t i = 0; i < cells; i++)

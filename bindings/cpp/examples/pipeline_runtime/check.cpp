@@ -407,6 +407,14 @@ bool check_schedule(const pipesched::Schedule &compute, const pipesched::Plan *c
                     const std::string &label, const CheckOptions &options, std::ostream &out)
 {
     std::ostringstream detail;
+    /* Vocabulary Parallelism (issue 19): the MLP has no vocabulary layer to
+     * split, so its passes and collectives cannot be executed here yet. */
+    if (has_ops(compute, [](std::uint8_t k) { return k >= PSCHED_OP_VOCAB_S; })) {
+        out << "FAIL " << label << ": the schedule has vocabulary passes or collectives "
+            << "(VOCAB_S, VOCAB_T, COLLECTIVE); this runtime's model has no vocabulary layer "
+            << "to run them on\n";
+        return false;
+    }
     /* Comm ops in the input (a csv-comms file): it runs as it is. Copies
      * without comm ops: lowered around them (lower_with_copies). */
     bool copies = has_ops(compute, is_copy);
