@@ -42,7 +42,7 @@ const psched_generator psched_gen_1f1b = {
     .name = "1f1b",
     .description = "1F1B (PipeDream-flush): "
                    "warm-up forwards, then one forward / one backward, then drain",
-    .constraints = "loop placement, v = 1",
+    .constraints = "loop placement, v = 1; option vocab 0|1|2 (Vocabulary Parallelism)",
     .placement = PSCHED_PLACEMENT_LOOP,
     .default_chunks = 1,
     .chains = 1,

@@ -43,7 +43,8 @@ const psched_generator psched_gen_v_half = {
     .name = NAME,
     .description = "V-Half (controllable-memory V-shape building blocks): memory about M/2, "
                    "2*floor((p+2)/2) chunk activations",
-    .constraints = "vshape placement, v = 2; any p >= 1, m >= 1",
+    .constraints = "vshape placement, v = 2; any p >= 1, m >= 1; option vocab 0|1|2 "
+                   "(Vocabulary Parallelism)",
     .placement = PSCHED_PLACEMENT_VSHAPE,
     .default_chunks = 2,
     .chains = 1,
