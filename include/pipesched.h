@@ -546,7 +546,11 @@ PSCHED_API psched_status psched_builder_reserve(psched_builder *builder, uint32_
 
 /**
  * @brief Append one op to @p device's list. The chunk is derived from the
- * placement. The first error (bad device, stage, micro-batch, kind, flags,
+ * placement. For ::PSCHED_OP_VOCAB_S and ::PSCHED_OP_VOCAB_T @p stage is
+ * the vocabulary shard, which must equal @p device; for
+ * ::PSCHED_OP_COLLECTIVE it is the collective's index within the
+ * micro-batch (below #PSCHED_MAX_COLLECTIVES); these take no flags and get
+ * chunk 0. The first error (bad device, stage, micro-batch, kind, flags,
  * allocation) latches: later appends do nothing and return it.
  * @return the builder's status (::PSCHED_OK while no error occurred).
  */
