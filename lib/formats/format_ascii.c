@@ -60,7 +60,9 @@ static bool next_unit(const grid *g, uint32_t d, size_t *i, unit *u, psched_stat
         if (*st != PSCHED_OK)
             return false;
         *i += count;
-        if (u->end > u->start) {
+        /* a collective runs on the communication stream, at the group's
+         * time, not where the device's list has it: not drawn */
+        if (u->end > u->start && op->kind != PSCHED_OP_COLLECTIVE) {
             u->op = op;
             u->count = count;
             return true;
@@ -256,6 +258,12 @@ static void put_legend(psched_buf *b, const grid *g)
         psched__buf_puts(b, "; lowercase = chunk 1");
     else if (g->v > 2)
         psched__buf_puts(b, "; :c = chunk c");
+    bool vocab = false;
+    for (size_t i = 0; i < g->s->offset[g->s->devices] && !vocab; i++)
+        vocab = g->s->ops[i].kind >= PSCHED_OP_VOCAB_S;
+    if (vocab)
+        psched__buf_puts(b, "; VS/VT vocabulary S/T pass (collectives run on the comm stream: "
+                            "not drawn)");
     psched__buf_puts(b, "; a/b = overlapped pair; . idle; - the op goes on\n");
 }
 
