@@ -1,0 +1,221 @@
+/* Validation of a compact schedule (psched_generate_write): the fast
+ * path's run (execute.c, "The fast path") on the builder's 32-bit codes
+ * instead of psched_ops, for validation only (no times).
+ *
+ * It agrees with psched__execute_fast on every schedule the codes can
+ * hold, by the same argument: one byte per (stage, micro-batch) cell says
+ * which of F, B, W, BW have run; an op's inputs are bits of its own and
+ * its neighbour stages' cells; a device whose input on another device has
+ * not run parks on that (cell, F or backward) and the op's end wakes it;
+ * an input on its own device that has not run, a duplicate, a malformed
+ * pair, a device left waiting or a bad count ends the run with "cannot
+ * tell", and the caller then validates the expanded schedule, whose
+ * general engine names the failure. The builder already refused what pass
+ * 1 checks per op (kind, range, placement: a code holds only F, B, W, BW
+ * of a stage of its device, micro-batch in range), so the run checks the
+ * rest. tests/test_stream.c compares the verdict with psched_validate()'s
+ * on generated schedules and corrupted copies. */
+#include "internal.h"
+
+#include <string.h>
+
+
+enum {
+    HAS_F = 1u << PSCHED_OP_F,
+    HAS_B = 1u << PSCHED_OP_B,
+    HAS_W = 1u << PSCHED_OP_W,
+    HAS_BW = 1u << PSCHED_OP_BW,
+    RAN_F = HAS_F,
+    RAN_BACK = HAS_B | HAS_BW,
+};
+#define STAGE_FIRST 0x1u
+#define STAGE_LAST 0x2u
+#define NOBODY SIZE_MAX
+
+enum { RUN_PARK, RUN_READY, RUN_FAIL };
+
+typedef struct cstage {
+    uint32_t prev, next; /* devices of the neighbour stages (own device at a chain end) */
+    uint8_t flags;
+} cstage;
+
+typedef struct crun {
+    const psched_compact *c;
+    uint32_t p, S, v;
+    unsigned cb;
+    uint8_t *cell; /* [mb*S + stage] */
+    const cstage *stages;
+    size_t *cursor, *waiting;
+    uint32_t *queue;
+    bool *queued;
+    uint32_t qhead, qlen;
+} crun;
+
+static void enqueue(crun *r, uint32_t d)
+{
+    if (r->queued[d])
+        return;
+    r->queued[d] = true;
+    r->queue[(r->qhead + r->qlen++) % r->p] = d;
+}
+
+static inline int input(crun *r, uint32_t d, size_t c, uint8_t ran, uint32_t dd)
+{
+    if (r->cell[c] & ran)
+        return RUN_READY;
+    if (dd == d)
+        return RUN_FAIL;
+    r->waiting[d] = 2 * c + (ran == RAN_BACK);
+    return RUN_PARK;
+}
+
+/* Stage, cell and kind of a code of device d. */
+static inline void decode(const crun *r, uint32_t d, uint32_t code, uint32_t *stage, size_t *cell,
+                          uint8_t *kind)
+{
+    uint32_t chunk = (code >> PSCHED_CODE_SHIFT) & ((1u << r->cb) - 1);
+    *stage = r->c->stage_of[(size_t)d * r->v + chunk];
+    *cell = (size_t)(code >> (PSCHED_CODE_SHIFT + r->cb)) * r->S + *stage;
+    *kind = (uint8_t)(code & 3u);
+}
+
+/* Runs device d until its list ends or it waits for another device. */
+static int run_device(crun *r, uint32_t d)
+{
+    const uint32_t *code = r->c->code;
+    size_t last = r->c->offset[d + 1], g = r->cursor[d];
+    int res = RUN_READY;
+    while (g < last) {
+        size_t n = 1;
+        if (code[g] & PSCHED_CODE_OVERLAP) {
+            if (g + 1 >= last || (code[g + 1] & PSCHED_CODE_OVERLAP)) {
+                res = RUN_FAIL;
+                break;
+            }
+            n = 2;
+        }
+        /* every input of the unit first, then its ops run */
+        for (size_t u = g; u < g + n; u++) {
+            uint32_t s;
+            size_t c;
+            uint8_t kind;
+            decode(r, d, code[u], &s, &c, &kind);
+            const cstage *st = &r->stages[s];
+            if (kind == PSCHED_OP_F) {
+                if (!(st->flags & STAGE_FIRST))
+                    res = input(r, d, c - 1, RAN_F, st->prev);
+            } else if (kind == PSCHED_OP_W) {
+                res = input(r, d, c, RAN_BACK, d);
+            } else {
+                res = input(r, d, c, RAN_F, d);
+                if (res == RUN_READY && !(st->flags & STAGE_LAST))
+                    res = input(r, d, c + 1, RAN_BACK, st->next);
+            }
+            if (res != RUN_READY)
+                goto out;
+        }
+        for (size_t u = g; u < g + n; u++) {
+            uint32_t s;
+            size_t c;
+            uint8_t kind;
+            decode(r, d, code[u], &s, &c, &kind);
+            uint8_t bit = (uint8_t)(1u << kind);
+            if (r->cell[c] & bit) {
+                res = RUN_FAIL; /* a duplicate */
+                goto out;
+            }
+            r->cell[c] |= bit;
+            const cstage *st = &r->stages[s];
+            uint32_t other;
+            size_t key;
+            if (kind == PSCHED_OP_F) {
+                if (st->flags & STAGE_LAST)
+                    continue;
+                other = st->next;
+                key = 2 * c;
+            } else if (kind == PSCHED_OP_W) {
+                continue;
+            } else {
+                if (st->flags & STAGE_FIRST)
+                    continue;
+                other = st->prev;
+                key = 2 * c + 1;
+            }
+            if (other != d && r->waiting[other] == key) {
+                r->waiting[other] = NOBODY;
+                enqueue(r, other);
+            }
+        }
+        g += n;
+    }
+out:
+    r->cursor[d] = g;
+    return res;
+}
+
+static bool run_all(crun *r, size_t cells)
+{
+    for (uint32_t d = 0; d < r->p; d++)
+        enqueue(r, d);
+    while (r->qlen) {
+        uint32_t d = r->queue[r->qhead];
+        r->qhead = (r->qhead + 1) % r->p;
+        r->qlen--;
+        r->queued[d] = false;
+        if (run_device(r, d) == RUN_FAIL)
+            return false;
+    }
+    for (uint32_t d = 0; d < r->p; d++)
+        if (r->cursor[d] != r->c->offset[d + 1])
+            return false; /* left waiting: a deadlock */
+    /* every cell holds F, B and W, or F and BW */
+    unsigned bad = 0;
+    for (size_t c = 0; c < cells; c++) {
+        uint8_t e = r->cell[c];
+        bad |= (e != (HAS_F | HAS_B | HAS_W)) & (e != (HAS_F | HAS_BW));
+    }
+    return !bad;
+}
+
+bool psched__compact_valid(const psched_compact *c)
+{
+    const psched_plan *plan = c->plan;
+    uint32_t p = c->devices, S = plan->devices * plan->chunks;
+    uint32_t mbs = psched__plan_chain_mbs(plan);
+    size_t total = c->offset[p], cells = (size_t)S * mbs;
+    /* a valid schedule has at least two ops per cell */
+    if (p == 0 || S == 0 || cells > total + 4096)
+        return false;
+    crun r = {.c = c, .p = p, .S = S, .v = c->chunks, .cb = c->chunk_bits};
+    cstage *stages = psched__calloc(S, sizeof *stages);
+    r.cell = psched__calloc(cells, 1);
+    r.cursor = psched__reallocarray(NULL, p, sizeof *r.cursor);
+    r.waiting = psched__reallocarray(NULL, p, sizeof *r.waiting);
+    r.queue = psched__reallocarray(NULL, p, sizeof *r.queue);
+    r.queued = psched__calloc(p, sizeof *r.queued);
+    bool ok = stages && r.cell && r.cursor && r.waiting && r.queue && r.queued;
+    if (ok) {
+        uint32_t per = S / (plan->chains ? plan->chains : 1);
+        for (uint32_t st = 0; st < S; st++) {
+            cstage *x = &stages[st];
+            uint32_t dev = psched_plan_stage_device(plan, st);
+            x->flags = (uint8_t)((st % per == 0 ? STAGE_FIRST : 0) |
+                                 (st % per == per - 1 ? STAGE_LAST : 0));
+            x->prev = st % per ? psched_plan_stage_device(plan, st - 1) : dev;
+            x->next = st % per != per - 1 ? psched_plan_stage_device(plan, st + 1) : dev;
+        }
+        r.stages = stages;
+        for (uint32_t d = 0; d < p; d++) {
+            r.cursor[d] = c->offset[d];
+            r.waiting[d] = NOBODY;
+        }
+        ok = run_all(&r, cells);
+    }
+    psched__dealloc(stages);
+    psched__dealloc(r.cell);
+    psched__dealloc(r.cursor);
+    psched__dealloc(r.waiting);
+    psched__dealloc(r.queue);
+    psched__dealloc(r.queued);
+    return ok;
+}
