@@ -603,7 +603,7 @@ psched_status psched__export_csv(const psched_schedule *s, bool pytorch, char **
     char *out = psched__malloc_array_huge(len + TEXT_SLACK, 1);
     if (!out)
         return PSCHED_ENOMEM_FAIL();
-    psched_csv_writer *w;
+    psched_csv_writer *w = NULL;
     st = writer_open(s->plan, s->offset[s->devices], pytorch, out, len, NULL, NULL, &w);
     if (st != PSCHED_OK) {
         psched__dealloc(out);

@@ -15,7 +15,7 @@ static psched_status write_compact(const psched_compact *c, psched_write_fn writ
     psched_op *block = psched__reallocarray(NULL, DECODE_BLOCK + 1, sizeof *block);
     if (!block)
         return PSCHED_ENOMEM_FAIL();
-    psched_csv_writer *w;
+    psched_csv_writer *w = NULL;
     psched_status st = psched__csv_open(c->plan, c->offset[c->devices], false, write, user, &w);
     for (uint32_t d = 0; d < c->devices && st == PSCHED_OK; d++) {
         size_t n = c->offset[d + 1] - c->offset[d];
