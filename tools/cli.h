@@ -107,6 +107,7 @@ typedef struct cli_stream {
     char *tmp;   /* temporary file, or NULL when written in place */
     int fd;      /* -1 until the first piece */
     int err;     /* errno of the first failure, 0 if none */
+    uint64_t written, synced; /* bytes written, and handed to writeback */
     bool usage;  /* the failure was a bad --output (message printed) */
 } cli_stream;
 void cli_stream_init(cli_stream *s, const char *path);

@@ -55,6 +55,11 @@ static void enqueue(crun *r, uint32_t d)
 {
     if (r->queued[d])
         return;
+#if defined(__GNUC__)
+    /* the device resumes at its cursor's op a few devices later: its
+     * codes are one of p streams, rarely still in cache */
+    __builtin_prefetch(&r->c->code[r->cursor[d]]);
+#endif
     r->queued[d] = true;
     r->queue[(r->qhead + r->qlen++) % r->p] = d;
 }
@@ -79,6 +84,51 @@ static inline void decode(const crun *r, uint32_t d, uint32_t code, uint32_t *st
     *kind = (uint8_t)(code & 3u);
 }
 
+/* Marks op `kind` of cell c (stage s) as run and wakes the device parked
+ * on it; false for a duplicate. */
+static inline bool mark(crun *r, uint32_t d, uint32_t s, size_t c, uint8_t kind)
+{
+    uint8_t bit = (uint8_t)(1u << kind);
+    if (r->cell[c] & bit)
+        return false;
+    r->cell[c] |= bit;
+    const cstage *st = &r->stages[s];
+    uint32_t other;
+    size_t key;
+    if (kind == PSCHED_OP_F) {
+        if (st->flags & STAGE_LAST)
+            return true;
+        other = st->next;
+        key = 2 * c;
+    } else if (kind == PSCHED_OP_W) {
+        return true;
+    } else {
+        if (st->flags & STAGE_FIRST)
+            return true;
+        other = st->prev;
+        key = 2 * c + 1;
+    }
+    if (other != d && r->waiting[other] == key) {
+        r->waiting[other] = NOBODY;
+        enqueue(r, other);
+    }
+    return true;
+}
+
+/* The inputs of op `kind` of cell c (stage s): RUN_READY when all ran. */
+static inline int inputs(crun *r, uint32_t d, uint32_t s, size_t c, uint8_t kind)
+{
+    const cstage *st = &r->stages[s];
+    if (kind == PSCHED_OP_F)
+        return st->flags & STAGE_FIRST ? RUN_READY : input(r, d, c - 1, RAN_F, st->prev);
+    if (kind == PSCHED_OP_W)
+        return input(r, d, c, RAN_BACK, d);
+    int res = input(r, d, c, RAN_F, d);
+    if (res == RUN_READY && !(st->flags & STAGE_LAST))
+        res = input(r, d, c + 1, RAN_BACK, st->next);
+    return res;
+}
+
 /* Runs device d until its list ends or it waits for another device. */
 static int run_device(crun *r, uint32_t d)
 {
@@ -86,69 +136,44 @@ static int run_device(crun *r, uint32_t d)
     size_t last = r->c->offset[d + 1], g = r->cursor[d];
     int res = RUN_READY;
     while (g < last) {
-        size_t n = 1;
-        if (code[g] & PSCHED_CODE_OVERLAP) {
-            if (g + 1 >= last || (code[g + 1] & PSCHED_CODE_OVERLAP)) {
-                res = RUN_FAIL;
+#if defined(__GNUC__)
+        __builtin_prefetch(&code[g + 16 < last ? g + 16 : g]);
+#endif
+        uint32_t s;
+        size_t c;
+        uint8_t kind;
+        decode(r, d, code[g], &s, &c, &kind);
+        if (!(code[g] & PSCHED_CODE_OVERLAP)) {
+            res = inputs(r, d, s, c, kind);
+            if (res != RUN_READY)
+                break;
+            if (!mark(r, d, s, c, kind)) {
+                res = RUN_FAIL; /* a duplicate */
                 break;
             }
-            n = 2;
+            g++;
+            continue;
         }
-        /* every input of the unit first, then its ops run */
-        for (size_t u = g; u < g + n; u++) {
-            uint32_t s;
-            size_t c;
-            uint8_t kind;
-            decode(r, d, code[u], &s, &c, &kind);
-            const cstage *st = &r->stages[s];
-            if (kind == PSCHED_OP_F) {
-                if (!(st->flags & STAGE_FIRST))
-                    res = input(r, d, c - 1, RAN_F, st->prev);
-            } else if (kind == PSCHED_OP_W) {
-                res = input(r, d, c, RAN_BACK, d);
-            } else {
-                res = input(r, d, c, RAN_F, d);
-                if (res == RUN_READY && !(st->flags & STAGE_LAST))
-                    res = input(r, d, c + 1, RAN_BACK, st->next);
-            }
-            if (res != RUN_READY)
-                goto out;
+        /* an overlapped pair: both ops' inputs first, then both run */
+        if (g + 1 >= last || (code[g + 1] & PSCHED_CODE_OVERLAP)) {
+            res = RUN_FAIL;
+            break;
         }
-        for (size_t u = g; u < g + n; u++) {
-            uint32_t s;
-            size_t c;
-            uint8_t kind;
-            decode(r, d, code[u], &s, &c, &kind);
-            uint8_t bit = (uint8_t)(1u << kind);
-            if (r->cell[c] & bit) {
-                res = RUN_FAIL; /* a duplicate */
-                goto out;
-            }
-            r->cell[c] |= bit;
-            const cstage *st = &r->stages[s];
-            uint32_t other;
-            size_t key;
-            if (kind == PSCHED_OP_F) {
-                if (st->flags & STAGE_LAST)
-                    continue;
-                other = st->next;
-                key = 2 * c;
-            } else if (kind == PSCHED_OP_W) {
-                continue;
-            } else {
-                if (st->flags & STAGE_FIRST)
-                    continue;
-                other = st->prev;
-                key = 2 * c + 1;
-            }
-            if (other != d && r->waiting[other] == key) {
-                r->waiting[other] = NOBODY;
-                enqueue(r, other);
-            }
+        uint32_t s2;
+        size_t c2;
+        uint8_t kind2;
+        decode(r, d, code[g + 1], &s2, &c2, &kind2);
+        res = inputs(r, d, s, c, kind);
+        if (res == RUN_READY)
+            res = inputs(r, d, s2, c2, kind2);
+        if (res != RUN_READY)
+            break;
+        if (!mark(r, d, s, c, kind) || !mark(r, d, s2, c2, kind2)) {
+            res = RUN_FAIL;
+            break;
         }
-        g += n;
+        g += 2;
     }
-out:
     r->cursor[d] = g;
     return res;
 }
