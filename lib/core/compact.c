@@ -15,7 +15,9 @@
  * of a stage of its device, micro-batch in range), so the run checks the
  * rest. tests/test_stream.c compares the verdict with psched_validate()'s
  * on generated schedules and corrupted copies. */
+#define _DEFAULT_SOURCE /* madvise, for memadvise.h */
 #include "internal.h"
+#include "memadvise.h"
 
 #include <string.h>
 
@@ -230,6 +232,7 @@ bool psched__compact_valid(const psched_compact *c)
             x->next = st % per != per - 1 ? psched_plan_stage_device(plan, st + 1) : dev;
         }
         r.stages = stages;
+        psched__advise_huge(r.cell, cells);
         for (uint32_t d = 0; d < p; d++) {
             r.cursor[d] = c->offset[d];
             r.waiting[d] = NOBODY;
