@@ -321,6 +321,30 @@ static psched_status gen_backwards(const psched_plan *plan, psched_builder *b)
     return psched_builder_reserve(b, 0, 0);
 }
 
+/* gpipe whose activations are offloaded after each F and reloaded before
+ * each backward: copies leave the compact form part way through device 0. */
+static psched_status gen_offloading(const psched_plan *plan, psched_builder *b)
+{
+    uint32_t p = psched_plan_devices(plan), m = psched_plan_microbatches(plan);
+    for (uint32_t d = 0; d < p; d++) {
+        psched_builder_append(b, d, PSCHED_OP_F, d, 0, 0);
+        for (uint32_t k = 1; k < m; k++)
+            psched_builder_append(b, d, PSCHED_OP_F, d, k, 0);
+        psched_builder_append(b, d, PSCHED_OP_OFFLOAD, d, 0, 0);
+        psched_builder_append(b, d, PSCHED_OP_RELOAD, d, 0, 0);
+        for (uint32_t k = 0; k < m; k++)
+            psched_builder_append(b, d, PSCHED_OP_BW, d, k, 0);
+    }
+    return psched_builder_reserve(b, 0, 0);
+}
+
+static const psched_generator offloading_gen = {
+    .abi_version = PSCHED_GENERATOR_ABI, .name = "test-stream-offloading",
+    .description = "gpipe with one offloaded activation (test)", .constraints = "loop, v = 1",
+    .placement = PSCHED_PLACEMENT_LOOP, .default_chunks = 1, .chains = 1,
+    .generate = gen_offloading,
+};
+
 static const psched_generator deadlock_gen = {
     .abi_version = PSCHED_GENERATOR_ABI, .name = "test-stream-deadlock",
     .description = "backward before forward (test)", .constraints = "loop, v = 1",
@@ -382,6 +406,29 @@ static void test_fallback_when_not_compact(void)
     psched_plan_destroy(plan);
 }
 
+/* An op the codes cannot hold (an activation copy) part way through: the
+ * builder turns its codes into psched_ops and carries on; the written text
+ * is the export of the schedule psched_generate() gives, hand-derived
+ * here, and psched_validate()'s verdict on it holds. */
+static void test_leaving_compact_mode_part_way(void)
+{
+    CHECK_OK(psched_register_generator(&offloading_gen));
+    psched_plan *plan = make_plan(2, 3, 1);
+    psched_schedule *es = NULL;
+    psched_compact *cs = NULL;
+    CHECK_OK(psched__generate_ex(plan, "test-stream-offloading", true, &es, &cs));
+    CHECK(es != NULL && cs == NULL);
+    CHECK_OK(psched_validate(es));
+    psched_schedule_destroy(es);
+    sink k = {0};
+    CHECK_OK(psched_generate_write(plan, "test-stream-offloading", PSCHED_FORMAT_CSV, 0,
+                                   sink_write, &k));
+    CHECK_STR(k.data, "0F0,0F1,0F2,0OFFLOAD0,0RELOAD0,0B0,0B1,0B2\n"
+                      "1F0,1F1,1F2,1OFFLOAD0,1RELOAD0,1B0,1B1,1B2\n");
+    sink_reset(&k);
+    psched_plan_destroy(plan);
+}
+
 int main(void)
 {
     RUN(test_hand_derived_1f1b);
@@ -390,5 +437,6 @@ int main(void)
     RUN(test_compact_check_agrees_on_mutants);
     RUN(test_invalid_schedule_writes_nothing);
     RUN(test_fallback_when_not_compact);
+    RUN(test_leaving_compact_mode_part_way);
     TEST_MAIN_END();
 }

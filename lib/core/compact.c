@@ -50,7 +50,7 @@ typedef struct crun {
     size_t *cursor, *waiting;
     uint32_t *queue;
     bool *queued;
-    uint32_t qhead, qlen;
+    uint32_t qlen; /* a stack: the device woken last runs next */
 } crun;
 
 static void enqueue(crun *r, uint32_t d)
@@ -63,7 +63,7 @@ static void enqueue(crun *r, uint32_t d)
     __builtin_prefetch(&r->c->code[r->cursor[d]]);
 #endif
     r->queued[d] = true;
-    r->queue[(r->qhead + r->qlen++) % r->p] = d;
+    r->queue[r->qlen++] = d;
 }
 
 static inline int input(crun *r, uint32_t d, size_t c, uint8_t ran, uint32_t dd)
@@ -182,12 +182,10 @@ static int run_device(crun *r, uint32_t d)
 
 static bool run_all(crun *r, size_t cells)
 {
-    for (uint32_t d = 0; d < r->p; d++)
-        enqueue(r, d);
+    for (uint32_t d = r->p; d-- > 0;)
+        enqueue(r, d); /* device 0 on top */
     while (r->qlen) {
-        uint32_t d = r->queue[r->qhead];
-        r->qhead = (r->qhead + 1) % r->p;
-        r->qlen--;
+        uint32_t d = r->queue[--r->qlen];
         r->queued[d] = false;
         if (run_device(r, d) == RUN_FAIL)
             return false;
