@@ -787,6 +787,68 @@ PSCHED_API psched_status psched_export(const psched_schedule *schedule,
                                        uint32_t flags, char **text, size_t *length);
 
 /**
+ * @brief Receives one piece of a streamed text (psched_export_write(),
+ * psched_generate_write()).
+ * @param user the pointer passed along with the callback.
+ * @param data @p length bytes of the text, in order, not NUL-terminated;
+ *        valid only during the call.
+ * @param length bytes in @p data (> 0).
+ * @return 0 to go on; any other value stops the export, which then fails
+ *         with ::PSCHED_EIO naming the value and the bytes refused.
+ */
+typedef int (*psched_write_fn)(void *user, const char *data, size_t length);
+
+/**
+ * @brief psched_export() handing the text to a callback in pieces instead
+ * of one buffer (PIPESCHED_1.1): the CSV formats are written through a 1 MiB window, so
+ * the whole text is never held (the other formats are made whole and
+ * handed over in one piece). The concatenated pieces equal psched_export()'s
+ * text byte for byte. A malformed pair or group is refused before the
+ * first byte is written.
+ * @param schedule the schedule.
+ * @param report as for psched_export().
+ * @param format one of ::psched_format.
+ * @param flags #PSCHED_EXPORT_COLOR or 0.
+ * @param write called with each piece, in order.
+ * @param user passed to @p write.
+ * @return ::PSCHED_OK, ::PSCHED_EINVAL (NULL schedule or callback, or as
+ *         psched_export()), ::PSCHED_ENOMEM, ::PSCHED_EIO (@p write returned
+ *         non-zero; the pieces before it were written), or a simulation error.
+ */
+PSCHED_API psched_status psched_export_write(const psched_schedule *schedule,
+                                             const psched_report *report, psched_format format,
+                                             uint32_t flags, psched_write_fn write, void *user);
+
+/**
+ * @brief Generate a schedule, validate it and write its export
+ * (PIPESCHED_1.1), for
+ * outputs too large to hold as a ::psched_schedule plus its text.
+ * The same as psched_generate(), psched_validate() and
+ * psched_export_write() in turn, with the same text, statuses and
+ * messages, and nothing written unless the schedule is valid. For
+ * ::PSCHED_FORMAT_CSV the generator's ops are held in a compact form of
+ * 4 bytes per op (instead of a 12-byte ::psched_op) whenever they fit it
+ * (compute ops, overlapped pairs, each device's ops appended in device
+ * order, micro-batch and chunk fitting 29 bits), checked on one byte per
+ * (stage, micro-batch) and written row by row through a 1 MiB window; any
+ * other schedule, an invalid one included, takes the ::psched_schedule
+ * path (then validation names the failing op as psched_validate() does).
+ * @param plan the plan, as for psched_generate().
+ * @param name generator name or alias.
+ * @param format one of ::psched_format.
+ * @param flags #PSCHED_EXPORT_COLOR or 0.
+ * @param write called with each piece, in order; never called for an
+ *        invalid schedule.
+ * @param user passed to @p write.
+ * @return ::PSCHED_OK, psched_generate()'s errors, psched_validate()'s
+ *         (::PSCHED_EINVALID, ::PSCHED_EDEADLOCK), ::PSCHED_EIO (@p write
+ *         returned non-zero), ::PSCHED_ENOMEM.
+ */
+PSCHED_API psched_status psched_generate_write(const psched_plan *plan, const char *name,
+                                               psched_format format, uint32_t flags,
+                                               psched_write_fn write, void *user);
+
+/**
  * @brief Import a PyTorch compute_only or compute_comms CSV (one row per
  * device; empty cells are idle steps; `\n` or `\r\n`; a leading UTF-8 BOM is
  * skipped). Strict: anything that is not a whole action is an error naming

@@ -93,6 +93,54 @@ static void test_exports_and_import_survive_allocation_failures(void)
     psched_schedule_destroy(s);
 }
 
+/* A write callback appending to a fixed buffer. */
+typedef struct collected {
+    char text[8192];
+    size_t len;
+} collected;
+
+static int collect(void *user, const char *data, size_t length)
+{
+    collected *c = user;
+    if (c->len + length > sizeof c->text)
+        return 1;
+    memcpy(c->text + c->len, data, length);
+    c->len += length;
+    return 0;
+}
+
+/* The streaming exports fail with ENOMEM at every allocation (the compact
+ * builder and its check, the fallback to a whole schedule, the CSV
+ * window) and, once they succeed, have written exactly the export. */
+static void test_streaming_exports_survive_allocation_failures(void)
+{
+    static const char *const names[] = {"1f1b", "interleaved", "zb-h1", "dualpipev"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        psched_plan *plan;
+        psched_plan_create(&plan);
+        psched_plan_set_devices(plan, 4);
+        psched_plan_set_microbatches(plan, 8);
+        psched_schedule *s = NULL;
+        CHECK_OK(psched_generate(plan, names[i], &s));
+        char *want = NULL;
+        size_t want_len = 0;
+        CHECK_OK(psched_export(s, NULL, PSCHED_FORMAT_CSV, 0, &want, &want_len));
+        collected *c = calloc(1, sizeof *c);
+        FAIL_EACH_ALLOCATION(psched_generate_write(plan, names[i], PSCHED_FORMAT_CSV, 0,
+                                                   collect, c),
+                             (void)0);
+        CHECK(c->len >= want_len && memcmp(c->text + c->len - want_len, want, want_len) == 0);
+        c->len = 0;
+        FAIL_EACH_ALLOCATION(psched_export_write(s, NULL, PSCHED_FORMAT_CSV, 0, collect, c),
+                             (void)0);
+        CHECK(c->len == want_len && memcmp(c->text, want, want_len) == 0);
+        free(c);
+        psched_free(want);
+        psched_schedule_destroy(s);
+        psched_plan_destroy(plan);
+    }
+}
+
 static void test_lowering_survives_allocation_failures(void)
 {
     psched_schedule *s = make("interleaved", 4, 8, 2);
@@ -127,6 +175,7 @@ int main(void)
     RUN(test_generate_survives_every_allocation_failure);
     RUN(test_validate_simulate_hash_survive_allocation_failures);
     RUN(test_exports_and_import_survive_allocation_failures);
+    RUN(test_streaming_exports_survive_allocation_failures);
     RUN(test_lowering_survives_allocation_failures);
     RUN(test_plan_setters_survive_allocation_failures);
     TEST_MAIN_END();

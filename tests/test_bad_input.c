@@ -675,6 +675,109 @@ static psched_status export_unknown_flags(void)
     return st;
 }
 
+/* A write callback that must never be called: the requests below fail
+ * before the first byte (a call counts as an output). */
+static int never_write(void *user, const char *data, size_t length)
+{
+    (void)user, (void)data, (void)length;
+    non_null_outputs++;
+    return 0;
+}
+
+static psched_status export_write_null_callback(void)
+{
+    psched_schedule *s = small_schedule();
+    psched_status st = psched_export_write(s, NULL, PSCHED_FORMAT_CSV, 0, NULL, NULL);
+    psched_schedule_destroy(s);
+    return st;
+}
+
+static psched_status export_write_null_schedule(void)
+{
+    return psched_export_write(NULL, NULL, PSCHED_FORMAT_CSV, 0, never_write, NULL);
+}
+
+static psched_status export_write_unknown_format(void)
+{
+    psched_schedule *s = small_schedule();
+    psched_status st = psched_export_write(s, NULL, (psched_format)99, 0, never_write, NULL);
+    psched_schedule_destroy(s);
+    return st;
+}
+
+static psched_status export_write_unknown_flags(void)
+{
+    psched_schedule *s = small_schedule();
+    psched_status st = psched_export_write(s, NULL, PSCHED_FORMAT_CSV, 0x40, never_write, NULL);
+    psched_schedule_destroy(s);
+    return st;
+}
+
+static psched_status export_write_report_of_another_schedule(void)
+{
+    psched_schedule *s = small_schedule();
+    psched_plan *plan = plan_new(3, 2, 1);
+    psched_schedule *other = NULL;
+    psched_report *r = NULL;
+    CHECK_OK(psched_generate(plan, "1f1b", &other));
+    CHECK_OK(psched_simulate(other, NULL, &r));
+    psched_status st = psched_export_write(s, r, PSCHED_FORMAT_ASCII, 0, never_write, NULL);
+    psched_report_destroy(r);
+    psched_schedule_destroy(other);
+    psched_plan_destroy(plan);
+    psched_schedule_destroy(s);
+    return st;
+}
+
+static psched_status generate_write_null_callback(void)
+{
+    psched_plan *plan = plan_new(2, 4, 1);
+    psched_status st = psched_generate_write(plan, "1f1b", PSCHED_FORMAT_CSV, 0, NULL, NULL);
+    psched_plan_destroy(plan);
+    return st;
+}
+
+static psched_status generate_write_null_plan(void)
+{
+    return psched_generate_write(NULL, "1f1b", PSCHED_FORMAT_CSV, 0, never_write, NULL);
+}
+
+static psched_status generate_write_unknown_generator(void)
+{
+    psched_plan *plan = plan_new(2, 4, 1);
+    psched_status st = psched_generate_write(plan, "1f2b", PSCHED_FORMAT_CSV, 0, never_write,
+                                             NULL);
+    psched_plan_destroy(plan);
+    return st;
+}
+
+static psched_status generate_write_unknown_format(void)
+{
+    psched_plan *plan = plan_new(2, 4, 1);
+    psched_status st = psched_generate_write(plan, "1f1b", (psched_format)7, 0, never_write,
+                                             NULL);
+    psched_plan_destroy(plan);
+    return st;
+}
+
+static psched_status generate_write_unknown_flags(void)
+{
+    psched_plan *plan = plan_new(2, 4, 1);
+    psched_status st = psched_generate_write(plan, "1f1b", PSCHED_FORMAT_CSV, 0x2, never_write,
+                                             NULL);
+    psched_plan_destroy(plan);
+    return st;
+}
+
+static psched_status generate_write_plan_the_generator_refuses(void)
+{
+    psched_plan *plan = plan_new(2, 4, 1); /* interleaved needs v >= 2 */
+    psched_status st = psched_generate_write(plan, "interleaved", PSCHED_FORMAT_CSV, 0,
+                                             never_write, NULL);
+    psched_plan_destroy(plan);
+    return st;
+}
+
 static psched_status simulate_with_costs_of_another_shape(void)
 {
     psched_schedule *s = small_schedule();
@@ -1401,6 +1504,25 @@ static const bad_case cases[] = {
     {"op record of 4 bytes", ops_record_too_small, PSCHED_EINVAL, "op_size (4)"},
     {"export format 99", export_unknown_format, PSCHED_EINVAL, "unknown format 99"},
     {"export flags 0x80", export_unknown_flags, PSCHED_EINVAL, "unknown flags 0x80"},
+    {"export_write NULL callback", export_write_null_callback, PSCHED_EINVAL,
+     "schedule and write must not be NULL"},
+    {"export_write NULL schedule", export_write_null_schedule, PSCHED_EINVAL,
+     "schedule and write must not be NULL"},
+    {"export_write format 99", export_write_unknown_format, PSCHED_EINVAL, "unknown format 99"},
+    {"export_write flags 0x40", export_write_unknown_flags, PSCHED_EINVAL, "unknown flags 0x40"},
+    {"export_write report of another schedule", export_write_report_of_another_schedule,
+     PSCHED_EINVAL, "the report has 3 devices but the schedule has 2"},
+    {"generate_write NULL callback", generate_write_null_callback, PSCHED_EINVAL,
+     "write must not be NULL"},
+    {"generate_write NULL plan", generate_write_null_plan, PSCHED_EINVAL, "plan is NULL"},
+    {"generate_write unknown generator", generate_write_unknown_generator, PSCHED_ENOTFOUND,
+     "1f2b"},
+    {"generate_write format 7", generate_write_unknown_format, PSCHED_EINVAL,
+     "unknown format 7"},
+    {"generate_write flags 0x2", generate_write_unknown_flags, PSCHED_EINVAL,
+     "unknown flags 0x2"},
+    {"generate_write interleaved with v = 1", generate_write_plan_the_generator_refuses,
+     PSCHED_EINVAL, "interleaved"},
     {"simulate with a 3-stage cost plan", simulate_with_costs_of_another_shape, PSCHED_EINVAL,
      "cost plan has 3 stages"},
     {"report of device 2^31", report_device_2_31, PSCHED_EINVAL, "device (2147483648)"},

@@ -164,6 +164,27 @@ class TestGenerate(CliCase):
             self.assertEqual(f.read(), self.ok("generate", *PLAN_1F1B_P4_M8))
         self.assertEqual(os.listdir(d), ["sched.csv"])
 
+    def test_streamed_csv_equals_the_simulated_path(self):
+        # generate --format csv streams (psched_generate_write: compact ops,
+        # the file written piece by piece); --mem-limit makes the tool
+        # simulate the whole schedule and export it in one piece instead.
+        # The bytes are the same, to a file and to standard output.
+        d = self.tmpdir()
+        for plan in (PLAN_1F1B_P4_M8,
+                     ("--schedule", "interleaved", "--devices", "4", "--chunks", "2",
+                      "--microbatches", "8"),
+                     ("--schedule", "dualpipev", "--devices", "4", "--microbatches", "10"),
+                     ("--schedule", "zb-h1", "--devices", "3", "--microbatches", "5")):
+            streamed = os.path.join(d, "streamed.csv")
+            whole = os.path.join(d, "whole.csv")
+            self.ok("generate", *plan, "--output", streamed)
+            self.ok("generate", *plan, "--mem-limit", "1e30", "--output", whole)
+            with open(streamed) as f, open(whole) as g:
+                text = f.read()
+                self.assertEqual(text, g.read(), plan)
+            self.assertEqual(self.ok("generate", *plan), text, plan)
+            self.assertEqual(sorted(os.listdir(d)), ["streamed.csv", "whole.csv"])
+
     def test_output_to_a_device_writes_in_place(self):
         # Renaming a temporary over /dev/null (as root) would replace the
         # device with a regular file: devices and pipes are written in place.

@@ -115,6 +115,8 @@ def layout_paths(readme):
 def is_build_output(path):
     """A meson build directory or a Python virtual environment: made by a
     user, not part of the repository."""
+    if os.path.basename(path).startswith("build"):
+        return True  # .gitignore's build*/: meson's, or .ci/run's wheel output
     return any(os.path.exists(os.path.join(path, mark))
                for mark in ("meson-private", "build.ninja", "pyvenv.cfg"))
 

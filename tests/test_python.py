@@ -11,8 +11,10 @@ Expected values are closed forms with unit costs (DESIGN.md section 3), hand
 derivations written out next to them, or the shared reference files; never
 the library's own earlier output.
 """
+import io
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -488,6 +490,61 @@ class TestExports(Case):
             finally:
                 sys.stdout = stdout
         ET.parse(os.path.join(tmp, "zb-h1.svg"))
+
+
+class TestStreaming(Case):
+    """Schedule.write() and generate_to(): psched_export_write and
+    psched_generate_write from Python, the same bytes as the to_*() methods."""
+
+    def test_hand_derived_1f1b_csv(self):
+        # 1F1B, p = 2, m = 2: device 0 warms up with one F; "B" is BW
+        out = io.BytesIO()
+        pipesched.generate_to(out, "1f1b", devices=2, microbatches=2)
+        self.assertEqual(out.getvalue(), b"0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n")
+
+    def test_every_format_writes_what_to_methods_return(self):
+        for name, args in (("1f1b", dict(devices=3, microbatches=5)),
+                           ("interleaved", dict(devices=2, microbatches=4, chunks=2)),
+                           ("dualpipev", dict(devices=4, microbatches=10))):
+            s = self.schedule(name, **args)
+            expected = {"csv": s.to_csv(), "json": s.to_json(), "ascii": s.to_ascii(),
+                        "chrome": s.to_chrome(), "svg": s.to_svg(),
+                        "csv-comms": s.to_csv_comms()}
+            for fmt, text in expected.items():
+                out = io.BytesIO()
+                s.write(out, fmt)
+                self.assertEqual(out.getvalue().decode(), text, (name, fmt))
+                out = io.BytesIO()
+                pipesched.generate_to(out, name, format=fmt, **args)
+                self.assertEqual(out.getvalue().decode(), text, (name, fmt))
+
+    def test_a_path_is_written_and_a_failure_leaves_no_file(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        path = os.path.join(tmp, "s.csv")
+        with pipesched.Plan(4, 8) as plan:
+            pipesched.generate_to(pathlib.Path(path), "zb-h1", plan)
+            with open(path) as f:
+                self.assertEqual(f.read(), self.schedule("zb-h1", devices=4,
+                                                         microbatches=8).to_csv())
+        with self.assertRaises(pipesched.InvalidArgument):
+            pipesched.generate_to(os.path.join(tmp, "t.csv"), "interleaved", devices=2,
+                                  microbatches=4, chunks=1)
+        self.assertEqual(os.listdir(tmp), ["s.csv"])
+
+    def test_an_exception_in_write_stops_the_export_and_propagates(self):
+        class Full:
+            calls = 0
+
+            def write(self, data):
+                Full.calls += 1
+                raise OSError(28, "No space left on device")
+
+        s = self.schedule("1f1b", devices=2, microbatches=2)
+        with self.assertRaises(OSError) as cm:
+            s.write(Full())
+        self.assertEqual(cm.exception.errno, 28)
+        self.assertEqual(Full.calls, 1)
 
 
 class TestLowering(Case):
@@ -1122,6 +1179,23 @@ class TestBadInput(Case):
              TypeError, "report must be a pipesched.Report, not Schedule"),
             ("to_chrome report=int", lambda: s.to_chrome(report=1),
              TypeError, "report must be a pipesched.Report, not int"),
+            ("write file=None", lambda: s.write(None),
+             TypeError, "file must be a path (str or os.PathLike) or a binary file object"),
+            ("write format=xml", lambda: s.write(io.BytesIO(), "xml"),
+             E, "format ('xml') must be one of csv, ascii, json"),
+            ("write format=int", lambda: s.write(io.BytesIO(), 0),
+             TypeError, "format must be a str, not int"),
+            ("write report=Plan", lambda: s.write(io.BytesIO(), "json", report=plan),
+             TypeError, "report must be a pipesched.Report, not Plan"),
+            ("generate_to name=None", lambda: pipesched.generate_to(io.BytesIO(), None, plan),
+             TypeError, "name must be a str, not NoneType"),
+            ("generate_to plan=Model", lambda: pipesched.generate_to(io.BytesIO(), "1f1b", model),
+             TypeError, "plan must be a pipesched.Plan, not Model"),
+            ("generate_to file=int", lambda: pipesched.generate_to(3, "1f1b", plan),
+             TypeError, "file must be a path (str or os.PathLike) or a binary file object"),
+            ("generate_to unknown schedule", lambda: pipesched.generate_to(io.BytesIO(), "1f2b",
+                                                                           plan),
+             pipesched.NotFound, "1f2b"),
             ("plan_search plan=Report", lambda: pipesched.plan_search(model, report),
              TypeError, "plan must be a pipesched.Plan, not Report"),
             ("plan_search model=Plan", lambda: pipesched.plan_search(plan, plan),

@@ -104,6 +104,25 @@ const char *cli_size_text(size_t bytes, char buf[32]);
 int cli_write_atomic(const char *path, const char *data, size_t length);
 /* Write @p data to standard output and flush it. */
 int cli_write_stdout(const char *data, size_t length);
+/* An output written in pieces (psched_generate_write's callback), with
+ * cli_write_atomic's guarantees: the file (a temporary next to @p path,
+ * renamed over it by cli_stream_finish) is created at the first piece, so
+ * nothing is created when nothing is written; abandoned, it is removed.
+ * path NULL: standard output. */
+typedef struct cli_stream {
+    const char *path;
+    char *tmp;   /* temporary file, or NULL when written in place */
+    int fd;      /* -1 until the first piece */
+    int err;     /* errno of the first failure, 0 if none */
+    uint64_t written, synced; /* bytes written, and handed to writeback */
+    bool usage;  /* the failure was a bad --output (message printed) */
+} cli_stream;
+void cli_stream_init(cli_stream *s, const char *path);
+/* A psched_write_fn: 0, or -1 after a failure (kept in s->err). */
+int cli_stream_write(void *stream, const char *data, size_t length);
+/* commit: fsync and rename into place, printing any failure; else remove
+ * what was written. Returns CLI_OK or CLI_USAGE. */
+int cli_stream_finish(cli_stream *s, bool commit);
 /* Output is composed in memory and written at the end, so a failure half
  * way never leaves a partial output behind. */
 typedef struct cli_membuf {

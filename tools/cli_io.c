@@ -2,6 +2,9 @@
  *
  * SPDX-License-Identifier: MIT
  */
+#if defined(__linux__)
+#define _GNU_SOURCE /* sync_file_range */
+#endif
 #include "cli.h"
 
 #include <errno.h>
@@ -335,6 +338,115 @@ int cli_write_atomic(const char *path, const char *data, size_t length)
     }
     free(tmp);
     return failed ? CLI_USAGE : CLI_OK;
+}
+
+void cli_stream_init(cli_stream *s, const char *path)
+{
+    memset(s, 0, sizeof *s);
+    s->path = path;
+    s->fd = -1;
+}
+
+/* The file the pieces go to: a temporary next to the path, or the path
+ * itself when it is a device or pipe (as cli_write_atomic). */
+static int stream_open(cli_stream *s)
+{
+    const char *path = s->path, *slash = strrchr(path, '/');
+    if (path[0] == '\0' || (slash && slash[1] == '\0')) {
+        cli_error("--output '%s': not a file name", path);
+        s->usage = true;
+        return -1;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        s->fd = open(path, O_WRONLY);
+        if (s->fd < 0)
+            s->err = errno;
+        return s->fd < 0 ? -1 : 0;
+    }
+    s->tmp = temp_template(path);
+    if (!s->tmp) {
+        s->err = ENOMEM;
+        return -1;
+    }
+    s->fd = mkstemp(s->tmp);
+    if (s->fd < 0) {
+        cli_error("--output '%s': cannot create a temporary file next to it: %s", path,
+                  strerror(errno));
+        s->usage = true;
+        free(s->tmp);
+        s->tmp = NULL;
+        return -1;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(s->fd, 0666 & ~mask) != 0) {
+        s->err = errno;
+        return -1;
+    }
+    return 0;
+}
+
+int cli_stream_write(void *stream, const char *data, size_t length)
+{
+    cli_stream *s = stream;
+    if (s->err || s->usage)
+        return -1;
+    if (!s->path) {
+        if (fwrite(data, 1, length, stdout) != length) {
+            s->err = errno ? errno : EIO;
+            return -1;
+        }
+        return 0;
+    }
+    if (s->fd < 0 && stream_open(s) != 0)
+        return -1;
+    if (write_all(s->fd, data, length) != 0) {
+        s->err = errno;
+        return -1;
+    }
+    s->written += length;
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+    /* Start writing back what is written every 64 MiB, so the fsync at
+     * the end waits for the last stretch only, not for the whole file: a
+     * hint (its failure is fsync's to report). */
+    if (s->tmp && s->written - s->synced >= ((uint64_t)64 << 20)) {
+        (void)sync_file_range(s->fd, (off_t)s->synced, (off_t)(s->written - s->synced),
+                              SYNC_FILE_RANGE_WRITE);
+        s->synced = s->written;
+    }
+#endif
+    return 0;
+}
+
+int cli_stream_finish(cli_stream *s, bool commit)
+{
+    if (!s->path) {
+        if (commit && !s->err && fflush(stdout) != 0)
+            s->err = errno;
+        if (commit && s->err) {
+            cli_error("cannot write to standard output: %s", strerror(s->err));
+            return CLI_USAGE;
+        }
+        return CLI_OK;
+    }
+    if (commit && !s->err && !s->usage && s->fd < 0)
+        stream_open(s); /* nothing was written: an empty file */
+    if (commit && !s->err && !s->usage && s->tmp && fsync(s->fd) != 0)
+        s->err = errno;
+    if (s->fd >= 0 && close(s->fd) != 0 && !s->err)
+        s->err = errno;
+    s->fd = -1;
+    if (commit && !s->err && !s->usage && s->tmp && rename(s->tmp, s->path) != 0)
+        s->err = errno;
+    bool failed = s->err || s->usage;
+    if (s->tmp && (failed || !commit))
+        unlink(s->tmp);
+    free(s->tmp);
+    s->tmp = NULL;
+    if (commit && s->err && !s->usage)
+        cli_error("--output '%s': cannot write: %s", s->path, strerror(s->err));
+    return commit && failed ? CLI_USAGE : CLI_OK;
 }
 
 int cli_write_stdout(const char *data, size_t length)

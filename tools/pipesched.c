@@ -244,8 +244,8 @@ static int check_memory_limit(const cli_opts *o, const psched_schedule *s, const
     return CLI_OK;
 }
 
-/* Generate the schedule the flags describe. */
-static int generate(const char *command, const cli_opts *o, psched_schedule **s)
+/* The plan the flags describe, for their generator. */
+static int generator_plan(const char *command, const cli_opts *o, psched_plan **out)
 {
     int rc = require(command, "devices", o->have_devices);
     if (rc == CLI_OK)
@@ -261,6 +261,20 @@ static int generate(const char *command, const cli_opts *o, psched_schedule **s)
     if (st != PSCHED_OK)
         return cli_fail(st, NULL);
     rc = fill_plan(plan, o, g);
+    if (rc != CLI_OK) {
+        psched_plan_destroy(plan);
+        return rc;
+    }
+    *out = plan;
+    return CLI_OK;
+}
+
+/* Generate the schedule the flags describe. */
+static int generate(const char *command, const cli_opts *o, psched_schedule **s)
+{
+    psched_plan *plan = NULL;
+    int rc = generator_plan(command, o, &plan);
+    psched_status st;
     if (rc == CLI_OK && (st = psched_generate(plan, o->schedule, s)) != PSCHED_OK)
         rc = cli_fail(st, NULL);
     psched_plan_destroy(plan);
@@ -393,9 +407,23 @@ static int with_chains_header(const cli_opts *o, char **text, size_t *length)
     return CLI_OK;
 }
 
+
+/* A generated schedule whose plan sets no cost-model extension passed the
+ * simulation's cost checks when it was generated (the same checks on the
+ * same plan), so when nothing needs the report validation refuses exactly
+ * what the simulation would, with the same message. */
+static bool validation_suffices(const cli_opts *o)
+{
+    const cli_costmodel *cm = &o->costmodel;
+    return !o->input && !o->have_mem_limit && !cm->have_overlap && !cm->have_bytes &&
+           !cm->have_topology && !cm->have_pcie && !cm->weights && !cm->offload &&
+           !cm->have_vocab_cost && !cm->coll_bytes_count;
+}
+
 /* The schedule of the flags (a generator or --input), validated and
  * simulated: @p r may be NULL when the command needs no report. */
-static int load(const char *command, const cli_opts *o, psched_schedule **s, psched_report **r)
+/* The flag combinations load() refuses before reading or generating. */
+static int load_usage(const char *command, const cli_opts *o)
 {
     if (o->input && o->schedule) {
         cli_error("%s: --input and --schedule exclude each other (a file or a generator)",
@@ -427,6 +455,14 @@ static int load(const char *command, const cli_opts *o, psched_schedule **s, psc
                   "holds its VOCAB_S, VOCAB_T and COLLECTIVE ops itself)", command);
         return CLI_USAGE;
     }
+    return CLI_OK;
+}
+
+static int load(const char *command, const cli_opts *o, psched_schedule **s, psched_report **r)
+{
+    int usage = load_usage(command, o);
+    if (usage != CLI_OK)
+        return usage;
     int rc = CLI_OK;
     psched_status st = PSCHED_OK;
     const char *label = NULL;
@@ -455,10 +491,7 @@ static int load(const char *command, const cli_opts *o, psched_schedule **s, psc
      * on the same plan), so when nothing needs the report (generate to a
      * CSV, no --mem-limit) validation refuses exactly what the simulation
      * would, with the same message, at a fraction of the cost. */
-    const cli_costmodel *cm = &o->costmodel;
-    bool validate_only = !r && o->command == CMD_GENERATE && !o->input && !o->have_mem_limit &&
-                         !cm->have_overlap && !cm->have_bytes && !cm->have_topology &&
-                         !cm->have_pcie && !cm->weights && !cm->offload;
+    bool validate_only = !r && o->command == CMD_GENERATE && validation_suffices(o);
     psched_report *report = NULL;
     if (st == PSCHED_OK)
         st = validate_only ? psched_validate(*s) : psched_simulate(*s, NULL, &report);
@@ -624,11 +657,35 @@ static psched_status export_schedule(const psched_schedule *s, const psched_repo
     return st;
 }
 
+/* generate --format csv when validation suffices: psched_generate_write
+ * generates, validates and writes the file piece by piece (compact ops, no
+ * whole text in memory), and writes nothing for an invalid schedule. */
+static int generate_streamed(const cli_opts *o)
+{
+    psched_plan *plan = NULL;
+    int rc = load_usage("generate", o);
+    if (rc == CLI_OK)
+        rc = generator_plan("generate", o, &plan);
+    if (rc != CLI_OK)
+        return rc;
+    cli_stream out;
+    cli_stream_init(&out, o->output);
+    psched_status st = psched_generate_write(plan, o->schedule, PSCHED_FORMAT_CSV, 0,
+                                             cli_stream_write, &out);
+    psched_plan_destroy(plan);
+    if (st == PSCHED_OK || out.err || out.usage)
+        return cli_stream_finish(&out, true); /* commits, or says why writing failed */
+    cli_stream_finish(&out, false);
+    return report_invalid(o, st, NULL);
+}
+
 static int cmd_generate(const cli_opts *o)
 {
+    psched_format format = parse_format(o->format);
+    if (format == PSCHED_FORMAT_CSV && validation_suffices(o))
+        return generate_streamed(o);
     psched_schedule *s = NULL;
     psched_report *r = NULL;
-    psched_format format = parse_format(o->format);
     /* the CSV of the order draws no times: no report to make */
     int rc = load("generate", o, &s, format == PSCHED_FORMAT_CSV ? NULL : &r);
     if (rc == CLI_OK) {

@@ -6,7 +6,14 @@
  * the schedule's: no per-device lists, no copy at the end, and the peak
  * memory of a generation is one op record per op. A generator that goes
  * back to an earlier device turns the builder into per-device lists (the
- * ops so far are copied once) and the schedule is assembled from them. */
+ * ops so far are copied once) and the schedule is assembled from them.
+ *
+ * Compact mode (psched_generate_write): the contiguous array holds one
+ * 32-bit code per op instead of a psched_op (kind, overlap flag, chunk and
+ * micro-batch; the stage follows from device and chunk), a third of the
+ * memory. An op the code cannot hold, or a generator going back to an
+ * earlier device, turns the codes into psched_ops once and the builder
+ * carries on as above. */
 #define _DEFAULT_SOURCE /* madvise, for memadvise.h */
 #include "internal.h"
 #include "memadvise.h"
@@ -38,6 +45,11 @@ struct psched_builder {
     uint32_t tail; /* UINT32_MAX in list mode */
     size_t *first; /* devices + 1 entries */
     dev_list *dev; /* list mode: per-device lists; NULL while contiguous */
+    /* Compact mode: codes[len] instead of ops (NULL otherwise) */
+    uint32_t *code;
+    uint32_t *stage_of; /* [device*chunks + chunk] -> stage */
+    unsigned chunk_bits;
+    uint32_t mb_limit;  /* micro-batches a code holds */
     psched_status status;
     bool solved; /* psched_builder_set_solve_status() was called */
     psched_solve_status solve_status;
@@ -111,6 +123,8 @@ void psched__builder_destroy(psched_builder *b)
     }
     psched__dealloc(b->dev);
     psched__dealloc(b->ops);
+    psched__dealloc(b->code);
+    psched__dealloc(b->stage_of);
     psched__dealloc(b->first);
     psched__dealloc(b->stage_device);
     psched__dealloc(b->stage_chunk);
@@ -134,6 +148,67 @@ static bool grow(psched_builder *b, psched_op **ops, size_t len, size_t *cap, si
     }
     *ops = grown;
     *cap = want;
+    return true;
+}
+
+/* grow() for the codes of compact mode. */
+static bool grow_codes(psched_builder *b, size_t extra, bool exact)
+{
+    if (b->len + extra <= b->cap)
+        return true;
+    size_t want = exact ? b->len + extra : (b->cap ? b->cap * 2 : 64);
+    if (want < b->len + extra)
+        want = b->len + extra;
+    uint32_t *grown = psched__reallocarray(b->code, want, sizeof *grown);
+    if (!grown) {
+        b->status = PSCHED_ENOMEM_FAIL();
+        return false;
+    }
+    b->code = grown;
+    b->cap = want;
+    return true;
+}
+
+/* A code (layout in internal.h) and back. */
+static inline uint32_t code_of(const psched_builder *b, psched_op_kind kind, uint32_t stage,
+                               uint32_t mb, uint32_t flags)
+{
+    return (uint32_t)kind | (flags ? PSCHED_CODE_OVERLAP : 0) |
+           ((uint32_t)b->stage_chunk[stage] << PSCHED_CODE_SHIFT) |
+           (mb << (PSCHED_CODE_SHIFT + b->chunk_bits));
+}
+
+static inline psched_op code_op(const uint32_t *stage_of, uint32_t chunks, unsigned chunk_bits,
+                                uint32_t device, uint32_t code)
+{
+    uint32_t chunk = (code >> PSCHED_CODE_SHIFT) & ((1u << chunk_bits) - 1);
+    psched_op op = {stage_of[(size_t)device * chunks + chunk], code >> (PSCHED_CODE_SHIFT + chunk_bits),
+                    (uint16_t)chunk, (uint8_t)(code & 3u),
+                    (uint8_t)(code & PSCHED_CODE_OVERLAP ? PSCHED_OP_OVERLAP_NEXT : 0)};
+    return op;
+}
+
+/* Leaves compact mode: the codes so far become psched_ops (the array keeps
+ * its capacity: the reservation of address space). */
+static bool leave_compact(psched_builder *b)
+{
+    size_t cap = b->cap ? b->cap : 1;
+    psched_op *ops = psched__reallocarray(NULL, cap, sizeof *ops);
+    if (!ops) {
+        b->status = PSCHED_ENOMEM_FAIL();
+        return false;
+    }
+    psched__advise_huge(ops, cap * sizeof *ops);
+    uint32_t chunks = b->plan->chunks;
+    for (uint32_t d = 0; d <= b->tail && d < b->devices; d++) {
+        size_t end = d < b->tail ? b->first[d + 1] : b->len;
+        for (size_t i = b->first[d]; i < end; i++)
+            ops[i] = code_op(b->stage_of, chunks, b->chunk_bits, d, b->code[i]);
+    }
+    psched__dealloc(b->code);
+    b->code = NULL;
+    b->ops = ops;
+    b->cap = cap;
     return true;
 }
 
@@ -184,7 +259,7 @@ static bool select_device(psched_builder *b, uint32_t device)
     if (b->dev || device == b->tail)
         return true;
     if (device < b->tail)
-        return to_lists(b);
+        return (!b->code || leave_compact(b)) && to_lists(b);
     for (uint32_t d = b->tail + 1; d <= device; d++)
         b->first[d] = b->len;
     b->tail = device;
@@ -206,7 +281,10 @@ psched_status psched_builder_reserve(psched_builder *b, uint32_t device, size_t 
          * move the whole array p times; doubling moves it O(1) times per
          * op, and finish hands the unused capacity back (never touched, it
          * was never resident). */
-        grow(b, &b->ops, b->len, &b->cap, count, false);
+        if (b->code)
+            grow_codes(b, count, false);
+        else
+            grow(b, &b->ops, b->len, &b->cap, count, false);
         return b->status;
     }
     if (b->dev) {
@@ -245,6 +323,14 @@ static psched_status append_slow(psched_builder *b, uint32_t device, psched_op o
 {
     if (!select_device(b, device))
         return b->status;
+    if (b->code) {
+        /* still compact: op.kind, flags and micro-batch fit a code */
+        if (!grow_codes(b, 1, false))
+            return b->status;
+        b->code[b->len++] = code_of(b, (psched_op_kind)op.kind, op.stage, op.microbatch,
+                                    op.flags);
+        return PSCHED_OK;
+    }
     if (b->dev) {
         dev_list *l = &b->dev[device];
         if (!grow(b, &l->ops, l->len, &l->cap, 1, false))
@@ -273,6 +359,8 @@ psched_status psched_builder_append(psched_builder *b, uint32_t device, psched_o
         if (st)
             return b->status = st;
         psched_op op = {stage, microbatch, 0, (uint8_t)kind, 0};
+        if (b->code && !leave_compact(b)) /* a code holds only F, B, W, BW */
+            return b->status;
         return append_slow(b, device, op);
     }
     if (UNLIKELY(device >= b->devices || (unsigned)kind > PSCHED_OP_RELOAD ||
@@ -281,6 +369,17 @@ psched_status psched_builder_append(psched_builder *b, uint32_t device, psched_o
                  b->stage_device[stage] != device))
         return b->status = check_op(b, device, kind, stage, microbatch, flags);
     psched_op op = {stage, microbatch, b->stage_chunk[stage], (uint8_t)kind, (uint8_t)flags};
+    if (UNLIKELY(b->code != NULL)) {
+        if (UNLIKELY(kind > PSCHED_OP_BW || (flags & PSCHED_OP_BATCH_NEXT) ||
+                     microbatch >= b->mb_limit) && !leave_compact(b))
+            return b->status;
+        if (b->code) {
+            if (UNLIKELY(device != b->tail || b->len == b->cap))
+                return append_slow(b, device, op);
+            b->code[b->len++] = code_of(b, kind, stage, microbatch, flags);
+            return PSCHED_OK;
+        }
+    }
     if (UNLIKELY(device != b->tail || b->len == b->cap))
         return append_slow(b, device, op);
     b->ops[b->len++] = op;
@@ -332,6 +431,8 @@ psched_status psched__builder_finish(psched_builder *b, psched_plan *plan, const
 {
     if (b->status)
         return b->status;
+    if (b->code && !leave_compact(b))
+        return b->status;
     psched_schedule *s = psched__calloc(1, sizeof *s);
     if (!s)
         return PSCHED_ENOMEM_FAIL();
@@ -378,5 +479,135 @@ psched_status psched_builder_set_solve_status(psched_builder *b, psched_solve_st
     b->solved = true;
     b->solve_status = status;
     b->solve_gap = gap;
+    return PSCHED_OK;
+}
+
+/* ---- compact mode (psched_generate_write) ---- */
+
+psched_status psched__builder_create_compact(const psched_plan *plan, psched_builder **out)
+{
+    psched_builder *b;
+    psched_status st = psched__builder_create_for(plan, 0, &b);
+    if (st != PSCHED_OK)
+        return st;
+    uint32_t v = plan->chunks;
+    unsigned bits = 0;
+    while (bits < 16 && (1u << bits) < v)
+        bits++;
+    uint32_t *stage_of = psched__reallocarray(NULL, b->stages ? b->stages : 1, sizeof *stage_of);
+    if (!stage_of) {
+        psched__builder_destroy(b);
+        return PSCHED_ENOMEM_FAIL();
+    }
+    memset(stage_of, 0xff, (size_t)b->stages * sizeof *stage_of);
+    /* every (device, chunk) holds exactly one stage, or no codes */
+    bool fits = (1u << bits) >= v;
+    for (uint32_t s = 0; s < b->stages && fits; s++) {
+        size_t at = (size_t)b->stage_device[s] * v + b->stage_chunk[s];
+        fits = b->stage_chunk[s] < v && stage_of[at] == UINT32_MAX;
+        if (fits)
+            stage_of[at] = s;
+    }
+    size_t bound = (size_t)3 * b->stages * b->mbs;
+    if (!fits || bound == 0 || bound > PSCHED_MAX_OPS) {
+        psched__dealloc(stage_of);
+        reserve_bound(b, bound);
+        *out = b;
+        return PSCHED_OK;
+    }
+    b->stage_of = stage_of;
+    b->chunk_bits = bits;
+    b->mb_limit = 1u << (32 - PSCHED_CODE_SHIFT - bits);
+    /* reserved at the compute bound, as reserve_bound does for ops */
+    b->code = psched__reallocarray(NULL, bound, sizeof *b->code);
+    b->cap = b->code ? bound : 0;
+    psched__advise_huge(b->code, b->cap * sizeof *b->code);
+    if (!b->code) {
+        b->code = psched__reallocarray(NULL, 64, sizeof *b->code);
+        b->cap = b->code ? 64 : 0;
+        if (!b->code) {
+            psched__builder_destroy(b);
+            return PSCHED_ENOMEM_FAIL();
+        }
+    }
+    *out = b;
+    return PSCHED_OK;
+}
+
+psched_status psched__builder_finish_compact(psched_builder *b, psched_plan *plan,
+                                             const char *name, psched_schedule **sout,
+                                             psched_compact **cout)
+{
+    if (b->status)
+        return b->status;
+    if (!b->code)
+        return psched__builder_finish(b, plan, name, sout);
+    psched_compact *c = psched__calloc(1, sizeof *c);
+    if (!c)
+        return PSCHED_ENOMEM_FAIL();
+    for (uint32_t d = b->tail + 1; d < b->devices; d++)
+        b->first[d] = b->len;
+    b->first[b->devices] = b->len;
+    if (b->cap > b->len && b->len > 0) {
+        uint32_t *fit = psched__reallocarray(b->code, b->len, sizeof *fit);
+        if (fit)
+            b->code = fit;
+    }
+    c->plan = plan;
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->devices = b->devices;
+    c->chunks = plan->chunks;
+    c->chunk_bits = b->chunk_bits;
+    c->offset = b->first;
+    c->code = b->code;
+    c->stage_of = b->stage_of;
+    b->first = NULL;
+    b->code = NULL;
+    b->stage_of = NULL;
+    *cout = c;
+    return PSCHED_OK;
+}
+
+void psched__compact_destroy(psched_compact *c)
+{
+    if (!c)
+        return;
+    psched_plan_destroy(c->plan);
+    psched__dealloc(c->offset);
+    psched__dealloc(c->code);
+    psched__dealloc(c->stage_of);
+    psched__dealloc(c);
+}
+
+void psched__compact_decode(const psched_compact *c, uint32_t device, size_t first, size_t n,
+                            psched_op *out)
+{
+    const uint32_t *code = c->code + c->offset[device] + first;
+    for (size_t i = 0; i < n; i++)
+        out[i] = code_op(c->stage_of, c->chunks, c->chunk_bits, device, code[i]);
+}
+
+psched_status psched__compact_expand(psched_compact *c, psched_schedule **out)
+{
+    size_t total = c->offset[c->devices];
+    psched_schedule *s = psched__calloc(1, sizeof *s);
+    psched_op *ops = psched__reallocarray(NULL, total ? total : 1, sizeof *ops);
+    if (!s || !ops) {
+        psched__dealloc(s);
+        psched__dealloc(ops);
+        psched__compact_destroy(c);
+        return PSCHED_ENOMEM_FAIL();
+    }
+    for (uint32_t d = 0; d < c->devices; d++)
+        psched__compact_decode(c, d, 0, c->offset[d + 1] - c->offset[d], ops + c->offset[d]);
+    s->plan = c->plan;
+    snprintf(s->name, sizeof s->name, "%s", c->name);
+    s->devices = c->devices;
+    s->offset = c->offset;
+    s->ops = ops;
+    c->plan = NULL;
+    c->offset = NULL;
+    psched__compact_destroy(c);
+    *out = s;
     return PSCHED_OK;
 }

@@ -226,6 +226,50 @@ PSCHED_INTERNAL void psched__builder_destroy(psched_builder *b);
 PSCHED_INTERNAL psched_status psched__builder_finish(psched_builder *b, psched_plan *plan,
                                                      const char *name, psched_schedule **out);
 
+/* ---- compact schedules (psched_generate_write, lib/core/compact.c) ----
+ * A generated compute schedule as one 32-bit code per op (builder.c's
+ * compact mode): a third of the memory of its psched_ops. A code: bits
+ * 0-1 the kind (F, B, W, BW), bit 2 PSCHED_OP_OVERLAP_NEXT, then
+ * chunk_bits of the chunk, then the micro-batch; the stage is
+ * stage_of[device*chunks + chunk]. */
+#define PSCHED_CODE_OVERLAP 0x4u
+#define PSCHED_CODE_SHIFT 3u
+typedef struct psched_compact {
+    psched_plan *plan; /* resolved, owned */
+    char name[32];
+    uint32_t devices, chunks;
+    unsigned chunk_bits;
+    size_t *offset;     /* devices + 1 entries, as psched_schedule's */
+    uint32_t *code;     /* one per op */
+    uint32_t *stage_of; /* [device*chunks + chunk] -> stage */
+} psched_compact;
+
+/* A builder that holds compact codes while the ops fit them (falls back
+ * to psched_ops by itself otherwise). */
+PSCHED_INTERNAL psched_status psched__builder_create_compact(const psched_plan *plan,
+                                                             psched_builder **out);
+/* Finishes a builder made by psched__builder_create_compact: *cout when
+ * it is still compact, else *sout (psched__builder_finish). */
+PSCHED_INTERNAL psched_status psched__builder_finish_compact(psched_builder *b, psched_plan *plan,
+                                                             const char *name,
+                                                             psched_schedule **sout,
+                                                             psched_compact **cout);
+PSCHED_INTERNAL void psched__compact_destroy(psched_compact *c);
+/* Ops [first, first + n) of a device as psched_ops. */
+PSCHED_INTERNAL void psched__compact_decode(const psched_compact *c, uint32_t device,
+                                            size_t first, size_t n, psched_op *out);
+/* The psched_schedule of the same ops; consumes c (also on failure). */
+PSCHED_INTERNAL psched_status psched__compact_expand(psched_compact *c, psched_schedule **out);
+/* psched__execute_fast's validation on the codes: true when the schedule
+ * is valid; false when it is not, or memory ran out, or it cannot tell:
+ * then psched_validate of the expanded schedule gives the outcome. Sets no
+ * error. */
+PSCHED_INTERNAL bool psched__compact_valid(const psched_compact *c);
+/* psched_generate into a compact builder when `compact` (exactly one of
+ * *sout, *cout is set on success), else psched_generate. */
+PSCHED_INTERNAL psched_status psched__generate_ex(const psched_plan *plan, const char *name,
+                                                  bool compact, psched_schedule **sout,
+                                                  psched_compact **cout);
 /* Builder check of a VOCAB_S / VOCAB_T / COLLECTIVE op (collective.c). */
 PSCHED_INTERNAL psched_status psched__check_collective_op(uint32_t device, psched_op_kind kind,
                                                           uint32_t stage, uint32_t mb,

@@ -57,11 +57,14 @@ static psched_status check_options(const psched_plan *plan, const psched_generat
     return PSCHED_OK;
 }
 
-psched_status psched_generate(const psched_plan *plan, const char *name, psched_schedule **out)
+psched_status psched__generate_ex(const psched_plan *plan, const char *name, bool compact,
+                                  psched_schedule **out, psched_compact **cout)
 {
     if (!out)
         return psched_fail(PSCHED_EINVAL, "output pointer is NULL");
     *out = NULL;
+    if (cout)
+        *cout = NULL;
     if (!plan)
         return psched_fail(PSCHED_EINVAL, "plan is NULL");
     const psched_generator *g;
@@ -79,16 +82,24 @@ psched_status psched_generate(const psched_plan *plan, const char *name, psched_
     if (!st && g->check)
         st = g->check(resolved);
     if (!st)
-        st = psched__builder_create(resolved, &b);
+        st = compact && cout ? psched__builder_create_compact(resolved, &b)
+                             : psched__builder_create(resolved, &b);
     if (!st) {
         st = g->generate(resolved, b);
         if (!st)
-            st = psched__builder_finish(b, resolved, g->name, out);
+            st = compact && cout
+                     ? psched__builder_finish_compact(b, resolved, g->name, out, cout)
+                     : psched__builder_finish(b, resolved, g->name, out);
     }
     psched__builder_destroy(b);
     if (st)
         psched_plan_destroy(resolved);
     return st;
+}
+
+psched_status psched_generate(const psched_plan *plan, const char *name, psched_schedule **out)
+{
+    return psched__generate_ex(plan, name, false, out, NULL);
 }
 
 void psched_schedule_destroy(psched_schedule *s)

@@ -226,6 +226,8 @@ psched_status psched_simulate(const psched_schedule *s, const psched_plan *costs
         r->leave = psched__reallocarray(NULL, total + 1, sizeof *r->leave);
         r->arrive = psched__reallocarray(NULL, total + 1, sizeof *r->arrive);
         if (!r->leave || !r->arrive) {
+            psched__dealloc(mem_of);
+            psched__dealloc(last);
             psched_report_destroy(r);
             return PSCHED_ENOMEM_FAIL();
         }

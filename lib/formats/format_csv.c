@@ -41,19 +41,67 @@
 #include <stdio.h>
 #include <string.h>
 
+#if defined(__GNUC__)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define UNLIKELY(x) (x)
+#endif
+
+/* The flags and the report fit the schedule (fn names the caller). */
+static psched_status export_args(const psched_schedule *schedule, const psched_report *report,
+                                 uint32_t flags, const char *fn)
+{
+    if (flags & ~(uint32_t)PSCHED_EXPORT_COLOR)
+        return psched_fail(PSCHED_EINVAL, "%s: unknown flags 0x%x (only "
+                           "PSCHED_EXPORT_COLOR = 0x%x is defined)",
+                           fn, (unsigned)flags, (unsigned)PSCHED_EXPORT_COLOR);
+    if (report && psched_report_devices(report) != schedule->devices)
+        return psched_fail(PSCHED_EINVAL, "%s: the report has %u devices but the "
+                           "schedule has %u; pass the report of this schedule",
+                           fn, psched_report_devices(report), schedule->devices);
+    return PSCHED_OK;
+}
+
+static bool csv_format(psched_format format)
+{
+    return format == PSCHED_FORMAT_CSV || format == PSCHED_FORMAT_CSV_COMMS ||
+           format == PSCHED_FORMAT_CSV_COMMS_PYTORCH;
+}
+
+psched_status psched_export_write(const psched_schedule *schedule, const psched_report *report,
+                                  psched_format format, uint32_t flags, psched_write_fn write,
+                                  void *user)
+{
+    if (!schedule || !write)
+        return psched_fail(PSCHED_EINVAL,
+                           "psched_export_write: schedule and write must not be NULL");
+    psched_status st = export_args(schedule, report, flags, "psched_export_write");
+    if (st != PSCHED_OK)
+        return st;
+    if (csv_format(format))
+        return psched__export_csv_write(schedule, format == PSCHED_FORMAT_CSV_COMMS_PYTORCH,
+                                        write, user);
+    char *text = NULL;
+    size_t length = 0;
+    st = psched_export(schedule, report, format, flags, &text, &length);
+    if (st != PSCHED_OK)
+        return st;
+    int rc = length ? write(user, text, length) : 0;
+    psched__dealloc(text);
+    if (rc != 0)
+        return psched_fail(PSCHED_EIO, "the write callback returned %d for bytes [0, %zu) of "
+                           "the export; the export stopped there", rc, length);
+    return PSCHED_OK;
+}
+
 psched_status psched_export(const psched_schedule *schedule, const psched_report *report,
                             psched_format format, uint32_t flags, char **text, size_t *length)
 {
     if (!schedule || !text)
         return psched_fail(PSCHED_EINVAL, "psched_export: schedule and text must not be NULL");
-    if (flags & ~(uint32_t)PSCHED_EXPORT_COLOR)
-        return psched_fail(PSCHED_EINVAL, "psched_export: unknown flags 0x%x (only "
-                           "PSCHED_EXPORT_COLOR = 0x%x is defined)",
-                           (unsigned)flags, (unsigned)PSCHED_EXPORT_COLOR);
-    if (report && psched_report_devices(report) != schedule->devices)
-        return psched_fail(PSCHED_EINVAL, "psched_export: the report has %u devices but the "
-                           "schedule has %u; pass the report of this schedule",
-                           psched_report_devices(report), schedule->devices);
+    psched_status args = export_args(schedule, report, flags, "psched_export");
+    if (args != PSCHED_OK)
+        return args;
     if (format == PSCHED_FORMAT_CSV || format == PSCHED_FORMAT_CSV_COMMS ||
         format == PSCHED_FORMAT_CSV_COMMS_PYTORCH) /* comm ops print as SEND_F etc. */
         return psched__export_csv(schedule, format == PSCHED_FORMAT_CSV_COMMS_PYTORCH, text,
@@ -269,11 +317,10 @@ static void tables_free(csv_tables *t)
 
 /* The tables for the schedule's plan (empty when a number would not fit:
  * every op then takes the general path). */
-static psched_status tables_make(const psched_schedule *s, csv_tables *t)
+static psched_status tables_make(const psched_plan *plan, size_t total, csv_tables *t)
 {
     memset(t, 0, sizeof *t);
-    uint32_t S = s->plan->devices * s->plan->chunks, mbs = psched__plan_chain_mbs(s->plan);
-    size_t total = s->offset[s->devices];
+    uint32_t S = plan->devices * plan->chunks, mbs = psched__plan_chain_mbs(plan);
     /* 7 digits at most; tables no larger than the schedule's own ops */
     if (mbs >= 10000000u || (size_t)S * 4 + mbs > total + 4096)
         return PSCHED_OK;
@@ -342,6 +389,204 @@ static psched_status csv_length(const psched_schedule *s, const csv_tables *t, b
     return PSCHED_OK;
 }
 
+/* The writer both exports share: cells go into a buffer that is either the
+ * whole text, sized exactly by csv_length (in memory), or a window handed
+ * to a write callback whenever it fills (streaming). */
+#define STREAM_BUFFER ((size_t)1 << 20)
+/* the most a plain cell writes: ',' + 16 + 8 bytes (it advances at most 23) */
+#define PLAIN_CELL_MAX 25
+
+struct psched_csv_writer {
+    csv_tables t;
+    bool pytorch;
+    bool row_open;      /* a cell was written on the current row */
+    char *buf, *p, *end; /* text may be written up to end + TEXT_SLACK */
+    size_t cap;         /* end - buf */
+    psched_write_fn write; /* NULL: in memory, buf holds the whole text */
+    void *user;
+    size_t written;     /* bytes handed to write so far */
+};
+
+static psched_status writer_flush(psched_csv_writer *w)
+{
+    size_t n = (size_t)(w->p - w->buf);
+    if (!w->write || n == 0)
+        return PSCHED_OK;
+    int rc = w->write(w->user, w->buf, n);
+    if (rc != 0)
+        return psched_fail(PSCHED_EIO, "the write callback returned %d for bytes [%zu, %zu) of "
+                           "the CSV; the export stopped there", rc, w->written, w->written + n);
+    w->written += n;
+    w->p = w->buf;
+    return PSCHED_OK;
+}
+
+/* Room for `need` bytes (and the slack) at w->p: streaming flushes, and
+ * grows the window for a cell larger than it (a long batched group). In
+ * memory the text was sized exactly and always fits. */
+static psched_status writer_room(psched_csv_writer *w, size_t need)
+{
+    if (!w->write || need <= (size_t)(w->end - w->p))
+        return PSCHED_OK;
+    psched_status st = writer_flush(w);
+    if (st != PSCHED_OK || need <= w->cap)
+        return st;
+    char *grown = psched__realloc(w->buf, need + TEXT_SLACK);
+    if (!grown)
+        return PSCHED_ENOMEM_FAIL();
+    w->buf = w->p = grown;
+    w->cap = need;
+    w->end = grown + need;
+    return PSCHED_OK;
+}
+
+/* Ops [i, end) of a checked span that one cell holds (csv_length or the
+ * caller has checked pairs and groups). */
+static size_t span_cell_end(const psched_op *ops, size_t i, bool flat)
+{
+    if (ops[i].flags & PSCHED_OP_OVERLAP_NEXT)
+        return i + 2;
+    size_t j = i;
+    while (!flat && (ops[j].flags & PSCHED_OP_BATCH_NEXT))
+        j++;
+    return j + 1;
+}
+
+psched_status psched__csv_cells(psched_csv_writer *w, const psched_op *ops, size_t n)
+{
+    const csv_tables *t = &w->t;
+    char *p = w->p;
+    psched_status st = PSCHED_OK;
+    for (size_t i = 0, end; i < n; i = end) {
+        const psched_op *o = &ops[i];
+        if (plain_op(t, o)) {
+            if (UNLIKELY((size_t)(w->end - p) < PLAIN_CELL_MAX) && w->write) {
+                w->p = p;
+                if ((st = writer_room(w, PLAIN_CELL_MAX)) != PSCHED_OK)
+                    return st;
+                p = w->p;
+            }
+            *p = ',';
+            p += w->row_open;
+            w->row_open = true;
+            const stage_kind_text *a = &t->sk[(size_t)o->stage * 4 + o->kind];
+            const mb_text *b = &t->mb[o->microbatch];
+            memcpy(p, a->text, sizeof a->text + 1);
+            p += a->len;
+            memcpy(p, b->text, sizeof b->text + 1);
+            p += b->len;
+            end = i + 1;
+            continue;
+        }
+        end = span_cell_end(ops, i, w->pytorch);
+        bool pair = o->flags & PSCHED_OP_OVERLAP_NEXT;
+        size_t need = 1 + (end - i > 1 ? 1 + strlen(pair ? OVERLAP_TAIL : BATCH_TAIL) : 0);
+        for (size_t k = i; k < end; k++)
+            need += op_len(&ops[k]) + (k > i);
+        w->p = p;
+        if ((st = writer_room(w, need)) != PSCHED_OK)
+            return st;
+        p = w->p;
+        if (w->row_open)
+            *p++ = ',';
+        w->row_open = true;
+        if (end - i > 1)
+            *p++ = pair ? '(' : '[';
+        for (size_t k = i; k < end; k++) {
+            if (k > i)
+                *p++ = ';';
+            p = put_op(p, &ops[k]);
+        }
+        if (end - i > 1) {
+            const char *tail = pair ? OVERLAP_TAIL : BATCH_TAIL;
+            memcpy(p, tail, strlen(tail));
+            p += strlen(tail);
+        }
+    }
+    w->p = p;
+    return PSCHED_OK;
+}
+
+psched_status psched__csv_end_row(psched_csv_writer *w)
+{
+    psched_status st = writer_room(w, 1);
+    if (st != PSCHED_OK)
+        return st;
+    *w->p++ = '\n';
+    w->row_open = false;
+    return PSCHED_OK;
+}
+
+static void writer_free(psched_csv_writer *w)
+{
+    if (!w)
+        return;
+    tables_free(&w->t);
+    psched__dealloc(w->buf);
+    psched__dealloc(w);
+}
+
+/* A writer for a schedule of `plan` with `total` ops into `buf` (in memory,
+ * `len` + TEXT_SLACK bytes, taken over) or to `write` (a window of its own),
+ * the chains header written. */
+static psched_status writer_open(const psched_plan *plan, size_t total, bool pytorch, char *buf,
+                                 size_t len, psched_write_fn write, void *user,
+                                 psched_csv_writer **out)
+{
+    pthread_once(&kind_names_once, fill_kind_names);
+    psched_csv_writer *w = psched__calloc(1, sizeof *w);
+    if (!w)
+        return PSCHED_ENOMEM_FAIL();
+    psched_status st = tables_make(plan, total, &w->t);
+    if (st != PSCHED_OK) {
+        psched__dealloc(w);
+        return st;
+    }
+    w->pytorch = pytorch;
+    w->write = write;
+    w->user = user;
+    w->cap = write ? STREAM_BUFFER : len;
+    w->buf = write ? psched__malloc(STREAM_BUFFER + TEXT_SLACK) : buf;
+    if (!w->buf) {
+        writer_free(w);
+        return PSCHED_ENOMEM_FAIL();
+    }
+    w->p = w->buf;
+    w->end = w->buf + w->cap;
+    if (!pytorch && plan->chains == 2) {
+        memcpy(w->p, CHAINS_HEADER "2\n", strlen(CHAINS_HEADER "2\n"));
+        w->p += strlen(CHAINS_HEADER "2\n");
+    }
+    *out = w;
+    return PSCHED_OK;
+}
+
+psched_status psched__csv_open(const psched_plan *plan, size_t total, bool pytorch,
+                               psched_write_fn write, void *user, psched_csv_writer **out)
+{
+    return writer_open(plan, total, pytorch, NULL, 0, write, user, out);
+}
+
+psched_status psched__csv_close(psched_csv_writer *w, bool flush)
+{
+    psched_status st = flush ? writer_flush(w) : PSCHED_OK;
+    writer_free(w);
+    return st;
+}
+
+/* Every device's row of s through w. */
+static psched_status write_rows(psched_csv_writer *w, const psched_schedule *s)
+{
+    psched_status st = PSCHED_OK;
+    for (uint32_t d = 0; d < s->devices && st == PSCHED_OK; d++) {
+        size_t first = s->offset[d];
+        st = psched__csv_cells(w, s->ops + first, s->offset[d + 1] - first);
+        if (st == PSCHED_OK)
+            st = psched__csv_end_row(w);
+    }
+    return st;
+}
+
 psched_status psched__export_csv(const psched_schedule *s, bool pytorch, char **text,
                                  size_t *length)
 {
@@ -357,62 +602,52 @@ psched_status psched__export_csv(const psched_schedule *s, bool pytorch, char **
         }
     }
     csv_tables t;
-    psched_status st = tables_make(s, &t);
+    psched_status st = tables_make(s->plan, s->offset[s->devices], &t);
     if (st != PSCHED_OK)
         return st;
     size_t len;
     st = csv_length(s, &t, pytorch, &len);
-    char *out = st == PSCHED_OK ? psched__malloc_array_huge(len + TEXT_SLACK, 1) : NULL;
-    if (st == PSCHED_OK && !out)
-        st = PSCHED_ENOMEM_FAIL();
+    tables_free(&t);
+    if (st != PSCHED_OK)
+        return st;
+    char *out = psched__malloc_array_huge(len + TEXT_SLACK, 1);
+    if (!out)
+        return PSCHED_ENOMEM_FAIL();
+    psched_csv_writer *w = NULL;
+    st = writer_open(s->plan, s->offset[s->devices], pytorch, out, len, NULL, NULL, &w);
     if (st != PSCHED_OK) {
-        tables_free(&t);
+        psched__dealloc(out);
         return st;
     }
-    char *p = out;
-    if (!pytorch && s->plan->chains == 2) {
-        memcpy(p, CHAINS_HEADER "2\n", strlen(CHAINS_HEADER "2\n"));
-        p += strlen(CHAINS_HEADER "2\n");
-    }
-    for (uint32_t d = 0; d < s->devices; d++) {
-        size_t first = s->offset[d], last = s->offset[d + 1], end;
-        for (size_t i = first; i < last; i = end) {
-            const psched_op *o = &s->ops[i];
-            if (i > first)
-                *p++ = ',';
-            if (plain_op(&t, o)) {
-                const stage_kind_text *a = &t.sk[(size_t)o->stage * 4 + o->kind];
-                const mb_text *b = &t.mb[o->microbatch];
-                memcpy(p, a->text, sizeof a->text + 1);
-                p += a->len;
-                memcpy(p, b->text, sizeof b->text + 1);
-                p += b->len;
-                end = i + 1;
-                continue;
-            }
-            cell_end(s, d, i, pytorch, &end); /* checked by csv_length */
-            bool pair = o->flags & PSCHED_OP_OVERLAP_NEXT;
-            if (end - i > 1)
-                *p++ = pair ? '(' : '[';
-            for (size_t k = i; k < end; k++) {
-                if (k > i)
-                    *p++ = ';';
-                p = put_op(p, &s->ops[k]);
-            }
-            if (end - i > 1) {
-                const char *tail = pair ? OVERLAP_TAIL : BATCH_TAIL;
-                memcpy(p, tail, strlen(tail));
-                p += strlen(tail);
-            }
-        }
-        *p++ = '\n';
-    }
-    *p = '\0';
-    tables_free(&t);
+    st = write_rows(w, s); /* cannot fail in memory: the text was sized */
+    *w->p = '\0';
+    w->buf = NULL; /* the caller's now */
+    writer_free(w);
     *text = out;
     if (length)
         *length = len;
-    return PSCHED_OK;
+    return st;
+}
+
+psched_status psched__export_csv_write(const psched_schedule *s, bool pytorch,
+                                       psched_write_fn write, void *user)
+{
+    pthread_once(&kind_names_once, fill_kind_names);
+    csv_tables t;
+    psched_status st = tables_make(s->plan, s->offset[s->devices], &t);
+    if (st != PSCHED_OK)
+        return st;
+    size_t len;
+    st = csv_length(s, &t, pytorch, &len); /* every pair and group checked before a byte */
+    tables_free(&t);
+    psched_csv_writer *w = NULL;
+    if (st == PSCHED_OK)
+        st = psched__csv_open(s->plan, s->offset[s->devices], pytorch, write, user, &w);
+    if (st != PSCHED_OK)
+        return st;
+    st = write_rows(w, s);
+    psched_status closed = psched__csv_close(w, st == PSCHED_OK);
+    return st != PSCHED_OK ? st : closed;
 }
 
 /* ---------------------------------------------------------------- import */

@@ -1109,3 +1109,115 @@ Plan.set_collective_bytes = _plan_set_collective_bytes
 Plan.collective_bytes = _plan_collective_bytes
 Schedule.offload = _schedule_offload
 Schedule.to_pytorch_actions = _to_pytorch_actions
+
+
+# ---- streaming output (psched_export_write, psched_generate_write) ----
+
+#: Format names of Schedule.write() and generate_to(), as the CLI's --format.
+_FORMATS = {"csv": _lib.FORMAT_CSV, "ascii": _lib.FORMAT_ASCII, "json": _lib.FORMAT_JSON,
+            "csv-comms": _lib.FORMAT_CSV_COMMS, "chrome": _lib.FORMAT_CHROME,
+            "svg": _lib.FORMAT_SVG, "csv-comms-pytorch": _lib.FORMAT_CSV_COMMS_PYTORCH}
+
+_Sink = _t.Union[str, _os.PathLike, _t.BinaryIO]
+
+
+class _Writer:
+    """The write callback for C: pieces go to a binary file object, or to
+    a path opened at the first piece (so a failure before it creates
+    nothing). An exception in Python stops the export and is re-raised."""
+
+    def __init__(self, file: object) -> None:
+        self.path: _t.Optional[_t.Union[str, _os.PathLike]] = None
+        self.file: _t.Any = None
+        self.own = None
+        self.error: _t.Optional[BaseException] = None
+        if isinstance(file, (str, _os.PathLike)):
+            self.path = file
+        elif callable(getattr(file, "write", None)):
+            self.file = file
+        else:
+            raise TypeError("file must be a path (str or os.PathLike) or a binary file "
+                            f"object with write(), not {type(file).__name__}")
+        self.callback = _lib.write_fn(self._write)
+
+    def _write(self, user: object, data: object, length: int) -> int:
+        try:
+            if self.file is None:
+                self.own = open(self.path, "wb")  # type: ignore[arg-type]
+                self.file = self.own
+            self.file.write(_ctypes.string_at(data, length))
+            return 0
+        except BaseException as e:  # noqa: BLE001 - re-raised by finish()
+            self.error = e
+            return 1
+
+    def finish(self, status: int) -> None:
+        if self.own is not None:
+            self.own.close()
+            if status != _lib.OK:
+                _os.unlink(self.path)  # type: ignore[arg-type]
+        elif self.path is not None and status == _lib.OK:
+            open(self.path, "wb").close()  # nothing written: an empty file
+        if self.error is not None:
+            raise self.error
+        _check(status)
+
+
+def _format_code(format: object) -> int:
+    if not isinstance(format, str):
+        raise TypeError(f"format must be a str, not {type(format).__name__}")
+    code = _FORMATS.get(format)
+    if code is None:
+        raise _invalid(f"format ({format!r}) must be one of {', '.join(_FORMATS)}")
+    return code
+
+
+def _schedule_write(self: Schedule, file: _Sink, format: str = "csv",
+                    report: _t.Optional[Report] = None, color: bool = False) -> None:
+    """Write the export in `format` (the CLI's names: "csv", "json", ...) to
+    `file`, a path or a binary file object, piece by piece
+    (psched_export_write: the CSV formats never hold the whole text); the
+    same bytes as the matching to_*() method. A path is created at the
+    first piece and removed again if the export fails."""
+    code = _format_code(format)
+    if report is not None:
+        _of_type("report", report, Report)
+    fn = _costmodel_fn("psched_export_write")
+    w = _Writer(file)
+    with _using(self, report) as (h, r):
+        st = fn(h, r, code, _lib.EXPORT_COLOR if color else 0, w.callback, None)
+    w.finish(st)
+
+
+def generate_to(file: _Sink, name: _t.Union[str, Plan, None] = None,
+                plan: _t.Union[Plan, str, None] = None, format: str = "csv",
+                **plan_args: _t.Any) -> None:
+    """Generate the schedule `name` for `plan` (or Plan keyword arguments,
+    as generate()), validate it and write its export to `file` (a path or a
+    binary file object) piece by piece (psched_generate_write): for "csv"
+    the ops are held at 4 bytes each and the text never whole, so outputs
+    of hundreds of millions of ops fit in memory. An invalid schedule
+    raises InvalidSchedule or Deadlock and writes nothing."""
+    if isinstance(name, Plan) and (plan is None or isinstance(plan, str)):
+        name, plan = plan, name
+    if plan is not None and plan_args:
+        raise TypeError("generate_to() takes a plan or Plan keyword arguments, not both")
+    encoded = _text_arg("name", name)
+    code = _format_code(format)
+    if plan is not None:
+        _of_type("plan", plan, Plan)
+    fn = _costmodel_fn("psched_generate_write")
+    w = _Writer(file)
+    own = Plan(**plan_args) if plan is None else None
+    try:
+        chosen = own if plan is None else plan
+        with chosen._use() as h:  # type: ignore[union-attr]
+            st = fn(h, encoded, code, 0, w.callback, None)
+    finally:
+        if own is not None:
+            own.close()
+    w.finish(st)
+
+
+Schedule.write = _schedule_write
+__all__ += ["generate_to"]

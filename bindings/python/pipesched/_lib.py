@@ -356,3 +356,18 @@ _LOWERMODE = {
 }
 _PROTOTYPES.update(_LOWERMODE)
 OPTIONAL = OPTIONAL | frozenset(_LOWERMODE)
+
+
+#: psched_write_fn: int (*)(void *user, const char *data, size_t length)
+write_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_char),
+                            ctypes.c_size_t)
+
+# Streaming output (ABI 1.1, docs/formats.md): optional like the above.
+_STREAM = {
+    "psched_export_write": (status_t, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, u32,
+                                       write_fn, ctypes.c_void_p]),
+    "psched_generate_write": (status_t, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, u32,
+                                         write_fn, ctypes.c_void_p]),
+}
+_PROTOTYPES.update(_STREAM)
+OPTIONAL = OPTIONAL | frozenset(_STREAM)
