@@ -153,6 +153,41 @@ static void test_lowering_survives_allocation_failures(void)
     psched_schedule_destroy(s);
 }
 
+/* Vocabulary Parallelism (issue 19): the weave's scratch schedule and
+ * tables, the collective index of the engine, the CSV reader and the
+ * lowering around collectives all fail with ENOMEM and nothing else. */
+static void test_vocabulary_schedules_survive_allocation_failures(void)
+{
+    psched_plan *plan;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, 3));
+    CHECK_OK(psched_plan_set_microbatches(plan, 5));
+    FAIL_EACH_ALLOCATION(psched_plan_set_option(plan, "vocab", 1), (void)0);
+    FAIL_EACH_ALLOCATION(psched_plan_set_vocab_cost(plan, 0.5, 0.5), (void)0);
+    FAIL_EACH_ALLOCATION(psched_plan_set_collective_bytes(plan, 1, 4), (void)0);
+    psched_schedule *s = NULL;
+    FAIL_EACH_ALLOCATION(psched_generate(plan, "1f1b", &s),
+                         (psched_schedule_destroy(s), s = NULL));
+    CHECK_OK(psched_generate(plan, "1f1b", &s));
+    psched_report *r = NULL;
+    FAIL_EACH_ALLOCATION(psched_simulate(s, NULL, &r), (psched_report_destroy(r), r = NULL));
+    char *csv;
+    size_t len;
+    CHECK_OK(psched_export(s, NULL, PSCHED_FORMAT_CSV, 0, &csv, &len));
+    psched_schedule *back = NULL;
+    FAIL_EACH_ALLOCATION(psched_import_csv(csv, len, NULL, &back),
+                         (psched_schedule_destroy(back), back = NULL));
+    psched_free(csv);
+    psched_schedule *low = NULL;
+    FAIL_EACH_ALLOCATION(psched_lower_comm(s, NULL, &low),
+                         (psched_schedule_destroy(low), low = NULL));
+    CHECK_OK(psched_lower_comm(s, NULL, &low));
+    FAIL_EACH_ALLOCATION(psched_validate(low), (void)0);
+    psched_schedule_destroy(low);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
 static void test_plan_setters_survive_allocation_failures(void)
 {
     psched_plan *p;
@@ -177,6 +212,7 @@ int main(void)
     RUN(test_exports_and_import_survive_allocation_failures);
     RUN(test_streaming_exports_survive_allocation_failures);
     RUN(test_lowering_survives_allocation_failures);
+    RUN(test_vocabulary_schedules_survive_allocation_failures);
     RUN(test_plan_setters_survive_allocation_failures);
     TEST_MAIN_END();
 }
