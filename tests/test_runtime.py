@@ -168,6 +168,44 @@ class TestOneSchedule(RuntimeCase):
         self.assertIn("runtime 18944 18944, simulator 18944 18944", out)
 
 
+class TestVocab(RuntimeCase):
+    """Vocabulary Parallelism (issue 19): the MLP ends in a softmax output
+    layer of 3 classes per device split by shards; S and T passes and the
+    collectives run on the threads, and the gradients of every layer and of
+    the output layer equal the non-pipelined cross-entropy step's (up to the
+    order of float64 sums: the shards' softmax statistics are merged), the
+    peaks the simulator's with the logits held from S to T."""
+
+    def test_1f1b_and_v_half_with_vocab_1_and_2_train_like_the_reference(self):
+        for name in ("1f1b", "v-half"):
+            for vocab in ("1", "2"):
+                for p in (2, 3, 4):
+                    for m in (p, 2 * p, 3 * p + 1):
+                        with self.subTest(schedule=name, vocab=vocab, p=p, m=m):
+                            out = self.passes("--schedule", name, "--vocab", vocab, "--devices",
+                                              str(p), "--microbatches", str(m))
+                            diff = float(re.search(r"max \|pipelined - reference\| = (\S+)",
+                                                   out).group(1))
+                            self.assertLessEqual(diff, 1e-12, out)
+                            peaks = re.search(r"runtime ([\d ]+), simulator ([\d ]+)\n", out)
+                            self.assertEqual(peaks.group(1), peaks.group(2), out)
+
+    def test_vocab_2_holds_one_micro_batch_less_than_vocab_1(self):
+        # 1F1B on 4 devices, m = 8: the first device holds p + 2 stage
+        # activations under Vocab-1 and p + 1 under Vocab-2 (the paper's
+        # figures). A 4-layer stage's F keeps 9 tensors of 128 bytes (1152);
+        # an S pass keeps its logits, 2 rows x 3 classes of 8 bytes (48),
+        # until its T pass.
+        one = self.passes("--schedule", "1f1b", "--vocab", "1", "--devices", "4",
+                          "--microbatches", "8")
+        two = self.passes("--schedule", "1f1b", "--vocab", "2", "--devices", "4",
+                          "--microbatches", "8")
+        first = lambda out: int(re.search(r"runtime (\d+)", out).group(1))
+        self.assertEqual(first(one) // 1152, 6)
+        self.assertEqual(first(two) // 1152, 5)
+        self.assertEqual(first(one) % 1152 % 48, 0)
+
+
 class TestMemory(RuntimeCase):
     def test_zb_h1_measures_the_input_gradients_b_keeps_until_w(self):
         # ZB-H1 p = 2, m = 2, 8 layers per stage. Device 0 runs
@@ -429,6 +467,12 @@ class TestMpi(RuntimeCase):
         self.assertIn("max |pipelined - reference| = 0 over 1 chain", r.stdout)
         self.assertIn("runtime 2304 2304 2304 1152, simulator 2304 2304 2304 1152", r.stdout)
         self.assertIn("(offloaded activations) per device: 3456 2304 1152 1152\n", r.stdout)
+
+    def test_vocabulary_schedules_are_refused_by_name(self):
+        r = self.mpirun(2, "--schedule", "1f1b", "--vocab", "2", "--microbatches", "4")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("the MPI backend does not run vocabulary passes and collectives",
+                      r.stdout)
 
     def test_1f1b_on_4_processes_matches_the_thread_backend_figures(self):
         r = self.mpirun(4, "--schedule", "1f1b", "--microbatches", "8")

@@ -36,6 +36,7 @@ struct Shared {
     std::condition_variable finished_cv;
     std::string failure;
     std::uint32_t finished = 0;
+    std::unique_ptr<VocabState> vocab; /* the collectives' board (vocab mode) */
 
     Shared(const Topology &t, const std::vector<Model> &m, StageGrads &g)
         : topo(t), models(m), grads(g), waiters(t.devices)
@@ -73,6 +74,7 @@ public:
         : id_(id), ops_(ops), sh_(shared), stages(id, shared.topo, shared.models, shared.grads),
           requests_(new Request[ops.size() + 1])
     {
+        stages.vocab = shared.vocab.get();
     }
 
     void run() noexcept;

@@ -35,7 +35,7 @@ namespace {
 struct Args {
     std::string schedule, breakage, backend;
     std::vector<std::string> csv;
-    std::uint32_t devices = 0, microbatches = 0, chunks = 0, group_size = 0;
+    std::uint32_t devices = 0, microbatches = 0, chunks = 0, group_size = 0, vocab = 0;
     bool all = false, via_csv = false;
     double f = 1.0, b = 1.0, w = 1.0, comm = 0.0;
     bool offload = false;
@@ -57,6 +57,9 @@ const char kUsage[] =
     "of activation bytes against the simulator's under the byte-valued memory model.\n"
     "\n"
     "  --schedule NAME    a generator name ('pipesched list')\n"
+    "  --vocab N          generator option vocab (1f1b, v-half): 1 Vocab-1, 2 Vocab-2; the\n"
+    "                     MLP then ends in a softmax output layer of 3 classes per device,\n"
+    "                     split by vocabulary shards (thread backend only)\n"
     "  --csv FILE         run a CSV file instead: PyTorch compute_only (lowered here) or\n"
     "                     compute_comms / csv-comms (run as it is, batched groups included)\n"
     "  --all              every registered generator except exact ones (optimal: a\n"
@@ -171,6 +174,7 @@ Args parse(int argc, char **argv)
         else if (flag == "--microbatches") a.microbatches = to_count(flag, value());
         else if (flag == "--chunks") a.chunks = to_count(flag, value());
         else if (flag == "--group-size") a.group_size = to_count(flag, value());
+        else if (flag == "--vocab") a.vocab = to_count(flag, value());
         else if (flag == "--csv") a.csv.push_back(value());
         else if (flag == "--via-csv") a.via_csv = true;
         else if (flag == "--backend") a.backend = value();
@@ -241,6 +245,8 @@ pipesched::Plan make_plan(const Args &a, std::uint32_t p, std::uint32_t m, std::
         pipesched::set_pcie_bandwidth(plan, a.pcie);
     if (a.group_size)
         plan.option("group-size", a.group_size);
+    if (a.vocab)
+        plan.option("vocab", a.vocab);
     return plan;
 }
 

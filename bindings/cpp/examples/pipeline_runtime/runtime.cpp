@@ -94,6 +94,9 @@ StepResult run_step(const Topology &topo, const std::vector<std::vector<psched_o
     StepResult result;
     result.grads.assign(topo.stages, std::vector<std::vector<LayerGrad>>(topo.microbatches));
     Shared sh(topo, models, result.grads);
+    if (topo.vocab)
+        sh.vocab = std::make_unique<VocabState>(topo.vocab, topo.devices, topo.microbatches,
+                                                *topo.vocab_layer, sh.abort);
     std::vector<std::unique_ptr<Device>> devices;
     for (std::uint32_t d = 0; d < topo.devices; d++)
         devices.push_back(std::make_unique<Device>(d, lists[d], sh));
@@ -107,6 +110,8 @@ StepResult run_step(const Topology &topo, const std::vector<std::vector<psched_o
         result.status = hung ? StepResult::Status::hang : StepResult::Status::error;
         result.message = sh.failure;
     }
+    if (sh.vocab)
+        result.vocab_w = sh.vocab->weight_grad();
     for (auto &dev : devices) {
         result.peak.push_back(dev->stages.activation_peak);
         result.live_at_end.push_back(dev->stages.activation_bytes);

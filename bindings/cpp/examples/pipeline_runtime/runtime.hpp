@@ -9,6 +9,7 @@
 #define PIPELINE_RUNTIME_RUNTIME_HPP
 
 #include "model.hpp"
+#include "vocab.hpp"
 
 #include <pipesched.h>
 
@@ -25,6 +26,10 @@ struct Topology {
     std::uint32_t chains = 1;       /* 2 for DualPipe */
     std::uint32_t microbatches = 0; /* per chain */
     std::vector<std::uint32_t> device_of; /* [stage] */
+    /* Vocabulary Parallelism (vocab.hpp): 0 off, 1 or 2 the algorithm, from
+     * the schedule's collectives; the output layer shared by every device */
+    std::uint32_t vocab = 0;
+    const VocabLayer *vocab_layer = nullptr;
 
     static Topology of(const psched_plan *plan);
 
@@ -50,6 +55,7 @@ struct StepResult {
      * what no RELOAD took back. */
     std::vector<std::uint64_t> peak, live_at_end, in_flight_peak, host_peak, host_at_end;
     StageGrads grads;
+    std::vector<double> vocab_w; /* output layer's weight gradient (vocab mode) */
 };
 
 /** The backends: one thread per device, or one MPI process per device. */

@@ -79,6 +79,8 @@ void Stages::measure()
                                bytes(x.bwd_out);
         }
     }
+    if (vocab) /* the S passes' logits, kept until their T pass */
+        activation_bytes += vocab->bytes(id_);
     host_bytes = 0;
     for (const auto &entry : host_)
         host_bytes += entry.second.values.size() * sizeof(double);
@@ -92,6 +94,21 @@ void Stages::measure()
 void Stages::compute(const psched_op &op)
 {
     const Topology &t = topo_;
+    if (op.kind >= PSCHED_OP_VOCAB_S) {
+        if (!vocab)
+            broken("a vocabulary pass or collective, but the runtime runs no vocabulary layer");
+        /* the broadcast's root sends the last stage's output */
+        std::uint32_t last = t.stages - 1;
+        const Tensor *x = nullptr;
+        if (op.kind == PSCHED_OP_COLLECTIVE && op.stage == 0 && t.device_of[last] == id_) {
+            Slot &s = slot(last, op.microbatch);
+            if (!s.act)
+                broken("the broadcast before the last stage's F");
+            x = &s.act->out;
+        }
+        vocab->run(id_, op, x);
+        return;
+    }
     if (op.stage >= t.stages || t.device_of[op.stage] != id_ || op.microbatch >= t.microbatches)
         broken("the placement puts this stage on another device, or no such stage/micro-batch");
     if (op.flags & PSCHED_OP_BATCH_NEXT)
@@ -146,7 +163,9 @@ void Stages::backward_input_of(const psched_op &op, Slot &s)
     if (s.b_done)
         broken("B ran twice");
     Tensor dy;
-    if (t.last_in_chain(op.stage))
+    if (t.last_in_chain(op.stage) && vocab)
+        dy = vocab->input_grad(op.microbatch); /* from the vocabulary layer's last collective */
+    else if (t.last_in_chain(op.stage))
         dy = loss_grad(s.act->out, sample_target(t.chain(op.stage), op.microbatch, t.microbatches),
                        t.microbatches);
     else if (t.device_of[op.stage + 1] == id_)

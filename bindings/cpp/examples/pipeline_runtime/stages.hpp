@@ -11,6 +11,7 @@
 #define PIPELINE_RUNTIME_STAGES_HPP
 
 #include "runtime.hpp"
+#include "vocab.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -71,6 +72,7 @@ public:
     std::size_t activation_bytes = 0, activation_peak = 0; /* saved for backward */
     std::size_t in_flight_bytes = 0, in_flight_peak = 0;   /* tensors to send or received */
     std::size_t host_bytes = 0, host_peak = 0; /* offloaded activations in the host store */
+    VocabState *vocab = nullptr; /* Vocabulary Parallelism's board, NULL when off */
 
 private:
     void backward_input_of(const psched_op &op, Slot &s);
