@@ -433,11 +433,6 @@ bool check_schedule(const pipesched::Schedule &compute, const pipesched::Plan *c
         for (const psched_op &op : ops)
             if (op.kind == PSCHED_OP_COLLECTIVE && vocab != 1)
                 vocab = op.stage == 2 ? 1 : 2;
-    if (vocab && options.runner != run_step) {
-        out << "FAIL " << label << ": the MPI backend does not run vocabulary passes and "
-            << "collectives (VOCAB_S, VOCAB_T, COLLECTIVE); use the thread backend\n";
-        return false;
-    }
     /* Comm ops in the input (a csv-comms file): it runs as it is. Copies
      * without comm ops: lowered around them (lower_with_copies). */
     bool copies = has_ops(compute, is_copy);

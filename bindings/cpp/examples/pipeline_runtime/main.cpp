@@ -59,7 +59,7 @@ const char kUsage[] =
     "  --schedule NAME    a generator name ('pipesched list')\n"
     "  --vocab N          generator option vocab (1f1b, v-half): 1 Vocab-1, 2 Vocab-2; the\n"
     "                     MLP then ends in a softmax output layer of 3 classes per device,\n"
-    "                     split by vocabulary shards (thread backend only)\n"
+    "                     split by vocabulary shards\n"
     "  --csv FILE         run a CSV file instead: PyTorch compute_only (lowered here) or\n"
     "                     compute_comms / csv-comms (run as it is, batched groups included)\n"
     "  --all              every registered generator except exact ones (optimal: a\n"

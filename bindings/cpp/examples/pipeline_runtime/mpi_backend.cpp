@@ -28,11 +28,16 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 #endif
 
@@ -60,6 +65,79 @@ bool g_pending = false;
 /* The watchdog fired: the unmatched ops of this rank. */
 struct Hang {
     std::string waiting;
+};
+
+/* ---- collectives of Vocabulary Parallelism (vocab.hpp) ----
+ * Each collective is one MPI_Iallgather of every rank's part (a length,
+ * then at most kVocabPart values), posted where the rank's list reaches
+ * it and completed by the first op that needs it: as NCCL runs a
+ * collective on its stream and an event makes the consumer wait. Every
+ * rank posts the collectives in one order (the validator checks it),
+ * which is what MPI requires of collectives on one communicator. */
+class MpiVocab : public VocabTransport {
+public:
+    MpiVocab(MPI_Comm comm, std::uint32_t devices, double timeout_s)
+        : comm_(comm), p_(devices), timeout_s_(timeout_s)
+    {
+    }
+    ~MpiVocab() override { drain(); }
+
+    void start(std::uint32_t j, std::uint32_t k, const std::vector<double> &part) override
+    {
+        Pending &x = pending_[{j, k}];
+        x.send.assign(kVocabPart + 1, 0.0);
+        x.send[0] = static_cast<double>(part.size());
+        std::copy(part.begin(), part.end(), x.send.begin() + 1);
+        x.recv.assign((kVocabPart + 1) * p_, 0.0);
+        MPI_Iallgather(x.send.data(), kVocabPart + 1, MPI_DOUBLE, x.recv.data(), kVocabPart + 1,
+                       MPI_DOUBLE, comm_, &x.request);
+    }
+
+    std::vector<std::vector<double>> finish(std::uint32_t j, std::uint32_t k) override
+    {
+        auto it = pending_.find({j, k});
+        if (it == pending_.end())
+            throw std::runtime_error("waits for collective " + std::to_string(j) + " of "
+                                     "micro-batch " + std::to_string(k) + ", never posted here");
+        Pending &x = it->second;
+        using clock = std::chrono::steady_clock;
+        clock::time_point begin = clock::now();
+        for (int done = 0; !done;) {
+            MPI_Test(&x.request, &done, MPI_STATUS_IGNORE);
+            if (!done && clock::now() - begin > std::chrono::duration<double>(timeout_s_))
+                throw std::runtime_error("collective " + std::to_string(j) + " of micro-batch " +
+                                         std::to_string(k) + " did not complete");
+            if (!done)
+                std::this_thread::yield();
+        }
+        std::vector<std::vector<double>> parts(p_);
+        for (std::uint32_t d = 0; d < p_; d++) {
+            const double *at = &x.recv[(kVocabPart + 1) * d];
+            std::size_t n = static_cast<std::size_t>(at[0]);
+            parts[d].assign(at + 1, at + 1 + std::min(n, kVocabPart));
+        }
+        pending_.erase(it);
+        return parts;
+    }
+
+    /* Collectives no op of this rank waited for (the input-gradient sum
+     * only the last stage's rank needs) still complete. */
+    void drain()
+    {
+        for (auto &entry : pending_)
+            MPI_Wait(&entry.second.request, MPI_STATUS_IGNORE);
+        pending_.clear();
+    }
+
+private:
+    struct Pending {
+        MPI_Request request = MPI_REQUEST_NULL;
+        std::vector<double> send, recv;
+    };
+    MPI_Comm comm_;
+    std::uint32_t p_;
+    double timeout_s_;
+    std::map<std::pair<std::uint32_t, std::uint32_t>, Pending> pending_;
 };
 
 /* ---- the main loop (the template for an NCCL engine) ---- */
@@ -335,10 +413,21 @@ StepResult run_step_mpi(const Topology &topo, const std::vector<std::vector<psch
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     Rank me(static_cast<std::uint32_t>(rank), lists[rank], topo, models, result.grads, comm,
             timeout_s);
+    std::atomic<bool> never{false};
+    std::unique_ptr<MpiVocab> transport;
+    std::unique_ptr<VocabState> vocab;
+    if (topo.vocab) {
+        transport = std::make_unique<MpiVocab>(comm, topo.devices, timeout_s);
+        vocab = std::make_unique<VocabState>(topo.vocab, topo.devices, topo.microbatches,
+                                             *topo.vocab_layer, never, transport.get());
+        me.stages.vocab = vocab.get();
+    }
     int status = 0;
     std::string message;
     try {
         me.run();
+        if (transport)
+            transport->drain();
     } catch (const Hang &h) {
         status = 2;
         message = h.waiting;
@@ -349,6 +438,12 @@ StepResult run_step_mpi(const Topology &topo, const std::vector<std::vector<psch
     if (status == 0)
         MPI_Comm_free(&comm);
     gather(topo, rank, status, message, me.stages, timeout_s, result);
+    if (vocab) { /* each rank holds its shard's gradient, zeros elsewhere: the sum is exact */
+        std::vector<double> mine = vocab->weight_grad();
+        result.vocab_w.assign(mine.size(), 0.0);
+        MPI_Reduce(mine.data(), result.vocab_w.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
+                   MPI_SUM, 0, MPI_COMM_WORLD);
+    }
     return result;
 }
 

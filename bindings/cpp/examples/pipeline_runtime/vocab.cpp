@@ -125,8 +125,9 @@ VocabReference reference_step_vocab(const Model &model, const VocabLayer &vocab,
 }
 
 VocabState::VocabState(std::uint32_t alg, std::uint32_t devices, std::uint32_t mbs,
-                       const VocabLayer &layer, const std::atomic<bool> &abort)
-    : algorithm(alg), p_(devices), mbs_(mbs), layer_(layer), abort_(abort),
+                       const VocabLayer &layer, const std::atomic<bool> &abort,
+                       VocabTransport *transport)
+    : algorithm(alg), p_(devices), mbs_(mbs), transport_(transport), layer_(layer), abort_(abort),
       stats_(devices, std::vector<ShardStats>(mbs)),
       dx_(devices, std::vector<std::vector<double>>(mbs)),
       grads_(mbs, std::vector<std::vector<double>>(devices))
@@ -136,6 +137,15 @@ VocabState::VocabState(std::uint32_t alg, std::uint32_t devices, std::uint32_t m
 const std::vector<double> &VocabState::wait(std::uint32_t j, std::uint32_t k)
 {
     std::unique_lock<std::mutex> lock(m_);
+    if (transport_) { /* one device per process: gather the parts, reduce here */
+        Entry &e = board_[{j, k}];
+        if (!e.done) {
+            e.parts = transport_->finish(j, k);
+            reduce(j, k, e);
+            e.done = true;
+        }
+        return e.result;
+    }
     for (;;) {
         Entry &e = board_[{j, k}];
         if (e.done)
@@ -149,6 +159,12 @@ const std::vector<double> &VocabState::wait(std::uint32_t j, std::uint32_t k)
 void VocabState::post(std::uint32_t j, std::uint32_t k, std::uint32_t d, std::vector<double> part)
 {
     std::lock_guard<std::mutex> lock(m_);
+    if (transport_) {
+        if (part.empty())
+            part.push_back(0.0);
+        transport_->start(j, k, part);
+        return;
+    }
     Entry &e = board_[{j, k}];
     if (e.parts.empty())
         e.parts.resize(p_);

@@ -62,11 +62,27 @@ struct VocabReference {
 VocabReference reference_step_vocab(const Model &model, const VocabLayer &vocab,
                                     std::uint32_t mbs);
 
-/** The collectives' board and the shards' state, shared by the threads. */
+/** How a process that holds one device exchanges a collective's parts
+ *  with the others (the MPI backend): start() posts this device's part
+ *  without blocking, finish() waits and returns every device's part. */
+class VocabTransport {
+public:
+    virtual ~VocabTransport() = default;
+    virtual void start(std::uint32_t j, std::uint32_t k, const std::vector<double> &part) = 0;
+    virtual std::vector<std::vector<double>> finish(std::uint32_t j, std::uint32_t k) = 0;
+};
+
+/** Largest part a device contributes to a collective (Vocab-2's statistics
+ *  with its input-gradient pieces). */
+constexpr std::size_t kVocabPart = 2 * kRows + 2 * kRows * kWidth;
+
+/** The collectives' board and the shards' state, shared by the threads
+ *  (or, with a transport, this process's device only). */
 class VocabState {
 public:
     VocabState(std::uint32_t algorithm, std::uint32_t devices, std::uint32_t mbs,
-               const VocabLayer &layer, const std::atomic<bool> &abort);
+               const VocabLayer &layer, const std::atomic<bool> &abort,
+               VocabTransport *transport = nullptr);
 
     /** Runs VOCAB_S, VOCAB_T or COLLECTIVE of device @p d. @p x is the last
      *  stage's output when @p d posts collective 0 from the last stage's
@@ -96,6 +112,7 @@ private:
     void reduce(std::uint32_t j, std::uint32_t k, Entry &e);
 
     std::uint32_t p_, mbs_;
+    VocabTransport *transport_;
     const VocabLayer &layer_;
     const std::atomic<bool> &abort_;
     mutable std::mutex m_;
