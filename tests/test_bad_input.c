@@ -576,6 +576,22 @@ static psched_status export_unknown_flags(void)
     return st;
 }
 
+/* An offloaded schedule, lowered, in PyTorch's compute_comms dialect,
+ * which has no OFFLOAD/RELOAD action. */
+static psched_status export_copies_in_pytorch_comms(void)
+{
+    psched_schedule *s = small_schedule(), *o = NULL, *l = NULL;
+    CHECK_OK(psched_offload(s, NULL, PSCHED_OFFLOAD_ALL, 0, &o));
+    CHECK_OK(psched_lower_comm(o, NULL, &l));
+    char *text = NULL;
+    psched_status st = psched_export(l, NULL, PSCHED_FORMAT_CSV_COMMS_PYTORCH, 0, &text, NULL);
+    non_null_outputs += text != NULL;
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(o);
+    psched_schedule_destroy(s);
+    return st;
+}
+
 static psched_status simulate_with_costs_of_another_shape(void)
 {
     psched_schedule *s = small_schedule();
@@ -1279,6 +1295,9 @@ static const bad_case cases[] = {
     {"op record of 4 bytes", ops_record_too_small, PSCHED_EINVAL, "op_size (4)"},
     {"export format 99", export_unknown_format, PSCHED_EINVAL, "unknown format 99"},
     {"export flags 0x80", export_unknown_flags, PSCHED_EINVAL, "unknown flags 0x80"},
+    {"export copies in PyTorch's compute_comms", export_copies_in_pytorch_comms,
+     PSCHED_EUNSUPPORTED, "device 0 op 1 (0OFFLOAD0): PyTorch's compute_comms dialect has no "
+     "OFFLOAD/RELOAD actions"},
     {"simulate with a 3-stage cost plan", simulate_with_costs_of_another_shape, PSCHED_EINVAL,
      "cost plan has 3 stages"},
     {"report of device 2^31", report_device_2_31, PSCHED_EINVAL, "device (2147483648)"},
