@@ -103,6 +103,17 @@ static inline uint32_t psched__exec_copy(const psched_exec *x, uint32_t stage, u
     return x->copy_pos[((size_t)mb * x->S + stage) * 2 + (kind - PSCHED_OP_OFFLOAD)];
 }
 
+/* The fast path of comm lowering (lower_fast.c): true with *lowered set to
+ * exactly what the general rendezvous lowering gives, or false (no error
+ * set) when the schedule is not its case; costs NULL: the schedule's. */
+PSCHED_INTERNAL bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
+                                        psched_schedule **lowered);
+/* psched_lower_comm_ex() without the fast path (tests compare the two). */
+PSCHED_INTERNAL psched_status psched__lower_comm_general(const psched_schedule *s,
+                                                         const psched_plan *costs,
+                                                         const psched_lower_options *options,
+                                                         psched_schedule **lowered);
+
 /* Global index of the op of a (stage, micro-batch, slot), or NONE. */
 static inline uint32_t psched__exec_at(const psched_exec *x, uint32_t stage, uint32_t mb,
                                        uint32_t slot)

@@ -748,9 +748,9 @@ psched_lower_mode psched_schedule_lower_mode(const psched_schedule *schedule)
     return schedule ? (psched_lower_mode)schedule->lower_mode : PSCHED_LOWER_RENDEZVOUS;
 }
 
-psched_status psched_lower_comm_ex(const psched_schedule *schedule, const psched_plan *plan,
-                                   const psched_lower_options *options,
-                                   psched_schedule **lowered)
+static psched_status lower_comm(const psched_schedule *schedule, const psched_plan *plan,
+                                const psched_lower_options *options, psched_schedule **lowered,
+                                bool fast)
 {
     if (!lowered)
         return psched_fail(PSCHED_EINVAL, "psched_lower_comm: lowered is NULL");
@@ -767,6 +767,8 @@ psched_status psched_lower_comm_ex(const psched_schedule *schedule, const psched
         return st;
     lower l = {0};
     l.async = options && options->mode == PSCHED_LOWER_ASYNC;
+    if (fast && !l.async && psched__lower_fast(schedule, plan, lowered))
+        return PSCHED_OK;
     st = psched__exec_setup(&l.x, schedule, plan, NULL, NULL, false);
     if (st)
         return st;
@@ -785,4 +787,19 @@ psched_status psched_lower_comm_ex(const psched_schedule *schedule, const psched
         st = build(&l, lowered);
     free_lower(&l);
     return st;
+}
+
+psched_status psched_lower_comm_ex(const psched_schedule *schedule, const psched_plan *plan,
+                                   const psched_lower_options *options,
+                                   psched_schedule **lowered)
+{
+    return lower_comm(schedule, plan, options, lowered, true);
+}
+
+psched_status psched__lower_comm_general(const psched_schedule *schedule,
+                                         const psched_plan *plan,
+                                         const psched_lower_options *options,
+                                         psched_schedule **lowered)
+{
+    return lower_comm(schedule, plan, options, lowered, false);
 }
