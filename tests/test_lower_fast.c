@@ -111,6 +111,8 @@ static void test_fast_lowering_at_a_larger_size(void)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         for (int which = 0; which < 5; which++)
             compare_one(names[i], 8, 2, 64, which);
+    /* 65,536 ops on each device: positions take 32 bits */
+    compare_one("1f1b", 2, 1, 32768, 1);
 }
 
 /* The general lowering's inputs it is not for: async mode, copies, a

@@ -42,12 +42,13 @@
 /* lower.c's IDLE_SEARCH_STEPS: the same search, the same cut-off */
 #define FAST_IDLE_STEPS 16
 
+/* One comm op of the device being lowered. */
 typedef struct fast_rec {
-    double time;
-    uint32_t gap, transfer; /* transfer: its consumer's global index */
-    uint32_t stage, mb;
-    uint16_t chunk;
-    uint8_t kind, recv;
+    double time;       /* its transfer's key */
+    uint32_t gap;      /* before the gap-th op of the device */
+    uint32_t transfer; /* the transfer's consumer (global index): lower.c's numbering */
+    uint32_t op;       /* the op it belongs to: its producer (SEND), consumer (RECV) */
+    uint32_t recv;     /* 1: a RECV */
 } fast_rec;
 
 typedef struct lf {
@@ -56,26 +57,54 @@ typedef struct lf {
     const size_t *offset;
     uint32_t S;
     double comm;
-    const double *start, *end;
-    uint32_t *posf, *posb; /* [mb*S + stage]: global index of its F, its backward */
+    /* simulated end of every op: as floats when every end is one exactly
+     * (integer costs, say: half the memory), else as doubles */
+    const float *endf;
+    const double *endd;
+    /* bit g: op g starts later than its device's previous end (0 first) */
+    const uint64_t *idle;
+    /* [2*(mb*S + stage)]: the place of its F on its device, [+1]: of its
+     * backward; 16 bits when every device has fewer than 65535 ops */
+    uint16_t *pos16;
+    uint32_t *pos32;
     uint32_t *stage_device;
     uint8_t *stage_flags;  /* PSCHED_EXEC_FIRST / LAST */
     fast_rec *recs, *sorted;
     uint32_t *count;       /* [gap + 2] counting sort */
+    size_t widest;         /* most ops on one device */
 } lf;
+
+/* Global index of the F (back = 0) or the backward (1) of a cell on
+ * device d. */
+static inline uint32_t pos_at(const lf *f, size_t cell, int back, uint32_t d)
+{
+    size_t i = 2 * cell + (size_t)back;
+    return (uint32_t)f->offset[d] + (f->pos16 ? f->pos16[i] : f->pos32[i]);
+}
+
+static inline double end_at(const lf *f, size_t g)
+{
+    return f->endf ? (double)f->endf[g] : f->endd[g];
+}
 
 /* Number of ops of device d (global [first, last)) ending by t: what
  * lower.c's gap_before() returns with rank UINT32_MAX, searched the same
  * way (galloping out from `hint`, then a binary search of the bracket). */
 static inline uint32_t ending_by(const lf *f, size_t first, size_t last, double t, size_t hint)
 {
-    const double *end = f->end;
     size_t lo = first, hi = last;
     hint = hint < lo ? lo : hint > hi ? hi : hint;
-    if (hint < hi && end[hint] <= t) {
+    /* the answer is next to the hint as a rule: the hint or the op after it */
+    if (hint == first || end_at(f, hint - 1) <= t) {
+        if (hint == last || !(end_at(f, hint) <= t))
+            return (uint32_t)(hint - first);
+        if (hint + 1 == last || !(end_at(f, hint + 1) <= t))
+            return (uint32_t)(hint + 1 - first);
+    }
+    if (hint < hi && end_at(f, hint) <= t) {
         size_t step = 1;
         lo = hint + 1;
-        while (hi - hint > step && end[hint + step] <= t) {
+        while (hi - hint > step && end_at(f, hint + step) <= t) {
             lo = hint + step + 1;
             step *= 2;
         }
@@ -84,7 +113,7 @@ static inline uint32_t ending_by(const lf *f, size_t first, size_t last, double 
     } else {
         size_t step = 1;
         hi = hint;
-        while (hint - lo >= step && !(end[hint - step] <= t)) {
+        while (hint - lo >= step && !(end_at(f, hint - step) <= t)) {
             hi = hint - step;
             step *= 2;
         }
@@ -93,7 +122,7 @@ static inline uint32_t ending_by(const lf *f, size_t first, size_t last, double 
     }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (end[mid] <= t)
+        if (end_at(f, mid) <= t)
             lo = mid + 1;
         else
             hi = mid;
@@ -101,17 +130,51 @@ static inline uint32_t ending_by(const lf *f, size_t first, size_t last, double 
     return (uint32_t)(lo - first);
 }
 
-/* lower.c's idle_until() on device [first, last). */
-static inline double idle_until(const lf *f, size_t first, size_t last, double t, double span,
-                                size_t hint)
+/* The simulated start of op g of device d: what the compute fast path
+ * computed (and start[] held), with the same operations in the same order:
+ * the device's previous end (0 first), raised to each input's end (+
+ * t_comm from another device). Inputs on the device itself ended by the
+ * previous end, so only the one from another stage's device is looked up. */
+static inline double start_of(const lf *f, size_t g, size_t first, uint32_t d)
+{
+    double ready = g > first ? end_at(f, g - 1) : 0;
+    if (!(f->idle[g / 64] >> (g % 64) & 1))
+        return ready;
+    const psched_op *o = &f->ops[g];
+    uint32_t s = o->stage;
+    size_t cell = (size_t)o->microbatch * f->S + s;
+    uint8_t fl = f->stage_flags[s];
+    uint32_t in, dd;
+    if (o->kind == PSCHED_OP_F) {
+        if (fl & PSCHED_EXEC_FIRST)
+            return ready;
+        dd = f->stage_device[s - 1];
+        in = pos_at(f, cell - 1, 0, dd);
+    } else if (o->kind != PSCHED_OP_W) {
+        if (fl & PSCHED_EXEC_LAST)
+            return ready;
+        dd = f->stage_device[s + 1];
+        in = pos_at(f, cell + 1, 1, dd);
+    } else {
+        return ready;
+    }
+    double t = end_at(f, in);
+    if (dd != d)
+        t += f->comm;
+    return t > ready ? t : ready;
+}
+
+/* lower.c's idle_until() on device d, ops [first, last). */
+static inline double idle_until(const lf *f, uint32_t d, size_t first, size_t last, double t,
+                                double span, size_t hint)
 {
     size_t u = first + ending_by(f, first, last, t, hint);
-    double gap_start = u > first ? f->end[u - 1] : -INFINITY;
-    double gap_end = u < last ? f->start[u] : INFINITY;
+    double gap_start = u > first ? end_at(f, u - 1) : -INFINITY;
+    double gap_end = u < last ? start_of(f, u, first, d) : INFINITY;
     double latest = gap_end - span < t ? gap_end - span : t;
     if (latest >= gap_start)
         return latest;
-    return f->start[u - 1] - span;
+    return start_of(f, u - 1, first, d) - span;
 }
 
 /* lower.c's transfer_key() for producer p on device a, consumer c on
@@ -120,23 +183,23 @@ static inline bool key_of(const lf *f, uint32_t p, uint32_t a, uint32_t c, uint3
                           double *time)
 {
     size_t a0 = f->offset[a], a1 = f->offset[a + 1], b0 = f->offset[b], b1 = f->offset[b + 1];
-    double comm = f->comm, lo = f->end[p];
-    double when = f->start[c] - comm;
+    double comm = f->comm, lo = end_at(f, p);
+    double when = start_of(f, c, b0, b) - comm;
     int step = 0;
     for (; step < FAST_IDLE_STEPS && when >= lo; step++) {
-        double ta = idle_until(f, a0, a1, when, comm, p);
-        double tb = idle_until(f, b0, b1, when, comm, c);
+        double ta = idle_until(f, a, a0, a1, when, comm, p);
+        double tb = idle_until(f, b, b0, b1, when, comm, c);
         if (ta == when && tb == when)
             break;
         when = ta < tb ? ta : tb;
     }
     if (step == FAST_IDLE_STEPS || when < lo) {
         when = lo;
-        if (c > b0 && f->end[c - 1] > when)
-            when = f->end[c - 1];
+        if (c > b0 && end_at(f, c - 1) > when)
+            when = end_at(f, c - 1);
     }
     *time = when;
-    return f->end[c] != when;
+    return end_at(f, c) != when;
 }
 
 /* The comm ops of device d, in rec order; returns how many, or -1 when the
@@ -156,14 +219,14 @@ static long device_recs(lf *f, uint32_t d)
         bool fwd = o->kind == PSCHED_OP_F;
         if (fwd) {
             if (!(fl & PSCHED_EXEC_FIRST) && (from = f->stage_device[s - 1]) != d)
-                in = f->posf[cell - 1];
+                in = pos_at(f, cell - 1, 0, from);
             if (!(fl & PSCHED_EXEC_LAST) && (to = f->stage_device[s + 1]) != d)
-                out = f->posf[cell + 1];
+                out = pos_at(f, cell + 1, 0, to);
         } else if (o->kind != PSCHED_OP_W) {
             if (!(fl & PSCHED_EXEC_LAST) && (from = f->stage_device[s + 1]) != d)
-                in = f->posb[cell + 1];
+                in = pos_at(f, cell + 1, 1, from);
             if (!(fl & PSCHED_EXEC_FIRST) && (to = f->stage_device[s - 1]) != d)
-                out = f->posb[cell - 1];
+                out = pos_at(f, cell - 1, 1, to);
         }
         double time;
         if (in != PSCHED_EXEC_NONE) {
@@ -171,24 +234,24 @@ static long device_recs(lf *f, uint32_t d)
             if (!key_of(f, in, from, (uint32_t)g, d, &time))
                 return -1;
             f->recs[n++] = (fast_rec){time, ending_by(f, first, last, time, g), (uint32_t)g,
-                                      s, o->microbatch, o->chunk,
-                                      fwd ? PSCHED_OP_RECV_F : PSCHED_OP_RECV_B, 1};
+                                      (uint32_t)g, 1};
         }
         if (out != PSCHED_EXEC_NONE) {
             /* a SEND after this op: the producer */
             if (!key_of(f, (uint32_t)g, d, out, to, &time))
                 return -1;
             f->recs[n++] = (fast_rec){time, ending_by(f, first, last, time, g), out,
-                                      s, o->microbatch, o->chunk,
-                                      fwd ? PSCHED_OP_SEND_F : PSCHED_OP_SEND_B, 0};
+                                      (uint32_t)g, 0};
         }
     }
     return n;
 }
 
-/* lower.c's rec_cmp within one gap (every rank UINT32_MAX). */
+/* lower.c's rec_cmp on one device (every rank UINT32_MAX). */
 static inline bool rec_before(const fast_rec *a, const fast_rec *b)
 {
+    if (a->gap != b->gap)
+        return a->gap < b->gap;
     if (a->time != b->time)
         return a->time < b->time;
     if (a->recv != b->recv)
@@ -196,53 +259,88 @@ static inline bool rec_before(const fast_rec *a, const fast_rec *b)
     return a->transfer < b->transfer;
 }
 
-/* Device d's ops with its comm ops in their gaps, written at `at`; returns
- * the end. */
-static psched_op *emit_device(lf *f, uint32_t d, long n, psched_op *at)
+/* Sorts the n recs by rec_before. They come in their ops' order, so nearly
+ * sorted (a RECV's gap is its consumer's place as a rule, a SEND's the
+ * place after its producer): insertion sort, unless it has to move them
+ * far, then a counting sort by gap and insertion sort within each gap. */
+static fast_rec *sort_recs(lf *f, long n, size_t len)
 {
-    size_t first = f->offset[d], len = f->offset[d + 1] - first;
+    fast_rec *r = f->recs;
+    size_t moves = 0, budget = 8 * (size_t)n + 64;
+    for (long i = 1; i < n && moves <= budget; i++) {
+        if (!rec_before(&r[i], &r[i - 1]))
+            continue;
+        fast_rec x = r[i];
+        long j = i;
+        while (j > 0 && rec_before(&x, &r[j - 1])) {
+            r[j] = r[j - 1];
+            j--;
+            moves++;
+        }
+        r[j] = x;
+    }
+    if (moves <= budget)
+        return r;
+    if (!f->sorted) {
+        f->sorted = psched__reallocarray(NULL, 2 * f->widest + 1, sizeof *f->sorted);
+        f->count = psched__reallocarray(NULL, f->widest + 3, sizeof *f->count);
+        if (!f->sorted || !f->count)
+            return NULL;
+    }
     uint32_t *count = f->count;
     memset(count, 0, (len + 3) * sizeof *count);
     for (long i = 0; i < n; i++)
-        count[f->recs[i].gap + 2]++;
+        count[r[i].gap + 2]++;
     for (size_t g = 0; g <= len; g++)
         count[g + 2] += count[g + 1];
-    for (long i = 0; i < n; i++) {
-        const fast_rec *r = &f->recs[i];
-        f->sorted[count[r->gap + 1]++] = *r;
-    }
-    /* count[g + 1] is now the end of gap g; sort each gap's few recs */
-    uint32_t begin = 0;
-    for (size_t g = 0; g <= len; g++) {
-        uint32_t stop = count[g + 1];
-        for (uint32_t i = begin + 1; i < stop; i++) {
-            fast_rec x = f->sorted[i];
-            uint32_t j = i;
-            while (j > begin && rec_before(&x, &f->sorted[j - 1])) {
-                f->sorted[j] = f->sorted[j - 1];
-                j--;
-            }
-            f->sorted[j] = x;
+    fast_rec *out = f->sorted;
+    for (long i = 0; i < n; i++)
+        out[count[r[i].gap + 1]++] = r[i];
+    for (long i = 1; i < n; i++) {
+        fast_rec x = out[i];
+        long j = i;
+        while (j > 0 && rec_before(&x, &out[j - 1])) {
+            out[j] = out[j - 1];
+            j--;
         }
-        for (uint32_t i = begin; i < stop; i++) {
-            const fast_rec *r = &f->sorted[i];
-            bool batch = i + 1 < stop && f->sorted[i + 1].time == r->time;
-            *at++ = (psched_op){r->stage, r->mb, r->chunk, r->kind,
+        out[j] = x;
+    }
+    return out;
+}
+
+/* Device d's ops with its n comm ops in their gaps, written at `at`;
+ * returns the end. */
+static psched_op *emit_device(lf *f, uint32_t d, long n, psched_op *at)
+{
+    const psched_op *ops = f->ops;
+    size_t first = f->offset[d], len = f->offset[d + 1] - first;
+    const fast_rec *r = sort_recs(f, n, len);
+    if (!r)
+        return NULL;
+    long i = 0;
+    for (size_t g = 0; g <= len; g++) {
+        for (; i < n && r[i].gap == g; i++) {
+            const psched_op *o = &ops[r[i].op];
+            bool fwd = o->kind == PSCHED_OP_F;
+            uint8_t kind = r[i].recv ? (fwd ? PSCHED_OP_RECV_F : PSCHED_OP_RECV_B)
+                                     : (fwd ? PSCHED_OP_SEND_F : PSCHED_OP_SEND_B);
+            bool batch = i + 1 < n && r[i + 1].gap == g && r[i + 1].time == r[i].time;
+            *at++ = (psched_op){o->stage, o->microbatch, o->chunk, kind,
                                 (uint8_t)(batch ? PSCHED_OP_BATCH_NEXT : 0)};
         }
-        begin = stop;
         if (g < len)
-            *at++ = f->ops[first + g];
+            *at++ = ops[first + g];
     }
     return at;
 }
 
 static void lf_free(lf *f)
 {
-    psched__dealloc((void *)f->start);
-    psched__dealloc((void *)f->end);
-    psched__dealloc(f->posf);
-    psched__dealloc(f->posb);
+    psched__dealloc((void *)f->endf);
+    psched__dealloc((void *)f->endd);
+    psched__dealloc((void *)f->idle);
+    psched__dealloc(f->pos16);
+    psched__dealloc(f->pos32);
     psched__dealloc(f->stage_device);
     psched__dealloc(f->stage_flags);
     psched__dealloc(f->recs);
@@ -263,74 +361,107 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
     for (uint32_t d = 0; d < p; d++)
         if (s->offset[d + 1] - s->offset[d] > widest)
             widest = s->offset[d + 1] - s->offset[d];
-    lf f = {.s = s, .ops = s->ops, .offset = s->offset, .S = S,
+    lf f = {.s = s, .ops = s->ops, .offset = s->offset, .S = S, .widest = widest,
             .comm = (costs ? costs : plan)->comm};
-    double *start = psched__malloc_array_huge(total + 1, sizeof *start);
-    double *end = psched__malloc_array_huge(total + 1, sizeof *end);
-    f.start = start;
-    f.end = end;
-    bool ok = start && end && psched__execute_fast(s, costs, start, end, NULL);
-    psched_schedule *out = NULL;
+    uint32_t per = S / (plan->chains ? plan->chains : 1);
+    size_t transfers = 0; /* every cell has one F and one backward in a valid schedule */
+    for (uint32_t st = 0; st + 1 < S; st++)
+        if (st % per != per - 1 &&
+            psched_plan_stage_device(plan, st) != psched_plan_stage_device(plan, st + 1))
+            transfers += 2 * (size_t)mbs;
+    size_t count = total + 2 * transfers;
+    psched_schedule *out = psched__calloc(1, sizeof *out);
     psched_plan *clone = NULL;
+    bool ok = out && psched_plan_clone(plan, &clone) == PSCHED_OK;
     if (ok) {
-        f.posf = psched__malloc_array_huge(cells + 1, sizeof *f.posf);
-        f.posb = psched__malloc_array_huge(cells + 1, sizeof *f.posb);
+        out->plan = clone;
+        out->devices = p;
+        out->offset = psched__reallocarray(NULL, (size_t)p + 1, sizeof *out->offset);
+        out->ops = psched__reallocarray(NULL, count + 1, sizeof *out->ops);
+        ok = out->offset && out->ops;
+    }
+    /* The simulated times, in the result's op array while it is not
+     * written yet when they fit there (it is resident anyway): the starts
+     * only until the idle bits are set, the ends until they are copied as
+     * floats (or as doubles, when some end is not a float). */
+    double *start = NULL, *end = NULL, *own = NULL;
+    if (ok && (count + 1) * sizeof *out->ops >= 2 * total * sizeof(double)) {
+        start = (double *)(void *)out->ops;
+        end = start + total;
+    } else if (ok) {
+        own = start = psched__malloc_array_huge(2 * total + 1, sizeof *start);
+        end = start ? start + total : NULL;
+    }
+    ok = ok && start && psched__execute_fast(s, costs, start, end, NULL);
+    uint64_t *idle = ok ? psched__calloc(total / 64 + 1, sizeof *idle) : NULL;
+    float *endf = ok ? psched__reallocarray(NULL, total + 1, sizeof *endf) : NULL;
+    ok = ok && idle && endf;
+    bool exact = true;
+    for (uint32_t d = 0; d < p && ok; d++) {
+        double prev = 0;
+        for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
+            if (start[g] != prev)
+                idle[g / 64] |= (uint64_t)1 << (g % 64);
+            prev = end[g];
+            endf[g] = (float)end[g];
+            exact &= (double)endf[g] == end[g];
+        }
+    }
+    f.idle = idle;
+    if (ok && exact) {
+        f.endf = endf;
+    } else {
+        psched__dealloc(endf);
+        double *copy = ok ? psched__malloc_array_huge(total + 1, sizeof *copy) : NULL;
+        if (copy)
+            memcpy(copy, end, total * sizeof *copy);
+        f.endd = copy;
+        ok = ok && copy;
+    }
+    psched__dealloc(own);
+    if (ok) {
+        if (widest < UINT16_MAX)
+            f.pos16 = psched__reallocarray(NULL, 2 * cells + 1, sizeof *f.pos16);
+        else
+            f.pos32 = psched__reallocarray(NULL, 2 * cells + 1, sizeof *f.pos32);
         f.stage_device = psched__reallocarray(NULL, (size_t)S + 1, sizeof *f.stage_device);
         f.stage_flags = psched__reallocarray(NULL, (size_t)S + 1, sizeof *f.stage_flags);
         f.recs = psched__reallocarray(NULL, 2 * widest + 1, sizeof *f.recs);
-        f.sorted = psched__reallocarray(NULL, 2 * widest + 1, sizeof *f.sorted);
-        f.count = psched__reallocarray(NULL, widest + 3, sizeof *f.count);
-        ok = f.posf && f.posb && f.stage_device && f.stage_flags && f.recs && f.sorted &&
-             f.count;
+        ok = (f.pos16 || f.pos32) && f.stage_device && f.stage_flags && f.recs;
     }
-    size_t transfers = 0;
     if (ok) {
         /* the fast engine accepted it: every op a compute op on its stage's
          * device, every cell one F and one backward */
-        uint32_t per = S / (plan->chains ? plan->chains : 1);
         for (uint32_t st = 0; st < S; st++) {
             f.stage_device[st] = psched_plan_stage_device(plan, st);
             f.stage_flags[st] = (uint8_t)((st % per == 0 ? PSCHED_EXEC_FIRST : 0) |
                                           (st % per == per - 1 ? PSCHED_EXEC_LAST : 0));
         }
-        for (uint32_t st = 0; st + 1 < S; st++)
-            if (!(f.stage_flags[st] & PSCHED_EXEC_LAST) &&
-                f.stage_device[st] != f.stage_device[st + 1])
-                transfers += 2 * (size_t)mbs;
-        for (size_t g = 0; g < total && ok; g++) {
-            const psched_op *o = &s->ops[g];
-            size_t cell = (size_t)o->microbatch * S + o->stage;
-            if (o->flags)
-                ok = false; /* an overlapped pair: not the fast path's */
-            else if (o->kind == PSCHED_OP_F)
-                f.posf[cell] = (uint32_t)g;
-            else if (o->kind != PSCHED_OP_W)
-                f.posb[cell] = (uint32_t)g;
+        for (uint32_t d = 0; d < p && ok; d++) {
+            for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
+                const psched_op *o = &s->ops[g];
+                size_t i = 2 * ((size_t)o->microbatch * S + o->stage) + (o->kind != PSCHED_OP_F);
+                size_t at = g - s->offset[d];
+                if (o->flags)
+                    ok = false; /* an overlapped pair: not the fast path's */
+                else if (o->kind == PSCHED_OP_W)
+                    continue;
+                else if (f.pos16)
+                    f.pos16[i] = (uint16_t)at;
+                else
+                    f.pos32[i] = (uint32_t)at;
+            }
         }
-    }
-    if (ok) {
-        out = psched__calloc(1, sizeof *out);
-        ok = out && psched_plan_clone(plan, &clone) == PSCHED_OK;
-    }
-    if (ok) {
-        out->plan = clone;
-        out->devices = p;
-        out->offset = psched__reallocarray(NULL, (size_t)p + 1, sizeof *out->offset);
-        out->ops = psched__malloc_array_huge(total + 2 * transfers + 1, sizeof *out->ops);
-        ok = out->offset && out->ops;
     }
     if (ok) {
         psched_op *at = out->ops;
-        for (uint32_t d = 0; d < p && ok; d++) {
+        for (uint32_t d = 0; d < p && at; d++) {
             out->offset[d] = (size_t)(at - out->ops);
             long n = device_recs(&f, d);
-            if (n < 0)
-                ok = false;
-            else
-                at = emit_device(&f, d, n, at);
+            at = n < 0 ? NULL : emit_device(&f, d, n, at);
         }
-        out->offset[p] = (size_t)(at - out->ops);
-        ok = ok && out->offset[p] == total + 2 * transfers;
+        ok = at && (size_t)(at - out->ops) == count;
+        out->offset[p] = count;
     }
     lf_free(&f);
     if (!ok) {
