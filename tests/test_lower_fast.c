@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static bool same_schedule(const psched_schedule *a, const psched_schedule *b)
@@ -154,10 +155,145 @@ static void test_fast_path_declines_what_it_does_not_do(void)
     psched_plan_destroy(plan);
 }
 
+/* ---- the fast path of psched_validate() for lowered schedules ---- */
+
+static psched_schedule *copy_of(const psched_schedule *s)
+{
+    psched_schedule *c = calloc(1, sizeof *c);
+    size_t total = s->offset[s->devices];
+    *c = *s;
+    c->plan = NULL;
+    c->offset = malloc((s->devices + 1) * sizeof *c->offset);
+    c->ops = malloc((total + 1) * sizeof *c->ops);
+    memcpy(c->offset, s->offset, (s->devices + 1) * sizeof *c->offset);
+    memcpy(c->ops, s->ops, total * sizeof *c->ops);
+    CHECK_OK(psched_plan_clone(s->plan, &c->plan));
+    return c;
+}
+
+static uint64_t rng = 88172645463325252u;
+
+static uint32_t next_rand(uint32_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+
+/* One small change of a lowered schedule: swap two neighbours, move an op
+ * a few places, flip a flag, change a micro-batch or stage, or duplicate
+ * an op over its neighbour. */
+static void mutate(psched_schedule *s)
+{
+    size_t total = s->offset[s->devices];
+    if (total < 2)
+        return;
+    size_t g = next_rand((uint32_t)(total - 1));
+    psched_op *o = &s->ops[g], t;
+    switch (next_rand(7)) {
+    case 0:
+        t = o[0];
+        o[0] = o[1];
+        o[1] = t;
+        break;
+    case 1: {
+        size_t to = g + 1 + next_rand(4);
+        if (to >= total)
+            to = total - 1;
+        t = s->ops[g];
+        memmove(&s->ops[g], &s->ops[g + 1], (to - g) * sizeof t);
+        s->ops[to] = t;
+        break;
+    }
+    case 2:
+        o->flags ^= PSCHED_OP_BATCH_NEXT;
+        break;
+    case 3:
+        o->flags ^= PSCHED_OP_OVERLAP_NEXT;
+        break;
+    case 4:
+        o->microbatch ^= 1;
+        break;
+    case 5:
+        o->stage += next_rand(2) ? 1 : (uint32_t)-1;
+        break;
+    default:
+        o[1] = o[0];
+        break;
+    }
+}
+
+static int rv_fast, rv_checked, rv_mutant_valid, rv_mutant_fast;
+
+/* The fast check says valid exactly when the general engine does, on the
+ * lowered schedule and on mutants of it (the fast path may only decline). */
+static void check_rendezvous(const psched_schedule *l)
+{
+    bool fast = psched__rendezvous_fast_check(l);
+    psched_status general = psched__execute_rendezvous(l, NULL, NULL, NULL);
+    CHECK(!fast || general == PSCHED_OK);
+    if (general == PSCHED_OK && l->lower_mode == PSCHED_LOWER_RENDEZVOUS && l->devices <= 256)
+        CHECK(fast);
+    rv_fast += fast;
+    for (int i = 0; i < 40; i++) {
+        psched_schedule *m = copy_of(l);
+        for (uint32_t k = next_rand(3); k < 3; k++)
+            mutate(m);
+        fast = psched__rendezvous_fast_check(m);
+        general = psched__execute_rendezvous(m, NULL, NULL, NULL);
+        if (fast && general != PSCHED_OK)
+            fprintf(stderr, "  fast check accepted a mutant the engine refuses: %s\n",
+                    psched_last_error());
+        CHECK(!fast || general == PSCHED_OK);
+        rv_checked++;
+        rv_mutant_valid += general == PSCHED_OK;
+        rv_mutant_fast += fast;
+        psched_schedule_destroy(m);
+    }
+}
+
+static void test_fast_rendezvous_check_agrees_with_the_engine(void)
+{
+    for (size_t i = 0; i < psched_generator_count(); i++) {
+        const char *name = psched_generator_at(i)->name;
+        if (psched_generator_is_exact(psched_generator_at(i)))
+            continue;
+        for (uint32_t p = 2; p <= 4; p++) {
+            uint32_t ms[] = {p, 2 * p + 1};
+            for (uint32_t v = 1; v <= 2; v++) {
+                for (size_t k = 0; k < 2; k++) {
+                    psched_plan *plan = costs_plan(p, v, ms[k], (int)(k + v) % 5);
+                    psched_schedule *s = NULL, *l = NULL, *a = NULL;
+                    if (plan && psched_generate(plan, name, &s) == PSCHED_OK) {
+                        psched_lower_options opt = PSCHED_LOWER_OPTIONS_INIT;
+                        opt.mode = PSCHED_LOWER_ASYNC;
+                        CHECK_OK(psched_lower_comm(s, NULL, &l));
+                        CHECK_OK(psched_lower_comm_ex(s, NULL, &opt, &a));
+                        if (l)
+                            check_rendezvous(l);
+                        if (a)
+                            CHECK(!psched__rendezvous_fast_check(a));
+                    }
+                    psched_schedule_destroy(a);
+                    psched_schedule_destroy(l);
+                    psched_schedule_destroy(s);
+                    psched_plan_destroy(plan);
+                }
+            }
+        }
+    }
+    fprintf(stderr, "  %d lowered schedules valid by the fast check, %d mutants compared (%d "
+            "valid, %d of them by the fast check)\n", rv_fast, rv_checked, rv_mutant_valid,
+            rv_mutant_fast);
+    CHECK(rv_fast > 60);
+}
+
 int main(void)
 {
     RUN(test_fast_lowering_is_the_general_one);
     RUN(test_fast_lowering_at_a_larger_size);
     RUN(test_fast_path_declines_what_it_does_not_do);
+    RUN(test_fast_rendezvous_check_agrees_with_the_engine);
     TEST_MAIN_END();
 }

@@ -108,6 +108,10 @@ static inline uint32_t psched__exec_copy(const psched_exec *x, uint32_t stage, u
  * set) when the schedule is not its case; costs NULL: the schedule's. */
 PSCHED_INTERNAL bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
                                         psched_schedule **lowered);
+/* The fast path of psched_validate() for a lowered schedule
+ * (rendezvous_fast.c): true when the rendezvous engine would find it
+ * valid; false (no error set) when it is not, or is not its case. */
+PSCHED_INTERNAL bool psched__rendezvous_fast_check(const psched_schedule *s);
 /* psched_lower_comm_ex() without the fast path (tests compare the two). */
 PSCHED_INTERNAL psched_status psched__lower_comm_general(const psched_schedule *s,
                                                          const psched_plan *costs,

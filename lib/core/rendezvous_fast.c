@@ -1,0 +1,310 @@
+/*
+ * The fast path of psched_validate() for lowered schedules (issue 13): the
+ * rendezvous run of rendezvous.c without times, on two bytes per (stage,
+ * micro-batch) and a small queue per device pair. Like execute.c's fast
+ * path it answers only "valid" or "not sure" (false, no error set), and
+ * psched_validate() then runs the general engine, which finds the same
+ * outcome and names it. It takes rendezvous-mode schedules of compute and
+ * SEND/RECV ops (no copies, no other kind) and accepts exactly the valid
+ * ones, rule by rule (rendezvous.c's numbering):
+ *   1. compute ops as execute.c's fast path checks them as they run: kind,
+ *      range, placement, pair shape, duplicates, inputs on the device
+ *      itself run earlier and not in the same pair; counts at the end;
+ *   2. a comm op, when posted: range, placement, a neighbour stage of its
+ *      chain on another device, no duplicate, no OVERLAP_NEXT, BATCH_NEXT
+ *      only towards another comm op of the device; no BATCH_NEXT on a
+ *      compute op, no comm op in a pair;
+ *   3, 4. calls between two devices match in posting order, per direction
+ *      (NCCL): a device pair's k-th SEND meets the receiver's k-th RECV
+ *      from it, and the two must carry the same (stage pair, micro-batch,
+ *      direction); every device finishing means every posted op was
+ *      matched, so with no duplicates SENDs and RECVs pair one to one;
+ *   5. a SEND is posted after its producer ran on the device; a compute op
+ *      fed from another device runs only when its RECV completed, so that
+ *      RECV exists and comes earlier;
+ *   and the run: a group (ops chained by BATCH_NEXT) is posted at once and
+ *   the device waits until each of its ops is matched; a device left
+ *   waiting means a deadlock (the general engine names the cycle).
+ * A queue holds a device pair's posted, unmatched calls of one side; a
+ * device posts one group before it waits, so queues stay short (longer
+ * than QCAP: not the fast path's).
+ */
+#include "execute.h"
+
+#include <string.h>
+
+#define QCAP 16
+#define NOBODY UINT32_MAX
+
+enum {
+    /* cell.ran: FAST bits of the compute kinds that ran (1 << kind) */
+    RAN_F = 1u << PSCHED_OP_F,
+    RAN_B = 1u << PSCHED_OP_B,
+    RAN_W = 1u << PSCHED_OP_W,
+    RAN_BW = 1u << PSCHED_OP_BW,
+    RAN_BACK = RAN_B | RAN_BW,
+    /* cell.comm: comm kinds posted (1 << (kind - SEND_F)), and RECVs done */
+    DONE_RECV_F = 1u << 4,
+    DONE_RECV_B = 1u << 5,
+};
+
+typedef struct chan {
+    uint32_t q[QCAP]; /* posted, unmatched ops (global index), oldest first */
+    uint8_t head, len;
+    bool sends;       /* the queued ops are SENDs (else RECVs) */
+} chan;
+
+typedef struct rf {
+    const psched_op *ops;
+    const size_t *offset;
+    uint32_t p, S, mbs, per;
+    uint32_t *stage_device;
+    uint8_t *ran, *comm;  /* [mb*S + stage] */
+    chan *ch;             /* [from*p + to] */
+    size_t *cursor, *group_end; /* group_end[d]: 0 when not parked */
+    uint32_t *pending;
+    uint32_t *queue;
+    bool *queued;
+    uint32_t qhead, qlen;
+} rf;
+
+static void enqueue(rf *f, uint32_t d)
+{
+    if (f->queued[d])
+        return;
+    f->queued[d] = true;
+    f->queue[(f->qhead + f->qlen++) % f->p] = d;
+}
+
+static bool is_comm(uint8_t kind)
+{
+    return kind >= PSCHED_OP_SEND_F && kind <= PSCHED_OP_RECV_B;
+}
+
+/* SEND_F and RECV_B talk to stage + 1, RECV_F and SEND_B to stage - 1. */
+static bool toward_next(uint8_t kind)
+{
+    return kind == PSCHED_OP_SEND_F || kind == PSCHED_OP_RECV_B;
+}
+
+/* Rules 2 and 5 for comm op g of device d, and its duplicate bit; the
+ * device it talks to in *peer. */
+static bool comm_ok(rf *f, uint32_t d, size_t g, uint32_t *peer)
+{
+    const psched_op *o = &f->ops[g];
+    uint32_t s = o->stage;
+    if (s >= f->S || o->microbatch >= f->mbs || f->stage_device[s] != d ||
+        (o->flags & PSCHED_OP_OVERLAP_NEXT))
+        return false;
+    if ((o->flags & PSCHED_OP_BATCH_NEXT) &&
+        (g + 1 >= f->offset[d + 1] || !is_comm(f->ops[g + 1].kind)))
+        return false;
+    bool next = toward_next(o->kind);
+    if (next ? s % f->per == f->per - 1 : s % f->per == 0)
+        return false;
+    uint32_t other = f->stage_device[next ? s + 1 : s - 1];
+    if (other == d)
+        return false;
+    size_t cell = (size_t)o->microbatch * f->S + s;
+    uint8_t bit = (uint8_t)(1u << (o->kind - PSCHED_OP_SEND_F));
+    if (f->comm[cell] & bit)
+        return false;
+    f->comm[cell] |= bit;
+    /* a SEND after its producer (the F, or the backward) */
+    if (o->kind == PSCHED_OP_SEND_F && !(f->ran[cell] & RAN_F))
+        return false;
+    if (o->kind == PSCHED_OP_SEND_B && !(f->ran[cell] & RAN_BACK))
+        return false;
+    *peer = other;
+    return true;
+}
+
+/* SEND a and RECV b carry the same tensor. */
+static bool same_transfer(const psched_op *a, const psched_op *b)
+{
+    if (a->microbatch != b->microbatch)
+        return false;
+    if (a->kind == PSCHED_OP_SEND_F)
+        return b->kind == PSCHED_OP_RECV_F && b->stage == a->stage + 1;
+    return b->kind == PSCHED_OP_RECV_B && b->stage + 1 == a->stage;
+}
+
+/* The RECV r completed: its consumer may run. */
+static void recv_done(rf *f, const psched_op *r)
+{
+    size_t cell = (size_t)r->microbatch * f->S + r->stage;
+    f->comm[cell] |= r->kind == PSCHED_OP_RECV_F ? DONE_RECV_F : DONE_RECV_B;
+}
+
+/* A parked device's op was matched. */
+static void matched(rf *f, uint32_t e)
+{
+    if (--f->pending[e] == 0) {
+        f->cursor[e] = f->group_end[e];
+        f->group_end[e] = 0;
+        enqueue(f, e);
+    }
+}
+
+/* Posts comm op g of device d on its channel; false when not the fast
+ * path's (a mismatch, a full queue). */
+static bool post(rf *f, uint32_t d, size_t g, uint32_t peer)
+{
+    const psched_op *o = &f->ops[g];
+    bool send = o->kind == PSCHED_OP_SEND_F || o->kind == PSCHED_OP_SEND_B;
+    chan *c = &f->ch[send ? (size_t)d * f->p + peer : (size_t)peer * f->p + d];
+    if (c->len > 0 && c->sends != send) {
+        uint32_t h = c->q[c->head];
+        c->head = (uint8_t)((c->head + 1) % QCAP);
+        c->len--;
+        const psched_op *other = &f->ops[h];
+        if (!(send ? same_transfer(o, other) : same_transfer(other, o)))
+            return false;
+        recv_done(f, send ? other : o);
+        matched(f, peer);
+        return true;
+    }
+    if (c->len == QCAP)
+        return false;
+    c->sends = send;
+    c->q[(c->head + c->len++) % QCAP] = (uint32_t)g;
+    f->pending[d]++;
+    return true;
+}
+
+/* The input of compute op o (on device d) from stage `from` of cell
+ * `cell`: on the device itself it ran (`need` bit, and not in the pair
+ * [pair0, pair1) being run), from another device its RECV is done. */
+static bool input_ok(const rf *f, uint32_t d, size_t cell, uint8_t need, uint32_t from,
+                     uint8_t done, size_t own)
+{
+    if (f->stage_device[from] == d)
+        return (f->ran[cell] & need) != 0;
+    return (f->comm[own] & done) != 0;
+}
+
+/* Rule 1 for compute op g of device d; sets nothing (the pair's bits are
+ * set once both are checked). */
+static bool compute_ok(const rf *f, uint32_t d, size_t g)
+{
+    const psched_op *o = &f->ops[g];
+    uint32_t s = o->stage;
+    if (o->kind > PSCHED_OP_BW || s >= f->S || o->microbatch >= f->mbs ||
+        f->stage_device[s] != d || (o->flags & PSCHED_OP_BATCH_NEXT))
+        return false;
+    size_t cell = (size_t)o->microbatch * f->S + s;
+    if (f->ran[cell] & (1u << o->kind))
+        return false;
+    bool first = s % f->per == 0, last = s % f->per == f->per - 1;
+    switch (o->kind) {
+    case PSCHED_OP_F:
+        return first || input_ok(f, d, cell - 1, RAN_F, s - 1, DONE_RECV_F, cell);
+    case PSCHED_OP_W:
+        return (f->ran[cell] & RAN_B) != 0;
+    default: /* B, BW */
+        if (!(f->ran[cell] & RAN_F))
+            return false;
+        return last || input_ok(f, d, cell + 1, RAN_BACK, s + 1, DONE_RECV_B, cell);
+    }
+}
+
+/* Runs device d until its list ends or it waits for a group; false when
+ * not the fast path's. */
+static bool run_device(rf *f, uint32_t d)
+{
+    const psched_op *ops = f->ops;
+    size_t last = f->offset[d + 1];
+    while (f->cursor[d] < last) {
+        size_t g = f->cursor[d];
+        const psched_op *o = &ops[g];
+        if (is_comm(o->kind)) {
+            size_t end = g;
+            for (;; end++) {
+                uint32_t peer;
+                if (!is_comm(ops[end].kind) || !comm_ok(f, d, end, &peer) ||
+                    !post(f, d, end, peer))
+                    return false;
+                if (!(ops[end].flags & PSCHED_OP_BATCH_NEXT))
+                    break;
+            }
+            if (f->pending[d] > 0) {
+                f->group_end[d] = end + 1;
+                return true;
+            }
+            f->cursor[d] = end + 1;
+            continue;
+        }
+        size_t n = 1;
+        if (o->flags & PSCHED_OP_OVERLAP_NEXT) {
+            if (g + 1 >= last || (ops[g + 1].flags & PSCHED_OP_OVERLAP_NEXT) ||
+                ops[g + 1].kind > PSCHED_OP_BW)
+                return false;
+            n = 2;
+        }
+        for (size_t u = g; u < g + n; u++)
+            if (!compute_ok(f, d, u))
+                return false;
+        for (size_t u = g; u < g + n; u++) {
+            size_t cell = (size_t)ops[u].microbatch * f->S + ops[u].stage;
+            if (f->ran[cell] & (1u << ops[u].kind))
+                return false; /* the pair's two ops are one */
+            f->ran[cell] |= (uint8_t)(1u << ops[u].kind);
+        }
+        f->cursor[d] = g + n;
+    }
+    return true;
+}
+
+bool psched__rendezvous_fast_check(const psched_schedule *s)
+{
+    const psched_plan *plan = s->plan;
+    uint32_t p = s->devices, S = plan->devices * plan->chunks;
+    uint32_t mbs = psched__plan_chain_mbs(plan);
+    size_t total = s->offset[p], cells = (size_t)S * mbs;
+    if (s->lower_mode != PSCHED_LOWER_RENDEZVOUS || p > 256 || total >= UINT32_MAX ||
+        cells > 4 * total + 4096)
+        return false;
+    rf f = {.ops = s->ops, .offset = s->offset, .p = p, .S = S, .mbs = mbs,
+            .per = S / (plan->chains ? plan->chains : 1)};
+    f.stage_device = psched__reallocarray(NULL, (size_t)S + 1, sizeof *f.stage_device);
+    f.ran = psched__calloc(cells + 1, 1);
+    f.comm = psched__calloc(cells + 1, 1);
+    f.ch = psched__calloc((size_t)p * p + 1, sizeof *f.ch);
+    f.cursor = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.cursor);
+    f.group_end = psched__calloc((size_t)p + 1, sizeof *f.group_end);
+    f.pending = psched__calloc((size_t)p + 1, sizeof *f.pending);
+    f.queue = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.queue);
+    f.queued = psched__calloc((size_t)p + 1, sizeof *f.queued);
+    bool ok = f.stage_device && f.ran && f.comm && f.ch && f.cursor && f.group_end &&
+              f.pending && f.queue && f.queued;
+    for (uint32_t st = 0; ok && st < S; st++)
+        f.stage_device[st] = psched_plan_stage_device(plan, st);
+    for (uint32_t d = 0; ok && d < p; d++) {
+        f.cursor[d] = s->offset[d];
+        enqueue(&f, d);
+    }
+    while (ok && f.qlen) {
+        uint32_t d = f.queue[f.qhead];
+        f.qhead = (f.qhead + 1) % p;
+        f.qlen--;
+        f.queued[d] = false;
+        ok = run_device(&f, d);
+    }
+    for (uint32_t d = 0; ok && d < p; d++)
+        ok = f.cursor[d] == s->offset[d + 1];
+    /* rule 1's counts: every cell one F and either BW or B and W */
+    for (size_t c = 0; ok && c < cells; c++) {
+        uint8_t e = f.ran[c];
+        ok = e == (RAN_F | RAN_B | RAN_W) || e == (RAN_F | RAN_BW);
+    }
+    psched__dealloc(f.stage_device);
+    psched__dealloc(f.ran);
+    psched__dealloc(f.comm);
+    psched__dealloc(f.ch);
+    psched__dealloc(f.cursor);
+    psched__dealloc(f.group_end);
+    psched__dealloc(f.pending);
+    psched__dealloc(f.queue);
+    psched__dealloc(f.queued);
+    return ok;
+}
