@@ -48,18 +48,32 @@ enum {
     DONE_RECV_B = 1u << 5,
 };
 
+/* A posted op as its channel keeps it: what a match compares, without
+ * reading the op record again. */
+typedef struct posted {
+    uint32_t stage, mb;
+    uint32_t kind;
+} posted;
+
 typedef struct chan {
-    uint32_t q[QCAP]; /* posted, unmatched ops (global index), oldest first */
+    posted q[QCAP];   /* posted, unmatched ops, oldest first */
     uint8_t head, len;
     bool sends;       /* the queued ops are SENDs (else RECVs) */
 } chan;
+
+/* What one (stage, micro-batch) has seen so far. */
+typedef struct cell_state {
+    uint8_t ran;  /* RAN_* */
+    uint8_t comm; /* comm kinds posted, DONE_* */
+} cell_state;
 
 typedef struct rf {
     const psched_op *ops;
     const size_t *offset;
     uint32_t p, S, mbs, per;
     uint32_t *stage_device;
-    uint8_t *ran, *comm;  /* [mb*S + stage] */
+    uint8_t *stage_flags; /* PSCHED_EXEC_FIRST / LAST */
+    cell_state *cell;     /* [mb*S + stage] */
     chan *ch;             /* [from*p + to] */
     size_t *cursor, *group_end; /* group_end[d]: 0 when not parked */
     uint32_t *pending;
@@ -100,29 +114,29 @@ static bool comm_ok(rf *f, uint32_t d, size_t g, uint32_t *peer)
         (g + 1 >= f->offset[d + 1] || !is_comm(f->ops[g + 1].kind)))
         return false;
     bool next = toward_next(o->kind);
-    if (next ? s % f->per == f->per - 1 : s % f->per == 0)
+    if (f->stage_flags[s] & (next ? PSCHED_EXEC_LAST : PSCHED_EXEC_FIRST))
         return false;
     uint32_t other = f->stage_device[next ? s + 1 : s - 1];
     if (other == d)
         return false;
     size_t cell = (size_t)o->microbatch * f->S + s;
     uint8_t bit = (uint8_t)(1u << (o->kind - PSCHED_OP_SEND_F));
-    if (f->comm[cell] & bit)
+    if (f->cell[cell].comm & bit)
         return false;
-    f->comm[cell] |= bit;
+    f->cell[cell].comm |= bit;
     /* a SEND after its producer (the F, or the backward) */
-    if (o->kind == PSCHED_OP_SEND_F && !(f->ran[cell] & RAN_F))
+    if (o->kind == PSCHED_OP_SEND_F && !(f->cell[cell].ran & RAN_F))
         return false;
-    if (o->kind == PSCHED_OP_SEND_B && !(f->ran[cell] & RAN_BACK))
+    if (o->kind == PSCHED_OP_SEND_B && !(f->cell[cell].ran & RAN_BACK))
         return false;
     *peer = other;
     return true;
 }
 
 /* SEND a and RECV b carry the same tensor. */
-static bool same_transfer(const psched_op *a, const psched_op *b)
+static bool same_transfer(const posted *a, const posted *b)
 {
-    if (a->microbatch != b->microbatch)
+    if (a->mb != b->mb)
         return false;
     if (a->kind == PSCHED_OP_SEND_F)
         return b->kind == PSCHED_OP_RECV_F && b->stage == a->stage + 1;
@@ -130,10 +144,10 @@ static bool same_transfer(const psched_op *a, const psched_op *b)
 }
 
 /* The RECV r completed: its consumer may run. */
-static void recv_done(rf *f, const psched_op *r)
+static void recv_done(rf *f, const posted *r)
 {
-    size_t cell = (size_t)r->microbatch * f->S + r->stage;
-    f->comm[cell] |= r->kind == PSCHED_OP_RECV_F ? DONE_RECV_F : DONE_RECV_B;
+    size_t cell = (size_t)r->mb * f->S + r->stage;
+    f->cell[cell].comm |= r->kind == PSCHED_OP_RECV_F ? DONE_RECV_F : DONE_RECV_B;
 }
 
 /* A parked device's op was matched. */
@@ -150,24 +164,24 @@ static void matched(rf *f, uint32_t e)
  * path's (a mismatch, a full queue). */
 static bool post(rf *f, uint32_t d, size_t g, uint32_t peer)
 {
-    const psched_op *o = &f->ops[g];
-    bool send = o->kind == PSCHED_OP_SEND_F || o->kind == PSCHED_OP_SEND_B;
+    const psched_op *op = &f->ops[g];
+    posted o = {op->stage, op->microbatch, op->kind};
+    bool send = o.kind == PSCHED_OP_SEND_F || o.kind == PSCHED_OP_SEND_B;
     chan *c = &f->ch[send ? (size_t)d * f->p + peer : (size_t)peer * f->p + d];
     if (c->len > 0 && c->sends != send) {
-        uint32_t h = c->q[c->head];
+        const posted *other = &c->q[c->head];
         c->head = (uint8_t)((c->head + 1) % QCAP);
         c->len--;
-        const psched_op *other = &f->ops[h];
-        if (!(send ? same_transfer(o, other) : same_transfer(other, o)))
+        if (!(send ? same_transfer(&o, other) : same_transfer(other, &o)))
             return false;
-        recv_done(f, send ? other : o);
+        recv_done(f, send ? other : &o);
         matched(f, peer);
         return true;
     }
     if (c->len == QCAP)
         return false;
     c->sends = send;
-    c->q[(c->head + c->len++) % QCAP] = (uint32_t)g;
+    c->q[(c->head + c->len++) % QCAP] = o;
     f->pending[d]++;
     return true;
 }
@@ -179,8 +193,8 @@ static bool input_ok(const rf *f, uint32_t d, size_t cell, uint8_t need, uint32_
                      uint8_t done, size_t own)
 {
     if (f->stage_device[from] == d)
-        return (f->ran[cell] & need) != 0;
-    return (f->comm[own] & done) != 0;
+        return (f->cell[cell].ran & need) != 0;
+    return (f->cell[own].comm & done) != 0;
 }
 
 /* Rule 1 for compute op g of device d; sets nothing (the pair's bits are
@@ -193,16 +207,16 @@ static bool compute_ok(const rf *f, uint32_t d, size_t g)
         f->stage_device[s] != d || (o->flags & PSCHED_OP_BATCH_NEXT))
         return false;
     size_t cell = (size_t)o->microbatch * f->S + s;
-    if (f->ran[cell] & (1u << o->kind))
+    if (f->cell[cell].ran & (1u << o->kind))
         return false;
-    bool first = s % f->per == 0, last = s % f->per == f->per - 1;
+    bool first = f->stage_flags[s] & PSCHED_EXEC_FIRST, last = f->stage_flags[s] & PSCHED_EXEC_LAST;
     switch (o->kind) {
     case PSCHED_OP_F:
         return first || input_ok(f, d, cell - 1, RAN_F, s - 1, DONE_RECV_F, cell);
     case PSCHED_OP_W:
-        return (f->ran[cell] & RAN_B) != 0;
+        return (f->cell[cell].ran & RAN_B) != 0;
     default: /* B, BW */
-        if (!(f->ran[cell] & RAN_F))
+        if (!(f->cell[cell].ran & RAN_F))
             return false;
         return last || input_ok(f, d, cell + 1, RAN_BACK, s + 1, DONE_RECV_B, cell);
     }
@@ -246,9 +260,9 @@ static bool run_device(rf *f, uint32_t d)
                 return false;
         for (size_t u = g; u < g + n; u++) {
             size_t cell = (size_t)ops[u].microbatch * f->S + ops[u].stage;
-            if (f->ran[cell] & (1u << ops[u].kind))
+            if (f->cell[cell].ran & (1u << ops[u].kind))
                 return false; /* the pair's two ops are one */
-            f->ran[cell] |= (uint8_t)(1u << ops[u].kind);
+            f->cell[cell].ran |= (uint8_t)(1u << ops[u].kind);
         }
         f->cursor[d] = g + n;
     }
@@ -267,18 +281,21 @@ bool psched__rendezvous_fast_check(const psched_schedule *s)
     rf f = {.ops = s->ops, .offset = s->offset, .p = p, .S = S, .mbs = mbs,
             .per = S / (plan->chains ? plan->chains : 1)};
     f.stage_device = psched__reallocarray(NULL, (size_t)S + 1, sizeof *f.stage_device);
-    f.ran = psched__calloc(cells + 1, 1);
-    f.comm = psched__calloc(cells + 1, 1);
+    f.stage_flags = psched__reallocarray(NULL, (size_t)S + 1, sizeof *f.stage_flags);
+    f.cell = psched__calloc(cells + 1, sizeof *f.cell);
     f.ch = psched__calloc((size_t)p * p + 1, sizeof *f.ch);
     f.cursor = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.cursor);
     f.group_end = psched__calloc((size_t)p + 1, sizeof *f.group_end);
     f.pending = psched__calloc((size_t)p + 1, sizeof *f.pending);
     f.queue = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.queue);
     f.queued = psched__calloc((size_t)p + 1, sizeof *f.queued);
-    bool ok = f.stage_device && f.ran && f.comm && f.ch && f.cursor && f.group_end &&
+    bool ok = f.stage_device && f.stage_flags && f.cell && f.ch && f.cursor && f.group_end &&
               f.pending && f.queue && f.queued;
-    for (uint32_t st = 0; ok && st < S; st++)
+    for (uint32_t st = 0; ok && st < S; st++) {
         f.stage_device[st] = psched_plan_stage_device(plan, st);
+        f.stage_flags[st] = (uint8_t)((st % f.per == 0 ? PSCHED_EXEC_FIRST : 0) |
+                                      (st % f.per == f.per - 1 ? PSCHED_EXEC_LAST : 0));
+    }
     for (uint32_t d = 0; ok && d < p; d++) {
         f.cursor[d] = s->offset[d];
         enqueue(&f, d);
@@ -294,12 +311,12 @@ bool psched__rendezvous_fast_check(const psched_schedule *s)
         ok = f.cursor[d] == s->offset[d + 1];
     /* rule 1's counts: every cell one F and either BW or B and W */
     for (size_t c = 0; ok && c < cells; c++) {
-        uint8_t e = f.ran[c];
+        uint8_t e = f.cell[c].ran;
         ok = e == (RAN_F | RAN_B | RAN_W) || e == (RAN_F | RAN_BW);
     }
     psched__dealloc(f.stage_device);
-    psched__dealloc(f.ran);
-    psched__dealloc(f.comm);
+    psched__dealloc(f.stage_flags);
+    psched__dealloc(f.cell);
     psched__dealloc(f.ch);
     psched__dealloc(f.cursor);
     psched__dealloc(f.group_end);
