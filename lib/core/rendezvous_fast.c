@@ -87,7 +87,8 @@ static void enqueue(rf *f, uint32_t d)
     if (f->queued[d])
         return;
     f->queued[d] = true;
-    f->queue[(f->qhead + f->qlen++) % f->p] = d;
+    uint32_t at = f->qhead + f->qlen++;
+    f->queue[at >= f->p ? at - f->p : at] = d; /* no division: this runs per group */
 }
 
 static bool is_comm(uint8_t kind)
@@ -302,7 +303,7 @@ bool psched__rendezvous_fast_check(const psched_schedule *s)
     }
     while (ok && f.qlen) {
         uint32_t d = f.queue[f.qhead];
-        f.qhead = (f.qhead + 1) % p;
+        f.qhead = f.qhead + 1 == p ? 0 : f.qhead + 1;
         f.qlen--;
         f.queued[d] = false;
         ok = run_device(&f, d);
