@@ -195,9 +195,15 @@ std::string show_list(const std::vector<psched_op> &ops)
 
 template <typename T> std::string join(const std::vector<T> &v)
 {
+    /* appended piece by piece: `"" + std::to_string(x)` inserts at the
+     * front, which GCC 12 at -O3 flags as an overlapping memcpy
+     * (-Wrestrict, a false positive) */
     std::string s;
-    for (T x : v)
-        s += (s.empty() ? "" : " ") + std::to_string(x);
+    for (T x : v) {
+        if (!s.empty())
+            s += ' ';
+        s += std::to_string(x);
+    }
     return s;
 }
 
