@@ -72,6 +72,14 @@ typedef struct lf {
     fast_rec *recs, *sorted;
     uint32_t *count;       /* [gap + 2] counting sort */
     size_t widest;         /* most ops on one device */
+    /* A transfer's key is computed once, on the first of its two devices
+     * lowered; the comm op it gives the other device waits in that
+     * device's part of the result, not written yet (a device whose part
+     * could not hold them all computes its keys itself: keep[d] false). */
+    psched_op *out;        /* the result's ops */
+    size_t *out_first;     /* [d]: first op of device d in the result */
+    uint32_t *kept;        /* [d]: comm ops waiting there */
+    bool *keep;
 } lf;
 
 /* Global index of the F (back = 0) or the backward (1) of a cell on
@@ -204,12 +212,24 @@ static inline bool key_of(const lf *f, uint32_t p, uint32_t a, uint32_t c, uint3
 
 /* The comm ops of device d, in rec order; returns how many, or -1 when the
  * schedule is not the fast path's. */
-static long device_recs(lf *f, uint32_t d)
+/* Leaves rec r for device e in e's part of the result. */
+static void keep_for(lf *f, uint32_t e, const fast_rec *r)
+{
+    memcpy((char *)(f->out + f->out_first[e]) + (size_t)f->kept[e]++ * sizeof *r, r, sizeof *r);
+}
+
+static long device_recs(lf *f, uint32_t d, long *kept)
 {
     const psched_op *ops = f->ops;
     uint32_t S = f->S;
     size_t first = f->offset[d], last = f->offset[d + 1];
     long n = 0;
+    bool mine = f->keep[d]; /* what earlier devices computed for this one is there */
+    if (mine) {
+        memcpy(f->recs, f->out + f->out_first[d], (size_t)f->kept[d] * sizeof *f->recs);
+        n = f->kept[d];
+    }
+    *kept = n;
     for (size_t g = first; g < last; g++) {
         const psched_op *o = &ops[g];
         uint32_t s = o->stage;
@@ -229,19 +249,29 @@ static long device_recs(lf *f, uint32_t d)
                 out = pos_at(f, cell - 1, 1, to);
         }
         double time;
-        if (in != PSCHED_EXEC_NONE) {
+        if (in != PSCHED_EXEC_NONE && !(from < d && mine)) {
             /* a RECV before this op: the consumer */
             if (!key_of(f, in, from, (uint32_t)g, d, &time))
                 return -1;
             f->recs[n++] = (fast_rec){time, ending_by(f, first, last, time, g), (uint32_t)g,
                                       (uint32_t)g, 1};
+            if (from > d && f->keep[from]) {
+                fast_rec send = {time, ending_by(f, f->offset[from], f->offset[from + 1], time,
+                                                 in), (uint32_t)g, in, 0};
+                keep_for(f, from, &send);
+            }
         }
-        if (out != PSCHED_EXEC_NONE) {
+        if (out != PSCHED_EXEC_NONE && !(to < d && mine)) {
             /* a SEND after this op: the producer */
             if (!key_of(f, (uint32_t)g, d, out, to, &time))
                 return -1;
             f->recs[n++] = (fast_rec){time, ending_by(f, first, last, time, g), out,
                                       (uint32_t)g, 0};
+            if (to > d && f->keep[to]) {
+                fast_rec recv = {time, ending_by(f, f->offset[to], f->offset[to + 1], time, out),
+                                 out, out, 1};
+                keep_for(f, to, &recv);
+            }
         }
     }
     return n;
@@ -259,62 +289,75 @@ static inline bool rec_before(const fast_rec *a, const fast_rec *b)
     return a->transfer < b->transfer;
 }
 
-/* Sorts the n recs by rec_before. They come in their ops' order, so nearly
- * sorted (a RECV's gap is its consumer's place as a rule, a SEND's the
- * place after its producer): insertion sort, unless it has to move them
- * far, then a counting sort by gap and insertion sort within each gap. */
-static fast_rec *sort_recs(lf *f, long n, size_t len)
+/* Insertion sort of r[lo, hi) by rec_before; false when it would move
+ * more than `budget` recs (the run is then left permuted). */
+static bool insertion(fast_rec *r, long lo, long hi, size_t budget)
 {
-    fast_rec *r = f->recs;
-    size_t moves = 0, budget = 8 * (size_t)n + 64;
-    for (long i = 1; i < n && moves <= budget; i++) {
+    size_t moves = 0;
+    for (long i = lo + 1; i < hi; i++) {
         if (!rec_before(&r[i], &r[i - 1]))
             continue;
         fast_rec x = r[i];
         long j = i;
-        while (j > 0 && rec_before(&x, &r[j - 1])) {
+        while (j > lo && rec_before(&x, &r[j - 1]) && moves++ <= budget) {
             r[j] = r[j - 1];
             j--;
-            moves++;
         }
         r[j] = x;
+        if (moves > budget)
+            return false;
     }
-    if (moves <= budget)
-        return r;
+    return true;
+}
+
+/* Sorts the n recs by rec_before: the m kept by earlier devices, then the
+ * device's own. Each run comes in its ops' order, so nearly sorted (a
+ * RECV's gap is its consumer's place as a rule, a SEND's the place after
+ * its producer): insertion sort of each, then a merge; when a run is far
+ * from sorted, a counting sort by gap and insertion sort within gaps. */
+static fast_rec *sort_recs(lf *f, long n, long m, size_t len)
+{
+    fast_rec *r = f->recs;
     if (!f->sorted) {
         f->sorted = psched__reallocarray(NULL, 2 * f->widest + 1, sizeof *f->sorted);
-        f->count = psched__reallocarray(NULL, f->widest + 3, sizeof *f->count);
-        if (!f->sorted || !f->count)
+        if (!f->sorted)
             return NULL;
     }
+    fast_rec *out = f->sorted;
+    if (insertion(r, 0, m, 8 * (size_t)m + 64) && insertion(r, m, n, 8 * (size_t)(n - m) + 64)) {
+        if (m == 0 || m == n)
+            return r;
+        long i = 0, j = m, k = 0;
+        while (i < m && j < n)
+            out[k++] = rec_before(&r[j], &r[i]) ? r[j++] : r[i++];
+        while (i < m)
+            out[k++] = r[i++];
+        while (j < n)
+            out[k++] = r[j++];
+        return out;
+    }
+    if (!f->count && !(f->count = psched__reallocarray(NULL, f->widest + 3, sizeof *f->count)))
+        return NULL;
     uint32_t *count = f->count;
     memset(count, 0, (len + 3) * sizeof *count);
     for (long i = 0; i < n; i++)
         count[r[i].gap + 2]++;
     for (size_t g = 0; g <= len; g++)
         count[g + 2] += count[g + 1];
-    fast_rec *out = f->sorted;
     for (long i = 0; i < n; i++)
         out[count[r[i].gap + 1]++] = r[i];
-    for (long i = 1; i < n; i++) {
-        fast_rec x = out[i];
-        long j = i;
-        while (j > 0 && rec_before(&x, &out[j - 1])) {
-            out[j] = out[j - 1];
-            j--;
-        }
-        out[j] = x;
-    }
+    insertion(out, 0, n, SIZE_MAX);
     return out;
 }
 
-/* Device d's ops with its n comm ops in their gaps, written at `at`;
+/* Device d's ops with its n comm ops (m of them kept by earlier devices)
+ * in their gaps, written at `at`;
  * returns the end. */
-static psched_op *emit_device(lf *f, uint32_t d, long n, psched_op *at)
+static psched_op *emit_device(lf *f, uint32_t d, long n, long m, psched_op *at)
 {
     const psched_op *ops = f->ops;
     size_t first = f->offset[d], len = f->offset[d + 1] - first;
-    const fast_rec *r = sort_recs(f, n, len);
+    const fast_rec *r = sort_recs(f, n, m, len);
     if (!r)
         return NULL;
     long i = 0;
@@ -344,6 +387,8 @@ static void lf_free(lf *f)
     psched__dealloc(f->stage_device);
     psched__dealloc(f->stage_flags);
     psched__dealloc(f->recs);
+    psched__dealloc(f->kept);
+    psched__dealloc(f->keep);
     psched__dealloc(f->sorted);
     psched__dealloc(f->count);
 }
@@ -454,11 +499,50 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
         }
     }
     if (ok) {
+        f.out = out->ops;
+        f.out_first = out->offset;
+        f.kept = psched__calloc((size_t)p + 1, sizeof *f.kept);
+        f.keep = psched__calloc((size_t)p + 1, sizeof *f.keep);
+        ok = f.kept && f.keep;
+    }
+    if (ok) {
+        /* each device's part of the result, and whether it can hold the
+         * comm ops of its transfers with earlier devices until it is
+         * written (at most all its comm ops, which take 12 bytes each
+         * there against a rec's 24: so only where they are fewer) */
+        size_t at = 0;
+        for (uint32_t d = 0; d < p; d++) {
+            size_t comm = 0, earlier = 0;
+            for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
+                const psched_op *o = &s->ops[g];
+                uint32_t st = o->stage, in = d, to = d;
+                uint8_t fl = f.stage_flags[st];
+                if (o->kind == PSCHED_OP_F) {
+                    in = fl & PSCHED_EXEC_FIRST ? d : f.stage_device[st - 1];
+                    to = fl & PSCHED_EXEC_LAST ? d : f.stage_device[st + 1];
+                } else if (o->kind != PSCHED_OP_W) {
+                    in = fl & PSCHED_EXEC_LAST ? d : f.stage_device[st + 1];
+                    to = fl & PSCHED_EXEC_FIRST ? d : f.stage_device[st - 1];
+                }
+                comm += (in != d) + (to != d);
+                earlier += (in < d) + (to < d);
+            }
+            size_t room = (s->offset[d + 1] - s->offset[d] + comm) * sizeof *out->ops;
+            f.keep[d] = earlier * sizeof(fast_rec) <= room;
+            out->offset[d] = at;
+            at += s->offset[d + 1] - s->offset[d] + comm;
+        }
+        ok = at == count;
+    }
+    if (ok) {
         psched_op *at = out->ops;
         for (uint32_t d = 0; d < p && at; d++) {
-            out->offset[d] = (size_t)(at - out->ops);
-            long n = device_recs(&f, d);
-            at = n < 0 ? NULL : emit_device(&f, d, n, at);
+            if ((size_t)(at - out->ops) != out->offset[d]) {
+                at = NULL;
+                break;
+            }
+            long m, n = device_recs(&f, d, &m);
+            at = n < 0 ? NULL : emit_device(&f, d, n, m, at);
         }
         ok = at && (size_t)(at - out->ops) == count;
         out->offset[p] = count;
