@@ -438,20 +438,76 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
         end = start ? start + total : NULL;
     }
     ok = ok && start && psched__execute_fast(s, costs, start, end, NULL);
+    if (ok) {
+        if (widest < UINT16_MAX)
+            f.pos16 = psched__reallocarray(NULL, 2 * cells + 1, sizeof *f.pos16);
+        else
+            f.pos32 = psched__reallocarray(NULL, 2 * cells + 1, sizeof *f.pos32);
+        f.stage_device = psched__reallocarray(NULL, (size_t)S + 1, sizeof *f.stage_device);
+        f.stage_flags = psched__reallocarray(NULL, (size_t)S + 1, sizeof *f.stage_flags);
+        f.recs = psched__reallocarray(NULL, 2 * widest + 1, sizeof *f.recs);
+        f.kept = psched__calloc((size_t)p + 1, sizeof *f.kept);
+        f.keep = psched__calloc((size_t)p + 1, sizeof *f.keep);
+        ok = (f.pos16 || f.pos32) && f.stage_device && f.stage_flags && f.recs && f.kept &&
+             f.keep;
+    }
     uint64_t *idle = ok ? psched__calloc(total / 64 + 1, sizeof *idle) : NULL;
     float *endf = ok ? psched__reallocarray(NULL, total + 1, sizeof *endf) : NULL;
     ok = ok && idle && endf;
+    if (ok) {
+        for (uint32_t st = 0; st < S; st++) {
+            f.stage_device[st] = psched_plan_stage_device(plan, st);
+            f.stage_flags[st] = (uint8_t)((st % per == 0 ? PSCHED_EXEC_FIRST : 0) |
+                                          (st % per == per - 1 ? PSCHED_EXEC_LAST : 0));
+        }
+        f.out = out->ops;
+        f.out_first = out->offset;
+    }
+    /* One pass over the ops: idle bits, ends as floats, positions, and
+     * each device's part of the result and whether it can hold the comm
+     * ops of its transfers with earlier devices until it is written (at
+     * most all its comm ops, which take 12 bytes each there against a
+     * rec's 24: so only where they are fewer). The fast engine accepted the
+     * schedule: every op a compute op on its stage's device, every cell
+     * one F and one backward. */
     bool exact = true;
+    size_t placed = 0;
     for (uint32_t d = 0; d < p && ok; d++) {
         double prev = 0;
+        size_t comm = 0, earlier = 0;
         for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
             if (start[g] != prev)
                 idle[g / 64] |= (uint64_t)1 << (g % 64);
             prev = end[g];
             endf[g] = (float)end[g];
             exact &= (double)endf[g] == end[g];
+            const psched_op *o = &s->ops[g];
+            uint32_t st = o->stage, in = d, to = d;
+            uint8_t fl = f.stage_flags[st];
+            ok &= !o->flags; /* an overlapped pair: not the fast path's */
+            if (o->kind == PSCHED_OP_W)
+                continue;
+            size_t i = 2 * ((size_t)o->microbatch * S + st) + (o->kind != PSCHED_OP_F);
+            if (f.pos16)
+                f.pos16[i] = (uint16_t)(g - s->offset[d]);
+            else
+                f.pos32[i] = (uint32_t)(g - s->offset[d]);
+            if (o->kind == PSCHED_OP_F) {
+                in = fl & PSCHED_EXEC_FIRST ? d : f.stage_device[st - 1];
+                to = fl & PSCHED_EXEC_LAST ? d : f.stage_device[st + 1];
+            } else {
+                in = fl & PSCHED_EXEC_LAST ? d : f.stage_device[st + 1];
+                to = fl & PSCHED_EXEC_FIRST ? d : f.stage_device[st - 1];
+            }
+            comm += (in != d) + (to != d);
+            earlier += (in < d) + (to < d);
         }
+        size_t room = (s->offset[d + 1] - s->offset[d] + comm) * sizeof *out->ops;
+        f.keep[d] = earlier * sizeof(fast_rec) <= room;
+        out->offset[d] = placed;
+        placed += s->offset[d + 1] - s->offset[d] + comm;
     }
+    ok = ok && placed == count;
     f.idle = idle;
     if (ok && exact) {
         f.endf = endf;
@@ -464,76 +520,6 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
         ok = ok && copy;
     }
     psched__dealloc(own);
-    if (ok) {
-        if (widest < UINT16_MAX)
-            f.pos16 = psched__reallocarray(NULL, 2 * cells + 1, sizeof *f.pos16);
-        else
-            f.pos32 = psched__reallocarray(NULL, 2 * cells + 1, sizeof *f.pos32);
-        f.stage_device = psched__reallocarray(NULL, (size_t)S + 1, sizeof *f.stage_device);
-        f.stage_flags = psched__reallocarray(NULL, (size_t)S + 1, sizeof *f.stage_flags);
-        f.recs = psched__reallocarray(NULL, 2 * widest + 1, sizeof *f.recs);
-        ok = (f.pos16 || f.pos32) && f.stage_device && f.stage_flags && f.recs;
-    }
-    if (ok) {
-        /* the fast engine accepted it: every op a compute op on its stage's
-         * device, every cell one F and one backward */
-        for (uint32_t st = 0; st < S; st++) {
-            f.stage_device[st] = psched_plan_stage_device(plan, st);
-            f.stage_flags[st] = (uint8_t)((st % per == 0 ? PSCHED_EXEC_FIRST : 0) |
-                                          (st % per == per - 1 ? PSCHED_EXEC_LAST : 0));
-        }
-        for (uint32_t d = 0; d < p && ok; d++) {
-            for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
-                const psched_op *o = &s->ops[g];
-                size_t i = 2 * ((size_t)o->microbatch * S + o->stage) + (o->kind != PSCHED_OP_F);
-                size_t at = g - s->offset[d];
-                if (o->flags)
-                    ok = false; /* an overlapped pair: not the fast path's */
-                else if (o->kind == PSCHED_OP_W)
-                    continue;
-                else if (f.pos16)
-                    f.pos16[i] = (uint16_t)at;
-                else
-                    f.pos32[i] = (uint32_t)at;
-            }
-        }
-    }
-    if (ok) {
-        f.out = out->ops;
-        f.out_first = out->offset;
-        f.kept = psched__calloc((size_t)p + 1, sizeof *f.kept);
-        f.keep = psched__calloc((size_t)p + 1, sizeof *f.keep);
-        ok = f.kept && f.keep;
-    }
-    if (ok) {
-        /* each device's part of the result, and whether it can hold the
-         * comm ops of its transfers with earlier devices until it is
-         * written (at most all its comm ops, which take 12 bytes each
-         * there against a rec's 24: so only where they are fewer) */
-        size_t at = 0;
-        for (uint32_t d = 0; d < p; d++) {
-            size_t comm = 0, earlier = 0;
-            for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
-                const psched_op *o = &s->ops[g];
-                uint32_t st = o->stage, in = d, to = d;
-                uint8_t fl = f.stage_flags[st];
-                if (o->kind == PSCHED_OP_F) {
-                    in = fl & PSCHED_EXEC_FIRST ? d : f.stage_device[st - 1];
-                    to = fl & PSCHED_EXEC_LAST ? d : f.stage_device[st + 1];
-                } else if (o->kind != PSCHED_OP_W) {
-                    in = fl & PSCHED_EXEC_LAST ? d : f.stage_device[st + 1];
-                    to = fl & PSCHED_EXEC_FIRST ? d : f.stage_device[st - 1];
-                }
-                comm += (in != d) + (to != d);
-                earlier += (in < d) + (to < d);
-            }
-            size_t room = (s->offset[d + 1] - s->offset[d] + comm) * sizeof *out->ops;
-            f.keep[d] = earlier * sizeof(fast_rec) <= room;
-            out->offset[d] = at;
-            at += s->offset[d + 1] - s->offset[d] + comm;
-        }
-        ok = at == count;
-    }
     if (ok) {
         psched_op *at = out->ops;
         for (uint32_t d = 0; d < p && at; d++) {
