@@ -43,6 +43,12 @@
  *
  * The compute order is unchanged. Cost: O(ops log ops).
  *
+ * The common case (rendezvous mode, compute ops without overlapped pairs,
+ * the compute fast path's costs, no tie on a zero-cost consumer) takes the
+ * fast path in lower_fast.c, which gives exactly this lowering's output
+ * without its global order, per-transfer arrays and builder
+ * (tests/test_lower_fast.c compares the two).
+ *
  * Activation copies (OFFLOAD/RELOAD, issue 18) stay where they are: each
  * is part of the tail of the compute unit it follows, so it stays right
  * behind that unit, ahead of the comm ops lowering puts in the gap after

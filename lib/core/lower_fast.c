@@ -310,34 +310,48 @@ static bool insertion(fast_rec *r, long lo, long hi, size_t budget)
     return true;
 }
 
+/* Two sorted runs of recs, read in merged order. */
+typedef struct runs {
+    const fast_rec *a, *a_end, *b, *b_end;
+} runs;
+
+static inline const fast_rec *runs_peek(const runs *it)
+{
+    if (it->a == it->a_end)
+        return it->b < it->b_end ? it->b : NULL;
+    if (it->b == it->b_end)
+        return it->a;
+    return rec_before(it->b, it->a) ? it->b : it->a;
+}
+
+static inline void runs_take(runs *it, const fast_rec *r)
+{
+    if (it->a < it->a_end && r == it->a) /* an empty run a may end where b starts */
+        it->a++;
+    else
+        it->b++;
+}
+
 /* Sorts the n recs by rec_before: the m kept by earlier devices, then the
  * device's own. Each run comes in its ops' order, so nearly sorted (a
  * RECV's gap is its consumer's place as a rule, a SEND's the place after
- * its producer): insertion sort of each, then a merge; when a run is far
- * from sorted, a counting sort by gap and insertion sort within gaps. */
-static fast_rec *sort_recs(lf *f, long n, long m, size_t len)
+ * its producer): insertion sort of each, read merged as they are written
+ * out; when a run is far from sorted, a counting sort by gap and insertion
+ * sort within gaps (in a second array, made then). */
+static bool sort_recs(lf *f, long n, long m, size_t len, runs *it)
 {
     fast_rec *r = f->recs;
+    if (insertion(r, 0, m, 8 * (size_t)m + 64) && insertion(r, m, n, 8 * (size_t)(n - m) + 64)) {
+        *it = (runs){r, r + m, r + m, r + n};
+        return true;
+    }
     if (!f->sorted) {
         f->sorted = psched__reallocarray(NULL, 2 * f->widest + 1, sizeof *f->sorted);
-        if (!f->sorted)
-            return NULL;
+        f->count = psched__reallocarray(NULL, f->widest + 3, sizeof *f->count);
+        if (!f->sorted || !f->count)
+            return false;
     }
     fast_rec *out = f->sorted;
-    if (insertion(r, 0, m, 8 * (size_t)m + 64) && insertion(r, m, n, 8 * (size_t)(n - m) + 64)) {
-        if (m == 0 || m == n)
-            return r;
-        long i = 0, j = m, k = 0;
-        while (i < m && j < n)
-            out[k++] = rec_before(&r[j], &r[i]) ? r[j++] : r[i++];
-        while (i < m)
-            out[k++] = r[i++];
-        while (j < n)
-            out[k++] = r[j++];
-        return out;
-    }
-    if (!f->count && !(f->count = psched__reallocarray(NULL, f->widest + 3, sizeof *f->count)))
-        return NULL;
     uint32_t *count = f->count;
     memset(count, 0, (len + 3) * sizeof *count);
     for (long i = 0; i < n; i++)
@@ -347,29 +361,32 @@ static fast_rec *sort_recs(lf *f, long n, long m, size_t len)
     for (long i = 0; i < n; i++)
         out[count[r[i].gap + 1]++] = r[i];
     insertion(out, 0, n, SIZE_MAX);
-    return out;
+    *it = (runs){out, out + n, out + n, out + n};
+    return true;
 }
 
 /* Device d's ops with its n comm ops (m of them kept by earlier devices)
- * in their gaps, written at `at`;
- * returns the end. */
+ * in their gaps, written at `at`; returns the end. */
 static psched_op *emit_device(lf *f, uint32_t d, long n, long m, psched_op *at)
 {
     const psched_op *ops = f->ops;
     size_t first = f->offset[d], len = f->offset[d + 1] - first;
-    const fast_rec *r = sort_recs(f, n, m, len);
-    if (!r)
+    runs it;
+    if (!sort_recs(f, n, m, len, &it))
         return NULL;
-    long i = 0;
+    const fast_rec *r = runs_peek(&it);
     for (size_t g = 0; g <= len; g++) {
-        for (; i < n && r[i].gap == g; i++) {
-            const psched_op *o = &ops[r[i].op];
+        while (r && r->gap == g) {
+            runs_take(&it, r);
+            const fast_rec *next = runs_peek(&it);
+            const psched_op *o = &ops[r->op];
             bool fwd = o->kind == PSCHED_OP_F;
-            uint8_t kind = r[i].recv ? (fwd ? PSCHED_OP_RECV_F : PSCHED_OP_RECV_B)
-                                     : (fwd ? PSCHED_OP_SEND_F : PSCHED_OP_SEND_B);
-            bool batch = i + 1 < n && r[i + 1].gap == g && r[i + 1].time == r[i].time;
+            uint8_t kind = r->recv ? (fwd ? PSCHED_OP_RECV_F : PSCHED_OP_RECV_B)
+                                   : (fwd ? PSCHED_OP_SEND_F : PSCHED_OP_SEND_B);
+            bool batch = next && next->gap == g && next->time == r->time;
             *at++ = (psched_op){o->stage, o->microbatch, o->chunk, kind,
                                 (uint8_t)(batch ? PSCHED_OP_BATCH_NEXT : 0)};
+            r = next;
         }
         if (g < len)
             *at++ = ops[first + g];

@@ -33,6 +33,10 @@
  * two posts. A device parked on a group resumes when its last transfer is
  * matched, so the run is O(ops); devices left parked form a deadlock cycle.
  *
+ * psched_validate() first tries the fast path of rendezvous_fast.c, which
+ * runs these semantics without times and answers only "valid"; anything
+ * else comes here, so every message comes from this file.
+ *
  * Times: compute ops as in execute.c; a comm op takes no device time, so
  * its start and end are both the completion of its transfer.
  *
