@@ -1224,6 +1224,12 @@ static bool fast_costs_plain(const psched_plan *plan, const psched_plan *costs, 
 bool psched__execute_fast(const psched_schedule *s, const psched_plan *costs, double *start,
                           double *end, psched_fast_figures *fig)
 {
+    return psched__execute_fast_in(s, costs, start, end, fig, NULL);
+}
+
+bool psched__execute_fast_in(const psched_schedule *s, const psched_plan *costs, double *start,
+                             double *end, psched_fast_figures *fig, double *scratch)
+{
     const psched_plan *plan = s->plan;
     if (!costs)
         costs = plan;
@@ -1239,7 +1245,8 @@ bool psched__execute_fast(const psched_schedule *s, const psched_plan *costs, do
                    .start = start, .end = end};
     fast_stage *stages = psched__calloc((size_t)S + 1, sizeof *stages);
     f.cell = psched__calloc(cells + 1, 1);
-    f.tcell = timed ? psched__malloc_array_huge(2 * cells + 1, sizeof *f.tcell) : NULL;
+    f.tcell = !timed ? NULL : scratch ? scratch
+                                      : psched__malloc_array_huge(2 * cells + 1, sizeof *f.tcell);
     f.cursor = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.cursor);
     f.free_at = psched__calloc((size_t)p + 1, sizeof *f.free_at);
     f.waiting = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.waiting);
@@ -1278,7 +1285,8 @@ bool psched__execute_fast(const psched_schedule *s, const psched_plan *costs, do
     psched__dealloc(stages);
     psched__dealloc(f.mem);
     psched__dealloc(f.cell);
-    psched__dealloc(f.tcell);
+    if (f.tcell != scratch)
+        psched__dealloc(f.tcell);
     psched__dealloc(f.cursor);
     psched__dealloc(f.free_at);
     psched__dealloc(f.waiting);

@@ -443,18 +443,22 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
         ok = out->offset && out->ops;
     }
     /* The simulated times, in the result's op array while it is not
-     * written yet when they fit there (it is resident anyway): the starts
-     * only until the idle bits are set, the ends until they are copied as
-     * floats (or as doubles, when some end is not a float). */
-    double *start = NULL, *end = NULL, *own = NULL;
-    if (ok && (count + 1) * sizeof *out->ops >= 2 * total * sizeof(double)) {
+     * written yet when they fit there (it is resident anyway), and the
+     * engine's per-cell times with them (no allocation freed, then kept
+     * resident by the heap): the starts only until the idle bits are set,
+     * the ends until they are copied as floats (or as doubles, when some
+     * end is not a float). */
+    double *start = NULL, *end = NULL, *own = NULL, *cell_times = NULL;
+    if (ok && (count + 1) * sizeof *out->ops >= (2 * total + 2 * cells + 1) * sizeof(double)) {
+        /* the engine's cell times there too */
         start = (double *)(void *)out->ops;
         end = start + total;
+        cell_times = end + total;
     } else if (ok) {
         own = start = psched__malloc_array_huge(2 * total + 1, sizeof *start);
         end = start ? start + total : NULL;
     }
-    ok = ok && start && psched__execute_fast(s, costs, start, end, NULL);
+    ok = ok && start && psched__execute_fast_in(s, costs, start, end, NULL, cell_times);
     if (ok) {
         if (widest < UINT16_MAX)
             f.pos16 = psched__reallocarray(NULL, 2 * cells + 1, sizeof *f.pos16);
