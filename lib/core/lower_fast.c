@@ -174,9 +174,10 @@ static inline double start_of(const lf *f, size_t g, size_t first, uint32_t d)
 
 /* lower.c's idle_until() on device d, ops [first, last). */
 static inline double idle_until(const lf *f, uint32_t d, size_t first, size_t last, double t,
-                                double span, size_t hint)
+                                double span, size_t hint, uint32_t *gap)
 {
-    size_t u = first + ending_by(f, first, last, t, hint);
+    *gap = ending_by(f, first, last, t, hint);
+    size_t u = first + *gap;
     double gap_start = u > first ? end_at(f, u - 1) : -INFINITY;
     double gap_end = u < last ? start_of(f, u, first, d) : INFINITY;
     double latest = gap_end - span < t ? gap_end - span : t;
@@ -186,38 +187,48 @@ static inline double idle_until(const lf *f, uint32_t d, size_t first, size_t la
 }
 
 /* lower.c's transfer_key() for producer p on device a, consumer c on
- * device b; false when the key would need the rank tie-break. */
+ * device b, with the gaps of its SEND on a and its RECV on b (the ops of
+ * the device ending by the key); false when the key would need the rank
+ * tie-break. */
 static inline bool key_of(const lf *f, uint32_t p, uint32_t a, uint32_t c, uint32_t b,
-                          double *time)
+                          double *time, uint32_t *gap_a, uint32_t *gap_b)
 {
     size_t a0 = f->offset[a], a1 = f->offset[a + 1], b0 = f->offset[b], b1 = f->offset[b + 1];
     double comm = f->comm, lo = end_at(f, p);
     double when = start_of(f, c, b0, b) - comm;
+    bool found = false; /* the search stopped at a time both are idle: the gaps are its */
     int step = 0;
     for (; step < FAST_IDLE_STEPS && when >= lo; step++) {
-        double ta = idle_until(f, a, a0, a1, when, comm, p);
-        double tb = idle_until(f, b, b0, b1, when, comm, c);
-        if (ta == when && tb == when)
+        double ta = idle_until(f, a, a0, a1, when, comm, p, gap_a);
+        double tb = idle_until(f, b, b0, b1, when, comm, c, gap_b);
+        if (ta == when && tb == when) {
+            found = true;
             break;
+        }
         when = ta < tb ? ta : tb;
     }
     if (step == FAST_IDLE_STEPS || when < lo) {
         when = lo;
         if (c > b0 && end_at(f, c - 1) > when)
             when = end_at(f, c - 1);
+        found = false;
+    }
+    if (!found) {
+        *gap_a = ending_by(f, a0, a1, when, p);
+        *gap_b = ending_by(f, b0, b1, when, c);
     }
     *time = when;
     return end_at(f, c) != when;
 }
 
-/* The comm ops of device d, in rec order; returns how many, or -1 when the
- * schedule is not the fast path's. */
 /* Leaves rec r for device e in e's part of the result. */
 static void keep_for(lf *f, uint32_t e, const fast_rec *r)
 {
     memcpy((char *)(f->out + f->out_first[e]) + (size_t)f->kept[e]++ * sizeof *r, r, sizeof *r);
 }
 
+/* The comm ops of device d (those kept for it first); returns how many,
+ * or -1 when the schedule is not the fast path's. */
 static long device_recs(lf *f, uint32_t d, long *kept)
 {
     const psched_op *ops = f->ops;
@@ -249,27 +260,24 @@ static long device_recs(lf *f, uint32_t d, long *kept)
                 out = pos_at(f, cell - 1, 1, to);
         }
         double time;
+        uint32_t gap_a, gap_b;
         if (in != PSCHED_EXEC_NONE && !(from < d && mine)) {
             /* a RECV before this op: the consumer */
-            if (!key_of(f, in, from, (uint32_t)g, d, &time))
+            if (!key_of(f, in, from, (uint32_t)g, d, &time, &gap_a, &gap_b))
                 return -1;
-            f->recs[n++] = (fast_rec){time, ending_by(f, first, last, time, g), (uint32_t)g,
-                                      (uint32_t)g, 1};
+            f->recs[n++] = (fast_rec){time, gap_b, (uint32_t)g, (uint32_t)g, 1};
             if (from > d && f->keep[from]) {
-                fast_rec send = {time, ending_by(f, f->offset[from], f->offset[from + 1], time,
-                                                 in), (uint32_t)g, in, 0};
+                fast_rec send = {time, gap_a, (uint32_t)g, in, 0};
                 keep_for(f, from, &send);
             }
         }
         if (out != PSCHED_EXEC_NONE && !(to < d && mine)) {
             /* a SEND after this op: the producer */
-            if (!key_of(f, (uint32_t)g, d, out, to, &time))
+            if (!key_of(f, (uint32_t)g, d, out, to, &time, &gap_a, &gap_b))
                 return -1;
-            f->recs[n++] = (fast_rec){time, ending_by(f, first, last, time, g), out,
-                                      (uint32_t)g, 0};
+            f->recs[n++] = (fast_rec){time, gap_a, out, (uint32_t)g, 0};
             if (to > d && f->keep[to]) {
-                fast_rec recv = {time, ending_by(f, f->offset[to], f->offset[to + 1], time, out),
-                                 out, out, 1};
+                fast_rec recv = {time, gap_b, out, out, 1};
                 keep_for(f, to, &recv);
             }
         }
