@@ -42,14 +42,15 @@
 /* lower.c's IDLE_SEARCH_STEPS: the same search, the same cut-off */
 #define FAST_IDLE_STEPS 16
 
-/* One comm op of the device being lowered. */
+/* One comm op of the device being lowered: 16 bytes, since the ones kept
+ * for a later device are written to and read back from memory. */
 typedef struct fast_rec {
-    double time;       /* its transfer's key */
-    uint32_t gap;      /* before the gap-th op of the device */
-    uint32_t transfer; /* the transfer's consumer (global index): lower.c's numbering */
-    uint32_t op;       /* the op it belongs to: its producer (SEND), consumer (RECV) */
-    uint32_t recv;     /* 1: a RECV */
+    double time;  /* its transfer's key */
+    uint32_t gap; /* before the gap-th op of the device; REC_RECV: a RECV */
+    uint32_t op;  /* the op it belongs to: its producer (SEND), consumer (RECV) */
 } fast_rec;
+
+#define REC_RECV 0x80000000u
 
 typedef struct lf {
     const psched_schedule *s;
@@ -265,9 +266,9 @@ static long device_recs(lf *f, uint32_t d, long *kept)
             /* a RECV before this op: the consumer */
             if (!key_of(f, in, from, (uint32_t)g, d, &time, &gap_a, &gap_b))
                 return -1;
-            f->recs[n++] = (fast_rec){time, gap_b, (uint32_t)g, (uint32_t)g, 1};
+            f->recs[n++] = (fast_rec){time, gap_b | REC_RECV, (uint32_t)g};
             if (from > d && f->keep[from]) {
-                fast_rec send = {time, gap_a, (uint32_t)g, in, 0};
+                fast_rec send = {time, gap_a, in};
                 keep_for(f, from, &send);
             }
         }
@@ -275,9 +276,9 @@ static long device_recs(lf *f, uint32_t d, long *kept)
             /* a SEND after this op: the producer */
             if (!key_of(f, (uint32_t)g, d, out, to, &time, &gap_a, &gap_b))
                 return -1;
-            f->recs[n++] = (fast_rec){time, gap_a, out, (uint32_t)g, 0};
+            f->recs[n++] = (fast_rec){time, gap_a, (uint32_t)g};
             if (to > d && f->keep[to]) {
-                fast_rec recv = {time, gap_b, out, out, 1};
+                fast_rec recv = {time, gap_b | REC_RECV, out};
                 keep_for(f, to, &recv);
             }
         }
@@ -286,28 +287,42 @@ static long device_recs(lf *f, uint32_t d, long *kept)
 }
 
 /* lower.c's rec_cmp on one device (every rank UINT32_MAX). */
-static inline bool rec_before(const fast_rec *a, const fast_rec *b)
+/* The transfer of a comm op, numbered as lower.c numbers them: by its
+ * consumer's global index (a SEND's is looked up only on a tie). */
+static uint32_t transfer_of(const lf *f, const fast_rec *r)
 {
-    if (a->gap != b->gap)
-        return a->gap < b->gap;
+    if (r->gap & REC_RECV)
+        return r->op;
+    const psched_op *o = &f->ops[r->op];
+    size_t cell = (size_t)o->microbatch * f->S + o->stage;
+    if (o->kind == PSCHED_OP_F)
+        return pos_at(f, cell + 1, 0, f->stage_device[o->stage + 1]);
+    return pos_at(f, cell - 1, 1, f->stage_device[o->stage - 1]);
+}
+
+static inline bool rec_before(const lf *f, const fast_rec *a, const fast_rec *b)
+{
+    uint32_t ga = a->gap & ~REC_RECV, gb = b->gap & ~REC_RECV;
+    if (ga != gb)
+        return ga < gb;
     if (a->time != b->time)
         return a->time < b->time;
-    if (a->recv != b->recv)
-        return a->recv < b->recv;
-    return a->transfer < b->transfer;
+    if ((a->gap ^ b->gap) & REC_RECV)
+        return !(a->gap & REC_RECV); /* SEND first */
+    return transfer_of(f, a) < transfer_of(f, b);
 }
 
 /* Insertion sort of r[lo, hi) by rec_before; false when it would move
  * more than `budget` recs (the run is then left permuted). */
-static bool insertion(fast_rec *r, long lo, long hi, size_t budget)
+static bool insertion(const lf *f, fast_rec *r, long lo, long hi, size_t budget)
 {
     size_t moves = 0;
     for (long i = lo + 1; i < hi; i++) {
-        if (!rec_before(&r[i], &r[i - 1]))
+        if (!rec_before(f, &r[i], &r[i - 1]))
             continue;
         fast_rec x = r[i];
         long j = i;
-        while (j > lo && rec_before(&x, &r[j - 1]) && moves++ <= budget) {
+        while (j > lo && rec_before(f, &x, &r[j - 1]) && moves++ <= budget) {
             r[j] = r[j - 1];
             j--;
         }
@@ -323,13 +338,13 @@ typedef struct runs {
     const fast_rec *a, *a_end, *b, *b_end;
 } runs;
 
-static inline const fast_rec *runs_peek(const runs *it)
+static inline const fast_rec *runs_peek(const lf *f, const runs *it)
 {
     if (it->a == it->a_end)
         return it->b < it->b_end ? it->b : NULL;
     if (it->b == it->b_end)
         return it->a;
-    return rec_before(it->b, it->a) ? it->b : it->a;
+    return rec_before(f, it->b, it->a) ? it->b : it->a;
 }
 
 static inline void runs_take(runs *it, const fast_rec *r)
@@ -349,7 +364,7 @@ static inline void runs_take(runs *it, const fast_rec *r)
 static bool sort_recs(lf *f, long n, long m, size_t len, runs *it)
 {
     fast_rec *r = f->recs;
-    if (insertion(r, 0, m, 8 * (size_t)m + 64) && insertion(r, m, n, 8 * (size_t)(n - m) + 64)) {
+    if (insertion(f, r, 0, m, 8 * (size_t)m + 64) && insertion(f, r, m, n, 8 * (size_t)(n - m) + 64)) {
         *it = (runs){r, r + m, r + m, r + n};
         return true;
     }
@@ -363,12 +378,12 @@ static bool sort_recs(lf *f, long n, long m, size_t len, runs *it)
     uint32_t *count = f->count;
     memset(count, 0, (len + 3) * sizeof *count);
     for (long i = 0; i < n; i++)
-        count[r[i].gap + 2]++;
+        count[(r[i].gap & ~REC_RECV) + 2]++;
     for (size_t g = 0; g <= len; g++)
         count[g + 2] += count[g + 1];
     for (long i = 0; i < n; i++)
-        out[count[r[i].gap + 1]++] = r[i];
-    insertion(out, 0, n, SIZE_MAX);
+        out[count[(r[i].gap & ~REC_RECV) + 1]++] = r[i];
+    insertion(f, out, 0, n, SIZE_MAX);
     *it = (runs){out, out + n, out + n, out + n};
     return true;
 }
@@ -382,16 +397,16 @@ static psched_op *emit_device(lf *f, uint32_t d, long n, long m, psched_op *at)
     runs it;
     if (!sort_recs(f, n, m, len, &it))
         return NULL;
-    const fast_rec *r = runs_peek(&it);
+    const fast_rec *r = runs_peek(f, &it);
     for (size_t g = 0; g <= len; g++) {
-        while (r && r->gap == g) {
+        while (r && (r->gap & ~REC_RECV) == g) {
             runs_take(&it, r);
-            const fast_rec *next = runs_peek(&it);
+            const fast_rec *next = runs_peek(f, &it);
             const psched_op *o = &ops[r->op];
             bool fwd = o->kind == PSCHED_OP_F;
-            uint8_t kind = r->recv ? (fwd ? PSCHED_OP_RECV_F : PSCHED_OP_RECV_B)
+            uint8_t kind = (r->gap & REC_RECV) ? (fwd ? PSCHED_OP_RECV_F : PSCHED_OP_RECV_B)
                                    : (fwd ? PSCHED_OP_SEND_F : PSCHED_OP_SEND_B);
-            bool batch = next && next->gap == g && next->time == r->time;
+            bool batch = next && (next->gap & ~REC_RECV) == g && next->time == r->time;
             *at++ = (psched_op){o->stage, o->microbatch, o->chunk, kind,
                                 (uint8_t)(batch ? PSCHED_OP_BATCH_NEXT : 0)};
             r = next;
@@ -425,8 +440,8 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
     uint32_t p = s->devices, S = plan->devices * plan->chunks;
     uint32_t mbs = psched__plan_chain_mbs(plan);
     size_t total = s->offset[p], cells = (size_t)S * mbs;
-    if (total >= UINT32_MAX || cells > 4 * total + 4096)
-        return false;
+    if (total >= UINT32_MAX / 2 || cells > 4 * total + 4096)
+        return false; /* a gap takes 31 bits */
     size_t widest = 0;
     for (uint32_t d = 0; d < p; d++)
         if (s->offset[d + 1] - s->offset[d] > widest)
@@ -496,7 +511,7 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
      * each device's part of the result and whether it can hold the comm
      * ops of its transfers with earlier devices until it is written (at
      * most all its comm ops, which take 12 bytes each there against a
-     * rec's 24: so only where they are fewer). The fast engine accepted the
+     * rec's 16: so where they fit). The fast engine accepted the
      * schedule: every op a compute op on its stage's device, every cell
      * one F and one backward. */
     bool exact = true;
