@@ -37,13 +37,13 @@
 #define NOBODY UINT32_MAX
 
 enum {
-    /* cell.ran: FAST bits of the compute kinds that ran (1 << kind) */
+    /* low byte: FAST bits of the compute kinds that ran (1 << kind) */
     RAN_F = 1u << PSCHED_OP_F,
     RAN_B = 1u << PSCHED_OP_B,
     RAN_W = 1u << PSCHED_OP_W,
     RAN_BW = 1u << PSCHED_OP_BW,
     RAN_BACK = RAN_B | RAN_BW,
-    /* cell.comm: comm kinds posted (1 << (kind - SEND_F)), and RECVs done */
+    /* high byte (COMM()): comm kinds posted (1 << (kind - SEND_F)), and RECVs done */
     DONE_RECV_F = 1u << 4,
     DONE_RECV_B = 1u << 5,
 };
@@ -57,15 +57,16 @@ typedef struct posted {
 
 typedef struct chan {
     posted q[QCAP];   /* posted, unmatched ops, oldest first */
-    uint8_t head, len;
+    uint32_t head, len; /* not bytes: see cell_state */
     bool sends;       /* the queued ops are SENDs (else RECVs) */
 } chan;
 
-/* What one (stage, micro-batch) has seen so far. */
-typedef struct cell_state {
-    uint8_t ran;  /* RAN_* */
-    uint8_t comm; /* comm kinds posted, DONE_* */
-} cell_state;
+/* What one (stage, micro-batch) has seen so far: RAN_* in the low byte,
+ * the comm bits (COMM(...), DONE_*) in the high byte. 16 bits, not two
+ * bytes: a store through a character type could alias anything, and the
+ * compiler would reload every field of the state after each one. */
+typedef uint16_t cell_state;
+#define COMM(bits) ((unsigned)(bits) << 8)
 
 typedef struct rf {
     const psched_op *ops;
@@ -122,13 +123,13 @@ static bool comm_ok(rf *f, uint32_t d, size_t g, uint32_t *peer)
         return false;
     size_t cell = (size_t)o->microbatch * f->S + s;
     uint8_t bit = (uint8_t)(1u << (o->kind - PSCHED_OP_SEND_F));
-    if (f->cell[cell].comm & bit)
+    if (f->cell[cell] & COMM(bit))
         return false;
-    f->cell[cell].comm |= bit;
+    f->cell[cell] |= (cell_state)COMM(bit);
     /* a SEND after its producer (the F, or the backward) */
-    if (o->kind == PSCHED_OP_SEND_F && !(f->cell[cell].ran & RAN_F))
+    if (o->kind == PSCHED_OP_SEND_F && !(f->cell[cell] & RAN_F))
         return false;
-    if (o->kind == PSCHED_OP_SEND_B && !(f->cell[cell].ran & RAN_BACK))
+    if (o->kind == PSCHED_OP_SEND_B && !(f->cell[cell] & RAN_BACK))
         return false;
     *peer = other;
     return true;
@@ -148,7 +149,7 @@ static bool same_transfer(const posted *a, const posted *b)
 static void recv_done(rf *f, const posted *r)
 {
     size_t cell = (size_t)r->mb * f->S + r->stage;
-    f->cell[cell].comm |= r->kind == PSCHED_OP_RECV_F ? DONE_RECV_F : DONE_RECV_B;
+    f->cell[cell] |= (cell_state)COMM(r->kind == PSCHED_OP_RECV_F ? DONE_RECV_F : DONE_RECV_B);
 }
 
 /* A parked device's op was matched. */
@@ -171,7 +172,7 @@ static bool post(rf *f, uint32_t d, size_t g, uint32_t peer)
     chan *c = &f->ch[send ? (size_t)d * f->p + peer : (size_t)peer * f->p + d];
     if (c->len > 0 && c->sends != send) {
         const posted *other = &c->q[c->head];
-        c->head = (uint8_t)((c->head + 1) % QCAP);
+        c->head = (c->head + 1) % QCAP;
         c->len--;
         if (!(send ? same_transfer(&o, other) : same_transfer(other, &o)))
             return false;
@@ -194,8 +195,8 @@ static bool input_ok(const rf *f, uint32_t d, size_t cell, uint8_t need, uint32_
                      uint8_t done, size_t own)
 {
     if (f->stage_device[from] == d)
-        return (f->cell[cell].ran & need) != 0;
-    return (f->cell[own].comm & done) != 0;
+        return (f->cell[cell] & need) != 0;
+    return (f->cell[own] & COMM(done)) != 0;
 }
 
 /* Rule 1 for compute op g of device d; sets nothing (the pair's bits are
@@ -208,16 +209,16 @@ static bool compute_ok(const rf *f, uint32_t d, size_t g)
         f->stage_device[s] != d || (o->flags & PSCHED_OP_BATCH_NEXT))
         return false;
     size_t cell = (size_t)o->microbatch * f->S + s;
-    if (f->cell[cell].ran & (1u << o->kind))
+    if (f->cell[cell] & (1u << o->kind))
         return false;
     bool first = f->stage_flags[s] & PSCHED_EXEC_FIRST, last = f->stage_flags[s] & PSCHED_EXEC_LAST;
     switch (o->kind) {
     case PSCHED_OP_F:
         return first || input_ok(f, d, cell - 1, RAN_F, s - 1, DONE_RECV_F, cell);
     case PSCHED_OP_W:
-        return (f->cell[cell].ran & RAN_B) != 0;
+        return (f->cell[cell] & RAN_B) != 0;
     default: /* B, BW */
-        if (!(f->cell[cell].ran & RAN_F))
+        if (!(f->cell[cell] & RAN_F))
             return false;
         return last || input_ok(f, d, cell + 1, RAN_BACK, s + 1, DONE_RECV_B, cell);
     }
@@ -261,9 +262,9 @@ static bool run_device(rf *f, uint32_t d)
                 return false;
         for (size_t u = g; u < g + n; u++) {
             size_t cell = (size_t)ops[u].microbatch * f->S + ops[u].stage;
-            if (f->cell[cell].ran & (1u << ops[u].kind))
+            if (f->cell[cell] & (1u << ops[u].kind))
                 return false; /* the pair's two ops are one */
-            f->cell[cell].ran |= (uint8_t)(1u << ops[u].kind);
+            f->cell[cell] |= (cell_state)(1u << ops[u].kind);
         }
         f->cursor[d] = g + n;
     }
@@ -312,7 +313,7 @@ bool psched__rendezvous_fast_check(const psched_schedule *s)
         ok = f.cursor[d] == s->offset[d + 1];
     /* rule 1's counts: every cell one F and either BW or B and W */
     for (size_t c = 0; ok && c < cells; c++) {
-        uint8_t e = f.cell[c].ran;
+        uint8_t e = (uint8_t)f.cell[c];
         ok = e == (RAN_F | RAN_B | RAN_W) || e == (RAN_F | RAN_BW);
     }
     psched__dealloc(f.stage_device);
