@@ -664,7 +664,11 @@ PSCHED_API psched_status psched_schedule_hash(const psched_schedule *schedule, u
  * sends and receives appear in the same order (NCCL pairs calls by posting
  * order); a send completes only when its receive is posted, and a batched
  * group (#PSCHED_OP_BATCH_NEXT) is posted at once and completes when all its
- * ops are matched. A deadlock names the cycle of waiting devices and ops.
+ * ops are matched. Activation copies (OFFLOAD/RELOAD) in a lowered
+ * schedule follow the same rules as in a compute schedule (each after its
+ * input on its device, the backward after its RELOAD) and run on the copy
+ * stream without blocking the list. A deadlock names the cycle of waiting
+ * devices and ops.
  * @return ::PSCHED_OK; ::PSCHED_EINVALID or ::PSCHED_EDEADLOCK with the first
  *         violated rule, device, position and op in psched_last_error(),
  *         e.g. "device 1 op 7 (3B2): needs 4B2 which never runs";
@@ -749,7 +753,9 @@ typedef enum psched_format {
     /** compute_comms CSV of a lowered schedule: compute and SEND/RECV
      *  actions, a batched group as one cell `[a;b;...]BATCH` (pipesched's
      *  extension, read back by psched_import_csv()), and a two-chain
-     *  schedule headed by the line `# pipesched: chains=2`. A runtime with
+     *  schedule headed by the line `# pipesched: chains=2`. Activation
+     *  copies of an offloaded schedule are cells `<stage>OFFLOAD<mb>` and
+     *  `<stage>RELOAD<mb>` (pipesched's extension too). A runtime with
      *  blocking (rendezvous) sends must read this one. */
     PSCHED_FORMAT_CSV_COMMS = 3,
     /** Chrome / Perfetto Trace Event Format (JSON): one `ph:"X"` event per
@@ -760,7 +766,8 @@ typedef enum psched_format {
     PSCHED_FORMAT_SVG = 5,
     /** Exactly PyTorch's compute_comms dialect (`_dump_csv` /
      *  `_load_csv`): a batched group's ops as separate cells in list order
-     *  and no header line. Only for runtimes whose sends are non-blocking
+     *  and no header line; a schedule with OFFLOAD/RELOAD copies is
+     *  refused (EUNSUPPORTED). Only for runtimes whose sends are non-blocking
      *  (PyTorch posts every send and receive as isend/irecv); a
      *  blocking-send runtime executing it deadlocks where the schedule
      *  needs a group. */
@@ -1507,12 +1514,15 @@ PSCHED_API const psched_partition_result *psched_search_partition(const psched_s
  * psched_validate() checks the result under rendezvous semantics. For
  * runtimes whose sends and receives do not block (PyTorch's isend/irecv),
  * psched_lower_comm_ex() with ::PSCHED_LOWER_ASYNC overlaps transfers with
- * compute instead.
- * @param schedule a valid compute schedule (no comm ops).
+ * compute instead. Activation copies (OFFLOAD/RELOAD, psched_offload())
+ * stay in place: each stays right behind the compute op it follows, ahead
+ * of the comm ops lowering puts after that op.
+ * @param schedule a valid compute schedule (no comm ops; copies allowed).
  * @param plan costs used to order comm ops (NULL: the schedule's own).
  * @param[out] lowered new schedule owned by the caller.
  * @return ::PSCHED_OK, ::PSCHED_EINVAL, ::PSCHED_EINVALID / ::PSCHED_EDEADLOCK
- *         (the input is not a valid compute schedule), ::PSCHED_ENOMEM.
+ *         (the input is not a valid compute schedule), ::PSCHED_EUNSUPPORTED
+ *         (an op kind lowering does not handle), ::PSCHED_ENOMEM.
  */
 PSCHED_API psched_status psched_lower_comm(const psched_schedule *schedule,
                                            const psched_plan *plan,

@@ -692,6 +692,22 @@ static psched_status export_write_null_callback(void)
     return st;
 }
 
+/* An offloaded schedule, lowered, in PyTorch's compute_comms dialect,
+ * which has no OFFLOAD/RELOAD action. */
+static psched_status export_copies_in_pytorch_comms(void)
+{
+    psched_schedule *s = small_schedule(), *o = NULL, *l = NULL;
+    CHECK_OK(psched_offload(s, NULL, PSCHED_OFFLOAD_ALL, 0, &o));
+    CHECK_OK(psched_lower_comm(o, NULL, &l));
+    char *text = NULL;
+    psched_status st = psched_export(l, NULL, PSCHED_FORMAT_CSV_COMMS_PYTORCH, 0, &text, NULL);
+    non_null_outputs += text != NULL;
+    psched_schedule_destroy(l);
+    psched_schedule_destroy(o);
+    psched_schedule_destroy(s);
+    return st;
+}
+
 static psched_status export_write_null_schedule(void)
 {
     return psched_export_write(NULL, NULL, PSCHED_FORMAT_CSV, 0, never_write, NULL);
@@ -1523,6 +1539,9 @@ static const bad_case cases[] = {
      "unknown flags 0x2"},
     {"generate_write interleaved with v = 1", generate_write_plan_the_generator_refuses,
      PSCHED_EINVAL, "interleaved"},
+    {"export copies in PyTorch's compute_comms", export_copies_in_pytorch_comms,
+     PSCHED_EUNSUPPORTED, "device 0 op 1 (0OFFLOAD0): PyTorch's compute_comms dialect has no "
+     "OFFLOAD/RELOAD actions"},
     {"simulate with a 3-stage cost plan", simulate_with_costs_of_another_shape, PSCHED_EINVAL,
      "cost plan has 3 stages"},
     {"report of device 2^31", report_device_2_31, PSCHED_EINVAL, "device (2147483648)"},

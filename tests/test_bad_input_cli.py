@@ -109,6 +109,8 @@ VALUE_CASES = [
     ("op count at the limits", ["generate", "--schedule", "looped-bfs", "--devices", "65536",
                                 "--microbatches", "16777216", "--chunks", "1024"], 2,
      "stages (67108864) x microbatches (16777216)"),
+    ("offloaded schedule in PyTorch's compute_comms dialect",
+     [*PLAN, "--offload", "all", "--format", "csv-comms", "--pytorch"], 2, "0OFFLOAD0"),
     ("cost NaN", ["generate", *PLAN[0:], "--cost", "nan,1,1"], 2, "'nan,1,1'"),
     ("cost infinite", ["generate", *PLAN, "--cost", "1,inf,1"], 2, "'1,inf,1'"),
     ("cost negative", ["generate", *PLAN, "--cost", "1,1,-1"], 2, "'1,1,-1'"),

@@ -728,6 +728,26 @@ class TestInput(CliCase):
                       self.fails(2, "generate", "--schedule", "1f1b", "--devices", "2",
                                  "--microbatches", "2", "--pytorch"))
 
+    def test_csv_comms_keeps_offload_copies_in_place(self):
+        # issue 18 item 4: the hand example with every activation offloaded
+        # (tests/test_lower_copies.c derives it): each copy stays right
+        # behind the compute op it follows, the comm ops land as without
+        # copies; the file reads back and validates under rendezvous
+        # semantics. PyTorch's dialect has no OFFLOAD/RELOAD action.
+        args = (*PLAN_1F1B_P2_M2, "--offload", "all")
+        out = self.ok("generate", *args, "--format", "csv-comms")
+        self.assertEqual(out.splitlines(), [
+            "0F0,0OFFLOAD0,0RELOAD0,0SEND_F0,0F1,0OFFLOAD1,0RELOAD1,[0SEND_F1;0RECV_B0]BATCH,"
+            "0B0,0RECV_B1,0B1",
+            "1RECV_F0,1F0,1OFFLOAD0,1RELOAD0,1B0,[1SEND_B0;1RECV_F1]BATCH,1F1,1OFFLOAD1,"
+            "1RELOAD1,1B1,1SEND_B1"])
+        path = self.write("offloaded-comms.csv", out)
+        self.assertIn("valid", self.ok("validate", "--input", path))
+        self.assertEqual(self.ok("generate", "--input", path), out)
+        self.assertIn("device 0 op 1 (0OFFLOAD0): PyTorch's compute_comms dialect has no "
+                      "OFFLOAD/RELOAD actions",
+                      self.fails(2, "generate", *args, "--format", "csv-comms", "--pytorch"))
+
     def test_input_takes_comm_mem_and_costs_file(self):
         # comm 1 on both cross-device edges: 1F0 [2,3] 1I0 [3,5] 1W0 [5,6]
         # 1F1 [6,7] 1I1 [7,9] 1W1 [9,10]; 0I0 [6,8] 0W0 [8,9] 0I1 [10,12] 0W1 [12,13].

@@ -4,6 +4,11 @@
  * Each case lists its op order in PyTorch action text, copied from the
  * reference files (tests/data/reference: README worked examples, the
  * DualPipeV CSV) or derived by hand from the generator's published rule.
+ * Two-chain schedules (dualpipe, chimera) use the same text: the encoding
+ * has no per-op chain, because the stage says it (stages 0..S/2-1 are chain
+ * 0, S/2..S-1 chain 1, with S = p·v); what it adds is the chain count in the
+ * header, the stage map of all S stages, and micro-batches numbered from 0
+ * within each chain while the header's m counts both chains.
  * The test writes the canonical encoding documented at the top of
  * lib/core/hash.c itself, byte by byte, hashes it with XXH3-64 (seed 0), and
  * checks that
@@ -32,6 +37,7 @@ typedef struct golden_op {
 typedef struct golden {
     const char *generator;
     uint32_t p, m, v;
+    uint32_t chains;            /* 1, or 2: stages 0..pv/2-1 and pv/2..pv-1 */
     psched_placement placement; /* LOOP or VSHAPE: the stage → device map */
     const char *const *rows;    /* one row of action text per device */
     uint64_t pinned;
@@ -114,6 +120,53 @@ static const char *const rows_v_zb[] = {
     "1I3,1W2,2W3,1W3",
 };
 
+/* Chimera p=4, m=4 (Li & Hoefler, SC'21): two 1F1B pipelines merged, the
+ * down pipeline (chain 0, stage s on device s) and the up pipeline (chain 1,
+ * stage 4+s on device 3-s), 2 micro-batches each, numbered 0 and 1 within
+ * their chain; full backwards (PyTorch "B"). Derived by hand from the
+ * construction's per-device rule (the authors' runtime loop,
+ * Shigangli/Chimera main_with_runtime.py --chimera): a device's lead chain
+ * is the one whose forwards reach it first (down on devices 0, 1, up on 2,
+ * 3); with a its distance to the middle (1..p/2) and b = p/2 - a it runs
+ *   a F lead; b × (F other, F lead); a × (F other, B other);
+ *   b × (B lead, B other); a B lead.
+ *   device 0: lead stage 0, other 7, a=2 b=0
+ *   device 1: lead stage 1, other 6, a=1 b=1
+ *   device 2: lead stage 5, other 2, a=1 b=1
+ *   device 3: lead stage 4, other 3, a=2 b=0
+ * These are the rows of the paper's figure 3 (tests/test_generators_v.c
+ * transcribes it slot by slot), and `pipesched generate --schedule chimera
+ * --devices 4 --microbatches 4` prints them. */
+static const char *const rows_chimera[] = {
+    "0F0,0F1,7F0,7B0,7F1,7B1,0B0,0B1",
+    "1F0,6F0,1F1,6F1,6B0,1B0,6B1,1B1",
+    "5F0,2F0,5F1,2F1,2B0,5B0,2B1,5B1",
+    "4F0,4F1,3F0,3B0,3F1,3B1,4B0,4B1",
+};
+
+/* DualPipe p=4, m=8 (DeepSeek, dualpipe.py), the smallest p with two
+ * devices per half and m = 2p the least it accepts there: two chains, the
+ * down one (stage s on device s) and the up one (stage 4+s on device 3-s),
+ * 4 micro-batches each. DeepSeek's DualPipeV is DualPipe "cut in half": the
+ * first half of the devices, d < p/2, runs DualPipeV on p/2 devices with
+ * m/2 micro-batches, its chunk-0 stage d becoming d and its chunk-1 stage
+ * 2(p/2)-1-d becoming 2p-1-d; device p-1-d runs device d's order with the
+ * chains swapped, stage s becoming (s+p) mod 2p. So rows 0 and 1 are the
+ * README's DualPipeV p=2, m=4 worked example (tests/data/reference/
+ * README.md) with stage 3 → 7 and 2 → 6, rows 3 and 2 those with stages
+ * 0 → 4, 3 → 3 and 1 → 5, 2 → 2. tests/test_generators_v.c checks both
+ * structural rules for p = 2..8 and DeepSeek's p=2, m=4 by hand. */
+static const char *const rows_dualpipe[] = {
+    "0F0,0F1,0F2,7F0,7I0,7W0,7F1,(0F3;7B1)OVERLAP_F_B,(7F2;0B0)OVERLAP_F_B,7B2,"
+    "(7F3;0B1)OVERLAP_F_B,7B3,0I2,0W2,0I3,0W3",
+    "1F0,6F0,1F1,6F1,1F2,6B0,(6F2;1B0)OVERLAP_F_B,(1F3;6B1)OVERLAP_F_B,"
+    "(6F3;1B1)OVERLAP_F_B,6B2,1B2,6I3,1I3,6W3,1W3",
+    "5F0,2F0,5F1,2F1,5F2,2B0,(2F2;5B0)OVERLAP_F_B,(5F3;2B1)OVERLAP_F_B,"
+    "(2F3;5B1)OVERLAP_F_B,2B2,5B2,2I3,5I3,2W3,5W3",
+    "4F0,4F1,4F2,3F0,3I0,3W0,3F1,(4F3;3B1)OVERLAP_F_B,(3F2;4B0)OVERLAP_F_B,3B2,"
+    "(3F3;4B1)OVERLAP_F_B,3B3,4I2,4W2,4I3,4W3",
+};
+
 /* ---- action text ---- */
 
 /* One action "<stage><F|I|W|B><mb>" at *s; advances *s past it. */
@@ -189,8 +242,9 @@ static uint32_t placement_device(const golden *g, uint32_t stage)
     return stage % g->p;
 }
 
-/* "PSCH", version 1, p, m, v, chains (1), the device of every stage, then
- * per device its op count and each op's stage, micro-batch, kind, flags. */
+/* "PSCH", version 1, p, m (over all chains), v, chains, the device of every
+ * stage of every chain, then per device its op count and each op's stage,
+ * micro-batch (within its chain), kind, flags. */
 static uint64_t expected_hash(const golden *g, const op_lists *l)
 {
     encoding e;
@@ -203,7 +257,7 @@ static uint64_t expected_hash(const golden *g, const op_lists *l)
     put_u32_le(&e, g->p);
     put_u32_le(&e, g->m);
     put_u32_le(&e, g->v);
-    put_u32_le(&e, 1);
+    put_u32_le(&e, g->chains);
     for (uint32_t s = 0; s < g->p * g->v; s++)
         put_u32_le(&e, placement_device(g, s));
     for (uint32_t d = 0; d < g->p; d++) {
@@ -273,6 +327,8 @@ static void check_golden(const golden *g)
     psched_schedule *s = generate(g);
     if (!s)
         return;
+    CHECK_EQ_INT(psched_plan_chains(psched_schedule_plan(s)), g->chains);
+    CHECK_EQ_INT(psched_plan_chunks(psched_schedule_plan(s)), g->v);
     for (uint32_t st = 0; st < g->p * g->v; st++)
         CHECK_EQ_INT(psched_plan_stage_device(psched_schedule_plan(s), st),
                      placement_device(g, st));
@@ -294,34 +350,48 @@ static void check_golden(const golden *g)
 #define HASH_ZB_H1_P4_M8 UINT64_C(0x0ee3f581760a8f48)
 #define HASH_DUALPIPEV_P4_M10 UINT64_C(0x9fbbf9faa18a168c)
 #define HASH_V_ZB_P2_M4 UINT64_C(0x8bb6bb08110b3704)
+#define HASH_CHIMERA_P4_M4 UINT64_C(0x261f651b3f1244b5)
+#define HASH_DUALPIPE_P4_M8 UINT64_C(0x2b9e088753f829f0)
 
 static void test_1f1b_p4_m8_hash_is_golden(void)
 {
-    static const golden g = {"1f1b", 4, 8, 1, PSCHED_PLACEMENT_LOOP, rows_1f1b, HASH_1F1B_P4_M8};
+    static const golden g = {"1f1b", 4, 8, 1, 1, PSCHED_PLACEMENT_LOOP, rows_1f1b, HASH_1F1B_P4_M8};
     check_golden(&g);
 }
 
 static void test_interleaved_p4_v2_m8_hash_is_golden(void)
 {
-    static const golden g = {"interleaved", 4, 8, 2, PSCHED_PLACEMENT_LOOP, rows_interleaved, HASH_INTERLEAVED_P4_V2_M8};
+    static const golden g = {"interleaved", 4, 8, 2, 1, PSCHED_PLACEMENT_LOOP, rows_interleaved, HASH_INTERLEAVED_P4_V2_M8};
     check_golden(&g);
 }
 
 static void test_zb_h1_p4_m8_hash_is_golden(void)
 {
-    static const golden g = {"zb-h1", 4, 8, 1, PSCHED_PLACEMENT_LOOP, rows_zb_h1, HASH_ZB_H1_P4_M8};
+    static const golden g = {"zb-h1", 4, 8, 1, 1, PSCHED_PLACEMENT_LOOP, rows_zb_h1, HASH_ZB_H1_P4_M8};
     check_golden(&g);
 }
 
 static void test_dualpipev_p4_m10_hash_is_golden(void)
 {
-    static const golden g = {"dualpipev", 4, 10, 2, PSCHED_PLACEMENT_VSHAPE, rows_dualpipev, HASH_DUALPIPEV_P4_M10};
+    static const golden g = {"dualpipev", 4, 10, 2, 1, PSCHED_PLACEMENT_VSHAPE, rows_dualpipev, HASH_DUALPIPEV_P4_M10};
     check_golden(&g);
 }
 
 static void test_v_zb_p2_m4_hash_is_golden(void)
 {
-    static const golden g = {"v-zb", 2, 4, 2, PSCHED_PLACEMENT_VSHAPE, rows_v_zb, HASH_V_ZB_P2_M4};
+    static const golden g = {"v-zb", 2, 4, 2, 1, PSCHED_PLACEMENT_VSHAPE, rows_v_zb, HASH_V_ZB_P2_M4};
+    check_golden(&g);
+}
+
+static void test_chimera_p4_m4_hash_is_golden(void)
+{
+    static const golden g = {"chimera", 4, 4, 2, 2, PSCHED_PLACEMENT_VSHAPE, rows_chimera, HASH_CHIMERA_P4_M4};
+    check_golden(&g);
+}
+
+static void test_dualpipe_p4_m8_hash_is_golden(void)
+{
+    static const golden g = {"dualpipe", 4, 8, 2, 2, PSCHED_PLACEMENT_VSHAPE, rows_dualpipe, HASH_DUALPIPE_P4_M8};
     check_golden(&g);
 }
 
@@ -337,7 +407,7 @@ static uint64_t hash_of(const psched_schedule *s)
 static void check_csv_round_trip(const char *name, uint32_t p, uint32_t m, uint32_t v,
                                  uint64_t pinned)
 {
-    const golden g = {name, p, m, v, PSCHED_PLACEMENT_AUTO, NULL, pinned};
+    const golden g = {name, p, m, v, 0, PSCHED_PLACEMENT_AUTO, NULL, pinned};
     psched_schedule *s = generate(&g), *back = NULL;
     char *csv = NULL;
     size_t len = 0;
@@ -357,6 +427,9 @@ static void test_csv_round_trip_keeps_the_golden_hash(void)
     check_csv_round_trip("interleaved", 4, 8, 2, HASH_INTERLEAVED_P4_V2_M8);
     check_csv_round_trip("dualpipev", 4, 10, 2, HASH_DUALPIPEV_P4_M10);
     check_csv_round_trip("v-zb", 2, 4, 2, HASH_V_ZB_P2_M4);
+    /* two chains: the CSV's "# pipesched: chains=2" line carries them */
+    check_csv_round_trip("chimera", 4, 4, 2, HASH_CHIMERA_P4_M4);
+    check_csv_round_trip("dualpipe", 4, 8, 2, HASH_DUALPIPE_P4_M8);
 }
 
 /* Costs, memory deltas, latency and limits change timings, not what a rank
@@ -402,6 +475,8 @@ int main(void)
     RUN(test_zb_h1_p4_m8_hash_is_golden);
     RUN(test_dualpipev_p4_m10_hash_is_golden);
     RUN(test_v_zb_p2_m4_hash_is_golden);
+    RUN(test_chimera_p4_m4_hash_is_golden);
+    RUN(test_dualpipe_p4_m8_hash_is_golden);
     RUN(test_csv_round_trip_keeps_the_golden_hash);
     RUN(test_hash_ignores_costs_memory_and_latency);
     RUN(test_hash_differs_when_two_ops_swap);

@@ -516,6 +516,19 @@ static inline void prefetch_ahead(const exec *x, const psched_op *ops, size_t g,
 #endif
 }
 
+void psched__exec_copy_at(exec *x, uint32_t d, size_t g, double ready)
+{
+    const psched_op *o = &x->s->ops[g];
+    const psched_costmodel *c = x->costs->cm;
+    double bw = c ? c->pcie_bandwidth : INFINITY;
+    double amount = fabs(psched__plan_mem(x->costs, o->stage).f) * op_weight(x, o);
+    double t = isinf(bw) ? 0 : amount / bw;
+    double start = fmax(ready, x->copy_free[d]);
+    x->start[g] = start;
+    x->end[g] = start + t;
+    x->copy_free[d] = start + t;
+}
+
 /* An activation copy, issued when device d's compute reaches it: it starts
  * once the copy stream is free and its input is there (the F for an
  * OFFLOAD, the OFFLOAD for a RELOAD), takes mem_F·w_k / PCIe bandwidth on
@@ -527,16 +540,8 @@ static int run_copy(exec *x, uint32_t d, size_t g)
     int r = take_deps(x, d, g, 1, o, &ready);
     if (r != DEP_READY)
         return r;
-    if (x->end) {
-        const psched_costmodel *c = x->costs->cm;
-        double bw = c ? c->pcie_bandwidth : INFINITY;
-        double amount = fabs(psched__plan_mem(x->costs, o->stage).f) * op_weight(x, o);
-        double t = isinf(bw) ? 0 : amount / bw;
-        double start = fmax(ready, x->copy_free[d]);
-        x->start[g] = start;
-        x->end[g] = start + t;
-        x->copy_free[d] = start + t;
-    }
+    if (x->end)
+        psched__exec_copy_at(x, d, g, ready);
     x->cursor[d] = g + 1;
     return DEP_READY;
 }
@@ -827,14 +832,6 @@ psched_status psched__exec_setup(exec *x, const psched_schedule *s, const psched
     psched_status st = exec_alloc(x, s, costs, start, end, comm_ok, true);
     if (!st)
         st = exec_check(x, false);
-    if (!st && x->copy_pos) {
-        psched__exec_free(x);
-        return psched_fail(PSCHED_EUNSUPPORTED,
-                           "schedule has OFFLOAD/RELOAD ops: comm lowering and the rendezvous "
-                           "engine do not handle activation copies (lower the schedule without "
-                           "them)");
-    }
-
     return st;
 }
 
@@ -1250,6 +1247,12 @@ static bool fast_costs_plain(const psched_plan *plan, const psched_plan *costs, 
 bool psched__execute_fast(const psched_schedule *s, const psched_plan *costs, double *start,
                           double *end, psched_fast_figures *fig)
 {
+    return psched__execute_fast_in(s, costs, start, end, fig, NULL);
+}
+
+bool psched__execute_fast_in(const psched_schedule *s, const psched_plan *costs, double *start,
+                             double *end, psched_fast_figures *fig, double *scratch)
+{
     const psched_plan *plan = s->plan;
     if (!costs)
         costs = plan;
@@ -1265,7 +1268,8 @@ bool psched__execute_fast(const psched_schedule *s, const psched_plan *costs, do
                    .start = start, .end = end};
     fast_stage *stages = psched__calloc((size_t)S + 1, sizeof *stages);
     f.cell = psched__calloc(cells + 1, 1);
-    f.tcell = timed ? psched__malloc_array_huge(2 * cells + 1, sizeof *f.tcell) : NULL;
+    f.tcell = !timed ? NULL : scratch ? scratch
+                                      : psched__malloc_array_huge(2 * cells + 1, sizeof *f.tcell);
     f.cursor = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.cursor);
     f.free_at = psched__calloc((size_t)p + 1, sizeof *f.free_at);
     f.waiting = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.waiting);
@@ -1304,7 +1308,8 @@ bool psched__execute_fast(const psched_schedule *s, const psched_plan *costs, do
     psched__dealloc(stages);
     psched__dealloc(f.mem);
     psched__dealloc(f.cell);
-    psched__dealloc(f.tcell);
+    if (f.tcell != scratch)
+        psched__dealloc(f.tcell);
     psched__dealloc(f.cursor);
     psched__dealloc(f.free_at);
     psched__dealloc(f.waiting);

@@ -57,10 +57,11 @@ typedef struct psched_exec {
 } psched_exec;
 
 /* Allocates the engine state for `s` (start/end are the caller's arrays,
- * or allocated when either is NULL), then checks the compute ops: known
- * kinds (comm ops skipped when comm_ok, else EUNSUPPORTED), placement,
- * duplicates, pairs, every dependency runs, counts. On failure the state
- * is already freed. */
+ * or allocated when either is NULL), then checks the compute ops and the
+ * activation copies: known kinds (comm ops skipped when comm_ok, else
+ * EUNSUPPORTED), placement, duplicates, pairs, every dependency runs,
+ * counts, copies in OFFLOAD/RELOAD pairs. On failure the state is already
+ * freed. */
 PSCHED_INTERNAL psched_status psched__exec_setup(psched_exec *x, const psched_schedule *s,
                                                  const psched_plan *costs, double *start,
                                                  double *end, bool comm_ok);
@@ -103,6 +104,41 @@ PSCHED_INTERNAL double psched__coll_op_cost(const psched_exec *x, const psched_o
 /* Device whose list holds op g (binary search of the offsets). */
 PSCHED_INTERNAL uint32_t psched__coll_device(const psched_schedule *s, size_t g);
 PSCHED_INTERNAL void psched__coll_free(psched_coll *c);
+/* Times of the activation copy g of device d (OFFLOAD/RELOAD) issued with
+ * its input ended and the device at `ready`: it starts when the device's
+ * copy stream is free too and takes mem_F·w_k / PCIe bandwidth there. */
+PSCHED_INTERNAL void psched__exec_copy_at(psched_exec *x, uint32_t d, size_t g, double ready);
+
+/* Whether an op kind is an activation copy (runs on the copy stream). */
+static inline bool psched__is_copy(uint8_t kind)
+{
+    return kind == PSCHED_OP_OFFLOAD || kind == PSCHED_OP_RELOAD;
+}
+
+/* Global index of the OFFLOAD or RELOAD of a (stage, micro-batch), or NONE
+ * (also when the schedule has no copies). */
+static inline uint32_t psched__exec_copy(const psched_exec *x, uint32_t stage, uint32_t mb,
+                                         uint8_t kind)
+{
+    if (!x->copy_pos)
+        return PSCHED_EXEC_NONE;
+    return x->copy_pos[((size_t)mb * x->S + stage) * 2 + (kind - PSCHED_OP_OFFLOAD)];
+}
+
+/* The fast path of comm lowering (lower_fast.c): true with *lowered set to
+ * exactly what the general rendezvous lowering gives, or false (no error
+ * set) when the schedule is not its case; costs NULL: the schedule's. */
+PSCHED_INTERNAL bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
+                                        psched_schedule **lowered);
+/* The fast path of psched_validate() for a lowered schedule
+ * (rendezvous_fast.c): true when the rendezvous engine would find it
+ * valid; false (no error set) when it is not, or is not its case. */
+PSCHED_INTERNAL bool psched__rendezvous_fast_check(const psched_schedule *s);
+/* psched_lower_comm_ex() without the fast path (tests compare the two). */
+PSCHED_INTERNAL psched_status psched__lower_comm_general(const psched_schedule *s,
+                                                         const psched_plan *costs,
+                                                         const psched_lower_options *options,
+                                                         psched_schedule **lowered);
 
 /* Global index of the op of a (stage, micro-batch, slot), or NONE. */
 static inline uint32_t psched__exec_at(const psched_exec *x, uint32_t stage, uint32_t mb,

@@ -319,6 +319,12 @@ PSCHED_INTERNAL bool psched__execute_fast(const psched_schedule *s, const psched
                                           double *start, double *end,
                                           psched_fast_figures *fig);
 
+/* psched__execute_fast with the caller's room for the cell times
+ * (2 x stages x micro-batches per chain + 1 doubles, NULL: allocated). */
+PSCHED_INTERNAL bool psched__execute_fast_in(const psched_schedule *s, const psched_plan *costs,
+                                             double *start, double *end,
+                                             psched_fast_figures *fig, double *scratch);
+
 /* psched__execute without the fast path: what the fast path must agree
  * with (tests/test_fast_engine.c compares the two). */
 PSCHED_INTERNAL psched_status psched__execute_general(const psched_schedule *s,

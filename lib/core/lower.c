@@ -43,6 +43,21 @@
  *
  * The compute order is unchanged. Cost: O(ops log ops).
  *
+ * The common case (rendezvous mode, compute ops without overlapped pairs,
+ * the compute fast path's costs, no tie on a zero-cost consumer) takes the
+ * fast path in lower_fast.c, which gives exactly this lowering's output
+ * without its global order, per-transfer arrays and builder
+ * (tests/test_lower_fast.c compares the two).
+ *
+ * Activation copies (OFFLOAD/RELOAD, issue 18) stay where they are: each
+ * is part of the tail of the compute unit it follows, so it stays right
+ * behind that unit, ahead of the comm ops lowering puts in the gap after
+ * it. The times come from the simulation with the copies (a backward waits
+ * for its RELOAD). Copies wait only for earlier ops of their own device
+ * and never block the compute stream, so the argument above still holds.
+ * Any other op kind is refused (EUNSUPPORTED), so a kind added later
+ * (collectives) fails clearly until lowering learns it.
+ *
  * Async mode (psched_lower_comm_ex with PSCHED_LOWER_ASYNC), for runtimes
  * whose isend/irecv never block: the compute schedule is re-timed with one
  * transfer at a time per device pair (link_times), and a transfer's key is
@@ -81,8 +96,11 @@ typedef struct comm_rec {
 typedef struct lower {
     psched_exec x;        /* the compute schedule: position index, simulated times */
     uint32_t units;
-    uint32_t *unit_of;    /* [op] unit of an op */
+    uint32_t *unit_of;    /* [op] unit of a compute op */
     size_t *unit_first;   /* [unit] first op of a unit; units + 1 entries */
+    /* a unit is one compute op or an overlapped pair; the activation copies
+     * (OFFLOAD/RELOAD) that follow it in the list, before the next unit,
+     * are its tail and stay right behind it */
     uint32_t *dev_unit;   /* [device] first unit of a device; p + 1 entries */
     uint32_t *order;      /* [unit] rank in the global order */
     uint32_t transfers;
@@ -120,6 +138,18 @@ static void collective_arrivals(lower *l)
     }
 }
 
+/* Compute ops in unit u (2: an overlapped pair). */
+static size_t unit_len(const lower *l, uint32_t u)
+{
+    return (l->x.s->ops[l->unit_first[u]].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
+}
+
+/* One past the tail of unit u of device d: the next unit or the list's end. */
+static size_t unit_tail_end(const lower *l, uint32_t d, uint32_t u)
+{
+    return u + 1 < l->dev_unit[d + 1] ? l->unit_first[u + 1] : l->x.s->offset[d + 1];
+}
+
 /* Units, and the transfers: every dependency whose producer runs on
  * another device than its consumer. */
 static psched_status find_units_and_transfers(lower *l)
@@ -139,6 +169,10 @@ static psched_status find_units_and_transfers(lower *l)
     for (uint32_t d = 0; d < s->devices; d++) {
         l->dev_unit[d] = u;
         for (size_t g = s->offset[d]; g < s->offset[d + 1]; u++) {
+            while (g < s->offset[d + 1] && psched__is_copy(s->ops[g].kind))
+                g++; /* the tail of the unit before, or leading copies */
+            if (g == s->offset[d + 1])
+                break;
             size_t n = (s->ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
             l->unit_first[u] = g;
             for (size_t i = g; i < g + n; i++)
@@ -262,8 +296,8 @@ static void ls_try(const lower *l, link_sim *k, uint32_t d)
         if (a > start)
             start = a;
     }
-    size_t g = l->unit_first[u];
-    k->hkey[d] = start + psched__exec_unit_cost(&l->x, l->x.s->ops, g, l->unit_first[u + 1] - g);
+    k->hkey[d] = start + psched__exec_unit_cost(&l->x, l->x.s->ops, l->unit_first[u],
+                                                unit_len(l, u));
     ls_push(k, d);
 }
 
@@ -312,7 +346,7 @@ static psched_status link_times(lower *l)
     while (k.hlen > 0) {
         uint32_t d = ls_pop(&k), u = k.cursor[d]++;
         double end = k.hkey[d];
-        size_t g0 = l->unit_first[u], g1 = l->unit_first[u + 1];
+        size_t g0 = l->unit_first[u], g1 = g0 + unit_len(l, u);
         double cost = psched__exec_unit_cost(&l->x, l->x.s->ops, g0, g1 - g0);
         for (size_t g = g0; g < g1; g++) {
             l->x.start[g] = end - cost;
@@ -645,6 +679,12 @@ static psched_status emit(const lower *l, psched_builder *b)
             r++;
         st = psched_builder_reserve(b, d, (s->offset[d + 1] - s->offset[d]) + (r - r0));
         uint32_t n = l->dev_unit[d + 1] - l->dev_unit[d];
+        /* copies ahead of the first unit (none in a valid schedule: a copy
+         * follows its F) keep their place too */
+        size_t lead = n ? l->unit_first[l->dev_unit[d]] : s->offset[d + 1];
+        for (size_t g = s->offset[d]; g < lead && !st; g++)
+            st = psched_builder_append(b, d, (psched_op_kind)s->ops[g].kind, s->ops[g].stage,
+                                       s->ops[g].microbatch, s->ops[g].flags);
         for (uint32_t gap = 0, i = (uint32_t)r0; gap <= n && !st; gap++) {
             for (; i < r && l->recs[i].gap == gap && !st; i++) {
                 const comm_rec *c = &l->recs[i];
@@ -655,7 +695,7 @@ static psched_status emit(const lower *l, psched_builder *b)
             if (gap == n)
                 break;
             uint32_t u = l->dev_unit[d] + gap;
-            for (size_t g = l->unit_first[u]; g < l->unit_first[u + 1] && !st; g++)
+            for (size_t g = l->unit_first[u]; g < unit_tail_end(l, d, u) && !st; g++)
                 st = psched_builder_append(b, d, (psched_op_kind)s->ops[g].kind,
                                            s->ops[g].stage, s->ops[g].microbatch,
                                            s->ops[g].flags);
@@ -707,15 +747,16 @@ static psched_status check_args(const psched_schedule *s, const psched_plan *pla
                            "x chunks) but the schedule has %u", psched_plan_stages(plan), S);
     for (uint32_t d = 0; d < s->devices; d++) {
         for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
-            if (s->ops[g].kind < PSCHED_OP_SEND_F || s->ops[g].kind >= PSCHED_OP_VOCAB_S)
-                continue; /* compute, vocabulary passes and collectives stay in place */
+            uint8_t kind = s->ops[g].kind;
+            if (kind <= PSCHED_OP_BW || psched__is_copy(kind) || kind >= PSCHED_OP_VOCAB_S)
+                continue; /* compute, copies, vocabulary passes and collectives stay */
             char t[48];
             psched__op_text(&s->ops[g], t, sizeof t);
-            if (s->ops[g].kind >= PSCHED_OP_OFFLOAD)
+            if (kind > PSCHED_OP_RELOAD) /* a kind this lowering does not know */
                 return psched_fail(PSCHED_EUNSUPPORTED,
-                                   "psched_lower_comm: device %u op %zu (%s): schedules with "
-                                   "OFFLOAD/RELOAD ops cannot be lowered yet; lower the schedule "
-                                   "without them", d, g - s->offset[d], t);
+                                   "psched_lower_comm: device %u op %zu (%s): op kind %u is not "
+                                   "handled by comm lowering (compute ops and OFFLOAD/RELOAD "
+                                   "copies only)", d, g - s->offset[d], t, (unsigned)kind);
             return psched_fail(PSCHED_EINVAL, "psched_lower_comm: device %u op %zu (%s) is "
                                "already a comm op; lower a compute schedule", d,
                                g - s->offset[d], t);
@@ -735,9 +776,9 @@ psched_lower_mode psched_schedule_lower_mode(const psched_schedule *schedule)
     return schedule ? (psched_lower_mode)schedule->lower_mode : PSCHED_LOWER_RENDEZVOUS;
 }
 
-psched_status psched_lower_comm_ex(const psched_schedule *schedule, const psched_plan *plan,
-                                   const psched_lower_options *options,
-                                   psched_schedule **lowered)
+static psched_status lower_comm(const psched_schedule *schedule, const psched_plan *plan,
+                                const psched_lower_options *options, psched_schedule **lowered,
+                                bool fast)
 {
     if (!lowered)
         return psched_fail(PSCHED_EINVAL, "psched_lower_comm: lowered is NULL");
@@ -754,6 +795,8 @@ psched_status psched_lower_comm_ex(const psched_schedule *schedule, const psched
         return st;
     lower l = {0};
     l.async = options && options->mode == PSCHED_LOWER_ASYNC;
+    if (fast && !l.async && psched__lower_fast(schedule, plan, lowered))
+        return PSCHED_OK;
     st = psched__exec_setup(&l.x, schedule, plan, NULL, NULL, false);
     if (st)
         return st;
@@ -777,4 +820,19 @@ psched_status psched_lower_comm_ex(const psched_schedule *schedule, const psched
         st = build(&l, lowered);
     free_lower(&l);
     return st;
+}
+
+psched_status psched_lower_comm_ex(const psched_schedule *schedule, const psched_plan *plan,
+                                   const psched_lower_options *options,
+                                   psched_schedule **lowered)
+{
+    return lower_comm(schedule, plan, options, lowered, true);
+}
+
+psched_status psched__lower_comm_general(const psched_schedule *schedule,
+                                         const psched_plan *plan,
+                                         const psched_lower_options *options,
+                                         psched_schedule **lowered)
+{
+    return lower_comm(schedule, plan, options, lowered, false);
 }

@@ -17,7 +17,14 @@
  *    micro-batch's tensor to another's receive;
  * 5. each SEND after the op producing its tensor, each RECV before the op
  *    consuming it; a compute op fed from another device has its RECV; a
- *    dependency on the same device comes earlier in the list.
+ *    dependency on the same device comes earlier in the list (for the
+ *    activation copies too: OFFLOAD after its F, RELOAD after its OFFLOAD,
+ *    the backward after its RELOAD).
+ * Activation copies (OFFLOAD/RELOAD) are checked by execute.c's pass 1
+ * and 3 rules and run as there: issued when the device's list reaches
+ * them, on the device's copy stream, without blocking the list; a
+ * backward starts no earlier than its RELOAD's end. Op kinds past RELOAD
+ * are refused (EUNSUPPORTED).
  * Then every device runs its list in order. A compute op never waits (its
  * inputs from other devices arrive through RECVs earlier in its list). A
  * comm op and the ops chained to it by BATCH_NEXT are posted together, at
@@ -25,6 +32,10 @@
  * transfers is matched, a transfer completing t_comm after the later of its
  * two posts. A device parked on a group resumes when its last transfer is
  * matched, so the run is O(ops); devices left parked form a deadlock cycle.
+ *
+ * psched_validate() first tries the fast path of rendezvous_fast.c, which
+ * runs these semantics without times and answers only "valid"; anything
+ * else comes here, so every message comes from this file.
  *
  * Times: compute ops as in execute.c; a comm op takes no device time, so
  * its start and end are both the completion of its transfer.
@@ -140,6 +151,16 @@ static psched_status op_fail(const rv *r, uint32_t d, size_t g, const char *fmt,
                        why);
 }
 
+/* An op kind this engine does not run (one added after COLLECTIVE). */
+static psched_status unknown_kind(const rv *r, uint32_t d, size_t g)
+{
+    char t[48];
+    psched__op_text(&r->x.s->ops[g], t, sizeof t);
+    return psched_fail(PSCHED_EUNSUPPORTED, "device %u op %zu (%s): op kind %u is not handled "
+                       "by the rendezvous engine (compute, SEND/RECV, OFFLOAD/RELOAD, "
+                       "vocabulary and collective ops only)", d, g - r->x.s->offset[d], t, (unsigned)r->x.s->ops[g].kind);
+}
+
 /* Rule 2 for a compute op: flags that only make sense on comm ops. */
 static psched_status check_compute_flags(const rv *r, uint32_t d, size_t g)
 {
@@ -196,7 +217,11 @@ static psched_status check_structure(rv *r)
     const psched_schedule *s = r->x.s;
     for (uint32_t d = 0; d < r->x.p; d++) {
         for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
-            psched_status st = is_comm(s->ops[g].kind) ? check_comm_op(r, d, g)
+            uint8_t kind = s->ops[g].kind;
+            if (psched__is_copy(kind) || is_coll(kind))
+                continue; /* execute.c's pass 1 (collective.c) checked it */
+            psched_status st = kind > PSCHED_OP_COLLECTIVE ? unknown_kind(r, d, g)
+                               : is_comm(kind)         ? check_comm_op(r, d, g)
                                                        : check_compute_flags(r, d, g);
             if (st)
                 return st;
@@ -349,6 +374,27 @@ static psched_status check_comm_position(rv *r, size_t g)
                        send ? "producer" : "consumer", b);
 }
 
+/* "needs <op>, which comes later on the same device" for op g needing
+ * op `need` of its own device. */
+static psched_status later_fail(const rv *r, size_t g, uint32_t need)
+{
+    char a[96], b[96];
+    psched__exec_describe(&r->x, g, a, sizeof a);
+    psched__exec_describe(&r->x, need, b, sizeof b);
+    return psched_fail(PSCHED_EINVALID, "%s: needs %s, which comes later on the same device", a,
+                       b);
+}
+
+/* Rule 5 for a copy: after its input (its F, or its OFFLOAD). */
+static psched_status check_copy_position(rv *r, size_t g)
+{
+    const psched_op *o = &r->x.s->ops[g];
+    uint32_t need = o->kind == PSCHED_OP_OFFLOAD
+                        ? psched__exec_at(&r->x, o->stage, o->microbatch, PSCHED_SLOT_F)
+                        : psched__exec_copy(&r->x, o->stage, o->microbatch, PSCHED_OP_OFFLOAD);
+    return need < g ? PSCHED_OK : later_fail(r, g, need);
+}
+
 /* Rule 5 for a compute op of the unit [first, first + n). */
 static psched_status check_compute_inputs(rv *r, size_t g, size_t first, size_t n)
 {
@@ -375,6 +421,11 @@ static psched_status check_compute_inputs(rv *r, size_t g, size_t first, size_t 
         return psched_fail(PSCHED_EINVALID, "%s: needs %s, which comes later on the same "
                            "device", a, b);
     }
+    if (o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW) {
+        uint32_t re = psched__exec_copy(&r->x, o->stage, o->microbatch, PSCHED_OP_RELOAD);
+        if (re != NONE && re > g)
+            return later_fail(r, g, re);
+    }
     return PSCHED_OK;
 }
 
@@ -386,9 +437,11 @@ static psched_status check_positions(rv *r)
         while (g < s->offset[d + 1]) {
             size_t n = (s->ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
             for (size_t u = g; u < g + n; u++) {
-                if (is_coll(s->ops[u].kind))
+                uint8_t kind = s->ops[u].kind;
+                if (kind >= PSCHED_OP_VOCAB_S)
                     continue; /* their orders: psched__coll_check */
-                psched_status st = is_comm(s->ops[u].kind) ? check_comm_position(r, u)
+                psched_status st = is_comm(kind)           ? check_comm_position(r, u)
+                                   : psched__is_copy(kind) ? check_copy_position(r, u)
                                                            : check_compute_inputs(r, u, g, n);
                 if (st)
                     return st;
@@ -447,6 +500,41 @@ static bool coll_inputs(rv *r, uint32_t d, size_t g, size_t n, double *ready)
     return true;
 }
 
+/* When unit [g, g + n) of device d can start by its own device's ops: the
+ * device's time, or the end of a RELOAD a backward of it waits for. */
+static double local_ready(const rv *r, uint32_t d, size_t g, size_t n)
+{
+    const psched_exec *x = &r->x;
+    double ready = x->free_at[d];
+    if (!x->copy_pos)
+        return ready;
+    for (size_t u = g; u < g + n; u++) {
+        const psched_op *o = &x->s->ops[u];
+        if (o->kind != PSCHED_OP_B && o->kind != PSCHED_OP_BW)
+            continue;
+        uint32_t re = psched__exec_copy(x, o->stage, o->microbatch, PSCHED_OP_RELOAD);
+        if (re != NONE && x->end[re] > ready)
+            ready = x->end[re];
+    }
+    return ready;
+}
+
+/* Issues copy g of device d (its input, earlier on the device, has run:
+ * rule 5) on the copy stream; the device goes on. */
+static void run_copy(rv *r, uint32_t d, size_t g)
+{
+    psched_exec *x = &r->x;
+    const psched_op *o = &x->s->ops[g];
+    uint32_t in = o->kind == PSCHED_OP_OFFLOAD
+                      ? psched__exec_at(x, o->stage, o->microbatch, PSCHED_SLOT_F)
+                      : psched__exec_copy(x, o->stage, o->microbatch, PSCHED_OP_OFFLOAD);
+    double ready = x->free_at[d];
+    if (x->end[in] > ready)
+        ready = x->end[in];
+    psched__exec_copy_at(x, d, g, ready);
+    x->cursor[d] = g + 1;
+}
+
 /* Runs device d until its list ends or it parks on a group. */
 static void run_device(rv *r, uint32_t d)
 {
@@ -465,6 +553,10 @@ static void run_device(rv *r, uint32_t d)
             r->group_end[d] = 0;
             continue;
         }
+        if (psched__is_copy(ops[g].kind)) {
+            run_copy(r, d, g);
+            continue;
+        }
         if (is_coll(ops[g].kind)) {
             /* a collective is posted without blocking; a vocabulary pass
              * waits for the collective it needs */
@@ -475,7 +567,7 @@ static void run_device(rv *r, uint32_t d)
             continue;
         }
         size_t n = (ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
-        double ready = x->free_at[d];
+        double ready = local_ready(r, d, g, n);
         if (x->coll && !coll_inputs(r, d, g, n, &ready))
             return;
         double cost = psched__exec_unit_cost(x, ops, g, n);
@@ -515,7 +607,7 @@ static void complete_async(rv *r, size_t g)
 static double async_inputs_ready(rv *r, uint32_t d, size_t g, size_t n)
 {
     psched_exec *x = &r->x;
-    double ready = x->free_at[d];
+    double ready = local_ready(r, d, g, n);
     for (size_t u = g; u < g + n; u++) {
         const psched_op *o = &x->s->ops[u];
         uint32_t dep[2];
@@ -559,6 +651,10 @@ static void run_device_async(rv *r, uint32_t d)
             r->post[g] = x->free_at[d];
             complete_async(r, g);
             x->cursor[d] = g + 1;
+            continue;
+        }
+        if (psched__is_copy(ops[g].kind)) {
+            run_copy(r, d, g);
             continue;
         }
         if (is_coll(ops[g].kind)) {

@@ -17,7 +17,9 @@
  * PSCHED_FORMAT_CSV_COMMS_PYTORCH writes exactly PyTorch's compute_comms
  * dialect instead: a group's ops as separate cells in list order and no
  * header line (PyTorch's runtime posts every send and receive as an
- * asynchronous isend/irecv, for which that file is enough).
+ * asynchronous isend/irecv, for which that file is enough); it refuses
+ * activation copies (OFFLOAD/RELOAD cells, pipesched's extension, which
+ * the other two formats write and import reads).
  *
  * Export writes no idle cells and ends every row with "\n".
  *
@@ -238,25 +240,32 @@ static psched_status check_pair(const psched_schedule *s, uint32_t d, size_t i)
     return PSCHED_OK;
 }
 
+static bool is_comm_kind(uint8_t kind)
+{
+    return kind >= PSCHED_OP_SEND_F && kind <= PSCHED_OP_RECV_B;
+}
+
 /* A batch flag must chain comm ops of one device: the group's cell holds
  * SEND/RECV actions only and ends at the first op without the flag. */
 static psched_status check_group(const psched_schedule *s, uint32_t d, size_t i)
 {
     size_t first = s->offset[d], last = s->offset[d + 1];
     const psched_op *op = &s->ops[i];
-    if (op->kind >= PSCHED_OP_SEND_F && i + 1 < last && s->ops[i + 1].kind >= PSCHED_OP_SEND_F)
+    if (is_comm_kind(op->kind) && i + 1 < last && is_comm_kind(s->ops[i + 1].kind))
         return PSCHED_OK;
     char tmp[48];
     psched__op_text(op, tmp, sizeof tmp);
-    if (op->kind < PSCHED_OP_SEND_F)
-        return psched_fail(PSCHED_EINVAL, "device %u op %zu (%s) has BATCH_NEXT but is a compute "
-                           "op; a batched group holds SEND/RECV ops only", d, i - first, tmp);
+    if (!is_comm_kind(op->kind))
+        return psched_fail(PSCHED_EINVAL, "device %u op %zu (%s) has BATCH_NEXT but is a %s op; a "
+                           "batched group holds SEND/RECV ops only", d, i - first, tmp,
+                           op->kind < PSCHED_OP_SEND_F ? "compute" : "copy");
     if (i + 1 == last)
         return psched_fail(PSCHED_EINVAL, "device %u op %zu (%s) has BATCH_NEXT but is the last op "
                            "of its device; a batched group needs the op it chains to", d,
                            i - first, tmp);
     return psched_fail(PSCHED_EINVAL, "device %u op %zu (%s) has BATCH_NEXT but the next op is a "
-                       "compute op; a batched group holds SEND/RECV ops only", d, i - first, tmp);
+                       "%s op; a batched group holds SEND/RECV ops only", d, i - first, tmp,
+                       s->ops[i + 1].kind < PSCHED_OP_SEND_F ? "compute" : "copy");
 }
 
 #define OVERLAP_TAIL ")OVERLAP_F_B"
@@ -372,6 +381,15 @@ static psched_status csv_length(const psched_schedule *s, const csv_tables *t, b
                 len += t->sk[(size_t)o->stage * 4 + o->kind].len + t->mb[o->microbatch].len + 1;
                 end = i + 1;
                 continue;
+            }
+            if (pytorch && (o->kind == PSCHED_OP_OFFLOAD || o->kind == PSCHED_OP_RELOAD)) {
+                char tmp[48];
+                psched__op_text(o, tmp, sizeof tmp);
+                return psched_fail(PSCHED_EUNSUPPORTED,
+                                   "device %u op %zu (%s): PyTorch's compute_comms dialect has no "
+                                   "OFFLOAD/RELOAD actions (activation copies are pipesched's "
+                                   "extension); export csv-comms (PSCHED_FORMAT_CSV_COMMS), "
+                                   "which writes them", d, i - first, tmp);
             }
             psched_status st = cell_end(s, d, i, pytorch, &end);
             if (st != PSCHED_OK)
@@ -605,7 +623,7 @@ psched_status psched__export_csv(const psched_schedule *s, bool pytorch, char **
     psched_status st = tables_make(s->plan, s->offset[s->devices], &t);
     if (st != PSCHED_OK)
         return st;
-    size_t len;
+    size_t len = 0;
     st = csv_length(s, &t, pytorch, &len);
     tables_free(&t);
     if (st != PSCHED_OK)
@@ -825,7 +843,7 @@ static psched_status parse_group(csv_file *f, const csv_cell *c)
         size_t start = at;
         if ((st = parse_action(c, &at, &op)) != PSCHED_OK)
             return st;
-        if (is_compute(op.kind))
+        if (op.kind < PSCHED_OP_SEND_F || op.kind > PSCHED_OP_RECV_B) /* compute or copy */
             return cell_error(c, start, "a batched group holds SEND/RECV actions only");
         if (n > 0)
             f->ops[f->count - 1].flags = PSCHED_OP_BATCH_NEXT;

@@ -35,20 +35,10 @@ struct CheckOptions {
 bool known_breakage(const std::string &name);
 
 /**
- * Comm lowering of a schedule with activation copies (psched_offload()),
- * which psched_lower_comm refuses: the compute ops are lowered without the
- * copies (comm ops ordered by @p costs, NULL: the schedule's own) and each
- * copy goes back right after the compute op it followed, ahead of the comm
- * ops lowering put there. @throw pipesched::Error.
- */
-pipesched::Schedule lower_with_copies(const pipesched::Schedule &offloaded,
-                                      const pipesched::Plan *costs);
-
-/**
  * Lower @p compute (comm ops ordered by the costs of @p costs, NULL: the
  * schedule's own; a schedule that already has comm ops, read from a
- * csv-comms file, runs as it is; one with OFFLOAD/RELOAD ops is lowered by
- * lower_with_copies()), apply the requested breakage, validate,
+ * csv-comms file, runs as it is; OFFLOAD/RELOAD copies stay in place, as
+ * psched_lower_comm() keeps them), apply the requested breakage, validate,
  * simulate under the byte-valued memory model, run one step with the
  * backend of @p options, and compare. Prints what it found to @p out under
  * @p label.

@@ -259,22 +259,13 @@ pipesched::Schedule offloaded(const Args &a, pipesched::Schedule s, const pipesc
     return pipesched::offload(s, a.policy, a.budget, costs);
 }
 
-bool has_copies(const pipesched::Schedule &s)
-{
-    for (std::uint32_t d = 0; d < s.devices(); d++)
-        for (const psched_op &op : s.ops(d))
-            if (rt::is_copy(op.kind))
-                return true;
-    return false;
-}
-
 /* The same schedule lowered, written as a csv-comms file and read back: what
  * an engine reading our files executes. */
 bool check_via_csv(const pipesched::Schedule &s, const std::string &what,
                    const rt::CheckOptions &o, std::ostream &out)
 {
     try {
-        pipesched::Schedule lowered = has_copies(s) ? rt::lower_with_copies(s, nullptr) : s.lower();
+        pipesched::Schedule lowered = s.lower();
         pipesched::Schedule back = pipesched::from_csv(lowered.to_csv_comms());
         return check(back, nullptr, what + " via csv-comms", o, out);
     } catch (const pipesched::Error &e) {
