@@ -84,7 +84,7 @@ typedef struct rf {
     uint32_t p, S, mbs, per;
     uint32_t *stage_device;
     uint8_t *stage_flags; /* PSCHED_EXEC_FIRST / LAST */
-    input_need *input;          /* [4*stage + compute kind] */
+    input_need *input;    /* [4*stage + compute kind] */
     uint32_t *chan_of;    /* [4*stage + comm kind - SEND_F]: channel | peer << 16, or NOBODY */
     cell_state *cell;     /* [mb*S + stage] */
     chan *ch;             /* [from*p + to] */
@@ -296,8 +296,8 @@ bool psched__rendezvous_fast_check(const psched_schedule *s)
     f.pending = psched__calloc((size_t)p + 1, sizeof *f.pending);
     f.queue = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.queue);
     f.queued = psched__calloc((size_t)p + 1, sizeof *f.queued);
-    bool ok = f.stage_device && f.stage_flags && f.input && f.chan_of && f.cell && f.ch && f.cursor && f.group_end &&
-              f.pending && f.queue && f.queued;
+    bool ok = f.stage_device && f.stage_flags && f.input && f.chan_of && f.cell && f.ch &&
+              f.cursor && f.group_end && f.pending && f.queue && f.queued;
     for (uint32_t st = 0; ok && st < S; st++) {
         f.stage_device[st] = psched_plan_stage_device(plan, st);
         f.stage_flags[st] = (uint8_t)((st % f.per == 0 ? PSCHED_EXEC_FIRST : 0) |
@@ -305,18 +305,22 @@ bool psched__rendezvous_fast_check(const psched_schedule *s)
     }
     for (uint32_t st = 0; ok && st < S; st++) {
         uint32_t dev = f.stage_device[st];
-        bool first = f.stage_flags[st] & PSCHED_EXEC_FIRST, last = f.stage_flags[st] & PSCHED_EXEC_LAST;
+        bool first = f.stage_flags[st] & PSCHED_EXEC_FIRST;
+        bool last = f.stage_flags[st] & PSCHED_EXEC_LAST;
         input_need none = {0, ALWAYS}, fwd = none, back = none;
         if (!first)
-            fwd = f.stage_device[st - 1] == dev ? (input_need){-1, RAN_F} : (input_need){0, COMM(DONE_RECV_F)};
+            fwd = f.stage_device[st - 1] == dev ? (input_need){-1, RAN_F}
+                                                : (input_need){0, COMM(DONE_RECV_F)};
         if (!last)
-            back = f.stage_device[st + 1] == dev ? (input_need){1, RAN_BACK} : (input_need){0, COMM(DONE_RECV_B)};
+            back = f.stage_device[st + 1] == dev ? (input_need){1, RAN_BACK}
+                                                 : (input_need){0, COMM(DONE_RECV_B)};
         f.input[4 * st + PSCHED_OP_F] = fwd;
         f.input[4 * st + PSCHED_OP_B] = back;
         f.input[4 * st + PSCHED_OP_W] = none;
         f.input[4 * st + PSCHED_OP_BW] = back;
         for (uint8_t kind = PSCHED_OP_SEND_F; kind <= PSCHED_OP_RECV_B; kind++) {
-            bool next = toward_next(kind), send = kind == PSCHED_OP_SEND_F || kind == PSCHED_OP_SEND_B;
+            bool next = toward_next(kind);
+            bool send = kind == PSCHED_OP_SEND_F || kind == PSCHED_OP_SEND_B;
             uint32_t *at = &f.chan_of[4 * st + kind - PSCHED_OP_SEND_F];
             *at = NOBODY;
             if (next ? last : first)
