@@ -370,6 +370,39 @@ static void test_lowering_keeps_collectives_in_one_order(void)
             }
 }
 
+/* Found by the generate fuzzer: with zero costs every op ends at 0, so the
+ * lowering's global order fell back to ranks that ignored the collectives:
+ * v-half p=4 m=4 Vocab-1 put device 0's SEND_B0 behind its last-stage
+ * backward 7I1, which waits for collective 2 of micro-batch 1, which
+ * device 1 reaches only after its RECV_B0 (a rendezvous deadlock). Ops
+ * that wait for a collective now rank after every device's call. */
+static void test_lowering_with_zero_costs_waits_for_every_call(void)
+{
+    const char *names[] = {"1f1b", "v-half"};
+    const double costs[][3] = {{0, 0, 0}, {0, 1, 0}, {1, 0, 0}, {1, 1, 1}};
+    for (int n = 0; n < 2; n++)
+        for (int vocab = 1; vocab <= 2; vocab++)
+            for (int c = 0; c < 4; c++)
+                for (uint32_t p = 2; p <= 5; p++) {
+                    const uint32_t ms[] = {p, 2 * p + 1};
+                    for (int i = 0; i < 2; i++) {
+                        psched_plan *plan = gen_plan(p, ms[i]);
+                        CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
+                        CHECK_OK(psched_plan_set_cost(plan, costs[c][0], costs[c][1],
+                                                      costs[c][2]));
+                        psched_schedule *s = NULL;
+                        CHECK_OK(psched_generate(plan, names[n], &s));
+                        /* the rendezvous lowering (psched_lower_comm) */
+                        psched_schedule *l = NULL;
+                        CHECK_OK(psched_lower_comm(s, NULL, &l));
+                        CHECK_OK(psched_validate(l));
+                        psched_schedule_destroy(l);
+                        psched_schedule_destroy(s);
+                        psched_plan_destroy(plan);
+                    }
+                }
+}
+
 static void test_setters_check_their_values(void)
 {
     psched_plan *plan = gen_plan(2, 2);
@@ -436,6 +469,7 @@ int main(void)
     RUN(test_v_half_vocab_is_valid);
     RUN(test_formats_and_hash_cover_the_new_kinds);
     RUN(test_lowering_keeps_collectives_in_one_order);
+    RUN(test_lowering_with_zero_costs_waits_for_every_call);
     RUN(test_setters_check_their_values);
     RUN(test_allocation_failures_are_reported);
     TEST_MAIN_END();

@@ -420,10 +420,124 @@ static uint32_t heap_pop(const lower *l, heap *h)
     return top;
 }
 
-static void release(const lower *l, heap *h, uint32_t *indeg, uint32_t u)
+/* An op that waits for a collective (a vocabulary pass, the last stage's
+ * backward: collective.c) enters the global order only after every
+ * device's call of that collective. Collective calls themselves never
+ * block (they are posted on the communication stream). Without this, ties
+ * of equal times (zero costs) could rank a waiting op before another
+ * device's call, and placement would then put that device's transfer
+ * behind a barrier the transfer itself feeds: a deadlock. */
+typedef struct barrier {
+    size_t groups;         /* 0: no op waits for a collective */
+    uint32_t last_stage;
+    uint32_t *need, *have; /* [group] calls in the schedule, calls ranked */
+    uint32_t *head, *next; /* [group], [unit]: the waiting units, a list */
+    uint8_t *last;         /* [micro-batch] index of its last collective */
+} barrier;
+
+static size_t coll_group(uint32_t microbatch, uint32_t index)
+{
+    return (size_t)microbatch * PSCHED_MAX_COLLECTIVES + index;
+}
+
+static psched_status barrier_init(const lower *l, barrier *b)
+{
+    const psched_schedule *s = l->x.s;
+    size_t total = s->offset[s->devices];
+    bool vocab = false;
+    uint32_t mbs = 0;
+    for (size_t g = 0; g < total; g++) {
+        const psched_op *o = &s->ops[g];
+        vocab |= o->kind == PSCHED_OP_VOCAB_S || o->kind == PSCHED_OP_VOCAB_T;
+        if (o->kind == PSCHED_OP_COLLECTIVE && o->microbatch + 1 > mbs)
+            mbs = o->microbatch + 1;
+    }
+    if (!vocab || mbs == 0)
+        return PSCHED_OK; /* no op waits: the calls order nothing */
+    b->groups = (size_t)mbs * PSCHED_MAX_COLLECTIVES;
+    b->last_stage = l->x.S - 1;
+    b->need = psched__calloc(b->groups, sizeof *b->need);
+    b->have = psched__calloc(b->groups, sizeof *b->have);
+    b->head = psched__reallocarray(NULL, b->groups, sizeof *b->head);
+    b->next = psched__reallocarray(NULL, (size_t)l->units + 1, sizeof *b->next);
+    b->last = psched__calloc(mbs, sizeof *b->last);
+    if (!b->need || !b->have || !b->head || !b->next || !b->last)
+        return PSCHED_ENOMEM_FAIL();
+    for (size_t g = 0; g < b->groups; g++)
+        b->head[g] = UINT32_MAX;
+    for (size_t g = 0; g < total; g++) {
+        const psched_op *o = &s->ops[g];
+        if (o->kind != PSCHED_OP_COLLECTIVE)
+            continue;
+        b->need[coll_group(o->microbatch, o->stage)]++;
+        if (o->stage > b->last[o->microbatch])
+            b->last[o->microbatch] = (uint8_t)o->stage;
+    }
+    return PSCHED_OK;
+}
+
+static void barrier_free(barrier *b)
+{
+    psched__dealloc(b->need);
+    psched__dealloc(b->have);
+    psched__dealloc(b->head);
+    psched__dealloc(b->next);
+    psched__dealloc(b->last);
+}
+
+/* The collective op o waits for, or SIZE_MAX (collective.c's rules). */
+static size_t waits_for(const barrier *b, const psched_op *o)
+{
+    size_t k = o->microbatch;
+    if (o->kind == PSCHED_OP_VOCAB_S || o->kind == PSCHED_OP_VOCAB_T)
+        return k * PSCHED_MAX_COLLECTIVES < b->groups
+                   ? coll_group(o->microbatch, o->kind == PSCHED_OP_VOCAB_S ? 0 : 1)
+                   : SIZE_MAX;
+    if ((o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW) && o->stage == b->last_stage &&
+        k * PSCHED_MAX_COLLECTIVES < b->groups)
+        return coll_group(o->microbatch, b->last[k]);
+    return SIZE_MAX;
+}
+
+/* Unit u is ready: into the heap, or held until the collective it waits
+ * for has every device's call ranked. */
+static void ready(const lower *l, heap *h, barrier *b, uint32_t u)
+{
+    if (b->groups) {
+        for (size_t i = 0; i < unit_len(l, u); i++) {
+            size_t g = waits_for(b, &l->x.s->ops[l->unit_first[u] + i]);
+            if (g != SIZE_MAX && b->need[g] && b->have[g] < b->need[g]) {
+                b->next[u] = b->head[g];
+                b->head[g] = u;
+                return;
+            }
+        }
+    }
+    heap_push(l, h, u);
+}
+
+/* Unit u was ranked: a collective's last call lets its waiting units go. */
+static void ranked(const lower *l, heap *h, barrier *b, uint32_t u)
+{
+    const psched_op *o = &l->x.s->ops[l->unit_first[u]];
+    if (!b->groups || o->kind != PSCHED_OP_COLLECTIVE)
+        return;
+    size_t g = coll_group(o->microbatch, o->stage);
+    if (++b->have[g] < b->need[g])
+        return;
+    uint32_t v = b->head[g];
+    b->head[g] = UINT32_MAX;
+    while (v != UINT32_MAX) {
+        uint32_t next = b->next[v];
+        ready(l, h, b, v); /* an overlapped pair may wait for another too */
+        v = next;
+    }
+}
+
+static void release(const lower *l, heap *h, barrier *b, uint32_t *indeg, uint32_t u)
 {
     if (--indeg[u] == 0)
-        heap_push(l, h, u);
+        ready(l, h, b, u);
 }
 
 static psched_status global_order(lower *l)
@@ -431,11 +545,16 @@ static psched_status global_order(lower *l)
     uint32_t p = l->x.p;
     uint32_t *indeg = psched__calloc((size_t)l->units + 1, sizeof *indeg);
     heap h = {psched__reallocarray(NULL, (size_t)p + 1, sizeof *h.item), 0};
+    barrier b = {0};
     l->order = psched__reallocarray(NULL, (size_t)l->units + 1, sizeof *l->order);
-    if (!indeg || !h.item || !l->order) {
+    psched_status st = !indeg || !h.item || !l->order ? PSCHED_ENOMEM_FAIL()
+                       : l->x.coll                    ? barrier_init(l, &b)
+                                                      : PSCHED_OK;
+    if (st) {
         psched__dealloc(indeg);
         psched__dealloc(h.item);
-        return PSCHED_ENOMEM_FAIL();
+        barrier_free(&b);
+        return st;
     }
     for (uint32_t t = 0; t < l->transfers; t++)
         indeg[l->unit_of[l->consumer[t]]]++;
@@ -443,20 +562,26 @@ static psched_status global_order(lower *l)
         for (uint32_t u = l->dev_unit[d] + 1; u < l->dev_unit[d + 1]; u++)
             indeg[u]++;
         if (l->dev_unit[d] < l->dev_unit[d + 1] && indeg[l->dev_unit[d]] == 0)
-            heap_push(l, &h, l->dev_unit[d]);
+            ready(l, &h, &b, l->dev_unit[d]);
     }
     /* The compute schedule ran to its end, so every unit gets released. */
-    for (uint32_t rank = 0; h.len > 0; rank++) {
+    uint32_t rank = 0;
+    for (; h.len > 0; rank++) {
         uint32_t u = heap_pop(l, &h);
         l->order[u] = rank;
+        ranked(l, &h, &b, u);
         uint32_t d = device_of(l, l->unit_first[u]);
         if (u + 1 < l->dev_unit[d + 1])
-            release(l, &h, indeg, u + 1);
+            release(l, &h, &b, indeg, u + 1);
         for (uint32_t i = l->out_first[u]; i < l->out_first[u + 1]; i++)
-            release(l, &h, indeg, l->unit_of[l->consumer[l->out[i]]]);
+            release(l, &h, &b, indeg, l->unit_of[l->consumer[l->out[i]]]);
     }
     psched__dealloc(indeg);
     psched__dealloc(h.item);
+    barrier_free(&b);
+    if (rank != l->units) /* the engine ran it, so this is a bug, not input */
+        return psched_fail(PSCHED_EINVAL, "comm lowering: %u of %u ops could not be "
+                           "ordered around the collectives", l->units - rank, l->units);
     return PSCHED_OK;
 }
 
