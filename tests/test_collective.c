@@ -397,6 +397,18 @@ static void test_lowering_with_zero_costs_waits_for_every_call(void)
                         CHECK_OK(psched_lower_comm(s, NULL, &l));
                         CHECK_OK(psched_validate(l));
                         psched_schedule_destroy(l);
+                        /* the async one never hands out a deadlock: valid,
+                         * or refused naming the rendezvous lowering */
+                        psched_lower_options o = PSCHED_LOWER_OPTIONS_INIT;
+                        o.mode = PSCHED_LOWER_ASYNC;
+                        l = NULL;
+                        psched_status st = psched_lower_comm_ex(s, NULL, &o, &l);
+                        if (st == PSCHED_OK)
+                            CHECK_OK(psched_validate(l));
+                        else
+                            CHECK(st == PSCHED_EUNSUPPORTED && !l &&
+                                  strstr(psched_last_error(), "PSCHED_LOWER_RENDEZVOUS"));
+                        psched_schedule_destroy(l);
                         psched_schedule_destroy(s);
                         psched_plan_destroy(plan);
                     }

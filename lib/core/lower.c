@@ -80,6 +80,8 @@
  */
 #include "execute.h"
 
+#include <stdio.h>
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -943,7 +945,20 @@ static psched_status lower_comm(const psched_schedule *schedule, const psched_pl
         st = place_comm_ops(&l);
     if (!st)
         st = build(&l, lowered);
+    bool check = !st && l.async && l.x.coll;
     free_lower(&l);
+    if (check && psched_validate(*lowered) != PSCHED_OK) {
+        /* The async re-timing does not yet follow the waits of vocabulary
+         * passes on their collectives, and can then order a send behind a
+         * barrier it feeds: refuse rather than hand out a deadlock. */
+        char why[160];
+        snprintf(why, sizeof why, "%s", psched_last_error());
+        psched_schedule_destroy(*lowered);
+        *lowered = NULL;
+        return psched_fail(PSCHED_EUNSUPPORTED, "async comm lowering of this vocabulary-parallel "
+                           "schedule would deadlock (%s); lower it with PSCHED_LOWER_RENDEZVOUS",
+                           why);
+    }
     return st;
 }
 
