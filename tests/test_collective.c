@@ -3,31 +3,12 @@
  * the validator, the simulator, the formats and the hash, and the vocab
  * option of 1f1b and v-half. Times and peaks are derived by hand in the
  * comments. */
-#include "internal.h"
+#include "testsched.h"
 #include "testutil.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static psched_plan *gen_plan(uint32_t p, uint32_t m)
-{
-    psched_plan *plan;
-    if (psched_plan_create(&plan))
-        return NULL;
-    psched_plan_set_devices(plan, p);
-    psched_plan_set_microbatches(plan, m);
-    return plan;
-}
-
-static psched_schedule *import(const psched_plan *plan, const char *text)
-{
-    psched_schedule *s = NULL;
-    psched_status st = psched_import_csv(text, strlen(text), plan, &s);
-    if (st)
-        fprintf(stderr, "import: %s\n", psched_last_error());
-    return s;
-}
 
 /* Vocab-2 by hand, p = 2, m = 1, F = B = W = 1 (BW = 2), t_comm 0, S pass
  * 0.5, T pass 0.25, memory (S, T) = (+0.5, -0.5); one node with links of
@@ -45,7 +26,7 @@ static psched_schedule *import(const psched_plan *plan, const char *text)
  * BW 0: peak 1.5; d1: 1, 1.5, BW 0.5: 1.5. */
 static void test_vocab2_p2_m1_by_hand(void)
 {
-    psched_plan *plan = gen_plan(2, 1);
+    psched_plan *plan = ts_plan_shape(2, 1);
     CHECK_OK(psched_plan_set_chunks(plan, 1));
     CHECK_OK(psched_plan_set_placement(plan, PSCHED_PLACEMENT_LOOP));
     CHECK_OK(psched_plan_set_vocab_cost(plan, 0.5, 0.25));
@@ -53,7 +34,7 @@ static void test_vocab2_p2_m1_by_hand(void)
     CHECK_OK(psched_plan_set_topology(plan, 0, 10, 0.1, 1, 1));
     CHECK_OK(psched_plan_set_collective_bytes(plan, 0, 1));
     CHECK_OK(psched_plan_set_collective_bytes(plan, 1, 2));
-    psched_schedule *s = import(plan, "0F0,0COLLECTIVE0,0VOCAB_S0,1COLLECTIVE0,0VOCAB_T0,0B0\n"
+    psched_schedule *s = ts_import(plan, "0F0,0COLLECTIVE0,0VOCAB_S0,1COLLECTIVE0,0VOCAB_T0,0B0\n"
                                       "1F0,0COLLECTIVE0,1VOCAB_S0,1COLLECTIVE0,1B0,1VOCAB_T0\n");
     CHECK(s != NULL);
     CHECK_OK(psched_validate(s));
@@ -91,12 +72,12 @@ static void test_vocab2_p2_m1_by_hand(void)
  * d1 [1.5,2.5], d2 [4,5], d3 [5.5,6.5]; the collective runs [6.5, 10]. */
 static void test_collective_across_nodes_takes_the_inter_node_link(void)
 {
-    psched_plan *plan = gen_plan(4, 1);
+    psched_plan *plan = ts_plan_shape(4, 1);
     CHECK_OK(psched_plan_set_comm(plan, 0.5));
     CHECK_OK(psched_plan_set_topology(plan, 2, 100, 0, 4, 1));
     CHECK_OK(psched_plan_set_collective_bytes(plan, 0, 8));
     /* a plain barrier: every device reaches it after its F; no vocab rules */
-    psched_schedule *s = import(plan, "0F0,0COLLECTIVE0,0B0\n1F0,0COLLECTIVE0,1B0\n"
+    psched_schedule *s = ts_import(plan, "0F0,0COLLECTIVE0,0B0\n1F0,0COLLECTIVE0,1B0\n"
                                       "2F0,0COLLECTIVE0,2B0\n3F0,0COLLECTIVE0,3B0\n");
     CHECK(s != NULL);
     psched_report *r = NULL;
@@ -113,7 +94,7 @@ static void test_collective_across_nodes_takes_the_inter_node_link(void)
 static void check_refused(const psched_plan *plan, const char *text, psched_status want,
                           const char *needle)
 {
-    psched_schedule *s = import(plan, text);
+    psched_schedule *s = ts_import(plan, text);
     CHECK(s != NULL);
     if (!s)
         return;
@@ -124,7 +105,7 @@ static void check_refused(const psched_plan *plan, const char *text, psched_stat
 
 static void test_validator_names_the_devices_of_a_collective_deadlock(void)
 {
-    psched_plan *plan = gen_plan(3, 1);
+    psched_plan *plan = ts_plan_shape(3, 1);
     /* device 2 never reaches collective 0 of micro-batch 0 */
     check_refused(plan, "0F0,0COLLECTIVE0,0B0\n1F0,0COLLECTIVE0,1B0\n2F0,2B0\n",
                   PSCHED_EDEADLOCK,
@@ -135,7 +116,7 @@ static void test_validator_names_the_devices_of_a_collective_deadlock(void)
                   "2F0,0COLLECTIVE0,1COLLECTIVE0,2B0\n",
                   PSCHED_EDEADLOCK, "devices 0 and 1 reach collectives in different orders");
     psched_plan_destroy(plan);
-    plan = gen_plan(2, 1);
+    plan = ts_plan_shape(2, 1);
     /* the last stage's backward before the all-reduce it needs */
     check_refused(plan,
                   "0F0,0COLLECTIVE0,0VOCAB_S0,1COLLECTIVE0,0VOCAB_T0,0B0\n"
@@ -194,7 +175,7 @@ static void test_1f1b_vocab_memory_is_p_plus_2_and_p_plus_1(void)
 {
     const uint32_t p = 4, m = 12;
     for (int vocab = 0; vocab <= 2; vocab++) {
-        psched_plan *plan = gen_plan(p, m);
+        psched_plan *plan = ts_plan_shape(p, m);
         CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
         psched_schedule *s = NULL;
         CHECK_OK(psched_generate(plan, "1f1b", &s));
@@ -229,7 +210,7 @@ static void test_1f1b_vocab_memory_is_p_plus_2_and_p_plus_1(void)
 static void test_vocab_balances_the_last_stage(void)
 {
     const uint32_t p = 4, m = 16;
-    psched_plan *plan = gen_plan(p, m);
+    psched_plan *plan = ts_plan_shape(p, m);
     CHECK_OK(psched_plan_set_chunks(plan, 1));
     CHECK_OK(psched_plan_set_placement(plan, PSCHED_PLACEMENT_LOOP));
     CHECK_OK(psched_plan_set_stage_cost(plan, p - 1, 4, 4, 4));
@@ -259,7 +240,7 @@ static void test_v_half_vocab_is_valid(void)
 {
     for (uint32_t p = 2; p <= 6; p++) {
         for (int vocab = 1; vocab <= 2; vocab++) {
-            psched_plan *plan = gen_plan(p, 2 * p);
+            psched_plan *plan = ts_plan_shape(p, 2 * p);
             CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
             CHECK_OK(psched_plan_set_vocab_cost(plan, 0.5, 0.5));
             psched_schedule *s = NULL;
@@ -277,7 +258,7 @@ static void test_formats_and_hash_cover_the_new_kinds(void)
 {
     uint64_t h[3];
     for (int vocab = 0; vocab <= 2; vocab++) {
-        psched_plan *plan = gen_plan(4, 8);
+        psched_plan *plan = ts_plan_shape(4, 8);
         CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
         psched_schedule *s = NULL, *back = NULL;
         CHECK_OK(psched_generate(plan, "1f1b", &s));
@@ -324,7 +305,7 @@ static void test_lowering_keeps_collectives_in_one_order(void)
             for (uint32_t p = 2; p <= 5; p++) {
                 const uint32_t ms[] = {p, 2 * p, 3 * p + 1};
                 for (int i = 0; i < 3; i++) {
-                    psched_plan *plan = gen_plan(p, ms[i]);
+                    psched_plan *plan = ts_plan_shape(p, ms[i]);
                     CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
                     CHECK_OK(psched_plan_set_vocab_cost(plan, 0.5, 0.25));
                     psched_schedule *s = NULL;
@@ -386,7 +367,7 @@ static void test_lowering_with_zero_costs_waits_for_every_call(void)
                 for (uint32_t p = 2; p <= 5; p++) {
                     const uint32_t ms[] = {p, 2 * p + 1};
                     for (int i = 0; i < 2; i++) {
-                        psched_plan *plan = gen_plan(p, ms[i]);
+                        psched_plan *plan = ts_plan_shape(p, ms[i]);
                         CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
                         CHECK_OK(psched_plan_set_cost(plan, costs[c][0], costs[c][1],
                                                       costs[c][2]));
@@ -417,7 +398,7 @@ static void test_lowering_with_zero_costs_waits_for_every_call(void)
 
 static void test_setters_check_their_values(void)
 {
-    psched_plan *plan = gen_plan(2, 2);
+    psched_plan *plan = ts_plan_shape(2, 2);
     CHECK_EQ_INT(psched_plan_set_vocab_cost(plan, -1, 0), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "vocabulary S pass time (-1) must be finite and >= 0");
     CHECK_EQ_INT(psched_plan_set_vocab_cost(plan, 0, NAN), PSCHED_EINVAL);
@@ -450,7 +431,7 @@ static void test_setters_check_their_values(void)
 
 static void test_allocation_failures_are_reported(void)
 {
-    psched_plan *plan = gen_plan(4, 8);
+    psched_plan *plan = ts_plan_shape(4, 8);
     CHECK_OK(psched_plan_set_option(plan, "vocab", 1));
     CHECK_OK(psched_plan_set_vocab_cost(plan, 0.5, 0.5));
     int ok = 0;

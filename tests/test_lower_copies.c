@@ -3,20 +3,11 @@
  * hand, every generator x offload policy x lowering mode over a grid, the
  * csv-comms round trip, and the rendezvous engine's rules for copies. */
 #include "execute.h"
+#include "testsched.h"
 #include "testutil.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static psched_plan *gen_plan(uint32_t p, uint32_t m)
-{
-    psched_plan *plan;
-    if (psched_plan_create(&plan))
-        return NULL;
-    psched_plan_set_devices(plan, p);
-    psched_plan_set_microbatches(plan, m);
-    return plan;
-}
 
 /* Device d as its csv-comms row (a group "[a;b]BATCH"). */
 static char *row(const psched_schedule *s, uint32_t d)
@@ -64,7 +55,7 @@ static const char *const by_hand[] = {
 
 static void test_offload_all_1f1b_p2_m2_lowers_by_hand(void)
 {
-    psched_plan *plan = gen_plan(2, 2);
+    psched_plan *plan = ts_plan_shape(2, 2);
     psched_schedule *s = NULL, *o = NULL, *l = NULL;
     CHECK_OK(psched_generate(plan, "1f1b", &s));
     CHECK_OK(psched_offload(s, NULL, PSCHED_OFFLOAD_ALL, 0, &o));
@@ -155,7 +146,7 @@ static bool is_copy(uint8_t k)
 static int lower_one(const char *name, uint32_t p, uint32_t v, uint32_t m,
                      psched_offload_policy policy, psched_lower_mode mode)
 {
-    psched_plan *plan = gen_plan(p, m);
+    psched_plan *plan = ts_plan_shape(p, m);
     psched_plan_set_chunks(plan, v);
     psched_schedule *s = NULL, *o = NULL, *l = NULL, *bare = NULL, *back = NULL;
     if (psched_generate(plan, name, &s) != PSCHED_OK) {
@@ -239,18 +230,10 @@ static void test_every_generator_and_policy_lowers_with_copies(void)
     }
 }
 
-static psched_schedule *import(const psched_plan *plan, const char *text)
-{
-    psched_schedule *s = NULL;
-    if (psched_import_csv(text, strlen(text), plan, &s))
-        fprintf(stderr, "import: %s\n", psched_last_error());
-    return s;
-}
-
 /* The rendezvous engine's rules for copies in a lowered schedule. */
 static void test_rendezvous_rules_for_copies(void)
 {
-    psched_plan *plan = gen_plan(2, 1);
+    psched_plan *plan = ts_plan_shape(2, 1);
     psched_plan_set_chunks(plan, 1);
     psched_plan_set_placement(plan, PSCHED_PLACEMENT_LOOP);
     static const struct {
@@ -270,7 +253,7 @@ static void test_rendezvous_rules_for_copies(void)
          "has no matching 0RELOAD0"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        psched_schedule *s = import(plan, cases[i].text);
+        psched_schedule *s = ts_import(plan, cases[i].text);
         CHECK(s != NULL);
         if (!s)
             continue;
@@ -320,7 +303,7 @@ static void test_rendezvous_rules_for_copies(void)
  * and the memory they free and take (as for the compute schedule). */
 static void test_lowered_schedule_keeps_the_offloaded_peak(void)
 {
-    psched_plan *plan = gen_plan(4, 8);
+    psched_plan *plan = ts_plan_shape(4, 8);
     CHECK_OK(psched_plan_set_pcie_bandwidth(plan, 4));
     psched_schedule *s = NULL, *o = NULL, *l = NULL;
     CHECK_OK(psched_generate(plan, "1f1b", &s));

@@ -5,16 +5,6 @@
 #include "testsched.h"
 #include "testutil.h"
 
-static psched_plan *gen_plan(uint32_t p, uint32_t m)
-{
-    psched_plan *plan;
-    if (psched_plan_create(&plan))
-        return NULL;
-    psched_plan_set_devices(plan, p);
-    psched_plan_set_microbatches(plan, m);
-    return plan;
-}
-
 static psched_schedule *generate(const psched_plan *plan, const char *name)
 {
     psched_schedule *s = NULL;
@@ -27,17 +17,6 @@ static char *csv(const psched_schedule *s)
     char *text = NULL;
     CHECK_OK(psched_export(s, NULL, PSCHED_FORMAT_CSV, 0, &text, NULL));
     return text;
-}
-
-/* Builds a schedule from action text with copy ops: "0OFFLOAD1" etc.,
- * through the CSV importer's grammar (pipesched's extension). */
-static psched_schedule *import(const psched_plan *plan, const char *text)
-{
-    psched_schedule *s = NULL;
-    psched_status st = psched_import_csv(text, strlen(text), plan, &s);
-    if (st)
-        fprintf(stderr, "import: %s\n", psched_last_error());
-    return s;
 }
 
 /* 1F1B p = 2, m = 2, unit costs (BW = 2), every activation offloaded, one
@@ -56,7 +35,7 @@ static psched_schedule *import(const psched_plan *plan, const char *text)
  * never more than one activation: peak 1. */
 static void test_offload_all_1f1b_p2_m2_by_hand(void)
 {
-    psched_plan *plan = gen_plan(2, 2);
+    psched_plan *plan = ts_plan_shape(2, 2);
     CHECK_OK(psched_plan_set_pcie_bandwidth(plan, 2));
     CHECK_EQ_DBL(psched_plan_pcie_bandwidth(plan), 2);
     psched_schedule *s = generate(plan, "1f1b"), *o = NULL;
@@ -122,8 +101,8 @@ static void test_offload_all_1f1b_p2_m2_by_hand(void)
  * free before the RELOADs at the same instant would give 1. */
 static void test_reloads_count_before_compute_at_equal_times(void)
 {
-    psched_plan *plan = gen_plan(1, 2);
-    psched_schedule *s = import(plan, "0F0,0OFFLOAD0,0F1,0OFFLOAD1,0RELOAD0,0RELOAD1,0B0,0B1\n");
+    psched_plan *plan = ts_plan_shape(1, 2);
+    psched_schedule *s = ts_import(plan, "0F0,0OFFLOAD0,0F1,0OFFLOAD1,0RELOAD0,0RELOAD1,0B0,0B1\n");
     CHECK(s != NULL);
     CHECK_OK(psched_validate(s));
     psched_report *r;
@@ -154,7 +133,7 @@ static void test_reloads_count_before_compute_at_equal_times(void)
  * activations (the F running and the reloaded one): peak 2 units = M/4. */
 static void test_selective_offload_1f1b_p8_m32_keeps_step_time_above_the_bound(void)
 {
-    psched_plan *plan = gen_plan(8, 32);
+    psched_plan *plan = ts_plan_shape(8, 32);
     CHECK_OK(psched_plan_set_pcie_bandwidth(plan, 1));
     psched_schedule *s = generate(plan, "1f1b"), *o = NULL;
     psched_report *r;
@@ -187,7 +166,7 @@ static void test_selective_offload_1f1b_p8_m32_keeps_step_time_above_the_bound(v
  * device ends at or under 2; copies that take no time cost no step time. */
 static void test_budget_offloads_until_each_device_fits(void)
 {
-    psched_plan *plan = gen_plan(4, 8);
+    psched_plan *plan = ts_plan_shape(4, 8);
     psched_schedule *s = generate(plan, "1f1b"), *o = NULL;
     CHECK_EQ_INT(psched_offload(s, NULL, PSCHED_OFFLOAD_BUDGET, 0, &o), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "offload budget (0) must be > 0");
@@ -215,7 +194,7 @@ static void test_offload_any_generator_is_valid_and_never_worse_with_free_copies
     static const psched_offload_policy policies[] = {PSCHED_OFFLOAD_ALL,
                                                      PSCHED_OFFLOAD_SELECTIVE};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        psched_plan *plan = gen_plan(4, 8);
+        psched_plan *plan = ts_plan_shape(4, 8);
         psched_schedule *s = generate(plan, names[i]);
         psched_report *base = NULL;
         if (s)
@@ -256,7 +235,7 @@ static void test_copy_rules_are_checked(void)
         {"0F0,0OFFLOAD0,0OFFLOAD0,0RELOAD0,0B0\n", "duplicate of device 0 op 1 (0OFFLOAD0)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        psched_schedule *s = import(plan, cases[i].text);
+        psched_schedule *s = ts_import(plan, cases[i].text);
         CHECK(s != NULL);
         if (!s)
             continue;
@@ -266,7 +245,7 @@ static void test_copy_rules_are_checked(void)
     }
     /* a valid one, which the comm lowering keeps as it is (one device: no
      * transfer; tests/test_lower_copies.c lowers offloaded schedules) */
-    psched_schedule *s = import(plan, "0F0,0OFFLOAD0,0RELOAD0,0B0\n");
+    psched_schedule *s = ts_import(plan, "0F0,0OFFLOAD0,0RELOAD0,0B0\n");
     CHECK_OK(psched_validate(s));
     psched_schedule *lowered = NULL;
     CHECK_OK(psched_lower_comm(s, NULL, &lowered));
@@ -303,7 +282,7 @@ static void test_copy_rules_are_checked(void)
 
 static void test_pcie_setter_checks_its_value(void)
 {
-    psched_plan *plan = gen_plan(2, 2);
+    psched_plan *plan = ts_plan_shape(2, 2);
     CHECK(isinf(psched_plan_pcie_bandwidth(plan)));
     CHECK_EQ_INT(psched_plan_set_pcie_bandwidth(plan, 0), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "PCIe bandwidth (0) must be > 0");
@@ -324,7 +303,7 @@ static void test_pcie_setter_checks_its_value(void)
  * and leaks nothing (the sanitizer build checks the leaks). */
 static void test_allocation_failures_are_reported(void)
 {
-    psched_plan *plan = gen_plan(4, 8);
+    psched_plan *plan = ts_plan_shape(4, 8);
     const double w[] = {1, 2, 1, 1, 3, 1, 1, 1};
     CHECK_OK(psched_plan_set_microbatch_weights(plan, w, 8));
     CHECK_OK(psched_plan_set_comm_bytes(plan, 2, 1));

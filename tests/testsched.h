@@ -7,10 +7,11 @@
 
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int ts_parse(const char **s, uint32_t *stage, psched_op_kind *kind, uint32_t *mb)
+static inline int ts_parse(const char **s, uint32_t *stage, psched_op_kind *kind, uint32_t *mb)
 {
     char *end;
     *stage = (uint32_t)strtoul(*s, &end, 10);
@@ -27,7 +28,7 @@ static int ts_parse(const char **s, uint32_t *stage, psched_op_kind *kind, uint3
 }
 
 /* plan: resolved shape (chunks and placement set); rows: one string per device. */
-static psched_schedule *ts_build(const psched_plan *plan, const char *const *rows)
+static inline psched_schedule *ts_build(const psched_plan *plan, const char *const *rows)
 {
     psched_plan *copy;
     if (psched_plan_clone(plan, &copy))
@@ -60,7 +61,7 @@ static psched_schedule *ts_build(const psched_plan *plan, const char *const *row
 }
 
 /* A resolved loop/vshape plan with unit costs. */
-static psched_plan *ts_plan(uint32_t p, uint32_t m, uint32_t v, psched_placement placement)
+static inline psched_plan *ts_plan(uint32_t p, uint32_t m, uint32_t v, psched_placement placement)
 {
     psched_plan *plan;
     if (psched_plan_create(&plan))
@@ -70,6 +71,28 @@ static psched_plan *ts_plan(uint32_t p, uint32_t m, uint32_t v, psched_placement
     psched_plan_set_chunks(plan, v);
     psched_plan_set_placement(plan, placement);
     return plan;
+}
+
+/* An unresolved plan of p devices and m micro-batches, the rest default. */
+static inline psched_plan *ts_plan_shape(uint32_t p, uint32_t m)
+{
+    psched_plan *plan;
+    if (psched_plan_create(&plan))
+        return NULL;
+    psched_plan_set_devices(plan, p);
+    psched_plan_set_microbatches(plan, m);
+    return plan;
+}
+
+/* A schedule from CSV action text (the importer's grammar, copies and
+ * collectives included); NULL, with the library's message on stderr, if
+ * the importer refuses it. */
+static inline psched_schedule *ts_import(const psched_plan *plan, const char *text)
+{
+    psched_schedule *s = NULL;
+    if (psched_import_csv(text, strlen(text), plan, &s))
+        fprintf(stderr, "import: %s\n", psched_last_error());
+    return s;
 }
 
 #endif

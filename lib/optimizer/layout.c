@@ -143,15 +143,8 @@ static psched_status fill_given(psched__problem *pb, const char *schedule,
     psched_partition_result *r = psched__result_alloc(pb);
     psched_status st = r ? psched__solution_init(&sol, pb->stages, pb->layers)
                          : PSCHED_ENOMEM_FAIL();
-    if (!st) {
-        ev.stage_time = psched__calloc(pb->stages, sizeof(double));
-        ev.stage_mem = psched__calloc(pb->stages, sizeof(double));
-        ev.dev_param = psched__calloc(pb->devices, sizeof(double));
-        ev.dev_mem = psched__calloc(pb->devices, sizeof(double));
-        ev.dev_time = psched__calloc(pb->devices, sizeof(double));
-        if (!ev.stage_time || !ev.stage_mem || !ev.dev_param || !ev.dev_mem || !ev.dev_time)
-            st = PSCHED_ENOMEM_FAIL();
-    }
+    if (!st)
+        st = psched__evaluation_init(pb, &ev);
     if (!st) {
         uint32_t at = 0;
         for (uint32_t s = 0; s < pb->stages; s++) {
@@ -166,11 +159,7 @@ static psched_status fill_given(psched__problem *pb, const char *schedule,
     if (!st)
         r->status = psched__fits(pb, ev.max_mem) ? PSCHED_SOLVE_FEASIBLE
                                                  : PSCHED_SOLVE_INFEASIBLE;
-    psched__dealloc(ev.stage_time);
-    psched__dealloc(ev.stage_mem);
-    psched__dealloc(ev.dev_param);
-    psched__dealloc(ev.dev_mem);
-    psched__dealloc(ev.dev_time);
+    psched__evaluation_free(&ev);
     psched__solution_free(&sol);
     if (st) {
         psched_partition_result_destroy(r);

@@ -279,6 +279,11 @@ typedef struct psched__evaluation {
     double objective, max_mem;
 } psched__evaluation;
 
+/* Allocate the arrays of `ev` for pb's stages and devices (zeroed); free
+ * them with psched__evaluation_free(), also after a failure. */
+PSCHED_INTERNAL psched_status psched__evaluation_init(const psched__problem *pb,
+                                                      psched__evaluation *ev);
+PSCHED_INTERNAL void psched__evaluation_free(psched__evaluation *ev);
 PSCHED_INTERNAL void psched__evaluate(const psched__problem *pb, const psched__solution *sol,
                                       psched__evaluation *ev);
 PSCHED_INTERNAL bool psched__fits(const psched__problem *pb, double mem);

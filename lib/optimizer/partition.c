@@ -323,15 +323,8 @@ static psched_status partition_problem(psched__problem *pb, const psched_partiti
     psched__evaluation ev = {0};
     psched_partition_result *r = psched__result_alloc(pb);
     psched_status st = r ? psched__solution_init(&sol, pb->stages, pb->layers) : PSCHED_ENOMEM_FAIL();
-    if (!st) {
-        ev.stage_time = psched__calloc(pb->stages, sizeof(double));
-        ev.stage_mem = psched__calloc(pb->stages, sizeof(double));
-        ev.dev_param = psched__calloc(pb->devices, sizeof(double));
-        ev.dev_mem = psched__calloc(pb->devices, sizeof(double));
-        ev.dev_time = psched__calloc(pb->devices, sizeof(double));
-        if (!ev.stage_time || !ev.stage_mem || !ev.dev_param || !ev.dev_mem || !ev.dev_time)
-            st = PSCHED_ENOMEM_FAIL();
-    }
+    if (!st)
+        st = psched__evaluation_init(pb, &ev);
     if (!st)
         st = run_method(pb, o, &ev, &sol, &r->status, &r->gap, &r->min_memory);
     bool optimizer = o->method == PSCHED_PARTITION_ILP || o->method == PSCHED_PARTITION_DP;
@@ -341,11 +334,7 @@ static psched_status partition_problem(psched__problem *pb, const psched_partiti
         st = psched__result_fill(pb, &sol, schedule, resolved, &ev, r);
     if (!st && r->status == PSCHED_SOLVE_INFEASIBLE && isnan(r->min_memory))
         st = want_min_memory ? min_memory(pb, &r->min_memory) : PSCHED_OK;
-    psched__dealloc(ev.stage_time);
-    psched__dealloc(ev.stage_mem);
-    psched__dealloc(ev.dev_param);
-    psched__dealloc(ev.dev_mem);
-    psched__dealloc(ev.dev_time);
+    psched__evaluation_free(&ev);
     psched__solution_free(&sol);
     if (st) {
         psched_partition_result_destroy(r);

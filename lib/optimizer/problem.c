@@ -336,6 +336,28 @@ void psched__solution_copy(const psched__problem *pb, const psched__solution *fr
     to->found = from->found;
 }
 
+psched_status psched__evaluation_init(const psched__problem *pb, psched__evaluation *ev)
+{
+    ev->stage_time = psched__calloc(pb->stages, sizeof(double));
+    ev->stage_mem = psched__calloc(pb->stages, sizeof(double));
+    ev->dev_param = psched__calloc(pb->devices, sizeof(double));
+    ev->dev_mem = psched__calloc(pb->devices, sizeof(double));
+    ev->dev_time = psched__calloc(pb->devices, sizeof(double));
+    if (!ev->stage_time || !ev->stage_mem || !ev->dev_param || !ev->dev_mem || !ev->dev_time)
+        return PSCHED_ENOMEM_FAIL();
+    return PSCHED_OK;
+}
+
+void psched__evaluation_free(psched__evaluation *ev)
+{
+    psched__dealloc(ev->stage_time);
+    psched__dealloc(ev->stage_mem);
+    psched__dealloc(ev->dev_param);
+    psched__dealloc(ev->dev_mem);
+    psched__dealloc(ev->dev_time);
+    ev->stage_time = ev->stage_mem = ev->dev_param = ev->dev_mem = ev->dev_time = NULL;
+}
+
 void psched__evaluate(const psched__problem *pb, const psched__solution *sol, psched__evaluation *ev)
 {
     for (uint32_t d = 0; d < pb->devices; d++)

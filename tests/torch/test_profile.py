@@ -5,7 +5,6 @@ autograd graph, the CSV accepted by `pipesched partition`, bad arguments
 refused. argv: the pipesched CLI. Exit 77 (skip) where torch is absent, a
 failure under CI=true."""
 import json
-import math
 import os
 import subprocess
 import sys
@@ -13,8 +12,10 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import tiny_transformer as tiny_transformer_model  # noqa: E402
 
-HIDDEN, HEADS, FFN, VOCAB, BATCH, SEQ, BLOCKS = 256, 4, 1024, 512, 4, 128, 3
+VOCAB, BATCH, SEQ, BLOCKS = 512, 4, 128, 3
+HIDDEN = tiny_transformer_model.HIDDEN
 COLUMNS = ["type", "count", "f", "b", "w", "act", "param", "act_selective", "extra_selective",
            "act_full", "extra_full"]
 failures = []
@@ -27,46 +28,11 @@ def check(cond, what):
 
 
 def tiny_transformer():
-    """Embedding, BLOCKS pre-norm blocks (explicit softmax attention, GELU
-    MLP), head; float32, fixed seed."""
+    """Embedding, BLOCKS pre-norm blocks, head (tests/torch/tiny_transformer.py);
+    float32, fixed seed."""
     import torch
 
-    class SelfAttention(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.qkv = torch.nn.Linear(HIDDEN, 3 * HIDDEN)
-            self.proj = torch.nn.Linear(HIDDEN, HIDDEN)
-
-        def forward(self, x):
-            b, t, h = x.shape
-            q, k, v = (z.view(b, t, HEADS, h // HEADS).transpose(1, 2)
-                       for z in self.qkv(x).split(h, dim=-1))
-            a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(h // HEADS), dim=-1)
-            return self.proj((a @ v).transpose(1, 2).reshape(b, t, h))
-
-    class Block(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.n1, self.n2 = torch.nn.LayerNorm(HIDDEN), torch.nn.LayerNorm(HIDDEN)
-            self.attn = SelfAttention()
-            self.mlp = torch.nn.Sequential(torch.nn.Linear(HIDDEN, FFN), torch.nn.GELU(),
-                                           torch.nn.Linear(FFN, HIDDEN))
-
-        def forward(self, x):
-            x = x + self.attn(self.n1(x))
-            return x + self.mlp(self.n2(x))
-
-    class Head(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.norm = torch.nn.LayerNorm(HIDDEN)
-            self.out = torch.nn.Linear(HIDDEN, VOCAB)
-
-        def forward(self, x):
-            return self.out(self.norm(x))
-
-    torch.manual_seed(0)
-    layers = [torch.nn.Embedding(VOCAB, HIDDEN)] + [Block() for _ in range(BLOCKS)] + [Head()]
+    layers = tiny_transformer_model.layers(VOCAB, BLOCKS)
     tokens = torch.randint(0, VOCAB, (BATCH, SEQ))
     return layers, tokens
 
