@@ -67,8 +67,10 @@
  * transfer overlaps the compute before the consumer. No groups: both
  * devices of a pair list their transfers by (key, sending device,
  * transfer), one order for the pair's single stream, which is also the
- * order link_times gave them the link in. The result is executed under
- * async semantics (rendezvous.c).
+ * order link_times gave them the link in. The re-timing follows the
+ * collectives as the engine does (collective.c): a collective runs once
+ * every device has called it, and an op waiting for it starts after its
+ * end. The result is executed under async semantics (rendezvous.c).
  *
  * CSV: ::PSCHED_FORMAT_CSV_COMMS writes a batched group as one cell
  * `[a;b]BATCH` and psched_import_csv() reads it back, so a lowered schedule
@@ -79,8 +81,6 @@
  * SEND/RECV as an asynchronous isend/irecv, for which its files are written).
  */
 #include "execute.h"
-
-#include <stdio.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -213,215 +213,6 @@ static psched_status index_outgoing(lower *l)
     return PSCHED_OK;
 }
 
-/* ---- async mode: times with one transfer at a time per device pair.
- * Calls between two ranks run in posting order on one stream (one NCCL
- * communicator per pair), both directions alike, so two transfers of a
- * pair whose windows overlap cannot both start at their producer's end.
- * The compute schedule is re-timed with each transfer taking its pair's
- * link at the later of its producer's end and the link's previous
- * transfer's end, in the order the producers end (units run in order of
- * their end time, Dijkstra-like, so releases come in time order). The
- * lowering then posts every transfer at its release in these times. */
-
-typedef struct link_sim {
-    uint32_t *link;      /* [transfer] compact id of its device pair */
-    double *free;        /* [link] end of its last transfer */
-    double *arrival;     /* [transfer] NAN until its producer ran */
-    uint32_t *in_first;  /* [unit] CSR of transfers by consumer unit */
-    uint32_t *in;
-    uint32_t *cursor;    /* [device] next unit */
-    double *clock;       /* [device] */
-    uint32_t *hitem;     /* heap of ready devices by their next unit's end */
-    double *hkey;        /* [device] that end */
-    uint32_t hlen;
-} link_sim;
-
-static uint64_t pair_of(const lower *l, uint32_t t)
-{
-    uint64_t a = device_of(l, l->producer[t]), b = device_of(l, l->consumer[t]);
-    return a < b ? a * l->x.p + b : b * l->x.p + a;
-}
-
-static const lower *sort_ctx;
-
-static int by_pair(const void *pa, const void *pb)
-{
-    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
-    uint64_t qa = pair_of(sort_ctx, a), qb = pair_of(sort_ctx, b);
-    return qa < qb ? -1 : qa > qb;
-}
-
-static bool ls_less(const link_sim *k, uint32_t a, uint32_t b)
-{
-    return k->hkey[a] < k->hkey[b] || (k->hkey[a] == k->hkey[b] && a < b);
-}
-
-static void ls_push(link_sim *k, uint32_t d)
-{
-    uint32_t i = k->hlen++;
-    while (i > 0 && ls_less(k, d, k->hitem[(i - 1) / 2])) {
-        k->hitem[i] = k->hitem[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    k->hitem[i] = d;
-}
-
-static uint32_t ls_pop(link_sim *k)
-{
-    uint32_t top = k->hitem[0], last = k->hitem[--k->hlen], i = 0;
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= k->hlen)
-            break;
-        if (c + 1 < k->hlen && ls_less(k, k->hitem[c + 1], k->hitem[c]))
-            c++;
-        if (!ls_less(k, k->hitem[c], last))
-            break;
-        k->hitem[i] = k->hitem[c];
-        i = c;
-    }
-    k->hitem[i] = last;
-    return top;
-}
-
-/* Pushes device d when the inputs of its next unit have arrived. */
-static void ls_try(const lower *l, link_sim *k, uint32_t d)
-{
-    uint32_t u = k->cursor[d];
-    if (u == l->dev_unit[d + 1])
-        return;
-    double start = k->clock[d];
-    for (uint32_t i = k->in_first[u]; i < k->in_first[u + 1]; i++) {
-        double a = k->arrival[k->in[i]];
-        if (isnan(a))
-            return;
-        if (a > start)
-            start = a;
-    }
-    k->hkey[d] = start + psched__exec_unit_cost(&l->x, l->x.s->ops, l->unit_first[u],
-                                                unit_len(l, u));
-    ls_push(k, d);
-}
-
-static psched_status link_times(lower *l)
-{
-    uint32_t n = l->transfers, p = l->x.p;
-    link_sim k = {0};
-    uint32_t *idx = psched__reallocarray(NULL, (size_t)n + 1, sizeof *idx);
-    k.link = psched__reallocarray(NULL, (size_t)n + 1, sizeof *k.link);
-    k.free = psched__reallocarray(NULL, (size_t)n + 1, sizeof *k.free);
-    k.arrival = psched__reallocarray(NULL, (size_t)n + 1, sizeof *k.arrival);
-    k.in_first = psched__calloc((size_t)l->units + 2, sizeof *k.in_first);
-    k.in = psched__reallocarray(NULL, (size_t)n + 1, sizeof *k.in);
-    k.cursor = psched__reallocarray(NULL, (size_t)p + 1, sizeof *k.cursor);
-    k.clock = psched__calloc((size_t)p + 1, sizeof *k.clock);
-    k.hitem = psched__reallocarray(NULL, (size_t)p + 1, sizeof *k.hitem);
-    k.hkey = psched__reallocarray(NULL, (size_t)p + 1, sizeof *k.hkey);
-    psched_status st = PSCHED_OK;
-    if (!idx || !k.link || !k.free || !k.arrival || !k.in_first || !k.in || !k.cursor ||
-        !k.clock || !k.hitem || !k.hkey) {
-        st = PSCHED_ENOMEM_FAIL();
-        goto out;
-    }
-    for (uint32_t t = 0; t < n; t++) {
-        idx[t] = t;
-        k.arrival[t] = NAN;
-        k.in_first[l->unit_of[l->consumer[t]] + 2]++;
-    }
-    for (uint32_t u = 0; u < l->units; u++)
-        k.in_first[u + 2] += k.in_first[u + 1];
-    for (uint32_t t = 0; t < n; t++)
-        k.in[k.in_first[l->unit_of[l->consumer[t]] + 1]++] = t;
-    sort_ctx = l;
-    qsort(idx, n, sizeof *idx, by_pair);
-    for (uint32_t i = 0, id = 0; i < n; i++) {
-        if (i > 0 && pair_of(l, idx[i]) != pair_of(l, idx[i - 1]))
-            id++;
-        k.link[idx[i]] = id;
-        k.free[id] = -INFINITY;
-    }
-    for (uint32_t d = 0; d < p; d++) {
-        k.cursor[d] = l->dev_unit[d];
-        ls_try(l, &k, d);
-    }
-    double comm = l->x.costs->comm;
-    while (k.hlen > 0) {
-        uint32_t d = ls_pop(&k), u = k.cursor[d]++;
-        double end = k.hkey[d];
-        size_t g0 = l->unit_first[u], g1 = g0 + unit_len(l, u);
-        double cost = psched__exec_unit_cost(&l->x, l->x.s->ops, g0, g1 - g0);
-        for (size_t g = g0; g < g1; g++) {
-            l->x.start[g] = end - cost;
-            l->x.end[g] = end;
-        }
-        k.clock[d] = end;
-        for (uint32_t i = l->out_first[u]; i < l->out_first[u + 1]; i++) {
-            uint32_t t = l->out[i], id = k.link[t];
-            double start = k.free[id] > end ? k.free[id] : end;
-            k.free[id] = start + comm;
-            k.arrival[t] = start + comm;
-            uint32_t e = device_of(l, l->consumer[t]);
-            if (e != d && k.cursor[e] == l->unit_of[l->consumer[t]])
-                ls_try(l, &k, e);
-        }
-        ls_try(l, &k, d);
-    }
-out:
-    psched__dealloc(idx);
-    psched__dealloc(k.link);
-    psched__dealloc(k.free);
-    psched__dealloc(k.arrival);
-    psched__dealloc(k.in_first);
-    psched__dealloc(k.in);
-    psched__dealloc(k.cursor);
-    psched__dealloc(k.clock);
-    psched__dealloc(k.hitem);
-    psched__dealloc(k.hkey);
-    return st;
-}
-
-/* ---- the global order: Kahn's algorithm, earliest simulated start first.
- * At most one unit per device is ready at a time, so the heap holds <= p. */
-
-typedef struct heap {
-    uint32_t *item;
-    uint32_t len;
-} heap;
-
-static bool heap_less(const lower *l, uint32_t a, uint32_t b)
-{
-    double sa = l->x.start[l->unit_first[a]], sb = l->x.start[l->unit_first[b]];
-    return sa < sb || (sa == sb && a < b);
-}
-
-static void heap_push(const lower *l, heap *h, uint32_t u)
-{
-    uint32_t i = h->len++;
-    while (i > 0 && heap_less(l, u, h->item[(i - 1) / 2])) {
-        h->item[i] = h->item[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h->item[i] = u;
-}
-
-static uint32_t heap_pop(const lower *l, heap *h)
-{
-    uint32_t top = h->item[0], last = h->item[--h->len], i = 0;
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= h->len)
-            break;
-        if (c + 1 < h->len && heap_less(l, h->item[c + 1], h->item[c]))
-            c++;
-        if (!heap_less(l, h->item[c], last))
-            break;
-        h->item[i] = h->item[c];
-        i = c;
-    }
-    h->item[i] = last;
-    return top;
-}
-
 /* An op that waits for a collective (a vocabulary pass, the last stage's
  * backward: collective.c) enters the global order only after every
  * device's call of that collective. Collective calls themselves never
@@ -499,6 +290,273 @@ static size_t waits_for(const barrier *b, const psched_op *o)
         k * PSCHED_MAX_COLLECTIVES < b->groups)
         return coll_group(o->microbatch, b->last[k]);
     return SIZE_MAX;
+}
+
+/* ---- async mode: times with one transfer at a time per device pair.
+ * Calls between two ranks run in posting order on one stream (one NCCL
+ * communicator per pair), both directions alike, so two transfers of a
+ * pair whose windows overlap cannot both start at their producer's end.
+ * The compute schedule is re-timed with each transfer taking its pair's
+ * link at the later of its producer's end and the link's previous
+ * transfer's end, in the order the producers end (units run in order of
+ * their end time, Dijkstra-like, so releases come in time order). The
+ * lowering then posts every transfer at its release in these times. */
+
+typedef struct link_sim {
+    uint32_t *link;      /* [transfer] compact id of its device pair */
+    double *free;        /* [link] end of its last transfer */
+    double *arrival;     /* [transfer] NAN until its producer ran */
+    uint32_t *in_first;  /* [unit] CSR of transfers by consumer unit */
+    uint32_t *in;
+    uint32_t *cursor;    /* [device] next unit */
+    double *clock;       /* [device] */
+    uint32_t *hitem;     /* heap of ready devices by their next unit's end */
+    double *hkey;        /* [device] that end */
+    uint32_t hlen;
+    bool *inheap;        /* [device] */
+    /* collectives (when an op waits for one): the engine's rules
+     * (collective.c), calls never block, a collective runs on the shared
+     * stream once every device has called it, and an op that waits for
+     * it starts after its end */
+    barrier bar;
+    uint32_t *carrived;  /* [group] calls run */
+    double *carrive;     /* [group] the latest call */
+    double *cend;        /* [group] end once run, NAN before */
+    double comm_free;    /* end of the last collective run */
+} link_sim;
+
+static uint64_t pair_of(const lower *l, uint32_t t)
+{
+    uint64_t a = device_of(l, l->producer[t]), b = device_of(l, l->consumer[t]);
+    return a < b ? a * l->x.p + b : b * l->x.p + a;
+}
+
+static const lower *sort_ctx;
+
+static int by_pair(const void *pa, const void *pb)
+{
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    uint64_t qa = pair_of(sort_ctx, a), qb = pair_of(sort_ctx, b);
+    return qa < qb ? -1 : qa > qb;
+}
+
+static bool ls_less(const link_sim *k, uint32_t a, uint32_t b)
+{
+    return k->hkey[a] < k->hkey[b] || (k->hkey[a] == k->hkey[b] && a < b);
+}
+
+static void ls_push(link_sim *k, uint32_t d)
+{
+    k->inheap[d] = true;
+    uint32_t i = k->hlen++;
+    while (i > 0 && ls_less(k, d, k->hitem[(i - 1) / 2])) {
+        k->hitem[i] = k->hitem[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    k->hitem[i] = d;
+}
+
+static uint32_t ls_pop(link_sim *k)
+{
+    uint32_t top = k->hitem[0], last = k->hitem[--k->hlen], i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= k->hlen)
+            break;
+        if (c + 1 < k->hlen && ls_less(k, k->hitem[c + 1], k->hitem[c]))
+            c++;
+        if (!ls_less(k, k->hitem[c], last))
+            break;
+        k->hitem[i] = k->hitem[c];
+        i = c;
+    }
+    k->hitem[i] = last;
+    k->inheap[top] = false;
+    return top;
+}
+
+/* Pushes device d when the inputs of its next unit have arrived (and the
+ * collectives it waits for have run). */
+static void ls_try(const lower *l, link_sim *k, uint32_t d)
+{
+    uint32_t u = k->cursor[d];
+    if (u == l->dev_unit[d + 1])
+        return;
+    double start = k->clock[d];
+    for (uint32_t i = k->in_first[u]; i < k->in_first[u + 1]; i++) {
+        double a = k->arrival[k->in[i]];
+        if (isnan(a))
+            return;
+        if (a > start)
+            start = a;
+    }
+    for (size_t i = 0; k->bar.groups && i < unit_len(l, u); i++) {
+        size_t g = waits_for(&k->bar, &l->x.s->ops[l->unit_first[u] + i]);
+        if (g == SIZE_MAX || !k->bar.need[g])
+            continue;
+        if (isnan(k->cend[g]))
+            return;
+        if (k->cend[g] > start)
+            start = k->cend[g];
+    }
+    k->hkey[d] = start + psched__exec_unit_cost(&l->x, l->x.s->ops, l->unit_first[u],
+                                                unit_len(l, u));
+    ls_push(k, d);
+}
+
+static psched_status link_times(lower *l)
+{
+    uint32_t n = l->transfers, p = l->x.p;
+    link_sim k = {0};
+    uint32_t *idx = psched__reallocarray(NULL, (size_t)n + 1, sizeof *idx);
+    k.link = psched__reallocarray(NULL, (size_t)n + 1, sizeof *k.link);
+    k.free = psched__reallocarray(NULL, (size_t)n + 1, sizeof *k.free);
+    k.arrival = psched__reallocarray(NULL, (size_t)n + 1, sizeof *k.arrival);
+    k.in_first = psched__calloc((size_t)l->units + 2, sizeof *k.in_first);
+    k.in = psched__reallocarray(NULL, (size_t)n + 1, sizeof *k.in);
+    k.cursor = psched__reallocarray(NULL, (size_t)p + 1, sizeof *k.cursor);
+    k.clock = psched__calloc((size_t)p + 1, sizeof *k.clock);
+    k.hitem = psched__reallocarray(NULL, (size_t)p + 1, sizeof *k.hitem);
+    k.hkey = psched__reallocarray(NULL, (size_t)p + 1, sizeof *k.hkey);
+    k.inheap = psched__calloc((size_t)p + 1, sizeof *k.inheap);
+    psched_status st = PSCHED_OK;
+    if (!idx || !k.link || !k.free || !k.arrival || !k.in_first || !k.in || !k.cursor ||
+        !k.clock || !k.hitem || !k.hkey || !k.inheap) {
+        st = PSCHED_ENOMEM_FAIL();
+        goto out;
+    }
+    if (l->x.coll && (st = barrier_init(l, &k.bar)) != PSCHED_OK)
+        goto out;
+    if (k.bar.groups) {
+        k.carrived = psched__calloc(k.bar.groups, sizeof *k.carrived);
+        k.carrive = psched__calloc(k.bar.groups, sizeof *k.carrive);
+        k.cend = psched__reallocarray(NULL, k.bar.groups, sizeof *k.cend);
+        if (!k.carrived || !k.carrive || !k.cend) {
+            st = PSCHED_ENOMEM_FAIL();
+            goto out;
+        }
+        for (size_t g = 0; g < k.bar.groups; g++)
+            k.cend[g] = NAN;
+        k.comm_free = -INFINITY;
+    }
+    for (uint32_t t = 0; t < n; t++) {
+        idx[t] = t;
+        k.arrival[t] = NAN;
+        k.in_first[l->unit_of[l->consumer[t]] + 2]++;
+    }
+    for (uint32_t u = 0; u < l->units; u++)
+        k.in_first[u + 2] += k.in_first[u + 1];
+    for (uint32_t t = 0; t < n; t++)
+        k.in[k.in_first[l->unit_of[l->consumer[t]] + 1]++] = t;
+    sort_ctx = l;
+    qsort(idx, n, sizeof *idx, by_pair);
+    for (uint32_t i = 0, id = 0; i < n; i++) {
+        if (i > 0 && pair_of(l, idx[i]) != pair_of(l, idx[i - 1]))
+            id++;
+        k.link[idx[i]] = id;
+        k.free[id] = -INFINITY;
+    }
+    for (uint32_t d = 0; d < p; d++) {
+        k.cursor[d] = l->dev_unit[d];
+        ls_try(l, &k, d);
+    }
+    double comm = l->x.costs->comm;
+    while (k.hlen > 0) {
+        uint32_t d = ls_pop(&k), u = k.cursor[d]++;
+        double end = k.hkey[d];
+        size_t g0 = l->unit_first[u], g1 = g0 + unit_len(l, u);
+        double cost = psched__exec_unit_cost(&l->x, l->x.s->ops, g0, g1 - g0);
+        for (size_t g = g0; g < g1; g++) {
+            l->x.start[g] = end - cost;
+            l->x.end[g] = end;
+        }
+        k.clock[d] = end;
+        for (uint32_t i = l->out_first[u]; i < l->out_first[u + 1]; i++) {
+            uint32_t t = l->out[i], id = k.link[t];
+            double start = k.free[id] > end ? k.free[id] : end;
+            k.free[id] = start + comm;
+            k.arrival[t] = start + comm;
+            uint32_t e = device_of(l, l->consumer[t]);
+            if (e != d && k.cursor[e] == l->unit_of[l->consumer[t]])
+                ls_try(l, &k, e);
+        }
+        const psched_op *o = &l->x.s->ops[g0];
+        if (k.bar.groups && o->kind == PSCHED_OP_COLLECTIVE) {
+            size_t c = coll_group(o->microbatch, o->stage);
+            if (k.carrived[c]++ == 0 || end > k.carrive[c])
+                k.carrive[c] = end;
+            if (k.carrived[c] == k.bar.need[c]) {
+                double at = k.carrive[c] > k.comm_free ? k.carrive[c] : k.comm_free;
+                const double *w = l->x.weight;
+                k.cend[c] = at + psched__collective_time(l->x.costs, p, o->stage,
+                                                         w ? w[o->microbatch] : 1.0);
+                k.comm_free = k.cend[c];
+                for (uint32_t e = 0; e < p; e++)
+                    if (e != d && !k.inheap[e])
+                        ls_try(l, &k, e);
+            }
+        }
+        ls_try(l, &k, d);
+    }
+out:
+    psched__dealloc(idx);
+    psched__dealloc(k.link);
+    psched__dealloc(k.free);
+    psched__dealloc(k.arrival);
+    psched__dealloc(k.in_first);
+    psched__dealloc(k.in);
+    psched__dealloc(k.cursor);
+    psched__dealloc(k.clock);
+    psched__dealloc(k.hitem);
+    psched__dealloc(k.hkey);
+    psched__dealloc(k.inheap);
+    psched__dealloc(k.carrived);
+    psched__dealloc(k.carrive);
+    psched__dealloc(k.cend);
+    barrier_free(&k.bar);
+    return st;
+}
+
+/* ---- the global order: Kahn's algorithm, earliest simulated start first.
+ * At most one unit per device is ready at a time, so the heap holds <= p. */
+
+typedef struct heap {
+    uint32_t *item;
+    uint32_t len;
+} heap;
+
+static bool heap_less(const lower *l, uint32_t a, uint32_t b)
+{
+    double sa = l->x.start[l->unit_first[a]], sb = l->x.start[l->unit_first[b]];
+    return sa < sb || (sa == sb && a < b);
+}
+
+static void heap_push(const lower *l, heap *h, uint32_t u)
+{
+    uint32_t i = h->len++;
+    while (i > 0 && heap_less(l, u, h->item[(i - 1) / 2])) {
+        h->item[i] = h->item[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->item[i] = u;
+}
+
+static uint32_t heap_pop(const lower *l, heap *h)
+{
+    uint32_t top = h->item[0], last = h->item[--h->len], i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= h->len)
+            break;
+        if (c + 1 < h->len && heap_less(l, h->item[c + 1], h->item[c]))
+            c++;
+        if (!heap_less(l, h->item[c], last))
+            break;
+        h->item[i] = h->item[c];
+        i = c;
+    }
+    h->item[i] = last;
+    return top;
 }
 
 /* Unit u is ready: into the heap, or held until the collective it waits
@@ -945,20 +1003,7 @@ static psched_status lower_comm(const psched_schedule *schedule, const psched_pl
         st = place_comm_ops(&l);
     if (!st)
         st = build(&l, lowered);
-    bool check = !st && l.async && l.x.coll;
     free_lower(&l);
-    if (check && psched_validate(*lowered) != PSCHED_OK) {
-        /* The async re-timing does not yet follow the waits of vocabulary
-         * passes on their collectives, and can then order a send behind a
-         * barrier it feeds: refuse rather than hand out a deadlock. */
-        char why[160];
-        snprintf(why, sizeof why, "%s", psched_last_error());
-        psched_schedule_destroy(*lowered);
-        *lowered = NULL;
-        return psched_fail(PSCHED_EUNSUPPORTED, "async comm lowering of this vocabulary-parallel "
-                           "schedule would deadlock (%s); lower it with PSCHED_LOWER_RENDEZVOUS",
-                           why);
-    }
     return st;
 }
 

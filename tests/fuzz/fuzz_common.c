@@ -130,22 +130,30 @@ static void csv_round_trip(const psched_schedule *s, uint64_t hash)
     psched_schedule_destroy(back);
 }
 
+/* Both lowerings (rendezvous and async) of a valid schedule must succeed
+ * and give a schedule that validates under their semantics. */
 static void lower(const psched_schedule *s, bool valid)
 {
-    psched_schedule *l = NULL;
-    psched_status st = psched_lower_comm(s, NULL, &l);
-    if (valid && st != PSCHED_OK)
-        fuzz_fail("lowering a valid schedule failed", st);
-    if (st != PSCHED_OK)
-        return;
-    psched_report *r = NULL;
-    st = psched_simulate(l, NULL, &r);
-    if (st != PSCHED_OK)
-        fuzz_fail("a lowered schedule does not validate", st);
-    export_one(l, r, PSCHED_FORMAT_CSV_COMMS, 0, true);
-    export_one(l, r, PSCHED_FORMAT_JSON, 0, true);
-    psched_report_destroy(r);
-    psched_schedule_destroy(l);
+    for (int mode = 0; mode <= 1; mode++) {
+        psched_lower_options o = PSCHED_LOWER_OPTIONS_INIT;
+        o.mode = mode ? PSCHED_LOWER_ASYNC : PSCHED_LOWER_RENDEZVOUS;
+        psched_schedule *l = NULL;
+        psched_status st = psched_lower_comm_ex(s, NULL, &o, &l);
+        if (valid && st != PSCHED_OK)
+            fuzz_fail(mode ? "async lowering of a valid schedule failed"
+                           : "lowering a valid schedule failed", st);
+        if (st != PSCHED_OK)
+            return;
+        psched_report *r = NULL;
+        st = psched_simulate(l, NULL, &r);
+        if (st != PSCHED_OK)
+            fuzz_fail(mode ? "an async-lowered schedule does not validate"
+                           : "a lowered schedule does not validate", st);
+        export_one(l, r, PSCHED_FORMAT_CSV_COMMS, 0, true);
+        export_one(l, r, PSCHED_FORMAT_JSON, 0, true);
+        psched_report_destroy(r);
+        psched_schedule_destroy(l);
+    }
 }
 
 /* Vocabulary passes or collectives (issue 19). */
