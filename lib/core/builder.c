@@ -21,6 +21,28 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The check of a VOCAB_S, VOCAB_T or COLLECTIVE op: `stage` is the
+ * device's shard, or the collective's index below PSCHED_MAX_COLLECTIVES. */
+
+psched_status psched__check_collective_op(uint32_t device, psched_op_kind kind, uint32_t stage,
+                                          uint32_t mb, uint32_t mbs, uint32_t flags)
+{
+    const char *name = psched__kind_name((uint8_t)kind);
+    if (kind == PSCHED_OP_COLLECTIVE && stage >= PSCHED_MAX_COLLECTIVES)
+        return psched_fail(PSCHED_EINVAL, "append: collective index (%u) must be < %u", stage,
+                           PSCHED_MAX_COLLECTIVES);
+    if (kind != PSCHED_OP_COLLECTIVE && stage != device)
+        return psched_fail(PSCHED_EINVAL,
+                           "append: %s shard (%u) must be the device's own index (%u)", name,
+                           stage, device);
+    if (mb >= mbs)
+        return psched_fail(PSCHED_EINVAL, "append: microbatch (%u) must be < microbatches per "
+                                          "chain (%u)", mb, mbs);
+    if (flags)
+        return psched_fail(PSCHED_EINVAL, "append: %s takes no flags (0x%x)", name, flags);
+    return PSCHED_OK;
+}
+
 #if defined(__GNUC__)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else

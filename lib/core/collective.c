@@ -122,27 +122,6 @@ double psched_plan_collective_bytes(const psched_plan *plan, uint32_t index)
     return plan->cm ? plan->cm->coll_bytes[index] : 0;
 }
 
-/* ---- the builder's check ---- */
-
-psched_status psched__check_collective_op(uint32_t device, psched_op_kind kind, uint32_t stage,
-                                          uint32_t mb, uint32_t mbs, uint32_t flags)
-{
-    const char *name = psched__kind_name((uint8_t)kind);
-    if (kind == PSCHED_OP_COLLECTIVE && stage >= MAXC)
-        return psched_fail(PSCHED_EINVAL, "append: collective index (%u) must be < %u", stage,
-                           MAXC);
-    if (kind != PSCHED_OP_COLLECTIVE && stage != device)
-        return psched_fail(PSCHED_EINVAL,
-                           "append: %s shard (%u) must be the device's own index (%u)", name,
-                           stage, device);
-    if (mb >= mbs)
-        return psched_fail(PSCHED_EINVAL, "append: microbatch (%u) must be < microbatches per "
-                                          "chain (%u)", mb, mbs);
-    if (flags)
-        return psched_fail(PSCHED_EINVAL, "append: %s takes no flags (0x%x)", name, flags);
-    return PSCHED_OK;
-}
-
 /* ---- the engine ---- */
 
 struct psched_coll {

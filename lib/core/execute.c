@@ -48,15 +48,6 @@ static uint32_t device_of_index(const exec *x, size_t g)
     return x->stage_device[x->s->ops[g].stage];
 }
 
-/* "device 1 op 7 (3I2)" */
-void psched__exec_describe(const exec *x, size_t g, char *buf, size_t size)
-{
-    uint32_t d = device_of_index(x, g);
-    char t[48];
-    psched__op_text(&x->s->ops[g], t, sizeof t);
-    snprintf(buf, size, "device %u op %zu (%s)", d, g - x->s->offset[d], t);
-}
-
 static void name_op(uint32_t stage, uint32_t mb, uint8_t kind, char *buf, size_t size)
 {
     psched_op o = {stage, mb, 0, kind, 0};
@@ -359,14 +350,6 @@ double psched__exec_unit_cost(const exec *x, const psched_op *ops, size_t g, siz
     if (n == 2 && x->overlap)
         cost -= pair_saving(x, &ops[g], &ops[g + 1]);
     return cost;
-}
-
-void psched__exec_enqueue(exec *x, uint32_t d)
-{
-    if (x->queued[d])
-        return;
-    x->queued[d] = true;
-    x->queue[(x->qhead + x->qlen++) % x->p] = d;
 }
 
 /* Wakes the device whose op depends across devices on op g of device d: the

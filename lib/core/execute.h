@@ -7,6 +7,8 @@
 
 #include "internal.h"
 
+#include <stdio.h>
+
 /* "no op" in the position index and in wait slots */
 #define PSCHED_EXEC_NONE UINT32_MAX
 
@@ -70,16 +72,23 @@ PSCHED_INTERNAL psched_status psched__exec_setup(psched_exec *x, const psched_sc
 PSCHED_INTERNAL psched_status psched__exec_run(psched_exec *x);
 PSCHED_INTERNAL void psched__exec_free(psched_exec *x);
 
-/* "device 1 op 7 (3I2)" for global op index g */
-PSCHED_INTERNAL void psched__exec_describe(const psched_exec *x, size_t g, char *buf,
-                                           size_t size);
 /* Compute time of one op under x->costs (its micro-batch's weight included). */
 PSCHED_INTERNAL double psched__exec_cost(const psched_exec *x, const psched_op *o);
 /* Time of the unit [g, g + n) of the op array (n = 2: an overlapped pair,
  * the sum of its ops less the pair's overlap saving). */
 PSCHED_INTERNAL double psched__exec_unit_cost(const psched_exec *x, const psched_op *ops, size_t g,
                                               size_t n);
-PSCHED_INTERNAL void psched__exec_enqueue(psched_exec *x, uint32_t d);
+/* Device d into the run queue (once). Inline, as psched__exec_describe()
+ * below: collective.c, which the engine calls, uses both, and calls back
+ * into execute.c would close a circle between the two files. */
+static inline void psched__exec_enqueue(psched_exec *x, uint32_t d)
+{
+    if (x->queued[d])
+        return;
+    x->queued[d] = true;
+    x->queue[(x->qhead + x->qlen++) % x->p] = d;
+}
+
 /* EDEADLOCK naming the cycle of waiting devices: device d is stuck at op
  * at[d] and waits for op x->waiting[d] of another device. */
 PSCHED_INTERNAL psched_status psched__exec_deadlock(psched_exec *x, const size_t *at);
@@ -103,6 +112,17 @@ PSCHED_INTERNAL bool psched__coll_backward_ready(psched_exec *x, uint32_t d, con
 PSCHED_INTERNAL double psched__coll_op_cost(const psched_exec *x, const psched_op *o);
 /* Device whose list holds op g (binary search of the offsets). */
 PSCHED_INTERNAL uint32_t psched__coll_device(const psched_schedule *s, size_t g);
+
+/* "device 1 op 7 (3I2)" for global op index g. */
+static inline void psched__exec_describe(const psched_exec *x, size_t g, char *buf, size_t size)
+{
+    const psched_op *o = &x->s->ops[g];
+    uint32_t d = o->kind >= PSCHED_OP_VOCAB_S ? psched__coll_device(x->s, g)
+                                              : x->stage_device[o->stage];
+    char t[48];
+    psched__op_text(o, t, sizeof t);
+    snprintf(buf, size, "device %u op %zu (%s)", d, g - x->s->offset[d], t);
+}
 PSCHED_INTERNAL void psched__coll_free(psched_coll *c);
 /* Times of the activation copy g of device d (OFFLOAD/RELOAD) issued with
  * its input ended and the device at `ready`: it starts when the device's

@@ -270,7 +270,7 @@ PSCHED_INTERNAL bool psched__compact_valid(const psched_compact *c);
 PSCHED_INTERNAL psched_status psched__generate_ex(const psched_plan *plan, const char *name,
                                                   bool compact, psched_schedule **sout,
                                                   psched_compact **cout);
-/* Builder check of a VOCAB_S / VOCAB_T / COLLECTIVE op (collective.c). */
+/* Builder check of a VOCAB_S / VOCAB_T / COLLECTIVE op (builder.c). */
 PSCHED_INTERNAL psched_status psched__check_collective_op(uint32_t device, psched_op_kind kind,
                                                           uint32_t stage, uint32_t mb,
                                                           uint32_t mbs, uint32_t flags);

@@ -3,6 +3,8 @@
  * functions, so adding an op kind (or a placement) is one row here. */
 #include "internal.h"
 
+#include <stdio.h>
+
 const char *psched_op_kind_str(psched_op_kind kind, psched_naming naming)
 {
     /* Row per kind in enum order: this library's name, PyTorch's. */
@@ -38,4 +40,16 @@ const char *psched_placement_str(psched_placement placement)
     if ((unsigned)placement >= sizeof names / sizeof names[0])
         return NULL;
     return names[placement];
+}
+
+int psched__op_text(const psched_op *op, char *buf, size_t size)
+{
+    const char *k = psched_op_kind_str((psched_op_kind)op->kind, PSCHED_NAMING_PYTORCH);
+    return snprintf(buf, size, "%u%s%u", op->stage, k ? k : "?", op->microbatch);
+}
+
+const char *psched__kind_name(uint8_t kind)
+{
+    const char *k = psched_op_kind_str((psched_op_kind)kind, PSCHED_NAMING_PIPESCHED);
+    return k ? k : "?";
 }

@@ -166,18 +166,6 @@ psched_status psched_schedule_ops(const psched_schedule *s, uint32_t device, siz
     return PSCHED_OK;
 }
 
-int psched__op_text(const psched_op *op, char *buf, size_t size)
-{
-    const char *k = psched_op_kind_str((psched_op_kind)op->kind, PSCHED_NAMING_PYTORCH);
-    return snprintf(buf, size, "%u%s%u", op->stage, k ? k : "?", op->microbatch);
-}
-
-const char *psched__kind_name(uint8_t kind)
-{
-    const char *k = psched_op_kind_str((psched_op_kind)kind, PSCHED_NAMING_PIPESCHED);
-    return k ? k : "?";
-}
-
 /* Whether the schedule holds comm ops (it was lowered): validation and
  * simulation then run the rendezvous engine. */
 bool psched__has_comm_ops(const psched_schedule *s)
