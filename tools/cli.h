@@ -59,7 +59,8 @@ typedef struct cli_costmodel {
 typedef struct cli_opts {
     enum cli_command command;
     bool help, json;
-    const char *schedule, *costs_file, *format, *output, *placement;
+    const char *schedule, *costs_file, *format, *output;
+    psched_placement placement; /* --placement, when have_placement */
     const char *input; /* --input, --file (hash) or validate's FILE: "-" is stdin */
     uint32_t devices, microbatches, chunks;
     bool have_devices, have_microbatches, have_chunks, have_placement, have_format;

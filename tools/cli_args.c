@@ -275,14 +275,20 @@ static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
         }
         o->input = v;
         return CLI_OK;
-    case OPT_PLACEMENT:
-        if (strcmp(v, "loop") != 0 && strcmp(v, "vshape") != 0) {
-            cli_error("--placement '%s': expected loop or vshape", v);
-            return CLI_USAGE;
-        }
-        o->placement = v;
-        o->have_placement = true;
-        return CLI_OK;
+    case OPT_PLACEMENT: {
+        /* the placements a plan can be given; names from the library */
+        static const psched_placement settable[] = {PSCHED_PLACEMENT_LOOP,
+                                                    PSCHED_PLACEMENT_VSHAPE};
+        for (size_t i = 0; i < sizeof settable / sizeof settable[0]; i++)
+            if (strcmp(v, psched_placement_str(settable[i])) == 0) {
+                o->placement = settable[i];
+                o->have_placement = true;
+                return CLI_OK;
+            }
+        cli_error("--placement '%s': expected %s or %s", v, psched_placement_str(settable[0]),
+                  psched_placement_str(settable[1]));
+        return CLI_USAGE;
+    }
     case OPT_CHAINS:
         return cli_flag_u32("chains", v, 1, 2, &o->chains);
     case OPT_COSTMODEL:

@@ -176,11 +176,6 @@ static int plan_setting(psched_status st, const char *flag)
     return st == PSCHED_OK ? CLI_OK : cli_fail(st, flag);
 }
 
-static psched_placement placement_kind(const char *name)
-{
-    return strcmp(name, "vshape") == 0 ? PSCHED_PLACEMENT_VSHAPE : PSCHED_PLACEMENT_LOOP;
-}
-
 /* The cost and memory flags, on a plan whose p and v are already set (so
  * that --costs-file can check its stage indices). */
 static int fill_costs(psched_plan *plan, const cli_opts *o)
@@ -209,7 +204,7 @@ static int fill_plan(psched_plan *plan, const cli_opts *o, const psched_generato
     if (rc == CLI_OK)
         rc = plan_setting(psched_plan_set_chunks(plan, chunks), "--chunks");
     if (rc == CLI_OK && o->have_placement)
-        rc = plan_setting(psched_plan_set_placement(plan, placement_kind(o->placement)),
+        rc = plan_setting(psched_plan_set_placement(plan, o->placement),
                           "--placement");
     if (rc == CLI_OK && o->have_group_size)
         rc = plan_setting(psched_plan_set_option(plan, "group-size", o->group_size),
@@ -294,7 +289,7 @@ static int shape_plan(const cli_opts *o, const psched_schedule *inferred, psched
         (st = psched_plan_set_microbatches(plan, m)) == PSCHED_OK && o->chunks)
         st = psched_plan_set_chunks(plan, o->chunks);
     if (st == PSCHED_OK && o->have_placement)
-        st = psched_plan_set_placement(plan, placement_kind(o->placement));
+        st = psched_plan_set_placement(plan, o->placement);
     if (st != PSCHED_OK) {
         psched_plan_destroy(plan);
         return cli_fail(st, input_label(o));

@@ -88,6 +88,7 @@ class psched_op(ctypes.Structure):
 OPTION_INFO_VERSION = 1
 OPTION_DEFAULT_FROM_PLAN = 0x1
 NAMING_PIPESCHED = 0
+NAMING_PYTORCH = 1
 
 
 class psched_option_info(ctypes.Structure):

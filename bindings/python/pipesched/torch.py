@@ -55,9 +55,28 @@ TORCH_VERSION = "2.13.0"
 """The torch release this module is written and tested against."""
 
 _CT = _pt._ComputationType
-_KIND_TO_TYPE = {"F": _CT.FORWARD, "B": _CT.BACKWARD_INPUT, "W": _CT.BACKWARD_WEIGHT,
-                 "BW": _CT.FULL_BACKWARD, "SEND_F": _CT.SEND_F, "RECV_F": _CT.RECV_F,
-                 "SEND_B": _CT.SEND_B, "RECV_B": _CT.RECV_B}
+_KIND_TO_TYPE: dict = {}
+
+
+def _kind_to_type():
+    """{pipesched kind name: PyTorch's _ComputationType} for every kind
+    PyTorch has, matched through the library's PyTorch spelling of each
+    kind (psched_op_kind_str with PSCHED_NAMING_PYTORCH) and PyTorch's own
+    parser, so neither side's names are written out here."""
+    if not _KIND_TO_TYPE:
+        lib, table, kind = _lib.load(), {}, 0
+        while True:
+            ours = lib.psched_op_kind_str(kind, _lib.NAMING_PIPESCHED)
+            if ours is None:
+                break
+            try:
+                table[ours.decode()] = _CT.from_str(
+                    lib.psched_op_kind_str(kind, _lib.NAMING_PYTORCH).decode())
+            except (RuntimeError, ValueError):
+                pass  # a kind PyTorch's runtime has no action for
+            kind += 1
+        _KIND_TO_TYPE.update(table)
+    return _KIND_TO_TYPE
 LOWERINGS = ("pytorch", "pipesched")
 
 
@@ -83,7 +102,7 @@ def _actions_of(schedule, device, stage_rank=None):
     stage_rank (a lowered schedule), each BATCH_NEXT group of comm ops is
     written in rank-parity order (_parity_order)."""
     out, pending, group = [], None, []
-    action, types = _pt._Action, _KIND_TO_TYPE
+    action, types = _pt._Action, _kind_to_type()
     new = tuple.__new__  # _Action(stage, type, mb) without the keyword-default wrapper
     overlap, batch = pipesched.OVERLAP_NEXT, pipesched.BATCH_NEXT
     for kind, stage, mb, flag in _raw(schedule, device):
