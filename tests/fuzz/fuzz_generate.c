@@ -2,7 +2,9 @@
  * registered generator: generate -> validate -> simulate -> export (every
  * format) -> hash -> CSV round trip -> lowering (fuzz_exercise()).
  *
- * Input bytes, in order: generator index, p, m, v, chains, placement,
+ * Input bytes, in order: generator index (modulo the registered count:
+ * each seed's file name begins with its generator's name, which the test
+ * fuzz-seeds checks), p, m, v, chains, placement,
  * cost mode, costs, memory mode, memory deltas, comm, memory limit,
  * group-size, then a device per stage for a custom map, then (issue 19)
  * the vocab option for a generator that declares it (0..2), the S and T
