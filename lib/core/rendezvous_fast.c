@@ -90,15 +90,18 @@ typedef struct rule {
     union {
         struct {                /* compute ops */
             uint16_t set;       /* bits it sets in its own cell */
-            uint16_t in_mask;   /* a bit of cell + off that must be set */
+            uint16_t in_mask;   /* a bit of cell + in_off that must be set */
+            int16_t in_off;
         };
         struct {                /* comm ops */
             uint16_t chan;      /* dense channel number */
             uint16_t peer;      /* the device at the other end */
+            int16_t key_off;    /* 2 x cell + key_off = the transfer (posted) */
         };
     };
-    uint16_t unused;
-    int32_t off; /* compute: the input's cell offset; comm: + 2 x cell = transfer */
+    uint16_t done;   /* comm: the DONE_RECV_* bit of its transfer */
+    int8_t recv_off; /* comm: the cell of its transfer's RECV - its own cell */
+    uint8_t send;    /* comm: a SEND (else a RECV) */
 } rule;
 
 typedef struct dev_state {
@@ -115,22 +118,18 @@ typedef struct rf {
     cell_state *cell;  /* [mb*S + stage] */
     chan *ch;          /* dense channel numbers */
     dev_state *dv;     /* [device] */
-    uint32_t *queue;   /* devices ready to run, each at most once */
-    uint32_t qhead, qlen;
+    uint32_t *ready;   /* a stack of devices ready to run, each at most once */
+    uint32_t nready;
 } rf;
-
-static void enqueue(rf *f, uint32_t d)
-{
-    f->queue[f->qlen++] = d;
-}
 
 /* The op's rule, or NULL when its stage, micro-batch or kind is out of
  * range or it does not belong on device d. */
-static inline const rule *rule_of(const rf *f, const psched_op *o, uint32_t d)
+static inline const rule *rule_of(const rule *rules, uint32_t S, uint32_t mbs, psched_op o,
+                                  uint32_t d)
 {
-    if ((o->stage >= f->S) | (o->microbatch >= f->mbs) | (o->kind > PSCHED_OP_RECV_B))
+    if (o.stage >= S || o.microbatch >= mbs || o.kind > PSCHED_OP_RECV_B)
         return NULL;
-    const rule *r = &f->rules[8 * (size_t)o->stage + o->kind];
+    const rule *r = &rules[8 * (size_t)o.stage + o.kind];
     return r->dev == d ? r : NULL;
 }
 
@@ -146,12 +145,12 @@ static bool run_pair(rf *f, uint32_t d, size_t g, size_t last)
     const rule *r[2];
     size_t c[2];
     for (int u = 0; u < 2; u++) {
-        r[u] = rule_of(f, &o[u], d);
+        r[u] = rule_of(f->rules, f->S, f->mbs, o[u], d);
         if (!r[u])
             return false;
         c[u] = (size_t)o[u].microbatch * f->S + o[u].stage;
         if ((f->cell[c[u]] & r[u]->mask) != r[u]->want ||
-            !(f->cell[c[u] + r[u]->off] & r[u]->in_mask))
+            !(f->cell[c[u] + r[u]->in_off] & r[u]->in_mask))
             return false;
     }
     f->cell[c[0]] |= r[0]->set;
@@ -161,56 +160,25 @@ static bool run_pair(rf *f, uint32_t d, size_t g, size_t last)
     return true;
 }
 
-/* Posts the transfer `key` of comm op kind `kind` of the running device on
- * r's channel; false when not the fast path's (a mismatch, a transfer
- * completed twice, a full queue). A match completes the RECV (its consumer
- * may run) and the peer's call; the peer, waiting on its group, runs again
- * once all of it matched. */
-static inline bool post(rf *f, const rule *r, posted key, uint8_t kind, uint32_t *pending)
-{
-    chan *c = &f->ch[r->chan];
-    bool send = kind == PSCHED_OP_SEND_F || kind == PSCHED_OP_SEND_B;
-    if (c->len > 0 && c->sends != send) {
-        posted other = c->q[c->head];
-        c->head = (uint8_t)((c->head + 1) & (QCAP - 1));
-        c->len--;
-        uint32_t back = key & 1;
-        cell_state *rc = &f->cell[(key >> 1) + !back];
-        unsigned done = back ? DONE_RECV_B : DONE_RECV_F;
-        if (other != key || (*rc & done))
-            return false;
-        *rc = (cell_state)(*rc | done);
-        dev_state *e = &f->dv[r->peer];
-        if (--e->pending == 0) {
-            e->cursor = e->group_end;
-            __builtin_prefetch(&f->ops[e->cursor]);
-            __builtin_prefetch(&f->ops[e->cursor + 5]);
-            enqueue(f, r->peer);
-        }
-        return true;
-    }
-    if (c->len == QCAP)
-        return false;
-    c->sends = send;
-    c->q[(c->head + c->len++) & (QCAP - 1)] = key;
-    ++*pending;
-    return true;
-}
-
 /* Runs device d until its list ends or it waits for a group; false when
  * not the fast path's. A compute op (rule 1): its own cell's state and its
- * input; a comm op (rules 2, 5): its rule (a channel), its producer, then
- * posted (rules 3, 4). */
+ * input. A comm op (rules 2, 5): its rule (a channel), its producer, then
+ * posted (rules 3, 4): it meets the oldest call of the other side queued
+ * on its channel, which must be the same transfer, not completed yet (the
+ * match completes the RECV: its consumer may run; the peer, waiting on its
+ * group, is ready once all of it matched), or it is queued. */
 static bool run_device(rf *f, uint32_t d)
 {
     const psched_op *ops = f->ops;
+    const rule *rules = f->rules;
     cell_state *cells = f->cell;
-    const uint32_t S = f->S;
-    dev_state *me = &f->dv[d];
-    size_t last = f->offset[d + 1], g = me->cursor;
+    chan *chans = f->ch;
+    dev_state *dv = f->dv;
+    const uint32_t S = f->S, mbs = f->mbs;
+    size_t last = f->offset[d + 1], g = dv[d].cursor;
     while (g < last) {
         psched_op o = ops[g];
-        const rule *r = rule_of(f, &o, d);
+        const rule *r = rule_of(rules, S, mbs, o, d);
         if (!r)
             return false;
         size_t c = (size_t)o.microbatch * S + o.stage;
@@ -224,7 +192,7 @@ static bool run_device(rf *f, uint32_t d)
                 g += 2;
                 continue;
             }
-            if (!(cells[c + r->off] & r->in_mask))
+            if (!(cells[c + r->in_off] & r->in_mask))
                 return false;
             cells[c] = (cell_state)(st | r->set);
             g++;
@@ -235,15 +203,38 @@ static bool run_device(rf *f, uint32_t d)
         for (;;) {
             if (o.flags & ~PSCHED_OP_BATCH_NEXT)
                 return false;
-            if (!post(f, r, (posted)(2 * c + (size_t)(int64_t)r->off), o.kind, &pending))
-                return false;
+            posted key = (posted)(2 * c + (size_t)(int64_t)r->key_off);
+            chan *ch = &chans[r->chan];
+            if (ch->len > 0 && ch->sends != r->send) {
+                posted other = ch->q[ch->head];
+                ch->head = (uint8_t)((ch->head + 1) & (QCAP - 1));
+                ch->len--;
+                cell_state *rc = &cells[c + r->recv_off];
+                if (other != key || (*rc & r->done))
+                    return false;
+                *rc = (cell_state)(*rc | r->done);
+                dev_state *e = &dv[r->peer];
+                if (--e->pending == 0) {
+                    e->cursor = e->group_end;
+                    /* it runs next (last ready, first run): fetch its ops */
+                    __builtin_prefetch(&ops[e->cursor]);
+                    __builtin_prefetch(&ops[e->cursor + 5]);
+                    f->ready[f->nready++] = r->peer;
+                }
+            } else {
+                if (ch->len == QCAP)
+                    return false;
+                ch->sends = r->send;
+                ch->q[(ch->head + ch->len++) & (QCAP - 1)] = key;
+                pending++;
+            }
             g++;
             if (!(o.flags & PSCHED_OP_BATCH_NEXT))
                 break;
             if (g >= last)
                 return false;
             o = ops[g];
-            r = rule_of(f, &o, d);
+            r = rule_of(rules, S, mbs, o, d);
             if (!r || o.kind < PSCHED_OP_SEND_F)
                 return false;
             c = (size_t)o.microbatch * S + o.stage;
@@ -251,13 +242,13 @@ static bool run_device(rf *f, uint32_t d)
                 return false;
         }
         if (pending > 0) {
-            me->cursor = group;
-            me->group_end = g;
-            me->pending = pending;
+            dv[d].cursor = group;
+            dv[d].group_end = g;
+            dv[d].pending = pending;
             return true;
         }
     }
-    me->cursor = g;
+    dv[d].cursor = g;
     return true;
 }
 
@@ -301,7 +292,7 @@ static bool make_rules(rf *f, const psched_plan *plan)
         /* inputs: the neighbour stage's op on this device, else this cell's RECV */
         if (!first) {
             if (dev[st - 1] == d) {
-                r[PSCHED_OP_F].off = -1;
+                r[PSCHED_OP_F].in_off = -1;
                 r[PSCHED_OP_F].in_mask = RAN_F;
             } else {
                 r[PSCHED_OP_F].mask |= DONE_RECV_F;
@@ -311,7 +302,7 @@ static bool make_rules(rf *f, const psched_plan *plan)
         if (!last) {
             for (int k = PSCHED_OP_B; k <= PSCHED_OP_BW; k += PSCHED_OP_BW - PSCHED_OP_B) {
                 if (dev[st + 1] == d) {
-                    r[k].off = 1;
+                    r[k].in_off = 1;
                     r[k].in_mask = RAN_BACK;
                 } else {
                     r[k].mask |= DONE_RECV_B;
@@ -333,11 +324,14 @@ static bool make_rules(rf *f, const psched_plan *plan)
             uint16_t *id = &chan_id[send ? (size_t)d * p + peer : (size_t)peer * p + d];
             if (*id == NODEV)
                 *id = (uint16_t)channels++;
-            static const int32_t transfer[4] = {0, -2, -1, 1}; /* see posted */
+            static const int16_t transfer[4] = {0, -2, -1, 1}; /* see posted */
+            static const int8_t recv_cell[4] = {1, 0, -1, 0};
             static const uint16_t producer[4] = {RAN_F, 0, RAN_BACK, 0};
-            *c = (rule){.dev = (uint16_t)d, .mask = producer[kind - PSCHED_OP_SEND_F],
-                        .want = producer[kind - PSCHED_OP_SEND_F], .chan = *id,
-                        .peer = (uint16_t)peer, .off = transfer[kind - PSCHED_OP_SEND_F]};
+            unsigned k = kind - PSCHED_OP_SEND_F;
+            *c = (rule){.dev = (uint16_t)d, .mask = producer[k], .want = producer[k],
+                        .chan = *id, .peer = (uint16_t)peer, .key_off = transfer[k],
+                        .done = next == send ? DONE_RECV_F : DONE_RECV_B,
+                        .recv_off = recv_cell[k], .send = send};
         }
     }
     psched__dealloc(dev);
@@ -359,18 +353,18 @@ bool psched__rendezvous_fast_check(const psched_schedule *s)
     f.rules = psched__reallocarray(NULL, 8 * (size_t)S + 1, sizeof *f.rules);
     f.cell = psched__reallocarray(NULL, cells + 1, sizeof *f.cell);
     f.dv = psched__calloc((size_t)p + 1, sizeof *f.dv);
-    f.queue = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.queue);
-    bool ok = f.rules && f.cell && f.dv && f.queue && make_rules(&f, plan);
+    f.ready = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.ready);
+    bool ok = f.rules && f.cell && f.dv && f.ready && make_rules(&f, plan);
     for (size_t c = 0; ok && c < cells; c++)
         f.cell[c] = ALWAYS;
     for (uint32_t d = 0; ok && d < p; d++) {
         f.dv[d].cursor = s->offset[d];
-        enqueue(&f, d);
+        f.ready[f.nready++] = d;
     }
-    while (ok && f.qlen) {
-        uint32_t d = f.queue[--f.qlen];
-        ok = run_device(&f, d);
-    }
+    /* the run's outcome does not depend on the order devices run in; last
+     * ready, first run keeps what the device just woken needs in cache */
+    while (ok && f.nready)
+        ok = run_device(&f, f.ready[--f.nready]);
     for (uint32_t d = 0; ok && d < p; d++)
         ok = f.dv[d].cursor == s->offset[d + 1];
     /* rule 1's counts: every cell one F and either BW or B and W */
@@ -382,6 +376,6 @@ bool psched__rendezvous_fast_check(const psched_schedule *s)
     psched__dealloc(f.cell);
     psched__dealloc(f.ch);
     psched__dealloc(f.dv);
-    psched__dealloc(f.queue);
+    psched__dealloc(f.ready);
     return ok;
 }
