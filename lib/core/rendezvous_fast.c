@@ -45,6 +45,7 @@
 #include <string.h>
 
 #define QCAP 16u
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define NODEV 0xffffu
 
 enum {
@@ -179,20 +180,20 @@ static bool run_device(rf *f, uint32_t d)
     while (g < last) {
         psched_op o = ops[g];
         const rule *r = rule_of(rules, S, mbs, o, d);
-        if (!r)
+        if (UNLIKELY(!r))
             return false;
         size_t c = (size_t)o.microbatch * S + o.stage;
         unsigned st = cells[c];
-        if ((st & r->mask) != r->want)
+        if (UNLIKELY((st & r->mask) != r->want))
             return false;
         if (o.kind <= PSCHED_OP_BW) {
-            if (o.flags) {
-                if (!run_pair(f, d, g, last))
+            if (UNLIKELY(o.flags)) {
+                if (UNLIKELY(!run_pair(f, d, g, last)))
                     return false;
                 g += 2;
                 continue;
             }
-            if (!(cells[c + r->in_off] & r->in_mask))
+            if (UNLIKELY(!(cells[c + r->in_off] & r->in_mask)))
                 return false;
             cells[c] = (cell_state)(st | r->set);
             g++;
@@ -201,7 +202,7 @@ static bool run_device(rf *f, uint32_t d)
         size_t group = g;
         uint32_t pending = 0;
         for (;;) {
-            if (o.flags & ~PSCHED_OP_BATCH_NEXT)
+            if (UNLIKELY(o.flags & ~PSCHED_OP_BATCH_NEXT))
                 return false;
             posted key = (posted)(2 * c + (size_t)(int64_t)r->key_off);
             chan *ch = &chans[r->chan];
@@ -210,7 +211,7 @@ static bool run_device(rf *f, uint32_t d)
                 ch->head = (uint8_t)((ch->head + 1) & (QCAP - 1));
                 ch->len--;
                 cell_state *rc = &cells[c + r->recv_off];
-                if (other != key || (*rc & r->done))
+                if (UNLIKELY(other != key || (*rc & r->done)))
                     return false;
                 *rc = (cell_state)(*rc | r->done);
                 dev_state *e = &dv[r->peer];
@@ -222,7 +223,7 @@ static bool run_device(rf *f, uint32_t d)
                     f->ready[f->nready++] = r->peer;
                 }
             } else {
-                if (ch->len == QCAP)
+                if (UNLIKELY(ch->len == QCAP))
                     return false;
                 ch->sends = r->send;
                 ch->q[(ch->head + ch->len++) & (QCAP - 1)] = key;
@@ -231,14 +232,14 @@ static bool run_device(rf *f, uint32_t d)
             g++;
             if (!(o.flags & PSCHED_OP_BATCH_NEXT))
                 break;
-            if (g >= last)
+            if (UNLIKELY(g >= last))
                 return false;
             o = ops[g];
             r = rule_of(rules, S, mbs, o, d);
-            if (!r || o.kind < PSCHED_OP_SEND_F)
+            if (UNLIKELY(!r || o.kind < PSCHED_OP_SEND_F))
                 return false;
             c = (size_t)o.microbatch * S + o.stage;
-            if ((cells[c] & r->mask) != r->want)
+            if (UNLIKELY((cells[c] & r->mask) != r->want))
                 return false;
         }
         if (pending > 0) {
