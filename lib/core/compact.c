@@ -41,28 +41,42 @@ typedef struct cstage {
     uint8_t flags;
 } cstage;
 
+/* A device's place in the run. Parked on a single op, it keeps that op
+ * decoded: the op's other inputs were met before it parked (they are
+ * checked first, and on the device itself they cannot wait), and it is
+ * woken exactly when the one it waits on runs, so it resumes by running
+ * the op without reading, decoding and checking it again. In 1F1B at p =
+ * 1024 a device runs one or two ops per turn, so that is a third of the
+ * codes read (fix 10 in bench/RESULTS.md). */
+typedef struct cdev {
+    size_t cursor;  /* next op; while parked, the op it waits to run */
+    size_t waiting; /* 2 x cell + 1 for a backward it waits on, or NOBODY */
+    size_t cell;    /* the op it waits to run, when `resume` */
+    uint32_t stage;
+    uint8_t kind;
+    bool resume;    /* parked on a single op (not a pair) */
+} cdev;
+
 typedef struct crun {
     const psched_compact *c;
     uint32_t p, S, v;
     unsigned cb;
     uint8_t *cell; /* [mb*S + stage] */
     const cstage *stages;
-    size_t *cursor, *waiting;
+    cdev *dv;
+    /* a stack of devices ready to run: the device woken last runs next.
+     * Only a parked device is woken, so none is on it twice. */
     uint32_t *queue;
-    bool *queued;
-    uint32_t qlen; /* a stack: the device woken last runs next */
+    uint32_t qlen;
 } crun;
 
 static void enqueue(crun *r, uint32_t d)
 {
-    if (r->queued[d])
-        return;
 #if defined(__GNUC__)
     /* the device resumes at its cursor's op a few devices later: its
      * codes are one of p streams, rarely still in cache */
-    __builtin_prefetch(&r->c->code[r->cursor[d]]);
+    __builtin_prefetch(&r->c->code[r->dv[d].cursor + 1]);
 #endif
-    r->queued[d] = true;
     r->queue[r->qlen++] = d;
 }
 
@@ -72,7 +86,7 @@ static inline int input(crun *r, uint32_t d, size_t c, uint8_t ran, uint32_t dd)
         return RUN_READY;
     if (dd == d)
         return RUN_FAIL;
-    r->waiting[d] = 2 * c + (ran == RAN_BACK);
+    r->dv[d].waiting = 2 * c + (ran == RAN_BACK);
     return RUN_PARK;
 }
 
@@ -110,8 +124,8 @@ static inline bool mark(crun *r, uint32_t d, uint32_t s, size_t c, uint8_t kind)
         other = st->prev;
         key = 2 * c + 1;
     }
-    if (other != d && r->waiting[other] == key) {
-        r->waiting[other] = NOBODY;
+    if (other != d && r->dv[other].waiting == key) {
+        r->dv[other].waiting = NOBODY;
         enqueue(r, other);
     }
     return true;
@@ -135,20 +149,31 @@ static inline int inputs(crun *r, uint32_t d, uint32_t s, size_t c, uint8_t kind
 static int run_device(crun *r, uint32_t d)
 {
     const uint32_t *code = r->c->code;
-    size_t last = r->c->offset[d + 1], g = r->cursor[d];
+    cdev *me = &r->dv[d];
+    size_t last = r->c->offset[d + 1], g = me->cursor;
     int res = RUN_READY;
-    while (g < last) {
 #if defined(__GNUC__)
-        __builtin_prefetch(&code[g + 16 < last ? g + 16 : g]);
+    /* the line after: a turn runs a few ops */
+    __builtin_prefetch(&code[g + 16 < last ? g + 16 : g]);
 #endif
+    if (me->resume) {
+        me->resume = false;
+        if (!mark(r, d, me->stage, me->cell, me->kind))
+            return RUN_FAIL; /* a duplicate */
+        g++;
+    }
+    while (g < last) {
         uint32_t s;
         size_t c;
         uint8_t kind;
         decode(r, d, code[g], &s, &c, &kind);
         if (!(code[g] & PSCHED_CODE_OVERLAP)) {
             res = inputs(r, d, s, c, kind);
-            if (res != RUN_READY)
-                break;
+            if (res != RUN_READY) {
+                *me = (cdev){.cursor = g, .waiting = me->waiting, .cell = c, .stage = s,
+                             .kind = kind, .resume = res == RUN_PARK};
+                return res;
+            }
             if (!mark(r, d, s, c, kind)) {
                 res = RUN_FAIL; /* a duplicate */
                 break;
@@ -176,7 +201,7 @@ static int run_device(crun *r, uint32_t d)
         }
         g += 2;
     }
-    r->cursor[d] = g;
+    me->cursor = g;
     return res;
 }
 
@@ -186,12 +211,11 @@ static bool run_all(crun *r, size_t cells)
         enqueue(r, d); /* device 0 on top */
     while (r->qlen) {
         uint32_t d = r->queue[--r->qlen];
-        r->queued[d] = false;
         if (run_device(r, d) == RUN_FAIL)
             return false;
     }
     for (uint32_t d = 0; d < r->p; d++)
-        if (r->cursor[d] != r->c->offset[d + 1])
+        if (r->dv[d].cursor != r->c->offset[d + 1])
             return false; /* left waiting: a deadlock */
     /* every cell holds F, B and W, or F and BW */
     unsigned bad = 0;
@@ -214,11 +238,9 @@ bool psched__compact_valid(const psched_compact *c)
     crun r = {.c = c, .p = p, .S = S, .v = c->chunks, .cb = c->chunk_bits};
     cstage *stages = psched__calloc(S, sizeof *stages);
     r.cell = psched__calloc(cells, 1);
-    r.cursor = psched__reallocarray(NULL, p, sizeof *r.cursor);
-    r.waiting = psched__reallocarray(NULL, p, sizeof *r.waiting);
+    r.dv = psched__calloc(p, sizeof *r.dv);
     r.queue = psched__reallocarray(NULL, p, sizeof *r.queue);
-    r.queued = psched__calloc(p, sizeof *r.queued);
-    bool ok = stages && r.cell && r.cursor && r.waiting && r.queue && r.queued;
+    bool ok = stages && r.cell && r.dv && r.queue;
     if (ok) {
         uint32_t per = S / (plan->chains ? plan->chains : 1);
         for (uint32_t st = 0; st < S; st++) {
@@ -231,17 +253,13 @@ bool psched__compact_valid(const psched_compact *c)
         }
         r.stages = stages;
         psched__advise_huge(r.cell, cells);
-        for (uint32_t d = 0; d < p; d++) {
-            r.cursor[d] = c->offset[d];
-            r.waiting[d] = NOBODY;
-        }
+        for (uint32_t d = 0; d < p; d++)
+            r.dv[d] = (cdev){.cursor = c->offset[d], .waiting = NOBODY};
         ok = run_all(&r, cells);
     }
     psched__dealloc(stages);
     psched__dealloc(r.cell);
-    psched__dealloc(r.cursor);
-    psched__dealloc(r.waiting);
+    psched__dealloc(r.dv);
     psched__dealloc(r.queue);
-    psched__dealloc(r.queued);
     return ok;
 }

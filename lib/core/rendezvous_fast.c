@@ -11,14 +11,17 @@
  *      range, placement, pair shape, duplicates, inputs on the device
  *      itself run earlier and not in the same pair; counts at the end;
  *   2. a comm op, when posted: range, placement, a neighbour stage of its
- *      chain on another device, no duplicate, no OVERLAP_NEXT, BATCH_NEXT
- *      only towards another comm op of the device; no BATCH_NEXT on a
- *      compute op, no comm op in a pair;
+ *      chain on another device, no OVERLAP_NEXT, BATCH_NEXT only towards
+ *      another comm op of the device; no BATCH_NEXT on a compute op, no
+ *      comm op in a pair; no duplicate: see 3, 4;
  *   3, 4. calls between two devices match in posting order, per direction
  *      (NCCL): a device pair's k-th SEND meets the receiver's k-th RECV
  *      from it, and the two must carry the same (stage pair, micro-batch,
  *      direction); every device finishing means every posted op was
- *      matched, so with no duplicates SENDs and RECVs pair one to one;
+ *      matched. A match completes its transfer, and a transfer completed
+ *      twice fails: so a duplicated SEND or RECV (which needs a second
+ *      match of the same transfer, or is never matched) is refused without
+ *      a bit per posted call, and SENDs and RECVs pair one to one;
  *   5. a SEND is posted after its producer ran on the device; a compute op
  *      fed from another device runs only when its RECV completed, so that
  *      RECV exists and comes earlier;
@@ -28,24 +31,39 @@
  * A queue holds a device pair's posted, unmatched calls of one side; a
  * device posts one group before it waits, so queues stay short (longer
  * than QCAP: not the fast path's).
+ *
+ * Everything an op's checks need that depends only on its (stage, kind) is
+ * one 16-byte entry of a table made once per check (`rule`): the device it
+ * belongs on (or none), which bits of its own cell must be set and which
+ * clear, the cell and bit holding its input, the bits it sets; for a comm
+ * op its channel, peer and transfer number. An op is then a handful of
+ * loads and compares; the channels actually used are numbered densely so
+ * their state stays in the first-level cache. The outcome does not depend
+ * on the order devices run in (a device's progress depends only on which
+ * calls were matched, and each channel matches in posting order), so the
+ * device woken last runs first, while what it needs is still in cache;
+ * failures are marked unlikely, so the valid path is laid out straight
+ * (fix 10 in bench/RESULTS.md).
  */
 #include "execute.h"
 
-#include <string.h>
-
-#define QCAP 16
-#define NOBODY UINT32_MAX
+#define QCAP 16u
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define NODEV 0xffffu
 
 enum {
-    /* low byte: FAST bits of the compute kinds that ran (1 << kind) */
+    /* bits 0-3: the compute kinds that ran (1 << kind) */
     RAN_F = 1u << PSCHED_OP_F,
     RAN_B = 1u << PSCHED_OP_B,
     RAN_W = 1u << PSCHED_OP_W,
     RAN_BW = 1u << PSCHED_OP_BW,
-    RAN_BACK = RAN_B | RAN_BW,
-    /* high byte (COMM()): comm kinds posted (1 << (kind - SEND_F)), and RECVs done */
-    DONE_RECV_F = 1u << 4,
-    DONE_RECV_B = 1u << 5,
+    /* B or BW ran: one bit, so that "needs a backward" is one test */
+    RAN_BACK = 1u << 4,
+    /* the cell's RECV_F / RECV_B completed */
+    DONE_RECV_F = 1u << 8,
+    DONE_RECV_B = 1u << 9,
+    /* set in every cell: the input of an op that has none */
+    ALWAYS = 0x8000u,
 };
 
 /* A posted op as its channel keeps it, one number per transfer (what a
@@ -56,222 +74,274 @@ enum {
 typedef uint32_t posted;
 
 typedef struct chan {
-    posted q[QCAP];   /* posted, unmatched ops, oldest first */
-    uint32_t head, len; /* not bytes: see cell_state */
-    bool sends;       /* the queued ops are SENDs (else RECVs) */
+    posted q[QCAP];    /* posted, unmatched ops, oldest first */
+    uint8_t head, len; /* not bigger: see cell_state */
+    bool sends;        /* the queued ops are SENDs (else RECVs) */
 } chan;
 
-/* What one (stage, micro-batch) has seen so far: RAN_* in the low byte,
- * the comm bits (COMM(...), DONE_*) in the high byte, and ALWAYS, set in
- * every cell (the mask of a requirement that always holds). 16 bits, not
- * two bytes: a store through a character type could alias anything, and
- * the compiler would reload every field of the state after each one. */
+/* What one (stage, micro-batch) has seen so far (the bits above). 16 bits,
+ * not two bytes: a store through a character type could alias anything,
+ * and the compiler would reload every field of the state after each one. */
 typedef uint16_t cell_state;
-#define COMM(bits) ((unsigned)(bits) << 8)
-#define ALWAYS 0x8000u
 
-/* What compute op kind k of stage s needs besides its own cell's bits: a
- * bit of the cell `off` stages away (its input on the device itself), or
- * its own cell's RECV done, or nothing (ALWAYS). */
-typedef struct input_need {
-    int32_t off;
-    uint32_t mask;
-} input_need;
+/* The checks of op kind k at stage s, [8*s + k]. The op's own cell must
+ * satisfy (state & mask) == want: its own bit clear (no duplicate), what
+ * must come before it set (F before a backward, B before W, the producer
+ * before a SEND, the RECV of an input from another device). */
+typedef struct rule {
+    uint16_t dev; /* the device it runs on; NODEV: never valid (no channel) */
+    uint16_t mask, want;
+    union {
+        struct {                /* compute ops */
+            uint16_t set;       /* bits it sets in its own cell */
+            uint16_t in_mask;   /* a bit of cell + in_off that must be set */
+            int16_t in_off;
+        };
+        struct {                /* comm ops */
+            uint16_t chan;      /* dense channel number */
+            uint16_t peer;      /* the device at the other end */
+            int16_t key_off;    /* 2 x cell + key_off = the transfer (posted) */
+        };
+    };
+    uint16_t done;   /* comm: the DONE_RECV_* bit of its transfer */
+    int8_t recv_off; /* comm: the cell of its transfer's RECV - its own cell */
+    uint8_t send;    /* comm: a SEND (else a RECV) */
+} rule;
+
+typedef struct dev_state {
+    size_t cursor;    /* next op; the first op of the group it waits on */
+    size_t group_end; /* end of the group it waits on */
+    uint32_t pending; /* its posted ops not matched yet */
+} dev_state;
 
 typedef struct rf {
     const psched_op *ops;
     const size_t *offset;
-    uint32_t p, S, mbs, per;
-    uint32_t *stage_device;
-    uint8_t *stage_flags; /* PSCHED_EXEC_FIRST / LAST */
-    input_need *input;    /* [4*stage + compute kind] */
-    uint32_t *chan_of;    /* [4*stage + comm kind - SEND_F]: channel | peer << 16, or NOBODY */
-    cell_state *cell;     /* [mb*S + stage] */
-    chan *ch;             /* [from*p + to] */
-    size_t *cursor, *group_end; /* group_end[d]: 0 when not parked */
-    uint32_t *pending;
-    uint32_t *queue;
-    bool *queued;
-    uint32_t qhead, qlen;
+    uint32_t p, S, mbs;
+    rule *rules;       /* [8*stage + kind] */
+    cell_state *cell;  /* [mb*S + stage] */
+    chan *ch;          /* dense channel numbers */
+    dev_state *dv;     /* [device] */
+    uint32_t *ready;   /* a stack of devices ready to run, each at most once */
+    uint32_t nready;
 } rf;
 
-static void enqueue(rf *f, uint32_t d)
+/* The op's rule, or NULL when its stage, micro-batch or kind is out of
+ * range or it does not belong on device d. */
+static inline const rule *rule_of(const rule *rules, uint32_t S, uint32_t mbs, psched_op o,
+                                  uint32_t d)
 {
-    if (f->queued[d])
-        return;
-    f->queued[d] = true;
-    uint32_t at = f->qhead + f->qlen++;
-    f->queue[at >= f->p ? at - f->p : at] = d; /* no division: this runs per group */
+    if (o.stage >= S || o.microbatch >= mbs || o.kind > PSCHED_OP_RECV_B)
+        return NULL;
+    const rule *r = &rules[8 * (size_t)o.stage + o.kind];
+    return r->dev == d ? r : NULL;
 }
 
-static bool is_comm(uint8_t kind)
-{
-    return kind >= PSCHED_OP_SEND_F && kind <= PSCHED_OP_RECV_B;
-}
-
-/* SEND_F and RECV_B talk to stage + 1, RECV_F and SEND_B to stage - 1. */
-static bool toward_next(uint8_t kind)
-{
-    return kind == PSCHED_OP_SEND_F || kind == PSCHED_OP_RECV_B;
-}
-
-/* Bits of its own cell a compute op needs (its F before a backward, its B
- * before W), and a comm op (a SEND after its producer). */
-static const uint16_t own_need[8] = {ALWAYS, RAN_F, RAN_B, RAN_F, RAN_F, ALWAYS, RAN_BACK, ALWAYS};
-/* 2 x cell + this is the transfer's number (see posted) */
-static const int32_t key_adjust[4] = {0, -2, -1, 1};
-
-/* A parked device's op was matched. */
-static void matched(rf *f, uint32_t e)
-{
-    if (--f->pending[e] == 0) {
-        f->cursor[e] = f->group_end[e];
-        f->group_end[e] = 0;
-        enqueue(f, e);
-    }
-}
-
-/* Posts transfer `key` of device d on channel entry `cp` (chan_of); false
- * when not the fast path's (a mismatch, a full queue). A match completes
- * the RECV: its consumer may run. */
-static inline bool post(rf *f, uint32_t d, uint32_t cp, posted key, bool send)
-{
-    chan *c = &f->ch[cp & 0xffffu];
-    if (c->len > 0 && c->sends != send) {
-        posted other = c->q[c->head];
-        c->head = (c->head + 1) % QCAP;
-        c->len--;
-        if (other != key)
-            return false;
-        uint32_t back = key & 1;
-        f->cell[(key >> 1) + !back] |= (cell_state)COMM(back ? DONE_RECV_B : DONE_RECV_F);
-        matched(f, cp >> 16);
-        return true;
-    }
-    if (c->len == QCAP)
-        return false;
-    c->sends = send;
-    c->q[(c->head + c->len++) % QCAP] = key;
-    f->pending[d]++;
-    return true;
-}
-
-/* The input of compute op o (on device d) from stage `from` of cell
- * `cell`: on the device itself it ran (`need` bit, and not in the pair
- * [pair0, pair1) being run), from another device its RECV is done. */
-static bool input_ok(const rf *f, uint32_t d, size_t cell, uint8_t need, uint32_t from,
-                     uint8_t done, size_t own)
-{
-    if (f->stage_device[from] == d)
-        return (f->cell[cell] & need) != 0;
-    return (f->cell[own] & COMM(done)) != 0;
-}
-
-/* Rule 1 for compute op g of device d, one of an overlapped pair; sets
- * nothing (the pair's bits are set once both are checked). */
-static bool compute_ok(const rf *f, uint32_t d, size_t g)
-{
-    const psched_op *o = &f->ops[g];
-    uint32_t s = o->stage;
-    if (o->kind > PSCHED_OP_BW || s >= f->S || o->microbatch >= f->mbs ||
-        f->stage_device[s] != d || (o->flags & PSCHED_OP_BATCH_NEXT))
-        return false;
-    size_t cell = (size_t)o->microbatch * f->S + s;
-    if (f->cell[cell] & (1u << o->kind))
-        return false;
-    bool first = f->stage_flags[s] & PSCHED_EXEC_FIRST, last = f->stage_flags[s] & PSCHED_EXEC_LAST;
-    switch (o->kind) {
-    case PSCHED_OP_F:
-        return first || input_ok(f, d, cell - 1, RAN_F, s - 1, DONE_RECV_F, cell);
-    case PSCHED_OP_W:
-        return (f->cell[cell] & RAN_B) != 0;
-    default: /* B, BW */
-        if (!(f->cell[cell] & RAN_F))
-            return false;
-        return last || input_ok(f, d, cell + 1, RAN_BACK, s + 1, DONE_RECV_B, cell);
-    }
-}
-
-/* An overlapped pair at g (rule 1 for both, checked before either runs). */
+/* An overlapped pair at g (rule 1 for both, checked before either runs;
+ * the pair's ops are two compute ops, the first flagged OVERLAP_NEXT and
+ * nothing else, the second unflagged). */
 static bool run_pair(rf *f, uint32_t d, size_t g, size_t last)
 {
-    const psched_op *ops = f->ops;
-    if (g + 1 >= last || (ops[g + 1].flags & PSCHED_OP_OVERLAP_NEXT) ||
-        ops[g + 1].kind > PSCHED_OP_BW || !compute_ok(f, d, g) || !compute_ok(f, d, g + 1))
+    const psched_op *o = &f->ops[g];
+    if (g + 1 >= last || o[0].flags != PSCHED_OP_OVERLAP_NEXT || o[1].flags != 0 ||
+        o[0].kind > PSCHED_OP_BW || o[1].kind > PSCHED_OP_BW)
         return false;
-    for (size_t u = g; u < g + 2; u++) {
-        size_t cell = (size_t)ops[u].microbatch * f->S + ops[u].stage;
-        if (f->cell[cell] & (1u << ops[u].kind))
-            return false; /* the pair's two ops are one */
-        f->cell[cell] |= (cell_state)(1u << ops[u].kind);
+    const rule *r[2];
+    size_t c[2];
+    for (int u = 0; u < 2; u++) {
+        r[u] = rule_of(f->rules, f->S, f->mbs, o[u], d);
+        if (!r[u])
+            return false;
+        c[u] = (size_t)o[u].microbatch * f->S + o[u].stage;
+        if ((f->cell[c[u]] & r[u]->mask) != r[u]->want ||
+            !(f->cell[c[u] + r[u]->in_off] & r[u]->in_mask))
+            return false;
     }
+    f->cell[c[0]] |= r[0]->set;
+    if ((f->cell[c[1]] & r[1]->mask) != r[1]->want)
+        return false; /* the pair's two ops are one */
+    f->cell[c[1]] |= r[1]->set;
     return true;
 }
 
 /* Runs device d until its list ends or it waits for a group; false when
- * not the fast path's. Each op: range and placement; a compute op (rule
- * 1): not run yet, its own cell's needs and its input (f->input); a comm
- * op (rules 2, 5): a channel (a neighbour stage of its chain on another
- * device, f->chan_of), not posted yet, a SEND after its producer, then
- * posted (rules 3, 4). */
+ * not the fast path's. A compute op (rule 1): its own cell's state and its
+ * input. A comm op (rules 2, 5): its rule (a channel), its producer, then
+ * posted (rules 3, 4): it meets the oldest call of the other side queued
+ * on its channel, which must be the same transfer, not completed yet (the
+ * match completes the RECV: its consumer may run; the peer, waiting on its
+ * group, is ready once all of it matched), or it is queued. */
 static bool run_device(rf *f, uint32_t d)
 {
     const psched_op *ops = f->ops;
+    const rule *rules = f->rules;
     cell_state *cells = f->cell;
+    chan *chans = f->ch;
+    dev_state *dv = f->dv;
     const uint32_t S = f->S, mbs = f->mbs;
-    size_t last = f->offset[d + 1], g = f->cursor[d];
+    size_t last = f->offset[d + 1], g = dv[d].cursor;
     while (g < last) {
         psched_op o = ops[g];
-        uint32_t s = o.stage;
-        if ((s >= S) | (o.microbatch >= mbs) || f->stage_device[s] != d)
+        const rule *r = rule_of(rules, S, mbs, o, d);
+        if (UNLIKELY(!r))
             return false;
-        size_t c = (size_t)o.microbatch * S + s;
+        size_t c = (size_t)o.microbatch * S + o.stage;
+        unsigned st = cells[c];
+        if (UNLIKELY((st & r->mask) != r->want))
+            return false;
         if (o.kind <= PSCHED_OP_BW) {
-            if (o.flags) {
-                if ((o.flags & PSCHED_OP_BATCH_NEXT) || !run_pair(f, d, g, last))
+            if (UNLIKELY(o.flags)) {
+                if (UNLIKELY(!run_pair(f, d, g, last)))
                     return false;
                 g += 2;
                 continue;
             }
-            unsigned st = cells[c], bit = 1u << o.kind;
-            input_need in = f->input[4 * s + o.kind];
-            if ((st & bit) || !(st & own_need[o.kind]) || !(cells[c + in.off] & in.mask))
+            if (UNLIKELY(!(cells[c + r->in_off] & r->in_mask)))
                 return false;
-            cells[c] = (cell_state)(st | bit);
+            cells[c] = (cell_state)(st | r->set);
             g++;
             continue;
         }
-        if (o.kind > PSCHED_OP_RECV_B)
-            return false;
         size_t group = g;
+        uint32_t pending = 0;
         for (;;) {
-            uint32_t k = o.kind - PSCHED_OP_SEND_F, cp = f->chan_of[4 * s + k];
-            unsigned st = cells[c], bit = COMM(1u << k);
-            if (cp == NOBODY || (o.flags & PSCHED_OP_OVERLAP_NEXT) || (st & bit) ||
-                !(st & own_need[o.kind]))
+            if (UNLIKELY(o.flags & ~PSCHED_OP_BATCH_NEXT))
                 return false;
-            cells[c] = (cell_state)(st | bit);
-            if (!post(f, d, cp, (posted)(2 * c + (size_t)(int64_t)key_adjust[k]), !(k & 1)))
-                return false;
+            posted key = (posted)(2 * c + (size_t)(int64_t)r->key_off);
+            chan *ch = &chans[r->chan];
+            if (ch->len > 0 && ch->sends != r->send) {
+                posted other = ch->q[ch->head];
+                ch->head = (uint8_t)((ch->head + 1) & (QCAP - 1));
+                ch->len--;
+                cell_state *rc = &cells[c + r->recv_off];
+                if (UNLIKELY(other != key || (*rc & r->done)))
+                    return false;
+                *rc = (cell_state)(*rc | r->done);
+                dev_state *e = &dv[r->peer];
+                if (--e->pending == 0) {
+                    e->cursor = e->group_end;
+                    /* it runs next (last ready, first run): fetch its ops */
+                    __builtin_prefetch(&ops[e->cursor]);
+                    __builtin_prefetch(&ops[e->cursor + 5]);
+                    f->ready[f->nready++] = r->peer;
+                }
+            } else {
+                if (UNLIKELY(ch->len == QCAP))
+                    return false;
+                ch->sends = r->send;
+                ch->q[(ch->head + ch->len++) & (QCAP - 1)] = key;
+                pending++;
+            }
             g++;
             if (!(o.flags & PSCHED_OP_BATCH_NEXT))
                 break;
-            if (g >= last)
+            if (UNLIKELY(g >= last))
                 return false;
             o = ops[g];
-            s = o.stage;
-            if (!is_comm(o.kind) || (s >= S) | (o.microbatch >= mbs) || f->stage_device[s] != d)
+            r = rule_of(rules, S, mbs, o, d);
+            if (UNLIKELY(!r || o.kind < PSCHED_OP_SEND_F))
                 return false;
-            c = (size_t)o.microbatch * S + s;
+            c = (size_t)o.microbatch * S + o.stage;
+            if (UNLIKELY((cells[c] & r->mask) != r->want))
+                return false;
         }
-        if (f->pending[d] > 0) {
-            f->cursor[d] = group;
-            f->group_end[d] = g;
+        if (pending > 0) {
+            dv[d].cursor = group;
+            dv[d].group_end = g;
+            dv[d].pending = pending;
             return true;
         }
     }
-    f->cursor[d] = g;
+    dv[d].cursor = g;
     return true;
+}
+
+/* Fills f->rules and numbers the channels; false when out of memory. */
+static bool make_rules(rf *f, const psched_plan *plan)
+{
+    uint32_t S = f->S, p = f->p, per = S / (plan->chains ? plan->chains : 1);
+    uint32_t *dev = psched__reallocarray(NULL, (size_t)S + 1, sizeof *dev);
+    uint16_t *chan_id = psched__reallocarray(NULL, (size_t)p * p + 1, sizeof *chan_id);
+    if (!dev || !chan_id) {
+        psched__dealloc(dev);
+        psched__dealloc(chan_id);
+        return false;
+    }
+    for (uint32_t st = 0; st < S; st++)
+        dev[st] = psched_plan_stage_device(plan, st);
+    for (size_t k = 0; k < (size_t)p * p; k++)
+        chan_id[k] = NODEV;
+    uint32_t channels = 0;
+    for (uint32_t st = 0; st < S; st++) {
+        uint32_t d = dev[st];
+        bool first = st % per == 0, last = st % per == per - 1;
+        rule none = {.dev = (uint16_t)d, .in_mask = ALWAYS};
+        rule *r = &f->rules[8 * (size_t)st];
+        /* compute ops: own bit clear, F before a backward, B before W */
+        r[PSCHED_OP_F] = none;
+        r[PSCHED_OP_F].mask = RAN_F;
+        r[PSCHED_OP_F].set = RAN_F;
+        r[PSCHED_OP_B] = none;
+        r[PSCHED_OP_B].mask = RAN_B | RAN_F;
+        r[PSCHED_OP_B].want = RAN_F;
+        r[PSCHED_OP_B].set = RAN_B | RAN_BACK;
+        r[PSCHED_OP_W] = none;
+        r[PSCHED_OP_W].mask = RAN_W | RAN_B;
+        r[PSCHED_OP_W].want = RAN_B;
+        r[PSCHED_OP_W].set = RAN_W;
+        r[PSCHED_OP_BW] = none;
+        r[PSCHED_OP_BW].mask = RAN_BW | RAN_F;
+        r[PSCHED_OP_BW].want = RAN_F;
+        r[PSCHED_OP_BW].set = RAN_BW | RAN_BACK;
+        /* inputs: the neighbour stage's op on this device, else this cell's RECV */
+        if (!first) {
+            if (dev[st - 1] == d) {
+                r[PSCHED_OP_F].in_off = -1;
+                r[PSCHED_OP_F].in_mask = RAN_F;
+            } else {
+                r[PSCHED_OP_F].mask |= DONE_RECV_F;
+                r[PSCHED_OP_F].want |= DONE_RECV_F;
+            }
+        }
+        if (!last) {
+            for (int k = PSCHED_OP_B; k <= PSCHED_OP_BW; k += PSCHED_OP_BW - PSCHED_OP_B) {
+                if (dev[st + 1] == d) {
+                    r[k].in_off = 1;
+                    r[k].in_mask = RAN_BACK;
+                } else {
+                    r[k].mask |= DONE_RECV_B;
+                    r[k].want |= DONE_RECV_B;
+                }
+            }
+        }
+        /* comm ops: a neighbour stage of the chain on another device */
+        for (uint8_t kind = PSCHED_OP_SEND_F; kind <= PSCHED_OP_RECV_B; kind++) {
+            bool next = kind == PSCHED_OP_SEND_F || kind == PSCHED_OP_RECV_B;
+            bool send = kind == PSCHED_OP_SEND_F || kind == PSCHED_OP_SEND_B;
+            rule *c = &r[kind];
+            *c = (rule){.dev = NODEV};
+            if (next ? last : first)
+                continue;
+            uint32_t peer = dev[next ? st + 1 : st - 1];
+            if (peer == d)
+                continue;
+            uint16_t *id = &chan_id[send ? (size_t)d * p + peer : (size_t)peer * p + d];
+            if (*id == NODEV) /* p <= 256: at most p (p - 1) = 65,280 channels */
+                *id = (uint16_t)channels++;
+            static const int16_t transfer[4] = {0, -2, -1, 1}; /* see posted */
+            static const int8_t recv_cell[4] = {1, 0, -1, 0};
+            static const uint16_t producer[4] = {RAN_F, 0, RAN_BACK, 0};
+            unsigned k = kind - PSCHED_OP_SEND_F;
+            *c = (rule){.dev = (uint16_t)d, .mask = producer[k], .want = producer[k],
+                        .chan = *id, .peer = (uint16_t)peer, .key_off = transfer[k],
+                        .done = next == send ? DONE_RECV_F : DONE_RECV_B,
+                        .recv_off = recv_cell[k], .send = send};
+        }
+    }
+    psched__dealloc(dev);
+    psched__dealloc(chan_id);
+    f->ch = psched__calloc((size_t)channels + 1, sizeof *f->ch);
+    return f->ch != NULL;
 }
 
 bool psched__rendezvous_fast_check(const psched_schedule *s)
@@ -283,83 +353,33 @@ bool psched__rendezvous_fast_check(const psched_schedule *s)
     if (s->lower_mode != PSCHED_LOWER_RENDEZVOUS || p > 256 || total >= UINT32_MAX ||
         cells > 4 * total + 4096 || cells >= UINT32_MAX / 2 - 2)
         return false; /* a transfer's number takes 2 x cells */
-    rf f = {.ops = s->ops, .offset = s->offset, .p = p, .S = S, .mbs = mbs,
-            .per = S / (plan->chains ? plan->chains : 1)};
-    f.stage_device = psched__reallocarray(NULL, (size_t)S + 1, sizeof *f.stage_device);
-    f.stage_flags = psched__reallocarray(NULL, (size_t)S + 1, sizeof *f.stage_flags);
-    f.input = psched__reallocarray(NULL, 4 * (size_t)S + 1, sizeof *f.input);
-    f.chan_of = psched__reallocarray(NULL, 4 * (size_t)S + 1, sizeof *f.chan_of);
+    rf f = {.ops = s->ops, .offset = s->offset, .p = p, .S = S, .mbs = mbs};
+    f.rules = psched__reallocarray(NULL, 8 * (size_t)S + 1, sizeof *f.rules);
     f.cell = psched__reallocarray(NULL, cells + 1, sizeof *f.cell);
-    f.ch = psched__calloc((size_t)p * p + 1, sizeof *f.ch);
-    f.cursor = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.cursor);
-    f.group_end = psched__calloc((size_t)p + 1, sizeof *f.group_end);
-    f.pending = psched__calloc((size_t)p + 1, sizeof *f.pending);
-    f.queue = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.queue);
-    f.queued = psched__calloc((size_t)p + 1, sizeof *f.queued);
-    bool ok = f.stage_device && f.stage_flags && f.input && f.chan_of && f.cell && f.ch &&
-              f.cursor && f.group_end && f.pending && f.queue && f.queued;
-    for (uint32_t st = 0; ok && st < S; st++) {
-        f.stage_device[st] = psched_plan_stage_device(plan, st);
-        f.stage_flags[st] = (uint8_t)((st % f.per == 0 ? PSCHED_EXEC_FIRST : 0) |
-                                      (st % f.per == f.per - 1 ? PSCHED_EXEC_LAST : 0));
-    }
-    for (uint32_t st = 0; ok && st < S; st++) {
-        uint32_t dev = f.stage_device[st];
-        bool first = f.stage_flags[st] & PSCHED_EXEC_FIRST;
-        bool last = f.stage_flags[st] & PSCHED_EXEC_LAST;
-        input_need none = {0, ALWAYS}, fwd = none, back = none;
-        if (!first)
-            fwd = f.stage_device[st - 1] == dev ? (input_need){-1, RAN_F}
-                                                : (input_need){0, COMM(DONE_RECV_F)};
-        if (!last)
-            back = f.stage_device[st + 1] == dev ? (input_need){1, RAN_BACK}
-                                                 : (input_need){0, COMM(DONE_RECV_B)};
-        f.input[4 * st + PSCHED_OP_F] = fwd;
-        f.input[4 * st + PSCHED_OP_B] = back;
-        f.input[4 * st + PSCHED_OP_W] = none;
-        f.input[4 * st + PSCHED_OP_BW] = back;
-        for (uint8_t kind = PSCHED_OP_SEND_F; kind <= PSCHED_OP_RECV_B; kind++) {
-            bool next = toward_next(kind);
-            bool send = kind == PSCHED_OP_SEND_F || kind == PSCHED_OP_SEND_B;
-            uint32_t *at = &f.chan_of[4 * st + kind - PSCHED_OP_SEND_F];
-            *at = NOBODY;
-            if (next ? last : first)
-                continue;
-            uint32_t peer = f.stage_device[next ? st + 1 : st - 1];
-            if (peer != dev)
-                *at = (send ? dev * p + peer : peer * p + dev) | peer << 16;
-        }
-    }
+    f.dv = psched__calloc((size_t)p + 1, sizeof *f.dv);
+    f.ready = psched__reallocarray(NULL, (size_t)p + 1, sizeof *f.ready);
+    bool ok = f.rules && f.cell && f.dv && f.ready && make_rules(&f, plan);
     for (size_t c = 0; ok && c < cells; c++)
         f.cell[c] = ALWAYS;
     for (uint32_t d = 0; ok && d < p; d++) {
-        f.cursor[d] = s->offset[d];
-        enqueue(&f, d);
+        f.dv[d].cursor = s->offset[d];
+        f.ready[f.nready++] = d;
     }
-    while (ok && f.qlen) {
-        uint32_t d = f.queue[f.qhead];
-        f.qhead = f.qhead + 1 == p ? 0 : f.qhead + 1;
-        f.qlen--;
-        f.queued[d] = false;
-        ok = run_device(&f, d);
-    }
+    /* the run's outcome does not depend on the order devices run in; last
+     * ready, first run keeps what the device just woken needs in cache */
+    while (ok && f.nready)
+        ok = run_device(&f, f.ready[--f.nready]);
     for (uint32_t d = 0; ok && d < p; d++)
-        ok = f.cursor[d] == s->offset[d + 1];
+        ok = f.dv[d].cursor == s->offset[d + 1];
     /* rule 1's counts: every cell one F and either BW or B and W */
     for (size_t c = 0; ok && c < cells; c++) {
-        uint8_t e = (uint8_t)f.cell[c];
+        unsigned e = f.cell[c] & (RAN_F | RAN_B | RAN_W | RAN_BW);
         ok = e == (RAN_F | RAN_B | RAN_W) || e == (RAN_F | RAN_BW);
     }
-    psched__dealloc(f.stage_device);
-    psched__dealloc(f.stage_flags);
-    psched__dealloc(f.input);
-    psched__dealloc(f.chan_of);
+    psched__dealloc(f.rules);
     psched__dealloc(f.cell);
     psched__dealloc(f.ch);
-    psched__dealloc(f.cursor);
-    psched__dealloc(f.group_end);
-    psched__dealloc(f.pending);
-    psched__dealloc(f.queue);
-    psched__dealloc(f.queued);
+    psched__dealloc(f.dv);
+    psched__dealloc(f.ready);
     return ok;
 }
