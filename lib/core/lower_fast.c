@@ -244,8 +244,8 @@ static LF_INLINE double idle_until(const lf *f, uint32_t d, size_t first, size_t
 /* lower.c's transfer_key() for producer p on device a, consumer c on
  * device b, with the gaps of its SEND on a and its RECV on b (the ops of
  * the device ending by the key); false when the key would need the rank
- * tie-break. */
-static LF_INLINE bool key_of(const lf *f, uint32_t p, uint32_t a, uint32_t c, uint32_t b,
+ * tie-break. The whole search: key_of() takes its common case. */
+static LF_NOINLINE bool key_search(const lf *f, uint32_t p, uint32_t a, uint32_t c, uint32_t b,
                              double *time, uint32_t *gap_a, uint32_t *gap_b, int rep)
 {
     size_t a0 = f->offset[a], a1 = f->offset[a + 1], b0 = f->offset[b], b1 = f->offset[b + 1];
@@ -274,6 +274,66 @@ static LF_INLINE bool key_of(const lf *f, uint32_t p, uint32_t a, uint32_t c, ui
     }
     *time = when;
     return end_at(f, c, rep) != when;
+}
+
+static LF_NOINLINE bool key_search_f16(const lf *f, uint32_t p, uint32_t a, uint32_t c,
+                                       uint32_t b, double *time, uint32_t *gap_a, uint32_t *gap_b)
+{
+    return key_search(f, p, a, c, b, time, gap_a, gap_b, REP_FLOAT | REP_POS16);
+}
+static LF_NOINLINE bool key_search_f32(const lf *f, uint32_t p, uint32_t a, uint32_t c,
+                                       uint32_t b, double *time, uint32_t *gap_a, uint32_t *gap_b)
+{
+    return key_search(f, p, a, c, b, time, gap_a, gap_b, REP_FLOAT);
+}
+static LF_NOINLINE bool key_search_d16(const lf *f, uint32_t p, uint32_t a, uint32_t c,
+                                       uint32_t b, double *time, uint32_t *gap_a, uint32_t *gap_b)
+{
+    return key_search(f, p, a, c, b, time, gap_a, gap_b, REP_POS16);
+}
+static LF_NOINLINE bool key_search_d32(const lf *f, uint32_t p, uint32_t a, uint32_t c,
+                                       uint32_t b, double *time, uint32_t *gap_a, uint32_t *gap_b)
+{
+    return key_search(f, p, a, c, b, time, gap_a, gap_b, 0);
+}
+
+/* key_search()'s answer, taking its common case inline: the search stops
+ * at its first step, at when = start(c) - t_comm, both devices idle there.
+ * On b that holds when c's previous op ended by `when` (and c ends after
+ * it: no tie): the gap is c's place and idle_until() returns `when`
+ * (start(c) - t_comm is `when` itself). On a, p ended by `when` (lo <=
+ * when), so the ops ending by it are p's place + 1 or more, and
+ * idle_until() returns `when` when the next op u starts no earlier than
+ * when + t_comm (the same sum idle_until() compares). Anything else: the
+ * whole search, from the start (the same answer). */
+static LF_INLINE bool key_of(const lf *f, uint32_t p, uint32_t a, uint32_t c, uint32_t b,
+                             double *time, uint32_t *gap_a, uint32_t *gap_b, int rep)
+{
+    size_t a0 = f->offset[a], a1 = f->offset[a + 1], b0 = f->offset[b];
+    double comm = f->comm, lo = end_at(f, p, rep);
+    double when = start_of(f, c, b0, b, rep) - comm;
+    if (when >= lo && (c == b0 || end_at(f, c - 1, rep) <= when) && end_at(f, c, rep) > when) {
+        size_t u = (size_t)p + 1;
+        if (u < a1 && end_at(f, u, rep) <= when)
+            u = a0 + ending_by(f, a0, a1, when, u + 1, rep);
+        double gap_end = u < a1 ? start_of(f, u, a0, a, rep) : INFINITY;
+        if (gap_end - comm >= when) {
+            *gap_a = (uint32_t)(u - a0);
+            *gap_b = (uint32_t)(c - b0);
+            *time = when;
+            return true;
+        }
+    }
+    switch (rep) {
+    case REP_FLOAT | REP_POS16:
+        return key_search_f16(f, p, a, c, b, time, gap_a, gap_b);
+    case REP_FLOAT:
+        return key_search_f32(f, p, a, c, b, time, gap_a, gap_b);
+    case REP_POS16:
+        return key_search_d16(f, p, a, c, b, time, gap_a, gap_b);
+    default:
+        return key_search_d32(f, p, a, c, b, time, gap_a, gap_b);
+    }
 }
 
 /* Leaves rec r for device e in e's part of the result. */
