@@ -342,22 +342,27 @@ static LF_INLINE void keep_for(lf *f, uint32_t e, fast_rec r)
     memcpy((char *)(f->out + f->out_first[e]) + (size_t)f->kept[e]++ * sizeof r, &r, sizeof r);
 }
 
-/* The comm ops of device d (those kept for it first); returns how many,
- * or -1 when the schedule is not the fast path's. */
-static LF_INLINE long device_recs(lf *f, uint32_t d, long *kept, int rep)
+/* The comm ops of device d (those kept for it first) in f->recs, each
+ * gap's count in f->count[gap + 1] (zeroed here); returns how many, or -1
+ * when the schedule is not the fast path's. */
+static LF_INLINE long device_recs(lf *f, uint32_t d, int rep)
 {
     const psched_op *ops = f->ops;
     const lf_class *cls = f->cls;
     const size_t *offset = f->offset;
     size_t first = offset[d], last = offset[d + 1];
     fast_rec *recs = f->recs;
+    uint32_t *count = f->count;
+    memset(count, 0, (last - first + 2) * sizeof *count);
     long n = 0;
     bool mine = f->keep[d]; /* what earlier devices computed for this one is there */
     if (mine) {
-        memcpy(recs, f->out + f->out_first[d], (size_t)f->kept[d] * sizeof *recs);
-        n = f->kept[d];
+        const char *kept = (const char *)(f->out + f->out_first[d]);
+        for (; n < (long)f->kept[d]; n++) {
+            memcpy(&recs[n], kept + (size_t)n * sizeof *recs, sizeof *recs);
+            count[(recs[n].gap & ~REC_RECV) + 1]++;
+        }
     }
-    *kept = n;
     /* transfers with an earlier device that kept its comm ops here are done */
     uint32_t skip_below = mine ? d : 0;
     for (size_t g = first; g < last; g++) {
@@ -375,6 +380,7 @@ static LF_INLINE long device_recs(lf *f, uint32_t d, long *kept, int rep)
             if (!key_of(f, in, from, (uint32_t)g, d, &time, &gap_a, &gap_b, rep))
                 return -1;
             recs[n++] = (fast_rec){time, gap_b | REC_RECV, (uint32_t)g};
+            count[gap_b + 1]++;
             if (from > d && f->keep[from])
                 keep_for(f, from, (fast_rec){time, gap_a, in});
         }
@@ -384,6 +390,7 @@ static LF_INLINE long device_recs(lf *f, uint32_t d, long *kept, int rep)
             if (!key_of(f, (uint32_t)g, d, out, to, &time, &gap_a, &gap_b, rep))
                 return -1;
             recs[n++] = (fast_rec){time, gap_a, (uint32_t)g};
+            count[gap_a + 1]++;
             if (to > d && f->keep[to])
                 keep_for(f, to, (fast_rec){time, gap_b | REC_RECV, out});
         }
@@ -433,12 +440,41 @@ static LF_INLINE void sort_gap(const lf *f, fast_rec *r, uint32_t n, int rep)
     }
 }
 
+static const uint8_t comm_kinds[2][2] = {{PSCHED_OP_SEND_B, PSCHED_OP_SEND_F},
+                                         {PSCHED_OP_RECV_B, PSCHED_OP_RECV_F}};
+
+/* The comm op of rec x (batched with the next one when `batch`). */
+static LF_INLINE psched_op comm_op(const psched_op *ops, const fast_rec *x, bool batch)
+{
+    const psched_op *o = &ops[x->op];
+    return (psched_op){o->stage, o->microbatch, o->chunk,
+                       comm_kinds[x->gap >> 31][o->kind == PSCHED_OP_F],
+                       (uint8_t)(batch ? PSCHED_OP_BATCH_NEXT : 0)};
+}
+
+/* The m comm ops of one gap, r[0, m), sorted and written at `at`, then
+ * op (NULL after the last gap); returns the end. */
+static LF_INLINE psched_op *emit_gap(const lf *f, fast_rec *r, uint32_t m, const psched_op *op,
+                                     psched_op *at, int rep)
+{
+    if (m > 1)
+        sort_gap(f, r, m, rep);
+    for (uint32_t k = 0; k < m; k++)
+        *at++ = comm_op(f->ops, &r[k], k + 1 < m && r[k + 1].time == r[k].time);
+    if (op)
+        *at++ = *op;
+    return at;
+}
+
 /* Device d's ops with its n comm ops in their gaps, written at `at`;
  * returns the end. The recs are sorted by gap (a counting sort into
- * f->sorted: the gaps of the comm ops made by a device's ops come in
- * their ops' order, but those kept by earlier devices are a second run,
- * and branches that depend on the comparison of two runs cost more than
- * the two passes), then each gap's by rec_before as it is written. */
+ * f->sorted, the counts made with the recs), then each gap's by
+ * rec_before as it is written. A gap holds at most two as a rule (the
+ * RECV before an op, the SEND after the op before): those are written
+ * without branches on the data (both comm ops written, the op after
+ * them where the gap's count puts it, over what was not one), since
+ * which of 0, 1 or 2 a gap holds, and in which order, follows no
+ * pattern a branch predictor learns. */
 static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, long n, psched_op *at, int rep)
 {
     const psched_op *ops = f->ops;
@@ -446,31 +482,42 @@ static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, long n, psched_op *at
     const fast_rec *r = f->recs;
     fast_rec *sorted = f->sorted;
     uint32_t *count = f->count;
-    memset(count, 0, (len + 2) * sizeof *count);
-    for (long i = 0; i < n; i++)
-        count[(r[i].gap & ~REC_RECV) + 1]++;
     for (size_t g = 0; g <= len; g++)
         count[g + 1] += count[g];
     /* count[g]: the first rec of gap g, then (after the scatter) its end */
     for (long i = 0; i < n; i++)
         sorted[count[r[i].gap & ~REC_RECV]++] = r[i];
-    static const uint8_t kinds[2][2] = {{PSCHED_OP_SEND_B, PSCHED_OP_SEND_F},
-                                        {PSCHED_OP_RECV_B, PSCHED_OP_RECV_F}};
+    /* two valid recs after the last: the branch-free writes read them */
+    sorted[n] = sorted[n + 1] = (fast_rec){0, 0, (uint32_t)first};
     uint32_t k = 0;
-    for (size_t g = 0; g <= len; g++) {
-        uint32_t k1 = count[g];
-        if (k1 - k > 1)
-            sort_gap(f, sorted + k, k1 - k, rep);
-        for (; k < k1; k++) {
-            const fast_rec *x = &sorted[k];
-            const psched_op *o = &ops[x->op];
-            uint8_t kind = kinds[x->gap >> 31][o->kind == PSCHED_OP_F];
-            bool batch = k + 1 < k1 && sorted[k + 1].time == x->time;
-            *at++ = (psched_op){o->stage, o->microbatch, o->chunk, kind,
-                                (uint8_t)(batch ? PSCHED_OP_BATCH_NEXT : 0)};
+    size_t g = 0;
+    /* the writes of a gap reach two ops past its op: inside the device's
+     * part while two of its ops follow (the next device's part holds the
+     * comm ops kept for it) */
+    for (; g + 2 < len; g++) {
+        uint32_t k1 = count[g], m = k1 - k;
+        if (m > 2) {
+            at = emit_gap(f, sorted + k, m, &ops[first + g], at, rep);
+            k = k1;
+            continue;
         }
-        if (g < len)
-            *at++ = ops[first + g];
+        const fast_rec *a = &sorted[k], *b = &sorted[k + 1];
+        bool two = m == 2, same = b->time == a->time;
+        bool swap = (b->time < a->time) | (same & ((b->gap >> 31) < (a->gap >> 31)));
+        if (two & same & !((a->gap ^ b->gap) >> 31)) /* a tie: by transfer (rare) */
+            swap = transfer_of(f, b, rep) < transfer_of(f, a, rep);
+        swap &= two;
+        const fast_rec *x = swap ? b : a, *y = swap ? a : b;
+        at[0] = comm_op(ops, x, two & same);
+        at[1] = comm_op(ops, y, false);
+        at[m] = ops[first + g];
+        at += m + 1;
+        k = k1;
+    }
+    for (; g <= len; g++) {
+        uint32_t k1 = count[g];
+        at = emit_gap(f, sorted + k, k1 - k, g < len ? &ops[first + g] : NULL, at, rep);
+        k = k1;
     }
     return at;
 }
@@ -478,7 +525,7 @@ static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, long n, psched_op *at
 /* Device d lowered and written at `at`: returns the end, or NULL. */
 static LF_INLINE psched_op *device_pass(lf *f, uint32_t d, psched_op *at, int rep)
 {
-    long m, n = device_recs(f, d, &m, rep);
+    long n = device_recs(f, d, rep);
     return n < 0 ? NULL : emit_device(f, d, n, at, rep);
 }
 
@@ -603,7 +650,7 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
             f.pos32 = psched__reallocarray(NULL, 2 * cells + 1, sizeof *f.pos32);
         f.cls = psched__reallocarray(NULL, 2 * (size_t)S + 1, sizeof *f.cls);
         f.recs = psched__reallocarray(NULL, 2 * widest + 1, sizeof *f.recs);
-        f.sorted = psched__reallocarray(NULL, 2 * widest + 1, sizeof *f.sorted);
+        f.sorted = psched__reallocarray(NULL, 2 * widest + 2, sizeof *f.sorted);
         f.count = psched__reallocarray(NULL, widest + 2, sizeof *f.count);
         f.kept = psched__calloc((size_t)p + 1, sizeof *f.kept);
         f.keep = psched__calloc((size_t)p + 1, sizeof *f.keep);
