@@ -485,7 +485,20 @@ static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, long n, psched_op *at
     for (size_t g = 0; g <= len; g++)
         count[g + 1] += count[g];
     /* count[g]: the first rec of gap g, then (after the scatter) its end */
-    for (long i = 0; i < n; i++)
+    /* two at a time, both counts read before either is written: two
+     * comm ops in a row often share a gap (a SEND after an op, the RECV
+     * before the next), and a count written then read at once waits */
+    long i = 0;
+    for (; i + 1 < n; i += 2) {
+        uint32_t g0 = r[i].gap & ~REC_RECV, g1 = r[i + 1].gap & ~REC_RECV;
+        uint32_t c0 = count[g0], c1 = count[g1];
+        c1 = g1 == g0 ? c0 + 1 : c1;
+        count[g0] = c0 + 1;
+        count[g1] = c1 + 1;
+        sorted[c0] = r[i];
+        sorted[c1] = r[i + 1];
+    }
+    if (i < n)
         sorted[count[r[i].gap & ~REC_RECV]++] = r[i];
     /* two valid recs after the last: the branch-free writes read them */
     sorted[n] = sorted[n + 1] = (fast_rec){0, 0, (uint32_t)first};
