@@ -36,6 +36,7 @@
 #include "memadvise.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -297,7 +298,8 @@ static LF_NOINLINE bool key_search_d32(const lf *f, uint32_t p, uint32_t a, uint
     return key_search(f, p, a, c, b, time, gap_a, gap_b, 0);
 }
 
-/* key_search()'s answer, taking its common case inline: the search stops
+/* key_search()'s answer (a's ops are [a0, a1), b's start at b0), taking
+ * its common case inline: the search stops
  * at its first step, at when = start(c) - t_comm, both devices idle there.
  * On b that holds when c's previous op ended by `when` (and c ends after
  * it: no tie): the gap is c's place and idle_until() returns `when`
@@ -306,10 +308,10 @@ static LF_NOINLINE bool key_search_d32(const lf *f, uint32_t p, uint32_t a, uint
  * idle_until() returns `when` when the next op u starts no earlier than
  * when + t_comm (the same sum idle_until() compares). Anything else: the
  * whole search, from the start (the same answer). */
-static LF_INLINE bool key_of(const lf *f, uint32_t p, uint32_t a, uint32_t c, uint32_t b,
-                             double *time, uint32_t *gap_a, uint32_t *gap_b, int rep)
+static LF_INLINE bool key_of(const lf *f, uint32_t p, uint32_t a, size_t a0, size_t a1, uint32_t c,
+                             uint32_t b, size_t b0, double *time, uint32_t *gap_a,
+                             uint32_t *gap_b, int rep)
 {
-    size_t a0 = f->offset[a], a1 = f->offset[a + 1], b0 = f->offset[b];
     double comm = f->comm, lo = end_at(f, p, rep);
     double when = start_of(f, c, b0, b, rep) - comm;
     if (when >= lo && (c == b0 || end_at(f, c - 1, rep) <= when) && end_at(f, c, rep) > when) {
@@ -342,10 +344,11 @@ static LF_INLINE void keep_for(lf *f, uint32_t e, fast_rec r)
     memcpy((char *)(f->out + f->out_first[e]) + (size_t)f->kept[e]++ * sizeof r, &r, sizeof r);
 }
 
-/* The comm ops of device d (those kept for it first) in f->recs, each
- * gap's count in f->count[gap + 1] (zeroed here); returns how many, or -1
- * when the schedule is not the fast path's. */
-static LF_INLINE long device_recs(lf *f, uint32_t d, int rep)
+/* The comm ops of device d: those kept for it (*kept of them, where they
+ * wait) counted, its own made in f->recs; each gap's count in
+ * f->count[gap + 1] (zeroed here). Returns how many it made, or -1 when
+ * the schedule is not the fast path's. */
+static LF_INLINE long device_recs(lf *f, uint32_t d, long *kept, int rep)
 {
     const psched_op *ops = f->ops;
     const lf_class *cls = f->cls;
@@ -356,11 +359,14 @@ static LF_INLINE long device_recs(lf *f, uint32_t d, int rep)
     memset(count, 0, (last - first + 2) * sizeof *count);
     long n = 0;
     bool mine = f->keep[d]; /* what earlier devices computed for this one is there */
+    *kept = 0;
     if (mine) {
-        const char *kept = (const char *)(f->out + f->out_first[d]);
-        for (; n < (long)f->kept[d]; n++) {
-            memcpy(&recs[n], kept + (size_t)n * sizeof *recs, sizeof *recs);
-            count[(recs[n].gap & ~REC_RECV) + 1]++;
+        const char *at = (const char *)(f->out + f->out_first[d]) + offsetof(fast_rec, gap);
+        *kept = f->kept[d];
+        for (long i = 0; i < *kept; i++) {
+            uint32_t gap;
+            memcpy(&gap, at + (size_t)i * sizeof(fast_rec), sizeof gap);
+            count[(gap & ~REC_RECV) + 1]++;
         }
     }
     /* transfers with an earlier device that kept its comm ops here are done */
@@ -377,7 +383,8 @@ static LF_INLINE long device_recs(lf *f, uint32_t d, int rep)
         if (from != PSCHED_EXEC_NONE && from >= skip_below) {
             /* a RECV before this op: the consumer */
             uint32_t in = (uint32_t)offset[from] + place_at(f, base + (size_t)k->in_i, rep);
-            if (!key_of(f, in, from, (uint32_t)g, d, &time, &gap_a, &gap_b, rep))
+            if (!key_of(f, in, from, offset[from], offset[from + 1], (uint32_t)g, d, first, &time,
+                        &gap_a, &gap_b, rep))
                 return -1;
             recs[n++] = (fast_rec){time, gap_b | REC_RECV, (uint32_t)g};
             count[gap_b + 1]++;
@@ -387,7 +394,8 @@ static LF_INLINE long device_recs(lf *f, uint32_t d, int rep)
         if (to != PSCHED_EXEC_NONE && to >= skip_below) {
             /* a SEND after this op: the producer */
             uint32_t out = (uint32_t)offset[to] + place_at(f, base + (size_t)k->out_i, rep);
-            if (!key_of(f, (uint32_t)g, d, out, to, &time, &gap_a, &gap_b, rep))
+            if (!key_of(f, (uint32_t)g, d, first, last, out, to, offset[to], &time, &gap_a, &gap_b,
+                        rep))
                 return -1;
             recs[n++] = (fast_rec){time, gap_a, (uint32_t)g};
             count[gap_a + 1]++;
@@ -475,31 +483,48 @@ static LF_INLINE psched_op *emit_gap(const lf *f, fast_rec *r, uint32_t m, const
  * them where the gap's count puts it, over what was not one), since
  * which of 0, 1 or 2 a gap holds, and in which order, follows no
  * pattern a branch predictor learns. */
-static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, long n, psched_op *at, int rep)
+/* Recs r[0, n) (in memory aligned or not) to their places in f->sorted
+ * by f->count. Two at a time, both counts read before either is written:
+ * two comm ops in a row often share a gap (a SEND after an op, the RECV
+ * before the next), and a count written then read at once waits. */
+static LF_INLINE void scatter(lf *f, const char *r, long n)
 {
-    const psched_op *ops = f->ops;
-    size_t first = f->offset[d], len = f->offset[d + 1] - first;
-    const fast_rec *r = f->recs;
     fast_rec *sorted = f->sorted;
     uint32_t *count = f->count;
-    for (size_t g = 0; g <= len; g++)
-        count[g + 1] += count[g];
-    /* count[g]: the first rec of gap g, then (after the scatter) its end */
-    /* two at a time, both counts read before either is written: two
-     * comm ops in a row often share a gap (a SEND after an op, the RECV
-     * before the next), and a count written then read at once waits */
     long i = 0;
     for (; i + 1 < n; i += 2) {
-        uint32_t g0 = r[i].gap & ~REC_RECV, g1 = r[i + 1].gap & ~REC_RECV;
+        fast_rec x, y;
+        memcpy(&x, r + (size_t)i * sizeof x, sizeof x);
+        memcpy(&y, r + (size_t)(i + 1) * sizeof y, sizeof y);
+        uint32_t g0 = x.gap & ~REC_RECV, g1 = y.gap & ~REC_RECV;
         uint32_t c0 = count[g0], c1 = count[g1];
         c1 = g1 == g0 ? c0 + 1 : c1;
         count[g0] = c0 + 1;
         count[g1] = c1 + 1;
-        sorted[c0] = r[i];
-        sorted[c1] = r[i + 1];
+        sorted[c0] = x;
+        sorted[c1] = y;
     }
-    if (i < n)
-        sorted[count[r[i].gap & ~REC_RECV]++] = r[i];
+    if (i < n) {
+        fast_rec x;
+        memcpy(&x, r + (size_t)i * sizeof x, sizeof x);
+        sorted[count[x.gap & ~REC_RECV]++] = x;
+    }
+}
+
+static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, long kept, long own, psched_op *at,
+                                        int rep)
+{
+    const psched_op *ops = f->ops;
+    size_t first = f->offset[d], len = f->offset[d + 1] - first;
+    fast_rec *sorted = f->sorted;
+    uint32_t *count = f->count;
+    long n = kept + own;
+    for (size_t g = 0; g <= len; g++)
+        count[g + 1] += count[g];
+    /* count[g]: the first rec of gap g, then (after the scatter) its end;
+     * the kept recs read where they wait, before anything is written there */
+    scatter(f, (const char *)at, kept);
+    scatter(f, (const char *)f->recs, own);
     /* two valid recs after the last: the branch-free writes read them */
     sorted[n] = sorted[n + 1] = (fast_rec){0, 0, (uint32_t)first};
     uint32_t k = 0;
@@ -538,8 +563,8 @@ static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, long n, psched_op *at
 /* Device d lowered and written at `at`: returns the end, or NULL. */
 static LF_INLINE psched_op *device_pass(lf *f, uint32_t d, psched_op *at, int rep)
 {
-    long n = device_recs(f, d, rep);
-    return n < 0 ? NULL : emit_device(f, d, n, at, rep);
+    long kept, own = device_recs(f, d, &kept, rep);
+    return own < 0 ? NULL : emit_device(f, d, kept, own, at, rep);
 }
 
 static LF_NOINLINE psched_op *device_pass_f16(lf *f, uint32_t d, psched_op *at)
