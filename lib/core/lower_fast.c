@@ -46,9 +46,11 @@
 #if defined(__GNUC__)
 #define LF_INLINE inline __attribute__((always_inline))
 #define LF_NOINLINE __attribute__((noinline))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
 #else
 #define LF_INLINE inline
 #define LF_NOINLINE
+#define LIKELY(x) (x)
 #endif
 
 /* The representation of the working arrays, a constant argument of the
@@ -98,8 +100,13 @@ typedef struct lf {
     uint16_t *pos16;
     uint32_t *pos32;
     lf_class *cls;         /* [2*stage + back] */
-    fast_rec *recs, *sorted;
-    uint32_t *count;       /* [gap + 2] counting sort */
+    /* The comm ops of the device being lowered, by gap: the first
+     * GAP_SLOTS of gap g in slots[GAP_SLOTS*g ...], count[g] of them in
+     * all, the rest in over[] (then the device's are sorted into sorted[],
+     * made then). Slots always hold valid recs (zeroed at first, then a
+     * device's): the branch-free writes read two whatever the count. */
+    fast_rec *slots, *over, *sorted;
+    uint32_t *count;
     size_t widest;         /* most ops on one device */
     /* A transfer's key is computed once, on the first of its two devices
      * lowered; the comm op it gives the other device waits in that
@@ -107,9 +114,11 @@ typedef struct lf {
      * could not hold them all computes its keys itself: keep[d] false). */
     psched_op *out;        /* the result's ops */
     size_t *out_first;     /* [d]: first op of device d in the result */
-    uint32_t *kept;        /* [d]: comm ops waiting there */
+    char **kept;           /* [d]: the end of the comm ops waiting there */
     bool *keep;
 } lf;
+
+#define GAP_SLOTS 3
 
 static LF_INLINE double end_at(const lf *f, size_t g, int rep)
 {
@@ -341,32 +350,39 @@ static LF_INLINE bool key_of(const lf *f, uint32_t p, uint32_t a, size_t a0, siz
 /* Leaves rec r for device e in e's part of the result. */
 static LF_INLINE void keep_for(lf *f, uint32_t e, fast_rec r)
 {
-    memcpy((char *)(f->out + f->out_first[e]) + (size_t)f->kept[e]++ * sizeof r, &r, sizeof r);
+    memcpy(f->kept[e], &r, sizeof r);
+    f->kept[e] += sizeof r;
 }
 
-/* The comm ops of device d: those kept for it (*kept of them, where they
- * wait) counted, its own made in f->recs; each gap's count in
- * f->count[gap + 1] (zeroed here). Returns how many it made, or -1 when
- * the schedule is not the fast path's. */
-static LF_INLINE long device_recs(lf *f, uint32_t d, long *kept, int rep)
+/* Files rec r of the device being lowered under its gap; n: recs in
+ * over[] so far. */
+static LF_INLINE void file_rec(lf *f, fast_rec r, long *n)
+{
+    uint32_t g = r.gap & ~REC_RECV, c = f->count[g]++;
+    if (LIKELY(c < GAP_SLOTS))
+        f->slots[GAP_SLOTS * (size_t)g + c] = r;
+    else
+        f->over[(*n)++] = r;
+}
+
+/* The comm ops of device d (those kept for it, then its own) filed by
+ * gap; returns how many went to over[], or -1 when the schedule is not
+ * the fast path's. */
+static LF_INLINE long device_recs(lf *f, uint32_t d, int rep)
 {
     const psched_op *ops = f->ops;
     const lf_class *cls = f->cls;
     const size_t *offset = f->offset;
     size_t first = offset[d], last = offset[d + 1];
-    fast_rec *recs = f->recs;
-    uint32_t *count = f->count;
-    memset(count, 0, (last - first + 2) * sizeof *count);
+    memset(f->count, 0, (last - first + 1) * sizeof *f->count);
     long n = 0;
     bool mine = f->keep[d]; /* what earlier devices computed for this one is there */
-    *kept = 0;
     if (mine) {
-        const char *at = (const char *)(f->out + f->out_first[d]) + offsetof(fast_rec, gap);
-        *kept = f->kept[d];
-        for (long i = 0; i < *kept; i++) {
-            uint32_t gap;
-            memcpy(&gap, at + (size_t)i * sizeof(fast_rec), sizeof gap);
-            count[(gap & ~REC_RECV) + 1]++;
+        const char *at = (const char *)(f->out + f->out_first[d]);
+        for (; at < f->kept[d]; at += sizeof(fast_rec)) {
+            fast_rec r;
+            memcpy(&r, at, sizeof r);
+            file_rec(f, r, &n);
         }
     }
     /* transfers with an earlier device that kept its comm ops here are done */
@@ -386,8 +402,7 @@ static LF_INLINE long device_recs(lf *f, uint32_t d, long *kept, int rep)
             if (!key_of(f, in, from, offset[from], offset[from + 1], (uint32_t)g, d, first, &time,
                         &gap_a, &gap_b, rep))
                 return -1;
-            recs[n++] = (fast_rec){time, gap_b | REC_RECV, (uint32_t)g};
-            count[gap_b + 1]++;
+            file_rec(f, (fast_rec){time, gap_b | REC_RECV, (uint32_t)g}, &n);
             if (from > d && f->keep[from])
                 keep_for(f, from, (fast_rec){time, gap_a, in});
         }
@@ -397,8 +412,7 @@ static LF_INLINE long device_recs(lf *f, uint32_t d, long *kept, int rep)
             if (!key_of(f, (uint32_t)g, d, first, last, out, to, offset[to], &time, &gap_a, &gap_b,
                         rep))
                 return -1;
-            recs[n++] = (fast_rec){time, gap_a, (uint32_t)g};
-            count[gap_a + 1]++;
+            file_rec(f, (fast_rec){time, gap_a, (uint32_t)g}, &n);
             if (to > d && f->keep[to])
                 keep_for(f, to, (fast_rec){time, gap_b | REC_RECV, out});
         }
@@ -483,63 +497,63 @@ static LF_INLINE psched_op *emit_gap(const lf *f, fast_rec *r, uint32_t m, const
  * them where the gap's count puts it, over what was not one), since
  * which of 0, 1 or 2 a gap holds, and in which order, follows no
  * pattern a branch predictor learns. */
-/* Recs r[0, n) (in memory aligned or not) to their places in f->sorted
- * by f->count. Two at a time, both counts read before either is written:
- * two comm ops in a row often share a gap (a SEND after an op, the RECV
- * before the next), and a count written then read at once waits. */
-static LF_INLINE void scatter(lf *f, const char *r, long n)
-{
-    fast_rec *sorted = f->sorted;
-    uint32_t *count = f->count;
-    long i = 0;
-    for (; i + 1 < n; i += 2) {
-        fast_rec x, y;
-        memcpy(&x, r + (size_t)i * sizeof x, sizeof x);
-        memcpy(&y, r + (size_t)(i + 1) * sizeof y, sizeof y);
-        uint32_t g0 = x.gap & ~REC_RECV, g1 = y.gap & ~REC_RECV;
-        uint32_t c0 = count[g0], c1 = count[g1];
-        c1 = g1 == g0 ? c0 + 1 : c1;
-        count[g0] = c0 + 1;
-        count[g1] = c1 + 1;
-        sorted[c0] = x;
-        sorted[c1] = y;
-    }
-    if (i < n) {
-        fast_rec x;
-        memcpy(&x, r + (size_t)i * sizeof x, sizeof x);
-        sorted[count[x.gap & ~REC_RECV]++] = x;
-    }
-}
-
-static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, long kept, long own, psched_op *at,
-                                        int rep)
+/* Device d's ops with its comm ops in their gaps, written at `at`, when
+ * some gap holds more than GAP_SLOTS (n of them in over[]): every gap's
+ * recs gathered in gap order into sorted[], each gap's sorted as it is
+ * written. Returns the end, or NULL (no memory). */
+static LF_NOINLINE psched_op *emit_crowded(lf *f, uint32_t d, long n, psched_op *at, int rep)
 {
     const psched_op *ops = f->ops;
     size_t first = f->offset[d], len = f->offset[d + 1] - first;
+    if (!f->sorted && !(f->sorted = psched__reallocarray(NULL, 2 * f->widest + 1,
+                                                         sizeof *f->sorted)))
+        return NULL;
     fast_rec *sorted = f->sorted;
     uint32_t *count = f->count;
-    long n = kept + own;
-    for (size_t g = 0; g <= len; g++)
-        count[g + 1] += count[g];
-    /* count[g]: the first rec of gap g, then (after the scatter) its end;
-     * the kept recs read where they wait, before anything is written there */
-    scatter(f, (const char *)at, kept);
-    scatter(f, (const char *)f->recs, own);
-    /* two valid recs after the last: the branch-free writes read them */
-    sorted[n] = sorted[n + 1] = (fast_rec){0, 0, (uint32_t)first};
+    /* count[g] becomes the end of gap g in sorted[]: its slots copied,
+     * room left for its recs in over[] */
+    uint32_t end = 0;
+    for (size_t g = 0; g <= len; g++) {
+        uint32_t c = count[g], kept = c < GAP_SLOTS ? c : GAP_SLOTS;
+        memcpy(sorted + end, f->slots + GAP_SLOTS * g, kept * sizeof *sorted);
+        end += c;
+        count[g] = end - (c - kept);
+    }
+    for (long i = 0; i < n; i++)
+        sorted[count[f->over[i].gap & ~REC_RECV]++] = f->over[i];
     uint32_t k = 0;
+    for (size_t g = 0; g <= len; g++) {
+        uint32_t k1 = count[g];
+        at = emit_gap(f, sorted + k, k1 - k, g < len ? &ops[first + g] : NULL, at, rep);
+        k = k1;
+    }
+    return at;
+}
+
+/* Device d's ops with its comm ops in their gaps (each in its slots),
+ * written at `at`; returns the end. Nearly every gap holds two (the RECV
+ * before an op and the SEND after the op before it): a gap of at most two
+ * is written without branches on the data (both comm ops written, then
+ * the op where the gap's count puts it, over what was not one), since
+ * which of 0, 1 or 2 a gap holds, and in which order, follows no pattern
+ * a branch predictor learns. */
+static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, psched_op *at, int rep)
+{
+    const psched_op *ops = f->ops;
+    size_t first = f->offset[d], len = f->offset[d + 1] - first;
+    fast_rec *slots = f->slots;
+    const uint32_t *count = f->count;
     size_t g = 0;
     /* the writes of a gap reach two ops past its op: inside the device's
      * part while two of its ops follow (the next device's part holds the
      * comm ops kept for it) */
     for (; g + 2 < len; g++) {
-        uint32_t k1 = count[g], m = k1 - k;
+        uint32_t m = count[g];
+        fast_rec *a = &slots[GAP_SLOTS * g], *b = a + 1;
         if (m > 2) {
-            at = emit_gap(f, sorted + k, m, &ops[first + g], at, rep);
-            k = k1;
+            at = emit_gap(f, a, m, &ops[first + g], at, rep);
             continue;
         }
-        const fast_rec *a = &sorted[k], *b = &sorted[k + 1];
         bool two = m == 2, same = b->time == a->time;
         bool swap = (b->time < a->time) | (same & ((b->gap >> 31) < (a->gap >> 31)));
         if (two & same & !((a->gap ^ b->gap) >> 31)) /* a tie: by transfer (rare) */
@@ -550,21 +564,20 @@ static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, long kept, long own, 
         at[1] = comm_op(ops, y, false);
         at[m] = ops[first + g];
         at += m + 1;
-        k = k1;
     }
-    for (; g <= len; g++) {
-        uint32_t k1 = count[g];
-        at = emit_gap(f, sorted + k, k1 - k, g < len ? &ops[first + g] : NULL, at, rep);
-        k = k1;
-    }
+    for (; g <= len; g++)
+        at = emit_gap(f, &slots[GAP_SLOTS * g], count[g], g < len ? &ops[first + g] : NULL, at,
+                      rep);
     return at;
 }
 
 /* Device d lowered and written at `at`: returns the end, or NULL. */
 static LF_INLINE psched_op *device_pass(lf *f, uint32_t d, psched_op *at, int rep)
 {
-    long kept, own = device_recs(f, d, &kept, rep);
-    return own < 0 ? NULL : emit_device(f, d, kept, own, at, rep);
+    long n = device_recs(f, d, rep);
+    if (n < 0)
+        return NULL;
+    return n ? emit_crowded(f, d, n, at, rep) : emit_device(f, d, at, rep);
 }
 
 static LF_NOINLINE psched_op *device_pass_f16(lf *f, uint32_t d, psched_op *at)
@@ -592,7 +605,8 @@ static void lf_free(lf *f)
     psched__dealloc(f->pos16);
     psched__dealloc(f->pos32);
     psched__dealloc(f->cls);
-    psched__dealloc(f->recs);
+    psched__dealloc(f->slots);
+    psched__dealloc(f->over);
     psched__dealloc(f->kept);
     psched__dealloc(f->keep);
     psched__dealloc(f->sorted);
@@ -687,14 +701,15 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
         else
             f.pos32 = psched__reallocarray(NULL, 2 * cells + 1, sizeof *f.pos32);
         f.cls = psched__reallocarray(NULL, 2 * (size_t)S + 1, sizeof *f.cls);
-        f.recs = psched__reallocarray(NULL, 2 * widest + 1, sizeof *f.recs);
-        f.sorted = psched__reallocarray(NULL, 2 * widest + 2, sizeof *f.sorted);
-        f.count = psched__reallocarray(NULL, widest + 2, sizeof *f.count);
+        f.slots = psched__calloc(GAP_SLOTS * (widest + 1) + 1, sizeof *f.slots);
+        f.over = psched__reallocarray(NULL, 2 * widest + 1, sizeof *f.over);
+        f.count = psched__reallocarray(NULL, widest + 1, sizeof *f.count);
         f.kept = psched__calloc((size_t)p + 1, sizeof *f.kept);
         f.keep = psched__calloc((size_t)p + 1, sizeof *f.keep);
         comm = psched__calloc(2 * (size_t)p + 1, sizeof *comm);
         earlier = comm ? comm + p : NULL;
-        ok = (f.pos16 || f.pos32) && f.cls && f.recs && f.sorted && f.count && f.kept && f.keep && comm;
+        ok = (f.pos16 || f.pos32) && f.cls && f.slots && f.over && f.count && f.kept &&
+             f.keep && comm;
     }
     uint64_t *idle = ok ? psched__calloc(total / 64 + 1, sizeof *idle) : NULL;
     float *endf = ok ? psched__reallocarray(NULL, total + 1, sizeof *endf) : NULL;
@@ -738,6 +753,7 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
         size_t room = (ops_d + comm[d]) * sizeof *out->ops;
         f.keep[d] = earlier[d] * sizeof(fast_rec) <= room;
         out->offset[d] = placed;
+        f.kept[d] = (char *)(out->ops + placed);
         placed += ops_d + comm[d];
     }
     ok = ok && !flags && placed == count;
