@@ -711,7 +711,7 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
         ok = (f.pos16 || f.pos32) && f.cls && f.slots && f.over && f.count && f.kept &&
              f.keep && comm;
     }
-    uint64_t *idle = ok ? psched__calloc(total / 64 + 1, sizeof *idle) : NULL;
+    uint64_t *idle = ok ? psched__reallocarray(NULL, total / 64 + 1, sizeof *idle) : NULL;
     float *endf = ok ? psched__reallocarray(NULL, total + 1, sizeof *endf) : NULL;
     ok = ok && idle && endf;
     if (ok) {
@@ -729,12 +729,17 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
     bool exact = true;
     unsigned flags = 0;
     size_t placed = 0;
+    uint64_t word = 0; /* idle[g / 64] as it is made (a word written each op waits on the last) */
     for (uint32_t d = 0; d < p && ok; d++) {
         double prev = 0;
         size_t first = s->offset[d];
         for (size_t g = first; g < s->offset[d + 1]; g++) {
             double e = end[g];
-            idle[g / 64] |= (uint64_t)(start[g] != prev) << (g % 64);
+            word |= (uint64_t)(start[g] != prev) << (g % 64);
+            if (g % 64 == 63) {
+                idle[g / 64] = word;
+                word = 0;
+            }
             prev = e;
             float ef = (float)e;
             endf[g] = ef;
@@ -756,6 +761,8 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
         f.kept[d] = (char *)(out->ops + placed);
         placed += ops_d + comm[d];
     }
+    if (ok && total % 64)
+        idle[total / 64] = word;
     ok = ok && !flags && placed == count;
     f.idle = idle;
     if (ok && exact) {
