@@ -462,16 +462,19 @@ static LF_INLINE void sort_gap(const lf *f, fast_rec *r, uint32_t n, int rep)
     }
 }
 
-static const uint8_t comm_kinds[2][2] = {{PSCHED_OP_SEND_B, PSCHED_OP_SEND_F},
-                                         {PSCHED_OP_RECV_B, PSCHED_OP_RECV_F}};
+_Static_assert(PSCHED_OP_RECV_F == PSCHED_OP_SEND_F + 1 && PSCHED_OP_SEND_B == PSCHED_OP_SEND_F + 2 &&
+                   PSCHED_OP_RECV_B == PSCHED_OP_SEND_F + 3,
+               "comm_op() computes comm kinds");
 
-/* The comm op of rec x (batched with the next one when `batch`). */
+/* The comm op of rec x (batched with the next one when `batch`): its
+ * op's stage, micro-batch and chunk (copied whole, then the kind and flags
+ * set), SEND_F + 1 for a RECV + 2 for a backward's. */
 static LF_INLINE psched_op comm_op(const psched_op *ops, const fast_rec *x, bool batch)
 {
-    const psched_op *o = &ops[x->op];
-    return (psched_op){o->stage, o->microbatch, o->chunk,
-                       comm_kinds[x->gap >> 31][o->kind == PSCHED_OP_F],
-                       (uint8_t)(batch ? PSCHED_OP_BATCH_NEXT : 0)};
+    psched_op c = ops[x->op];
+    c.kind = (uint8_t)(PSCHED_OP_SEND_F + (x->gap >> 31) + 2 * (c.kind != PSCHED_OP_F));
+    c.flags = (uint8_t)(batch ? PSCHED_OP_BATCH_NEXT : 0);
+    return c;
 }
 
 /* The m comm ops of one gap, r[0, m), sorted and written at `at`, then
@@ -559,7 +562,7 @@ static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, psched_op *at, int re
         if (two & same & !((a->gap ^ b->gap) >> 31)) /* a tie: by transfer (rare) */
             swap = transfer_of(f, b, rep) < transfer_of(f, a, rep);
         swap &= two;
-        const fast_rec *x = swap ? b : a, *y = swap ? a : b;
+        const fast_rec *x = a + swap, *y = b - swap; /* arithmetic: no branch */
         at[0] = comm_op(ops, x, two & same);
         at[1] = comm_op(ops, y, false);
         at[m] = ops[first + g];
