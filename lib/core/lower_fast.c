@@ -108,9 +108,14 @@ typedef struct lf {
      * GAP_SLOTS of gap g in slots[GAP_SLOTS*g ...], count[g] of them in
      * all, the rest in over[] (then the device's are sorted into sorted[],
      * made then). Slots always hold valid recs (zeroed at first, then a
-     * device's): the branch-free writes read two whatever the count. */
-    fast_rec *slots, *over, *sorted;
-    uint32_t *count;
+     * device's): the branch-free writes read two whatever the count.
+     * next_slots, next_count: the same for the next device, filed as the
+     * keys of its transfers with this one are found (two buffers, swapped
+     * from one device to the next). */
+    fast_rec *slots, *over, *sorted, *next_slots;
+    uint32_t *count, *next_count;
+    fast_rec *slot_buf[2];
+    uint32_t *count_buf[2];
     size_t widest;         /* most ops on one device */
     /* A transfer's key is computed once, on the first of its two devices
      * lowered; the comm op it gives the other device waits in that
@@ -375,6 +380,22 @@ static LF_INLINE void file_rec(lf *f, fast_rec r, long *n)
         f->over[(*n)++] = r;
 }
 
+/* Leaves rec r for device e > d: filed in the next device's slots when e
+ * is the next one and its gap has room, else in e's part of the result
+ * (filed when e is lowered). */
+static LF_INLINE void leave_for(lf *f, uint32_t d, uint32_t e, fast_rec r)
+{
+    if (e == d + 1) {
+        uint32_t g = r.gap & ~REC_RECV, c = f->next_count[g];
+        if (LIKELY(c < GAP_SLOTS)) {
+            f->next_count[g] = c + 1;
+            f->next_slots[GAP_SLOTS * (size_t)g + c] = r;
+            return;
+        }
+    }
+    keep_for(f, e, r);
+}
+
 /* The comm ops of device d (those kept for it, then its own) filed by
  * gap; returns how many went to over[], or -1 when the schedule is not
  * the fast path's. */
@@ -384,7 +405,10 @@ static LF_INLINE long device_recs(lf *f, uint32_t d, int rep)
     const lf_class *cls = f->cls;
     const size_t *offset = f->offset;
     size_t first = offset[d], last = offset[d + 1];
-    memset(f->count, 0, (last - first + 1) * sizeof *f->count);
+    /* this device's counts were zeroed with the previous device's, the
+     * next one's are now */
+    if (d + 1 < f->s->devices)
+        memset(f->next_count, 0, (offset[d + 2] - last + 1) * sizeof *f->next_count);
     long n = 0;
     bool mine = f->keep[d]; /* what earlier devices computed for this one is there */
     if (mine) {
@@ -414,7 +438,7 @@ static LF_INLINE long device_recs(lf *f, uint32_t d, int rep)
                 return -1;
             file_rec(f, (fast_rec){time, gap_b | REC_RECV, (uint32_t)g}, &n);
             if (from > d && f->keep[from])
-                keep_for(f, from, (fast_rec){time, gap_a, in});
+                leave_for(f, d, from, (fast_rec){time, gap_a, in});
         }
         if (to != PSCHED_EXEC_NONE && to >= skip_below) {
             /* a SEND after this op: the producer */
@@ -424,7 +448,7 @@ static LF_INLINE long device_recs(lf *f, uint32_t d, int rep)
                 return -1;
             file_rec(f, (fast_rec){time, gap_a, (uint32_t)g}, &n);
             if (to > d && f->keep[to])
-                keep_for(f, to, (fast_rec){time, gap_b | REC_RECV, out});
+                leave_for(f, d, to, (fast_rec){time, gap_b | REC_RECV, out});
         }
     }
     return n;
@@ -587,6 +611,10 @@ static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, psched_op *at, int re
 /* Device d lowered and written at `at`: returns the end, or NULL. */
 static LF_INLINE psched_op *device_pass(lf *f, uint32_t d, psched_op *at, int rep)
 {
+    f->slots = f->slot_buf[d & 1];
+    f->count = f->count_buf[d & 1];
+    f->next_slots = f->slot_buf[(d + 1) & 1];
+    f->next_count = f->count_buf[(d + 1) & 1];
     long n = device_recs(f, d, rep);
     if (n < 0)
         return NULL;
@@ -618,12 +646,14 @@ static void lf_free(lf *f)
     psched__dealloc(f->pos16);
     psched__dealloc(f->pos32);
     psched__dealloc(f->cls);
-    psched__dealloc(f->slots);
+    psched__dealloc(f->slot_buf[0]);
+    psched__dealloc(f->slot_buf[1]);
+    psched__dealloc(f->count_buf[0]);
+    psched__dealloc(f->count_buf[1]);
     psched__dealloc(f->over);
     psched__dealloc(f->kept);
     psched__dealloc(f->keep);
     psched__dealloc(f->sorted);
-    psched__dealloc(f->count);
 }
 
 /* The class table (lf_class) of every (stage, F or backward) and, per
@@ -714,14 +744,17 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
         else
             f.pos32 = psched__reallocarray(NULL, 2 * cells + 1, sizeof *f.pos32);
         f.cls = psched__reallocarray(NULL, 2 * (size_t)S + 1, sizeof *f.cls);
-        f.slots = psched__calloc(GAP_SLOTS * (widest + 1) + 1, sizeof *f.slots);
+        for (int i = 0; i < 2; i++) {
+            f.slot_buf[i] = psched__calloc(GAP_SLOTS * (widest + 1) + 1, sizeof *f.slot_buf[i]);
+            f.count_buf[i] = psched__calloc(widest + 1, sizeof *f.count_buf[i]);
+        }
         f.over = psched__reallocarray(NULL, 2 * widest + 1, sizeof *f.over);
-        f.count = psched__reallocarray(NULL, widest + 1, sizeof *f.count);
         f.kept = psched__calloc((size_t)p + 1, sizeof *f.kept);
         f.keep = psched__calloc((size_t)p + 1, sizeof *f.keep);
         comm = psched__calloc(2 * (size_t)p + 1, sizeof *comm);
         earlier = comm ? comm + p : NULL;
-        ok = (f.pos16 || f.pos32) && f.cls && f.slots && f.over && f.count && f.kept &&
+        ok = (f.pos16 || f.pos32) && f.cls && f.slot_buf[0] && f.slot_buf[1] && f.over &&
+             f.count_buf[0] && f.count_buf[1] && f.kept &&
              f.keep && comm;
     }
     uint64_t *idle = ok ? psched__reallocarray(NULL, total / 64 + 1, sizeof *idle) : NULL;
