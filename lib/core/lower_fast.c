@@ -688,6 +688,26 @@ static void fill_classes(lf *f, const psched_plan *plan, uint32_t mbs, size_t *c
     }
 }
 
+/* The places of device ops[first, last) (in pos16 or pos32); returns its
+ * ops' flags ORed. */
+static LF_INLINE unsigned set_places(const psched_op *ops, size_t first, size_t last,
+                                     uint32_t mbs, uint16_t *pos16, uint32_t *pos32)
+{
+    unsigned flags = 0;
+    for (size_t g = first; g < last; g++) {
+        const psched_op *o = &ops[g];
+        flags |= o->flags;
+        if (o->kind == PSCHED_OP_W)
+            continue;
+        size_t i = 2 * ((size_t)o->stage * mbs + o->microbatch) + back_of(o->kind);
+        if (pos16)
+            pos16[i] = (uint16_t)(g - first);
+        else
+            pos32[i] = (uint32_t)(g - first);
+    }
+    return flags;
+}
+
 bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
                         psched_schedule **lowered)
 {
@@ -765,50 +785,51 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
         f.out = out->ops;
         f.out_first = out->offset;
     }
-    /* One pass over the ops: idle bits, ends as floats, places, and each
-     * device's part of the result and whether it can hold the comm ops of
-     * its transfers with earlier devices until it is written (at most all
-     * its comm ops, which take 12 bytes each there against a rec's 16: so
-     * where they fit). The fast engine accepted the schedule: every op a
-     * compute op on its stage's device, every cell one F and one
-     * backward. */
+    /* The times: an idle bit per op (it starts later than the op before it
+     * on its device ends, or than 0 for a device's first: those are set
+     * after), the ends as floats and whether every one is exactly one. */
     bool exact = true;
+    for (size_t w = 0; ok && w * 64 < total; w++) {
+        size_t g0 = w * 64, g1 = total - g0 < 64 ? total : g0 + 64;
+        uint64_t bits = 0;
+        unsigned inexact = 0;
+        for (size_t g = g0 ? g0 : 1; g < g1; g++) {
+            bits |= (uint64_t)(start[g] != end[g - 1]) << (g - g0);
+            float ef = (float)end[g];
+            endf[g] = ef;
+            inexact |= (double)ef != end[g];
+        }
+        idle[w] = bits;
+        exact &= !inexact;
+    }
+    if (ok && total) {
+        endf[0] = (float)end[0];
+        exact &= (double)endf[0] == end[0];
+    }
+    /* Then the ops: places, and each device's part of the result and
+     * whether it can hold the comm ops of its transfers with earlier
+     * devices until it is written (at most all its comm ops, which take
+     * 12 bytes each there against a rec's 16: so where they fit). The fast
+     * engine accepted the schedule: every op a compute op on its stage's
+     * device, every cell one F and one backward. */
     unsigned flags = 0;
     size_t placed = 0;
-    uint64_t word = 0; /* idle[g / 64] as it is made (a word written each op waits on the last) */
     for (uint32_t d = 0; d < p && ok; d++) {
-        double prev = 0;
-        size_t first = s->offset[d];
-        for (size_t g = first; g < s->offset[d + 1]; g++) {
-            double e = end[g];
-            word |= (uint64_t)(start[g] != prev) << (g % 64);
-            if (g % 64 == 63) {
-                idle[g / 64] = word;
-                word = 0;
-            }
-            prev = e;
-            float ef = (float)e;
-            endf[g] = ef;
-            exact &= (double)ef == e;
-            const psched_op *o = &s->ops[g];
-            flags |= o->flags; /* an overlapped pair: not the fast path's */
-            if (o->kind == PSCHED_OP_W)
-                continue;
-            size_t i = 2 * ((size_t)o->stage * mbs + o->microbatch) + back_of(o->kind);
-            if (f.pos16)
-                f.pos16[i] = (uint16_t)(g - first);
-            else
-                f.pos32[i] = (uint32_t)(g - first);
+        size_t first = s->offset[d], last = s->offset[d + 1], ops_d = last - first;
+        if (ops_d) {
+            uint64_t bit = (uint64_t)1 << (first % 64);
+            idle[first / 64] = (idle[first / 64] & ~bit) | (start[first] != 0 ? bit : 0);
         }
-        size_t ops_d = s->offset[d + 1] - first;
+        if (f.pos16)
+            flags |= set_places(s->ops, first, last, mbs, f.pos16, NULL);
+        else
+            flags |= set_places(s->ops, first, last, mbs, NULL, f.pos32);
         size_t room = (ops_d + comm[d]) * sizeof *out->ops;
         f.keep[d] = earlier[d] * sizeof(fast_rec) <= room;
         out->offset[d] = placed;
         f.kept[d] = (char *)(out->ops + placed);
         placed += ops_d + comm[d];
     }
-    if (ok && total % 64)
-        idle[total / 64] = word;
     ok = ok && !flags && placed == count;
     f.idle = idle;
     if (ok && exact) {
