@@ -419,8 +419,10 @@ static LF_INLINE long device_recs(lf *f, uint32_t d, int rep)
             file_rec(f, r, &n);
         }
     }
-    /* transfers with an earlier device that kept its comm ops here are done */
-    uint32_t skip_below = mine ? d : 0;
+    /* transfers with an earlier device that kept its comm ops here are
+     * done: one with device e is made here when e + 1 > skip
+     * (PSCHED_EXEC_NONE + 1 is 0: no transfer) */
+    uint32_t skip = mine ? d : 0;
     for (size_t g = first; g < last; g++) {
         const psched_op *o = &ops[g];
         if (o->kind == PSCHED_OP_W)
@@ -430,7 +432,7 @@ static LF_INLINE long device_recs(lf *f, uint32_t d, int rep)
         size_t base = 2 * (size_t)o->microbatch;
         double time;
         uint32_t gap_a, gap_b;
-        if (from != PSCHED_EXEC_NONE && from >= skip_below) {
+        if (from + 1 > skip) {
             /* a RECV before this op: the consumer */
             uint32_t in = (uint32_t)offset[from] + place_at(f, base + (size_t)k->in_i, rep);
             if (!key_of(f, in, from, offset[from], offset[from + 1], (uint32_t)g, d, first, &time,
@@ -440,7 +442,7 @@ static LF_INLINE long device_recs(lf *f, uint32_t d, int rep)
             if (from > d && f->keep[from])
                 leave_for(f, d, from, (fast_rec){time, gap_a, in});
         }
-        if (to != PSCHED_EXEC_NONE && to >= skip_below) {
+        if (to + 1 > skip) {
             /* a SEND after this op: the producer */
             uint32_t out = (uint32_t)offset[to] + place_at(f, base + (size_t)k->out_i, rep);
             if (!key_of(f, (uint32_t)g, d, first, last, out, to, offset[to], &time, &gap_a, &gap_b,
@@ -587,20 +589,19 @@ static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, psched_op *at, int re
     for (; g + 2 < len; g++) {
         uint32_t m = count[g];
         fast_rec *a = &slots[GAP_SLOTS * g], *b = a + 1;
-        if (m > 2) {
+        if (m != 2) {
             at = emit_gap(f, a, m, &ops[first + g], at, rep);
             continue;
         }
-        bool two = m == 2, same = b->time == a->time;
+        bool same = b->time == a->time;
         bool swap = (b->time < a->time) | (same & ((b->gap >> 31) < (a->gap >> 31)));
-        if (two & same & !((a->gap ^ b->gap) >> 31)) /* a tie: by transfer (rare) */
+        if (same & !((a->gap ^ b->gap) >> 31)) /* a tie: by transfer (rare) */
             swap = transfer_of(f, b, rep) < transfer_of(f, a, rep);
-        swap &= two;
         const fast_rec *x = a + swap, *y = b - swap; /* arithmetic: no branch */
-        at[0] = comm_op(ops, x, two & same);
+        at[0] = comm_op(ops, x, same);
         at[1] = comm_op(ops, y, false);
-        at[m] = ops[first + g];
-        at += m + 1;
+        at[2] = ops[first + g];
+        at += 3;
     }
     for (; g <= len; g++)
         at = emit_gap(f, &slots[GAP_SLOTS * g], count[g], g < len ? &ops[first + g] : NULL, at,
