@@ -53,10 +53,6 @@
 #define LIKELY(x) (x)
 #endif
 
-/* Ends read past the last op (+infinity there): key_of() looks at the
- * END_PAD - 1 ops after one without asking where its device ends first. */
-#define END_PAD 4
-
 /* The representation of the working arrays, a constant argument of the
  * hot functions (always inlined): each of the four combinations is
  * compiled on its own (device_pass_*), so the loops test neither. */
@@ -333,15 +329,9 @@ static LF_INLINE bool key_of(const lf *f, uint32_t p, uint32_t a, size_t a0, siz
     double comm = f->comm, lo = end_at(f, p, rep);
     double when = start_of(f, c, b0, b, rep) - comm;
     if (when >= lo && (c == b0 || end_at(f, c - 1, rep) <= when) && end_at(f, c, rep) > when) {
-        /* the ops after p ending by `when`: three looked at without
-         * branches (how many is as often 0 as not), a search beyond */
         size_t u = (size_t)p + 1;
-        unsigned n1 = (u < a1) & (end_at(f, u, rep) <= when);
-        unsigned n2 = (u + 1 < a1) & (end_at(f, u + 1, rep) <= when);
-        unsigned n3 = (u + 2 < a1) & (end_at(f, u + 2, rep) <= when);
-        u += n1 + n2 + n3;
-        if (n3)
-            u = a0 + ending_by(f, a0, a1, when, u, rep);
+        if (u < a1 && end_at(f, u, rep) <= when)
+            u = a0 + ending_by(f, a0, a1, when, u + 1, rep);
         double gap_end = u < a1 ? start_of(f, u, a0, a, rep) : INFINITY;
         if (gap_end - comm >= when) {
             *gap_a = (uint32_t)(u - a0);
@@ -597,7 +587,7 @@ static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, psched_op *at, int re
         bool swap = (b->time < a->time) | (same & ((b->gap >> 31) < (a->gap >> 31)));
         if (same & !((a->gap ^ b->gap) >> 31)) /* a tie: by transfer (rare) */
             swap = transfer_of(f, b, rep) < transfer_of(f, a, rep);
-        const fast_rec *x = a + swap, *y = b - swap; /* arithmetic: no branch */
+        const fast_rec *x = swap ? b : a, *y = swap ? a : b;
         at[0] = comm_op(ops, x, same);
         at[1] = comm_op(ops, y, false);
         at[2] = ops[first + g];
@@ -779,7 +769,7 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
              f.keep && comm;
     }
     uint64_t *idle = ok ? psched__reallocarray(NULL, total / 64 + 1, sizeof *idle) : NULL;
-    float *endf = ok ? psched__reallocarray(NULL, total + END_PAD, sizeof *endf) : NULL;
+    float *endf = ok ? psched__reallocarray(NULL, total + 1, sizeof *endf) : NULL;
     ok = ok && idle && endf;
     if (ok) {
         fill_classes(&f, plan, mbs, comm, earlier);
@@ -834,16 +824,12 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
     ok = ok && !flags && placed == count;
     f.idle = idle;
     if (ok && exact) {
-        for (size_t i = 0; i < END_PAD; i++)
-            endf[total + i] = INFINITY;
         f.endf = endf;
     } else {
         psched__dealloc(endf);
-        double *copy = ok ? psched__malloc_array_huge(total + END_PAD, sizeof *copy) : NULL;
+        double *copy = ok ? psched__malloc_array_huge(total + 1, sizeof *copy) : NULL;
         if (copy)
             memcpy(copy, end, total * sizeof *copy);
-        for (size_t i = 0; copy && i < END_PAD; i++)
-            copy[total + i] = INFINITY;
         f.endd = copy;
         ok = ok && copy;
     }
