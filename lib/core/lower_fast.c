@@ -583,12 +583,9 @@ static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, psched_op *at, int re
             at = emit_gap(f, a, m, &ops[first + g], at, rep);
             continue;
         }
-        bool same = b->time == a->time;
-        bool swap = (b->time < a->time) | (same & ((b->gap >> 31) < (a->gap >> 31)));
-        if (same & !((a->gap ^ b->gap) >> 31)) /* a tie: by transfer (rare) */
-            swap = transfer_of(f, b, rep) < transfer_of(f, a, rep);
+        bool swap = rec_before(f, b, a, rep);
         const fast_rec *x = swap ? b : a, *y = swap ? a : b;
-        at[0] = comm_op(ops, x, same);
+        at[0] = comm_op(ops, x, b->time == a->time);
         at[1] = comm_op(ops, y, false);
         at[2] = ops[first + g];
         at += 3;
