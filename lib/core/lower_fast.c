@@ -23,13 +23,19 @@
  *
  * Layout: no per-transfer arrays. Device by device, each of its ops that
  * consumes from or produces for another device yields a comm op on this
- * device (a transfer's key is so computed once on each side); they are
- * sorted by gap (counting sort: most gaps hold zero to two) and written
- * straight into the result's op array, sized exactly beforehand (every
- * (stage, micro-batch) has one F and one backward, so the transfers are
- * 2 x micro-batches x the chain edges that cross devices). Working memory:
- * the simulated times, a (F, backward) position per (stage, micro-batch)
- * and one device's comm ops.
+ * device. A transfer's key is computed once, on the first of its two
+ * devices lowered, which also files the comm op of the other device: in
+ * that device's slots when it is the next one, else in its part of the
+ * result, not written yet. A device's comm ops are filed by gap as they
+ * are made (GAP_SLOTS per gap; nearly every gap holds two, the RECV before
+ * an op and the SEND after the op before it), and each gap's are sorted
+ * as they are written straight into the result's op array, sized exactly
+ * beforehand (every (stage, micro-batch) has one F and one backward, so
+ * the transfers are 2 x micro-batches x the chain edges that cross
+ * devices). Working memory: each op's end (a float when every end is one),
+ * an idle bit per op, a place per (stage, micro-batch, F or backward) and
+ * two devices' slots. The hot functions are compiled once for each
+ * representation of those arrays (REP_*).
  */
 #define _DEFAULT_SOURCE /* madvise, for memadvise.h */
 #include "execute.h"
@@ -59,8 +65,8 @@
 #define REP_FLOAT 1 /* ends as floats (else doubles) */
 #define REP_POS16 2 /* places as 16 bits (else 32) */
 
-/* One comm op of the device being lowered: 16 bytes, since the ones kept
- * for a later device are written to and read back from memory. */
+/* One comm op of a device: 16 bytes (those kept for a later device wait
+ * in its part of the result, 12 bytes an op). */
 typedef struct fast_rec {
     double time;  /* its transfer's key */
     uint32_t gap; /* before the gap-th op of the device; REC_RECV: a RECV */
@@ -71,10 +77,10 @@ typedef struct fast_rec {
 
 /* What the F (back 0) or the backward (1) of a stage exchanges: the
  * place index (see lf.pos16) of its input's and its output's op, less
- * 2 x its micro-batch, and their devices: in_dev/out_dev only when another device's
- * (PSCHED_EXEC_NONE: none, or on the same device), src_dev whichever
- * (PSCHED_EXEC_NONE when the stage has no input: the first stage's F, the
- * last's backward). */
+ * 2 x its micro-batch, and their devices: in_dev/out_dev only when another
+ * device's (PSCHED_EXEC_NONE: none, or on the same device), src_dev
+ * whichever (PSCHED_EXEC_NONE when the stage has no input: the first
+ * stage's F, the last's backward). */
 typedef struct lf_class {
     int64_t in_i, out_i;
     uint32_t in_dev, out_dev, src_dev;
@@ -103,11 +109,9 @@ typedef struct lf {
     /* The comm ops of the device being lowered, by gap: the first
      * GAP_SLOTS of gap g in slots[GAP_SLOTS*g ...], count[g] of them in
      * all, the rest in over[] (then the device's are sorted into sorted[],
-     * made then). Slots always hold valid recs (zeroed at first, then a
-     * device's): the branch-free writes read two whatever the count.
-     * next_slots, next_count: the same for the next device, filed as the
-     * keys of its transfers with this one are found (two buffers, swapped
-     * from one device to the next). */
+     * made then). next_slots, next_count: the same for the next device,
+     * filed as the keys of its transfers with this one are found (two
+     * buffers, swapped from one device to the next). */
     fast_rec *slots, *over, *sorted, *next_slots;
     uint32_t *count, *next_count;
     fast_rec *slot_buf[2];
@@ -261,7 +265,7 @@ static LF_INLINE double idle_until(const lf *f, uint32_t d, size_t first, size_t
  * the device ending by the key); false when the key would need the rank
  * tie-break. The whole search: key_of() takes its common case. */
 static LF_NOINLINE bool key_search(const lf *f, uint32_t p, uint32_t a, uint32_t c, uint32_t b,
-                             double *time, uint32_t *gap_a, uint32_t *gap_b, int rep)
+                                   double *time, uint32_t *gap_a, uint32_t *gap_b, int rep)
 {
     size_t a0 = f->offset[a], a1 = f->offset[a + 1], b0 = f->offset[b], b1 = f->offset[b + 1];
     double comm = f->comm, lo = end_at(f, p, rep);
@@ -313,15 +317,15 @@ static LF_NOINLINE bool key_search_d32(const lf *f, uint32_t p, uint32_t a, uint
 }
 
 /* key_search()'s answer (a's ops are [a0, a1), b's start at b0), taking
- * its common case inline: the search stops
- * at its first step, at when = start(c) - t_comm, both devices idle there.
- * On b that holds when c's previous op ended by `when` (and c ends after
- * it: no tie): the gap is c's place and idle_until() returns `when`
- * (start(c) - t_comm is `when` itself). On a, p ended by `when` (lo <=
- * when), so the ops ending by it are p's place + 1 or more, and
- * idle_until() returns `when` when the next op u starts no earlier than
- * when + t_comm (the same sum idle_until() compares). Anything else: the
- * whole search, from the start (the same answer). */
+ * its common case inline: the search stops at its first step, at when =
+ * start(c) - t_comm, both devices idle there. On b that holds when c's
+ * previous op ended by `when` (and c ends after it: no tie): the gap is
+ * c's place and idle_until() returns `when` (start(c) - t_comm is `when`
+ * itself). On a, p ended by `when` (lo <= when), so the ops ending by it
+ * are p's place + 1 or more, and idle_until() returns `when` when the next
+ * op u starts no earlier than when + t_comm (the same sum idle_until()
+ * compares). Anything else: the whole search, from the start (the same
+ * answer). */
 static LF_INLINE bool key_of(const lf *f, uint32_t p, uint32_t a, size_t a0, size_t a1, uint32_t c,
                              uint32_t b, size_t b0, double *time, uint32_t *gap_a,
                              uint32_t *gap_b, int rep)
@@ -488,7 +492,8 @@ static LF_INLINE void sort_gap(const lf *f, fast_rec *r, uint32_t n, int rep)
     }
 }
 
-_Static_assert(PSCHED_OP_RECV_F == PSCHED_OP_SEND_F + 1 && PSCHED_OP_SEND_B == PSCHED_OP_SEND_F + 2 &&
+_Static_assert(PSCHED_OP_RECV_F == PSCHED_OP_SEND_F + 1 &&
+                   PSCHED_OP_SEND_B == PSCHED_OP_SEND_F + 2 &&
                    PSCHED_OP_RECV_B == PSCHED_OP_SEND_F + 3,
                "comm_op() computes comm kinds");
 
@@ -517,15 +522,6 @@ static LF_INLINE psched_op *emit_gap(const lf *f, fast_rec *r, uint32_t m, const
     return at;
 }
 
-/* Device d's ops with its n comm ops in their gaps, written at `at`;
- * returns the end. The recs are sorted by gap (a counting sort into
- * f->sorted, the counts made with the recs), then each gap's by
- * rec_before as it is written. A gap holds at most two as a rule (the
- * RECV before an op, the SEND after the op before): those are written
- * without branches on the data (both comm ops written, the op after
- * them where the gap's count puts it, over what was not one), since
- * which of 0, 1 or 2 a gap holds, and in which order, follows no
- * pattern a branch predictor learns. */
 /* Device d's ops with its comm ops in their gaps, written at `at`, when
  * some gap holds more than GAP_SLOTS (n of them in over[]): every gap's
  * recs gathered in gap order into sorted[], each gap's sorted as it is
@@ -561,22 +557,15 @@ static LF_NOINLINE psched_op *emit_crowded(lf *f, uint32_t d, long n, psched_op 
 
 /* Device d's ops with its comm ops in their gaps (each in its slots),
  * written at `at`; returns the end. Nearly every gap holds two (the RECV
- * before an op and the SEND after the op before it): a gap of at most two
- * is written without branches on the data (both comm ops written, then
- * the op where the gap's count puts it, over what was not one), since
- * which of 0, 1 or 2 a gap holds, and in which order, follows no pattern
- * a branch predictor learns. */
+ * before an op and the SEND after the op before it): those take a
+ * straight path. */
 static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, psched_op *at, int rep)
 {
     const psched_op *ops = f->ops;
     size_t first = f->offset[d], len = f->offset[d + 1] - first;
     fast_rec *slots = f->slots;
     const uint32_t *count = f->count;
-    size_t g = 0;
-    /* the writes of a gap reach two ops past its op: inside the device's
-     * part while two of its ops follow (the next device's part holds the
-     * comm ops kept for it) */
-    for (; g + 2 < len; g++) {
+    for (size_t g = 0; g < len; g++) {
         uint32_t m = count[g];
         fast_rec *a = &slots[GAP_SLOTS * g], *b = a + 1;
         if (m != 2) {
@@ -590,10 +579,7 @@ static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, psched_op *at, int re
         at[2] = ops[first + g];
         at += 3;
     }
-    for (; g <= len; g++)
-        at = emit_gap(f, &slots[GAP_SLOTS * g], count[g], g < len ? &ops[first + g] : NULL, at,
-                      rep);
-    return at;
+    return emit_gap(f, &slots[GAP_SLOTS * len], count[len], NULL, at, rep);
 }
 
 /* Device d lowered and written at `at`: returns the end, or NULL. */
@@ -753,7 +739,8 @@ bool psched__lower_fast(const psched_schedule *s, const psched_plan *costs,
             f.pos32 = psched__reallocarray(NULL, 2 * cells + 1, sizeof *f.pos32);
         f.cls = psched__reallocarray(NULL, 2 * (size_t)S + 1, sizeof *f.cls);
         for (int i = 0; i < 2; i++) {
-            f.slot_buf[i] = psched__calloc(GAP_SLOTS * (widest + 1) + 1, sizeof *f.slot_buf[i]);
+            f.slot_buf[i] = psched__reallocarray(NULL, GAP_SLOTS * (widest + 1) + 1,
+                                                 sizeof *f.slot_buf[i]);
             f.count_buf[i] = psched__calloc(widest + 1, sizeof *f.count_buf[i]);
         }
         f.over = psched__reallocarray(NULL, 2 * widest + 1, sizeof *f.over);
