@@ -572,6 +572,9 @@ static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, psched_op *at, int re
             at = emit_gap(f, a, m, &ops[first + g], at, rep);
             continue;
         }
+#if defined(__GNUC__)
+        __builtin_prefetch(at + 48, 1); /* the result's lines, for writing */
+#endif
         bool swap = rec_before(f, b, a, rep);
         const fast_rec *x = swap ? b : a, *y = swap ? a : b;
         at[0] = comm_op(ops, x, b->time == a->time);
