@@ -462,12 +462,10 @@ static LF_NOINLINE uint32_t transfer_of(const lf *f, const fast_rec *r, int rep)
     return (uint32_t)f->offset[k->out_dev] + place_at(f, i, rep);
 }
 
-/* lower.c's rec_cmp on one device (every rank UINT32_MAX). */
-static LF_INLINE bool rec_before(const lf *f, const fast_rec *a, const fast_rec *b, int rep)
+/* lower.c's rec_cmp for two comm ops of one gap of a device (every rank
+ * UINT32_MAX). */
+static LF_INLINE bool gap_before(const lf *f, const fast_rec *a, const fast_rec *b, int rep)
 {
-    uint32_t ga = a->gap & ~REC_RECV, gb = b->gap & ~REC_RECV;
-    if (ga != gb)
-        return ga < gb;
     if (a->time != b->time)
         return a->time < b->time;
     if ((a->gap ^ b->gap) & REC_RECV)
@@ -475,16 +473,16 @@ static LF_INLINE bool rec_before(const lf *f, const fast_rec *a, const fast_rec 
     return transfer_of(f, a, rep) < transfer_of(f, b, rep);
 }
 
-/* Sorts the recs of one gap, r[0, n), by rec_before (insertion: a gap
+/* Sorts the recs of one gap, r[0, n), by gap_before (insertion: a gap
  * holds a few). */
 static LF_INLINE void sort_gap(const lf *f, fast_rec *r, uint32_t n, int rep)
 {
     for (uint32_t i = 1; i < n; i++) {
-        if (!rec_before(f, &r[i], &r[i - 1], rep))
+        if (!gap_before(f, &r[i], &r[i - 1], rep))
             continue;
         fast_rec x = r[i];
         uint32_t j = i;
-        while (j > 0 && rec_before(f, &x, &r[j - 1], rep)) {
+        while (j > 0 && gap_before(f, &x, &r[j - 1], rep)) {
             r[j] = r[j - 1];
             j--;
         }
@@ -558,7 +556,9 @@ static LF_NOINLINE psched_op *emit_crowded(lf *f, uint32_t d, long n, psched_op 
 /* Device d's ops with its comm ops in their gaps (each in its slots),
  * written at `at`; returns the end. Nearly every gap holds two (the RECV
  * before an op and the SEND after the op before it): those take a
- * straight path. */
+ * straight path. (A branch on the data here, as in key_of(), measured
+ * faster than branch-free code: it is predicted, and the branch-free form
+ * puts the loads of the comm ops behind the comparison.) */
 static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, psched_op *at, int rep)
 {
     const psched_op *ops = f->ops;
@@ -575,7 +575,7 @@ static LF_INLINE psched_op *emit_device(lf *f, uint32_t d, psched_op *at, int re
 #if defined(__GNUC__)
         __builtin_prefetch(at + 48, 1); /* the result's lines, for writing */
 #endif
-        bool swap = rec_before(f, b, a, rep);
+        bool swap = gap_before(f, b, a, rep);
         const fast_rec *x = swap ? b : a, *y = swap ? a : b;
         at[0] = comm_op(ops, x, b->time == a->time);
         at[1] = comm_op(ops, y, false);
