@@ -116,6 +116,59 @@ static void test_fast_lowering_at_a_larger_size(void)
     compare_one("1f1b", 2, 1, 32768, 1);
 }
 
+/* The fast path is compiled once per representation of its working
+ * arrays: ends as floats (every simulated end exactly a float) or doubles,
+ * places as 16 bits (fewer than 65535 ops on every device) or 32. Each of
+ * the four on a schedule that takes it (checked here from the schedule and
+ * its simulated ends, not from the library), against the general lowering
+ * (compare_one checks the fast path took it). */
+static void test_fast_lowering_in_each_representation(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t p, v, m;
+        int costs;
+        bool floats, places16;
+    } cases[] = {
+        {"interleaved", 4, 2, 16, 0, true, true},
+        {"interleaved", 4, 2, 16, 4, false, true},
+        {"zb-h1", 4, 1, 12, 1, true, true},
+        {"zb-h1", 4, 1, 12, 4, false, true},
+        {"1f1b", 2, 1, 32768, 1, true, false},
+        {"1f1b", 2, 1, 32768, 4, false, false},
+        {"interleaved", 2, 2, 16384, 2, true, false},
+        {"interleaved", 2, 2, 16384, 4, false, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        psched_plan *plan = costs_plan(cases[i].p, cases[i].v, cases[i].m, cases[i].costs);
+        psched_schedule *s = NULL;
+        CHECK(plan && psched_generate(plan, cases[i].name, &s) == PSCHED_OK);
+        if (!s) {
+            psched_plan_destroy(plan);
+            continue;
+        }
+        size_t total = s->offset[s->devices], widest = 0;
+        for (uint32_t d = 0; d < s->devices; d++)
+            if (s->offset[d + 1] - s->offset[d] > widest)
+                widest = s->offset[d + 1] - s->offset[d];
+        double *start = malloc((total + 1) * sizeof *start);
+        double *end = malloc((total + 1) * sizeof *end);
+        CHECK(start && end && psched__execute_fast(s, NULL, start, end, NULL));
+        bool floats = true;
+        for (size_t g = 0; start && end && g < total; g++)
+            floats &= (double)(float)end[g] == end[g];
+        CHECK(floats == cases[i].floats);
+        CHECK((widest < 65535) == cases[i].places16);
+        free(start);
+        free(end);
+        int taken = fast_taken;
+        compare_one(cases[i].name, cases[i].p, cases[i].v, cases[i].m, cases[i].costs);
+        CHECK_EQ_INT(fast_taken, taken + 1);
+        psched_schedule_destroy(s);
+        psched_plan_destroy(plan);
+    }
+}
+
 /* The general lowering's inputs it is not for: async mode, copies, a
  * zero-cost consumer at the key's time, an overlapped pair. */
 static void test_fast_path_declines_what_it_does_not_do(void)
@@ -293,6 +346,7 @@ int main(void)
 {
     RUN(test_fast_lowering_is_the_general_one);
     RUN(test_fast_lowering_at_a_larger_size);
+    RUN(test_fast_lowering_in_each_representation);
     RUN(test_fast_path_declines_what_it_does_not_do);
     RUN(test_fast_rendezvous_check_agrees_with_the_engine);
     TEST_MAIN_END();

@@ -930,6 +930,13 @@ static psched_status check_args(const psched_schedule *s, const psched_plan *pla
     if (plan && psched_plan_stages(plan) != S)
         return psched_fail(PSCHED_EINVAL, "psched_lower_comm: cost plan has %u stages (devices "
                            "x chunks) but the schedule has %u", psched_plan_stages(plan), S);
+    return PSCHED_OK;
+}
+
+/* Every op a kind the lowering takes. The fast path takes compute ops
+ * only, so it runs before this pass: what it accepts passes it. */
+static psched_status check_kinds(const psched_schedule *s)
+{
     for (uint32_t d = 0; d < s->devices; d++) {
         for (size_t g = s->offset[d]; g < s->offset[d + 1]; g++) {
             uint8_t kind = s->ops[g].kind;
@@ -982,6 +989,9 @@ static psched_status lower_comm(const psched_schedule *schedule, const psched_pl
     l.async = options && options->mode == PSCHED_LOWER_ASYNC;
     if (fast && !l.async && psched__lower_fast(schedule, plan, lowered))
         return PSCHED_OK;
+    st = check_kinds(schedule);
+    if (st)
+        return st;
     st = psched__exec_setup(&l.x, schedule, plan, NULL, NULL, false);
     if (st)
         return st;
