@@ -26,9 +26,15 @@
  * fastest that fits. A generator whose order depends on the costs (zb's
  * greedy) is detected by comparing its order for two cost sets; then the
  * result is never claimed proven. */
-#include "optimizer.h"
+#include "pathbound.h"
 
 #include <math.h>
+#ifdef PSCHED_CERTIFY_DEBUG
+#include <stdio.h>
+#define DBG(...) fprintf(stderr, __VA_ARGS__)
+#else
+#define DBG(...) ((void)0)
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,7 +55,23 @@ typedef struct certify {
     size_t ops, budget, simulated, nodes;
     bool stopped;            /* budget or deadline */
     psched_status st;
+    /* the critical-path bound (pathbound.c), when it holds */
+    bool use_paths;
+    psched_schedule *ref;    /* the order every partition's schedule must have */
+    psched__paths paths;
+    psched__mult mult, trial;
+    bool have_mult;
+    psched__mult *lib;       /* the node bounds' multipliers: the best, then single paths */
+    size_t nlib;
+    double *pre;             /* [t·(S+1) + depth]: lib[t]'s weighted cost of the stages placed */
+    double *stage_w;         /* [t]: lib[t]'s cost of the stage being placed */
+    double *xbuf;            /* a partition's vector (3S + D) */
+    double path_lb;          /* best value of the Lagrangian DP */
+    size_t path_nodes;       /* nodes cut by it */
+    bool order_changed;      /* some partition's order differed from the reference */
 } certify;
+
+static bool same_order(const psched_schedule *a, const psched_schedule *b, uint32_t devices);
 
 static psched_status simulate_solution(certify *c, const psched__solution *sol, double *makespan,
                                        psched_schedule **keep)
@@ -66,6 +88,20 @@ static psched_status simulate_solution(certify *c, const psched__solution *sol, 
         for (uint32_t d = 0; d < c->pb->plan_devices; d++)
             c->ops += psched_schedule_op_count(sched, d);
         c->simulated++;
+    }
+    if (!st && c->use_paths) {
+        /* every partition must have the reference order, or the paths of
+         * one are not paths of the others */
+        if (!same_order(sched, c->ref, c->pb->plan_devices)) {
+            c->use_paths = false;
+            c->have_mult = false;
+            c->order_changed = true;
+        } else {
+            psched__paths_vector(c->pb, sol, c->xbuf);
+            bool added = false;
+            if (psched__paths_max(&c->paths, c->xbuf) < *makespan * (1 - 1e-9))
+                st = psched__paths_extract(&c->paths, c->pb, sched, rep, &added);
+        }
     }
     psched_report_destroy(rep);
     if (keep && !st)
@@ -278,6 +314,22 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
             here = fmax(here, avg_rest + m * pts[k].extra / pb->devices);
             if (here >= c->best * (1 - 1e-12))
                 continue;
+            if (c->have_mult) {
+                /* the Lagrangian DPs' least cost of every completion */
+                size_t S1 = (size_t)pb->stages + 1, at = (size_t)(s + 1) * (pb->layers + 1) + i + len;
+                bool cut = false;
+                for (size_t u = 0; u < c->nlib && !cut; u++) {
+                    c->stage_w[u] = psched__mult_stage(pb, &c->lib[u], s, i, len, &pts[k]);
+                    cut = c->pre[u * S1 + s] + c->stage_w[u] + c->lib[u].g[at] >=
+                          c->best * (1 - 1e-9);
+                }
+                if (cut) {
+                    c->path_nodes++;
+                    continue;
+                }
+                for (size_t u = 0; u < c->nlib; u++)
+                    c->pre[u * S1 + s + 1] = c->pre[u * S1 + s] + c->stage_w[u];
+            }
             if (c->use_partial) {
                 if (set_partial(c, s, fs, bs + pts[k].extra, base - fs - bs) ||
                     set_unplaced(c, s, i + len)) {
@@ -306,6 +358,162 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
             c->dev_start[d] = saved_start;
         }
     }
+}
+
+/* The critical-path bound at the root: paths of the candidates, then
+ * Kelley's cutting planes. Each round chooses λ and μ over the pool and
+ * the cuts, runs the DP, keeps the best multipliers, and simulates the
+ * DP's minimiser: a new cut, a new critical path when the pool does not
+ * explain its step time, and a new incumbent when it fits and is faster. */
+#define PATH_ROUNDS 200
+
+/* Simulate the reference order with the averaged costs of the cuts
+ * weighted by xi; its critical path into the pool when longer than the
+ * LP's value (*priced: one was added). */
+static psched_status price_mix(certify *c, const double *xi, psched_plan *avg, double upper,
+                               bool *priced)
+{
+    psched__problem *pb = c->pb;
+    const psched__paths *pp = &c->paths;
+    *priced = false;
+    if (!psched__have_glpk() || pp->nx == 0)
+        return PSCHED_OK;
+    double *xb = c->xbuf;
+    for (size_t k = 0; k < pp->xstride; k++)
+        xb[k] = 0;
+    for (size_t j = 0; j < pp->nx; j++)
+        for (size_t k = 0; k < pp->xstride; k++)
+            xb[k] += xi[j] * pp->xv[j * pp->xstride + k];
+    psched_status st = PSCHED_OK;
+    for (uint32_t s = 0; !st && s < pb->plan_stages; s++) {
+        uint32_t r = psched__range_of(pb, s);
+        st = psched_plan_set_stage_cost(avg, s, fmax(0, xb[3 * r]), fmax(0, xb[3 * r + 1]),
+                                        fmax(0, xb[3 * r + 2]));
+    }
+    psched_report *rep = NULL;
+    if (!st)
+        st = psched_simulate(c->ref, avg, &rep);
+    if (!st) {
+        double mk = psched_report_makespan(rep);
+        for (uint32_t d = 0; d < pb->plan_devices; d++)
+            c->ops += psched_schedule_op_count(c->ref, d);
+        if (mk > upper * (1 + 1e-9) && psched__paths_max(pp, xb) < mk * (1 - 1e-9))
+            st = psched__paths_extract(&c->paths, pb, c->ref, rep, priced);
+    }
+    psched_report_destroy(rep);
+    return st;
+}
+
+static void path_root(certify *c, const psched__solution *const *candidates, size_t count)
+{
+    psched__problem *pb = c->pb;
+    psched__solution x;
+    memset(&x, 0, sizeof x);
+    psched_status st = psched__solution_init(&x, pb->stages, pb->layers);
+    for (size_t k = 0; !st && k < count; k++) {
+        if (!candidates[k] || !candidates[k]->found)
+            continue;
+        double mk;
+        st = simulate_solution(c, candidates[k], &mk, NULL);
+        if (!st) {
+            psched__paths_vector(pb, candidates[k], c->xbuf);
+            st = psched__paths_add_cut(&c->paths, c->xbuf);
+        }
+    }
+    /* μ's box: a device over its limit by all of it costs at most a
+     * hundred best step times */
+    double mu_cap = 100 * c->best;
+    double *xi = NULL;
+    psched_plan *avg = NULL;
+    if (!st)
+        st = psched_plan_clone(c->work, &avg);
+    for (int round = 0; !st && c->use_paths && round < PATH_ROUNDS; round++) {
+        if (c->ops > c->budget || psched__expired(pb))
+            break;
+        double upper = INFINITY;
+        double *t = psched__reallocarray(xi, c->paths.nx + 1, sizeof(double));
+        if (!t) {
+            st = PSCHED_ENOMEM_FAIL();
+            break;
+        }
+        xi = t;
+        st = psched__mult_choose(pb, &c->paths, mu_cap, &c->trial, &upper, xi);
+        if (st || !(c->trial.value > -INFINITY))
+            break;
+        if (!c->have_mult || c->trial.value > c->mult.value) {
+            psched__mult_copy(pb, &c->trial, &c->mult);
+            c->have_mult = true;
+            c->path_lb = fmax(c->path_lb, c->trial.value);
+        }
+        if (c->path_lb >= c->best * (1 - 1e-9) || !psched__have_glpk())
+            break;
+        if (!psched__mult_argmin(pb, &c->trial, &x))
+            break; /* no partition within the table: none is faster than best */
+        size_t paths_before = c->paths.n;
+        /* pricing: the critical path of the LP's mix of partitions (the
+         * paths' lengths are linear, so the mix's averaged costs) */
+        bool priced = false;
+        st = price_mix(c, xi, avg, upper, &priced);
+        if (st)
+            break;
+        double mk;
+        st = simulate_solution(c, &x, &mk, NULL);
+        if (st || !c->use_paths)
+            break;
+        psched__paths_vector(pb, &x, c->xbuf);
+        bool fits = true;
+        for (uint32_t d = 0; d < pb->devices; d++)
+            fits = fits && c->xbuf[3 * (size_t)pb->stages + d] <= 1e-12;
+        if (fits && mk < c->best) {
+            c->best = mk;
+            psched__solution_copy(pb, &x, &c->best_sol);
+        }
+        st = psched__paths_add_cut(&c->paths, c->xbuf);
+        /* converged: the LP's value is reached and no path is new */
+        if (c->paths.n == paths_before && upper - c->trial.value <= 1e-9 * fabs(upper))
+            break;
+        (void)priced;
+    }
+    if (st && !c->st)
+        c->st = st;
+    psched__dealloc(xi);
+    psched_plan_destroy(avg);
+    psched__solution_free(&x);
+}
+
+/* The node bounds' multipliers: the best combination, then each path of
+ * the pool alone (a node's heavy device is some path's, which the root's
+ * combination averages away), at most LIB_MAX in all. */
+#define LIB_MAX 256
+
+static psched_status path_library(certify *c)
+{
+    psched__problem *pb = c->pb;
+    size_t n = 1 + c->paths.n;
+    if (n > LIB_MAX)
+        n = LIB_MAX;
+    size_t S1 = (size_t)pb->stages + 1;
+    c->lib = psched__calloc(n, sizeof *c->lib);
+    c->pre = psched__calloc(n * S1, sizeof(double));
+    c->stage_w = psched__calloc(n, sizeof(double));
+    if (!c->lib || !c->pre || !c->stage_w)
+        return PSCHED_ENOMEM_FAIL();
+    psched_status st = PSCHED_OK;
+    for (size_t t = 0; !st && t < n; t++) {
+        st = psched__mult_init(&c->lib[t], pb);
+        if (st) {
+            psched__mult_free(&c->lib[t]);
+            break;
+        }
+        c->nlib = t + 1;
+        if (t == 0)
+            psched__mult_copy(pb, &c->mult, &c->lib[0]);
+        else
+            psched__mult_single(pb, &c->paths, c->paths.n - t, &c->lib[t]);
+        c->path_lb = fmax(c->path_lb, c->lib[t].value);
+        c->pre[t * S1] = c->lib[t].constant;
+    }
+    return st;
 }
 
 /* A bound every partition's step time respects (for the gap when the
@@ -386,20 +594,62 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         pb->truncated = false;
         st = psched__fronts_table(pb);
     }
+    /* the critical-path bound where it holds */
+    DBG("DBG start t=%.3f fixed=%d trunc=%d best=%g\n", psched__now(), fixed, pb->truncated, c.best);
+    if (!st && c.best_sol.found && fixed && !pb->truncated) {
+        st = psched__write_costs(pb, &c.best_sol, c.work);
+        if (!st)
+            st = psched_generate(c.work, name, &c.ref);
+        if (!st && psched__paths_applies(c.work, c.ref)) {
+            st = psched__paths_init(&c.paths, pb);
+            if (!st)
+                st = psched__mult_init(&c.mult, pb);
+            if (!st)
+                st = psched__mult_init(&c.trial, pb);
+            c.xbuf = psched__calloc(3 * (size_t)pb->stages + pb->devices, sizeof(double));
+            if (!st && !c.xbuf)
+                st = PSCHED_ENOMEM_FAIL();
+            c.use_paths = !st;
+        }
+        if (!st && c.use_paths) {
+            path_root(&c, candidates, count);
+            st = c.st;
+        }
+        if (!st && c.have_mult)
+            st = path_library(&c);
+        DBG("DBG root t=%.3f dl=%.3f hm=%d oc=%d best=%g lb=%g paths=%zu cuts=%zu sims=%zu\n",
+                    psched__now(), pb->deadline, c.have_mult, c.order_changed, c.best, c.path_lb, c.paths.n, c.paths.nx, c.simulated);
+    }
     if (!st && c.best_sol.found && !c.stopped) {
         c.stopped = false;
         search(&c, 0, 0, 0);
         st = c.st;
     }
+    DBG("DBG end t=%.3f best=%g nodes=%zu pathcut=%zu sims=%zu stopped=%d paths=%zu\n",
+                psched__now(), c.best, c.nodes, c.path_nodes, c.simulated, c.stopped, c.paths.n);
     if (!st && c.best_sol.found) {
         psched__solution_copy(pb, &c.best_sol, sol);
         out->makespan = c.best;
+        fixed = fixed && !c.order_changed;
         out->proven = fixed && !c.stopped && !pb->truncated && !psched__expired(pb);
-        out->bound = out->proven ? c.best : fmin(c.best, common_bound(pb));
+        double lb = common_bound(pb);
+        if (fixed && c.path_lb > 0)
+            lb = fmax(lb, c.path_lb);
+        out->bound = out->proven ? c.best : fmin(c.best, lb);
         out->simulated = c.simulated;
     }
     psched_plan_destroy(c.work);
     psched_plan_destroy(c.partial);
+    psched_schedule_destroy(c.ref);
+    psched__paths_free(&c.paths);
+    psched__mult_free(&c.mult);
+    psched__mult_free(&c.trial);
+    psched__dealloc(c.pre);
+    psched__dealloc(c.stage_w);
+    for (size_t t = 0; t < c.nlib; t++)
+        psched__mult_free(&c.lib[t]);
+    psched__dealloc(c.lib);
+    psched__dealloc(c.xbuf);
     psched__solution_free(&c.cur);
     psched__solution_free(&c.best_sol);
     psched__dealloc(c.dev_work);
