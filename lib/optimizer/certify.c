@@ -69,7 +69,90 @@ typedef struct certify {
     double path_lb;          /* best value of the Lagrangian DP */
     size_t path_nodes;       /* nodes cut by it */
     bool order_changed;      /* some partition's order differed from the reference */
+    bool searching;          /* the search runs: new paths join the library */
+    uint32_t *by_time;       /* layer groups by base time, rising (when few) */
+    uint32_t *left_on;       /* per device: its stages not placed yet */
+    size_t count_cuts;       /* nodes cut by the layer count bound */
+    int64_t *tail_stage;     /* per device: the stage of its last op when that is a
+                                backward (the stages before it run their backward
+                                after it), else -1; NULL when unknown */
 } certify;
+
+/* Test hooks (optimizer.h): a node cap and the soundness check. */
+static _Thread_local size_t test_node_cap;
+static _Thread_local bool test_check;
+static _Thread_local double test_worst = -INFINITY;
+static _Thread_local size_t test_checks;
+
+void psched__certify_test_hooks(size_t node_cap, bool check)
+{
+    test_node_cap = node_cap;
+    test_check = check;
+    test_worst = -INFINITY;
+    test_checks = 0;
+}
+
+double psched__certify_test_worst(size_t *checks)
+{
+    if (checks)
+        *checks = test_checks;
+    return test_worst;
+}
+
+/* The library's cap: the best combination and single paths. */
+#define LIB_MAX 512
+
+/* Every bound of the library at a fitting partition against its
+ * simulated step time (tests only). */
+static void check_sound(const certify *c, const psched__solution *sol, double mk)
+{
+    if (!test_check || !c->have_mult)
+        return;
+    for (size_t t = 0; t < c->nlib; t++) {
+        double v = psched__mult_value(c->pb, &c->lib[t], sol);
+        test_worst = fmax(test_worst, (v - mk) / mk);
+        test_checks++;
+    }
+}
+
+/* Each stage's recompute time and activation bytes of a solution. */
+static void stage_extra_act(const psched__problem *pb, const psched__solution *sol, uint32_t s,
+                            double *extra, double *act)
+{
+    *extra = *act = 0;
+    for (uint32_t l = sol->first[s]; l < sol->first[s] + sol->count[s]; l++) {
+        const psched__variant *x = &psched__layer_group(pb, l)->variant[sol->choice[l]];
+        *extra += x->extra;
+        *act += x->act;
+    }
+}
+
+/* The newest path of the pool alone into the library, with its prefix
+ * costs along sol (the search's current stack, complete). */
+static psched_status lib_add_newest(certify *c, const psched__solution *sol)
+{
+    psched__problem *pb = c->pb;
+    if (c->nlib >= LIB_MAX || !c->lib)
+        return PSCHED_OK;
+    size_t t = c->nlib, S1 = (size_t)pb->stages + 1;
+    psched_status st = psched__mult_init(&c->lib[t], pb);
+    if (st) {
+        psched__mult_free(&c->lib[t]);
+        return st;
+    }
+    c->nlib++;
+    psched__mult_single(pb, &c->paths, c->paths.n - 1, &c->lib[t]);
+    c->path_lb = fmax(c->path_lb, c->lib[t].value);
+    double *pre = c->pre + t * S1;
+    pre[0] = c->lib[t].constant;
+    for (uint32_t s = 0; s < pb->stages; s++) {
+        double extra, act;
+        stage_extra_act(pb, sol, s, &extra, &act);
+        pre[s + 1] = pre[s] + psched__mult_stage(pb, &c->lib[t], s, sol->first[s],
+                                                 sol->count[s], extra, act);
+    }
+    return PSCHED_OK;
+}
 
 static bool same_order(const psched_schedule *a, const psched_schedule *b, uint32_t devices);
 
@@ -100,7 +183,9 @@ static psched_status simulate_solution(certify *c, const psched__solution *sol, 
             psched__paths_vector(c->pb, sol, c->xbuf);
             bool added = false;
             if (psched__paths_max(&c->paths, c->xbuf) < *makespan * (1 - 1e-9))
-                st = psched__paths_extract(&c->paths, c->pb, sched, rep, &added);
+                st = psched__paths_extract(&c->paths, c->pb, sched, rep, false, &added);
+            if (!st && added && c->searching && c->have_mult)
+                st = lib_add_newest(c, sol);
         }
     }
     psched_report_destroy(rep);
@@ -156,6 +241,8 @@ static void consider(certify *c, const psched__solution *sol)
     double mk = INFINITY;
     if (!c->st)
         c->st = simulate_solution(c, sol, &mk, NULL);
+    if (!c->st)
+        check_sound(c, sol, mk);
     if (!c->st && mk < c->best) {
         c->best = mk;
         psched__solution_copy(c->pb, sol, &c->best_sol);
@@ -262,12 +349,111 @@ static double partial_bound(certify *c)
     return info.makespan;
 }
 
+/* The most layer groups the count bound sorts (per node O(groups x devices)). */
+#define COUNT_GROUPS_MAX 16
+
+/* The layer count bound (integral): every device e runs all its ops after
+ * its start (Σ f before its first stage), so in a completion faster than
+ * the best its remaining stages hold layers of base time at most cap_e =
+ * (best - start_e - work_e) / m; it can hold at most n_e layers of
+ * [j, L), the count of the cheapest whose times fit cap_e. Every layer
+ * goes to one device: Σ n_e < L - j (or n_e below its stages left) cuts
+ * the node. d is the device of the stage just placed (its start and
+ * work include it: start_d, work_d). */
+/* Each device's last op in the reference order: a B or BW of stage t is
+ * followed by the B of every earlier stage for its micro-batch. */
+static psched_status find_tails(certify *c)
+{
+    const psched__problem *pb = c->pb;
+    c->tail_stage = psched__calloc(pb->devices, sizeof(int64_t));
+    if (!c->tail_stage)
+        return PSCHED_ENOMEM_FAIL();
+    for (uint32_t e = 0; e < pb->devices; e++) {
+        c->tail_stage[e] = -1;
+        size_t n = psched_schedule_op_count(c->ref, e);
+        psched_op op;
+        if (n && psched_schedule_ops(c->ref, e, n - 1, 1, &op, sizeof op) == PSCHED_OK &&
+            (op.kind == PSCHED_OP_B || op.kind == PSCHED_OP_BW))
+            c->tail_stage[e] = op.stage;
+    }
+    return PSCHED_OK;
+}
+
+/* Σ b of the layers before stage t's first (a lower bound while stage t
+ * is not placed: stages s and before are, the next starts at layer j). */
+static double tail_of(const certify *c, uint32_t e, uint32_t s, uint32_t i, uint32_t j)
+{
+    if (!c->tail_stage || c->tail_stage[e] < 0)
+        return 0;
+    uint32_t t = (uint32_t)c->tail_stage[e];
+    uint32_t first = t < s ? c->cur.first[t] : t == s ? i : j;
+    return c->pb->b_prefix[first];
+}
+
+static bool count_cut(const certify *c, uint32_t s, uint32_t i, uint32_t j, uint32_t d,
+                      double start_d, double work_d)
+{
+    const psched__problem *pb = c->pb;
+    if (!c->by_time || pb->allow_empty)
+        return false;
+    uint32_t need = pb->layers - j;
+    if (need == 0)
+        return false;
+    const psched_model *model = pb->model;
+    uint32_t g0 = pb->group_of[j];
+    double total = 0;
+    for (uint32_t e = 0; e < pb->devices; e++) {
+        uint32_t left = c->left_on[e];
+        if (left == 0)
+            continue;
+        double start = e == d ? start_d : c->dev_stages[e] ? c->dev_start[e] : pb->f_prefix[j];
+        double work = e == d ? work_d : c->dev_work[e];
+        double cap = (c->best * (1 - 1e-12) - start - work - tail_of(c, e, s, i, j)) /
+                     pb->microbatches;
+        uint32_t n = 0;
+        for (uint32_t q = 0; q < model->group_count && cap >= 0; q++) {
+            uint32_t g = c->by_time[q];
+            if (g < g0)
+                continue;
+            const psched__group *gr = &model->groups[g];
+            double t = gr->f + gr->b + gr->w;
+            uint32_t avail = g == g0 ? c->group_end[g] - j : gr->count;
+            uint32_t k = t > 0 ? (uint32_t)fmin((double)avail, floor(cap / t)) : avail;
+            n += k;
+            cap -= k * t;
+            if (k < avail)
+                break;
+        }
+        if (n < left)
+            return true;
+        total += n;
+        if (total >= need)
+            return false;
+    }
+    return total < need;
+}
+
+/* Swap two library entries and their prefix rows. */
+static void lib_swap(certify *c, size_t a, size_t b)
+{
+    size_t S1 = (size_t)c->pb->stages + 1;
+    psched__mult t = c->lib[a];
+    c->lib[a] = c->lib[b];
+    c->lib[b] = t;
+    for (size_t k = 0; k < S1; k++) {
+        double x = c->pre[a * S1 + k];
+        c->pre[a * S1 + k] = c->pre[b * S1 + k];
+        c->pre[b * S1 + k] = x;
+    }
+}
+
 static void search(certify *c, uint32_t s, uint32_t i, double lb)
 {
     psched__problem *pb = c->pb;
     if (c->stopped || c->st)
         return;
-    if (++c->nodes > pb->certify_nodes || (c->nodes % 1024 == 0 && psched__expired(pb))) {
+    size_t cap = test_node_cap ? test_node_cap : pb->certify_nodes;
+    if (++c->nodes > cap || (c->nodes % 1024 == 0 && psched__expired(pb))) {
         c->stopped = true;
         return;
     }
@@ -309,22 +495,34 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
                 continue;
             double t = base + pts[k].extra;
             double start = c->dev_stages[d] ? c->dev_start[d] : pb->f_prefix[i];
-            double here = fmax(lb, start + c->dev_work[d] + m * t);
+            double here =
+                fmax(lb, start + c->dev_work[d] + m * t + tail_of(c, d, s, i, i + len));
             here = fmax(here, pb->f_prefix[i] + m * (fs + bs + pts[k].extra) + pb->b_prefix[i]);
             here = fmax(here, avg_rest + m * pts[k].extra / pb->devices);
             if (here >= c->best * (1 - 1e-12))
                 continue;
+            c->left_on[d]--;
+            bool counted = count_cut(c, s, i, i + len, d, start, c->dev_work[d] + m * t);
+            c->left_on[d]++;
+            if (counted) {
+                c->count_cuts++;
+                continue;
+            }
             if (c->have_mult) {
                 /* the Lagrangian DPs' least cost of every completion */
                 size_t S1 = (size_t)pb->stages + 1, at = (size_t)(s + 1) * (pb->layers + 1) + i + len;
-                bool cut = false;
-                for (size_t u = 0; u < c->nlib && !cut; u++) {
-                    c->stage_w[u] = psched__mult_stage(pb, &c->lib[u], s, i, len, &pts[k]);
-                    cut = c->pre[u * S1 + s] + c->stage_w[u] + c->lib[u].g[at] >=
-                          c->best * (1 - 1e-9);
+                size_t cut = SIZE_MAX;
+                for (size_t u = 0; u < c->nlib && cut == SIZE_MAX; u++) {
+                    c->stage_w[u] = psched__mult_stage(pb, &c->lib[u], s, i, len, pts[k].extra,
+                                                       pts[k].act);
+                    if (c->pre[u * S1 + s] + c->stage_w[u] + c->lib[u].g[at] >=
+                        c->best * (1 - 1e-9))
+                        cut = u;
                 }
-                if (cut) {
+                if (cut != SIZE_MAX) {
                     c->path_nodes++;
+                    if (cut > 1)
+                        lib_swap(c, cut, 1); /* the entry that cut is tried early */
                     continue;
                 }
                 for (size_t u = 0; u < c->nlib; u++)
@@ -346,12 +544,14 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
             c->dev_work[d] += m * t;
             c->dev_mem[d] += mem;
             c->dev_stages[d]++;
+            c->left_on[d]--;
             c->extra_sum += pts[k].extra;
             c->cur.first[s] = i;
             c->cur.count[s] = len;
             psched__fill_choices(fr, len, (int32_t)k, c->cur.choice);
             search(c, s + 1, i + len, here);
             c->extra_sum -= pts[k].extra;
+            c->left_on[d]++;
             c->dev_stages[d]--;
             c->dev_mem[d] -= mem;
             c->dev_work[d] -= m * t;
@@ -398,7 +598,7 @@ static psched_status price_mix(certify *c, const double *xi, psched_plan *avg, d
         for (uint32_t d = 0; d < pb->plan_devices; d++)
             c->ops += psched_schedule_op_count(c->ref, d);
         if (mk > upper * (1 + 1e-9) && psched__paths_max(pp, xb) < mk * (1 - 1e-9))
-            st = psched__paths_extract(&c->paths, pb, c->ref, rep, priced);
+            st = psched__paths_extract(&c->paths, pb, c->ref, rep, true, priced);
     }
     psched_report_destroy(rep);
     return st;
@@ -427,8 +627,10 @@ static void path_root(certify *c, const psched__solution *const *candidates, siz
     psched_plan *avg = NULL;
     if (!st)
         st = psched_plan_clone(c->work, &avg);
+    /* at most two fifths of the time left: the search needs the rest */
+    double until = psched__now() + 0.4 * fmax(0, pb->deadline - psched__now());
     for (int round = 0; !st && c->use_paths && round < PATH_ROUNDS; round++) {
-        if (c->ops > c->budget || psched__expired(pb))
+        if (c->ops > c->budget || psched__now() > until)
             break;
         double upper = INFINITY;
         double *t = psched__reallocarray(xi, c->paths.nx + 1, sizeof(double));
@@ -445,6 +647,7 @@ static void path_root(certify *c, const psched__solution *const *candidates, siz
             c->have_mult = true;
             c->path_lb = fmax(c->path_lb, c->trial.value);
         }
+        DBG("DBG round %d upper=%g value=%g lb=%g paths=%zu\n", round, upper, c->trial.value, c->path_lb, c->paths.n);
         if (c->path_lb >= c->best * (1 - 1e-9) || !psched__have_glpk())
             break;
         if (!psched__mult_argmin(pb, &c->trial, &x))
@@ -464,6 +667,10 @@ static void path_root(certify *c, const psched__solution *const *candidates, siz
         bool fits = true;
         for (uint32_t d = 0; d < pb->devices; d++)
             fits = fits && c->xbuf[3 * (size_t)pb->stages + d] <= 1e-12;
+        if (fits && test_check) {
+            test_worst = fmax(test_worst, (psched__mult_value(pb, &c->trial, &x) - mk) / mk);
+            test_checks++;
+        }
         if (fits && mk < c->best) {
             c->best = mk;
             psched__solution_copy(pb, &x, &c->best_sol);
@@ -483,9 +690,7 @@ static void path_root(certify *c, const psched__solution *const *candidates, siz
 
 /* The node bounds' multipliers: the best combination, then each path of
  * the pool alone (a node's heavy device is some path's, which the root's
- * combination averages away), at most LIB_MAX in all. */
-#define LIB_MAX 256
-
+ * combination averages away); the search adds the paths it finds. */
 static psched_status path_library(certify *c)
 {
     psched__problem *pb = c->pb;
@@ -493,13 +698,13 @@ static psched_status path_library(certify *c)
     if (n > LIB_MAX)
         n = LIB_MAX;
     size_t S1 = (size_t)pb->stages + 1;
-    c->lib = psched__calloc(n, sizeof *c->lib);
-    c->pre = psched__calloc(n * S1, sizeof(double));
-    c->stage_w = psched__calloc(n, sizeof(double));
+    c->lib = psched__calloc(LIB_MAX, sizeof *c->lib);
+    c->pre = psched__calloc(LIB_MAX * S1, sizeof(double));
+    c->stage_w = psched__calloc(LIB_MAX, sizeof(double));
     if (!c->lib || !c->pre || !c->stage_w)
         return PSCHED_ENOMEM_FAIL();
     psched_status st = PSCHED_OK;
-    for (size_t t = 0; !st && t < n; t++) {
+    for (size_t t = 0; !st && t < n && !psched__expired(pb); t++) {
         st = psched__mult_init(&c->lib[t], pb);
         if (st) {
             psched__mult_free(&c->lib[t]);
@@ -557,14 +762,32 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     c.dev_stages = psched__calloc(pb->devices, sizeof(uint32_t));
     c.lens = psched__calloc(((size_t)pb->layers + 1) * pb->stages, sizeof(uint32_t));
     c.last_on_device = psched__calloc(pb->stages, sizeof(bool));
+    c.left_on = psched__calloc(pb->devices, sizeof(uint32_t));
+    if (pb->model->group_count <= COUNT_GROUPS_MAX)
+        c.by_time = psched__calloc(pb->model->group_count + 1, sizeof(uint32_t));
     c.group_end = psched__calloc(pb->model->group_count + 1, sizeof(uint32_t));
     if (!st && !c.group_end)
         st = PSCHED_ENOMEM_FAIL();
     for (uint32_t g = 0, end = 0; !st && g < pb->model->group_count; g++)
         c.group_end[g] = end += pb->model->groups[g].count;
     if (!st && (!c.dev_work || !c.dev_mem || !c.dev_start || !c.dev_stages || !c.lens ||
-                !c.last_on_device))
+                !c.last_on_device || !c.left_on))
         st = PSCHED_ENOMEM_FAIL();
+    for (uint32_t s = 0; !st && s < pb->stages; s++)
+        c.left_on[pb->device_of[s]]++;
+    /* groups by base time (insertion sort: few) */
+    for (uint32_t g = 0; c.by_time && g < pb->model->group_count; g++) {
+        const psched__group *x = &pb->model->groups[g];
+        uint32_t q = g;
+        while (q > 0) {
+            const psched__group *y = &pb->model->groups[c.by_time[q - 1]];
+            if (y->f + y->b + y->w <= x->f + x->b + x->w)
+                break;
+            c.by_time[q] = c.by_time[q - 1];
+            q--;
+        }
+        c.by_time[q] = g;
+    }
     for (uint32_t s = 0; !st && s < pb->stages; s++) {
         c.last_on_device[s] = true;
         for (uint32_t t = s + 1; t < pb->stages && c.last_on_device[s]; t++)
@@ -600,6 +823,8 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         st = psched__write_costs(pb, &c.best_sol, c.work);
         if (!st)
             st = psched_generate(c.work, name, &c.ref);
+        if (!st && pb->chains == 1)
+            st = find_tails(&c);
         if (!st && psched__paths_applies(c.work, c.ref)) {
             st = psched__paths_init(&c.paths, pb);
             if (!st)
@@ -622,9 +847,11 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     }
     if (!st && c.best_sol.found && !c.stopped) {
         c.stopped = false;
+        c.searching = true;
         search(&c, 0, 0, 0);
         st = c.st;
     }
+    DBG("DBG counted %zu\n", c.count_cuts);
     DBG("DBG end t=%.3f best=%g nodes=%zu pathcut=%zu sims=%zu stopped=%d paths=%zu\n",
                 psched__now(), c.best, c.nodes, c.path_nodes, c.simulated, c.stopped, c.paths.n);
     if (!st && c.best_sol.found) {
@@ -658,6 +885,9 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     psched__dealloc(c.dev_stages);
     psched__dealloc(c.lens);
     psched__dealloc(c.last_on_device);
+    psched__dealloc(c.left_on);
+    psched__dealloc(c.by_time);
+    psched__dealloc(c.tail_stage);
     psched__dealloc(c.group_end);
     return st;
 }

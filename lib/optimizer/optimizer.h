@@ -12,6 +12,7 @@
  *   partition_pair.c       the two-walker DP (two chunks per device)
  *   partition_glpk.c       GLPK: the column MILP's solver
  *   milp.c                 the MILP glue: columns, seed, min memory
+ *   pathbound.c/.h         the critical-path (Lagrangian) bound
  *   certify.c              simulated step time: proof or honest gap
  *   result.c               the result object and its getters
  *   partition.c            psched_partition(): checks, method dispatch
@@ -359,6 +360,15 @@ PSCHED_INTERNAL psched_status psched__certify(psched__problem *pb, const char *n
                                               const psched__solution *const *candidates,
                                               size_t count, psched__solution *sol,
                                               psched__certificate *out);
+
+/* Test hooks: on this thread the certificate's search stops after
+ * node_cap nodes (0: its budget), and with `check` every fitting partition
+ * it simulates is checked against every multiplier set of the
+ * critical-path bound (pathbound.c); psched__certify_test_worst() gives the
+ * largest (bound - step time) / step time seen (-INFINITY: none) and
+ * *checks how many. */
+PSCHED_INTERNAL void psched__certify_test_hooks(size_t node_cap, bool check);
+PSCHED_INTERNAL double psched__certify_test_worst(size_t *checks);
 
 /* ---- the result (result.c) ---- */
 

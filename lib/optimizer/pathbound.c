@@ -134,7 +134,7 @@ typedef struct op_at {
 
 psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb,
                                     const psched_schedule *sched, const psched_report *rep,
-                                    bool *added)
+                                    bool every_device, bool *added)
 {
     *added = false;
     const psched_plan *sp = psched_schedule_plan(sched);
@@ -150,8 +150,8 @@ psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb
     psched_op *ops = psched__calloc(total + 1, sizeof *ops);
     double *start = psched__calloc(total + 1, sizeof(double));
     double *end = psched__calloc(total + 1, sizeof(double));
-    psched_status st = grow(&pp->coef, &pp->cap, pp->n, pp->stride);
-    if (!st && (!offset || !at || !ops || !start || !end))
+    psched_status st = PSCHED_OK;
+    if (!offset || !at || !ops || !start || !end)
         st = PSCHED_ENOMEM_FAIL();
     for (uint32_t d = 0; !st && d < p; d++) {
         size_t n = psched_schedule_op_count(sched, d);
@@ -173,12 +173,23 @@ psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb
             last = g;
         }
     }
-    if (!st && total) {
+    /* the critical path, then (every_device) the longest path into each
+     * device's last op: near-critical paths, several per simulation */
+    for (uint32_t round = 0; !st && total && round <= (every_device ? p : 0); round++) {
+        size_t from = last;
+        if (round > 0) {
+            if (offset[round] == offset[round - 1] || offset[round] - 1 == last)
+                continue;
+            from = offset[round] - 1;
+        }
+        st = grow(&pp->coef, &pp->cap, pp->n, pp->stride);
+        if (st)
+            break;
         double *c = pp->coef + pp->n * pp->stride;
         for (size_t k = 0; k < pp->stride; k++)
             c[k] = 0;
         double tol = 1e-9 * fmax(mk, 1e-300);
-        size_t g = last;
+        size_t g = from;
         for (size_t steps = 0; steps <= total; steps++) {
             const psched_op *o = &ops[g];
             uint32_t d = 0;
@@ -225,7 +236,7 @@ psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb
             dup = memcmp(pp->coef + i * pp->stride, c, pp->stride * sizeof(double)) == 0;
         if (dup)
             pp->n--;
-        *added = !dup;
+        *added = *added || !dup;
     }
     psched__dealloc(offset);
     psched__dealloc(at);
@@ -274,15 +285,31 @@ void psched__mult_copy(const psched__problem *pb, const psched__mult *from, psch
 }
 
 double psched__mult_stage(const psched__problem *pb, const psched__mult *m, uint32_t s,
-                          uint32_t i, uint32_t len, const psched__point *pt)
+                          uint32_t i, uint32_t len, double extra, double act)
 {
     double f = pb->f_prefix[i + len] - pb->f_prefix[i];
     double b = pb->b_prefix[i + len] - pb->b_prefix[i];
     double w = psched__range_time(pb, i, len) - f - b;
-    double v = m->w[3 * s] * f + m->w[3 * s + 1] * (b + pt->extra) + m->w[3 * s + 2] * w;
+    double v = m->w[3 * s] * f + m->w[3 * s + 1] * (b + extra) + m->w[3 * s + 2] * w;
     double mu = m->mu[pb->device_of[s]];
     if (mu > 0)
-        v += mu * (psched__range_param(pb, i, len) + pb->inflight[s] * pt->act) / pb->limit;
+        v += mu * (psched__range_param(pb, i, len) + pb->inflight[s] * act) / pb->limit;
+    return v;
+}
+
+double psched__mult_value(const psched__problem *pb, const psched__mult *m,
+                          const psched__solution *sol)
+{
+    double v = m->constant;
+    for (uint32_t s = 0; s < pb->stages; s++) {
+        double extra = 0, act = 0;
+        for (uint32_t l = sol->first[s]; l < sol->first[s] + sol->count[s]; l++) {
+            const psched__variant *x = &psched__layer_group(pb, l)->variant[sol->choice[l]];
+            extra += x->extra;
+            act += x->act;
+        }
+        v += psched__mult_stage(pb, m, s, sol->first[s], sol->count[s], extra, act);
+    }
     return v;
 }
 
@@ -308,15 +335,21 @@ void psched__mult_dp(const psched__problem *pb, psched__mult *m)
                 uint32_t np;
                 const psched__point *pts = psched__front(fr, len, &np);
                 double param = psched__range_param(pb, a, len);
+                /* points go by extra time, rising: without a memory price
+                 * the first that fits is the cheapest */
+                bool first_only = !(m->mu[pb->device_of[s]] > 0) && m->w[3 * s + 1] >= 0;
                 for (uint32_t k = 0; k < np; k++) {
                     if (!psched__fits(pb, param + pb->inflight[s] * pts[k].act))
                         continue;
-                    double v = psched__mult_stage(pb, m, s, a, len, &pts[k]) + rest;
+                    double v = psched__mult_stage(pb, m, s, a, len, pts[k].extra, pts[k].act) +
+                               rest;
                     if (v < best) {
                         best = v;
                         bl = len;
                         bk = (int32_t)k;
                     }
+                    if (first_only)
+                        break;
                 }
             }
             g[(size_t)s * W + a] = best;

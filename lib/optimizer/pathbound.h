@@ -41,11 +41,13 @@ PSCHED_INTERNAL void psched__paths_free(psched__paths *pp);
  * (the caller also checks that the order does not depend on the costs). */
 PSCHED_INTERNAL bool psched__paths_applies(const psched_plan *plan, const psched_schedule *sched);
 
-/* The critical path of a simulated schedule into the pool; *added false
- * when the pool held it already. */
+/* The critical path of a simulated schedule into the pool, and with
+ * every_device the longest path into each device's last op; *added false
+ * when the pool held them all already. */
 PSCHED_INTERNAL psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb,
                                                     const psched_schedule *sched,
-                                                    const psched_report *rep, bool *added);
+                                                    const psched_report *rep, bool every_device,
+                                                    bool *added);
 
 /* x of a solution (3S + D doubles). */
 PSCHED_INTERNAL void psched__paths_vector(const psched__problem *pb, const psched__solution *sol,
@@ -60,10 +62,16 @@ PSCHED_INTERNAL void psched__mult_free(psched__mult *m);
 PSCHED_INTERNAL void psched__mult_copy(const psched__problem *pb, const psched__mult *from,
                                        psched__mult *to);
 
-/* Weighted cost of stage s holding [i, i + len) with frontier point pt. */
+/* Weighted cost of stage s holding [i, i + len) with recompute time
+ * `extra` and activation bytes `act` per micro-batch. */
 PSCHED_INTERNAL double psched__mult_stage(const psched__problem *pb, const psched__mult *m,
-                                          uint32_t s, uint32_t i, uint32_t len,
-                                          const psched__point *pt);
+                                          uint32_t s, uint32_t i, uint32_t len, double extra,
+                                          double act);
+
+/* The weighted cost of a complete solution (from its choices): at most
+ * its simulated step time when it fits (the soundness the tests check). */
+PSCHED_INTERNAL double psched__mult_value(const psched__problem *pb, const psched__mult *m,
+                                          const psched__solution *sol);
 
 /* The DP over pb->table (each range alone must fit the memory limit). */
 PSCHED_INTERNAL void psched__mult_dp(const psched__problem *pb, psched__mult *m);
