@@ -640,6 +640,11 @@ static void path_root(certify *c, const psched__solution *const *candidates, siz
         }
         xi = t;
         st = psched__mult_choose(pb, &c->paths, mu_cap, &c->trial, &upper, xi);
+        if (st == PSCHED_ESOLVER) {
+            /* the master LP failed: the bound keeps what it has */
+            st = PSCHED_OK;
+            break;
+        }
         if (st || !(c->trial.value > -INFINITY))
             break;
         if (!c->have_mult || c->trial.value > c->mult.value) {
@@ -819,7 +824,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     }
     /* the critical-path bound where it holds */
     DBG("DBG start t=%.3f fixed=%d trunc=%d best=%g\n", psched__now(), fixed, pb->truncated, c.best);
-    if (!st && c.best_sol.found && fixed && !pb->truncated) {
+    if (!st && c.best_sol.found && fixed && !pb->truncated && c.best > 0) {
         st = psched__write_costs(pb, &c.best_sol, c.work);
         if (!st)
             st = psched_generate(c.work, name, &c.ref);

@@ -427,7 +427,7 @@ static psched_status master_run(const psched__paths *pp, double mu_cap, double *
     for (int k = 1; k <= n; k++)
         glp_set_col_bnds(lp, k, GLP_LO, 0, 0);
     for (int d = 1; d <= D; d++)
-        glp_set_col_bnds(lp, n + d, GLP_DB, 0, mu_cap);
+        glp_set_col_bnds(lp, n + d, mu_cap > 0 ? GLP_DB : GLP_FX, 0, fmax(0, mu_cap));
     glp_set_col_bnds(lp, ncol, GLP_FR, 0, 0);
     glp_set_obj_coef(lp, ncol, 1);
     int *idx = glp_alloc(ncol + 1, sizeof(int));
