@@ -62,7 +62,7 @@ typedef struct certify {
     psched__mult mult, trial;
     bool have_mult;
     psched__mult *lib;       /* the node bounds' multipliers: the best, then single paths */
-    size_t nlib;
+    size_t nlib, lib_cap;
     double *pre;             /* [t·(S+1) + depth]: lib[t]'s weighted cost of the stages placed */
     double *stage_w;         /* [t]: lib[t]'s cost of the stage being placed */
     double *xbuf;            /* a partition's vector (3S + D) */
@@ -99,8 +99,13 @@ double psched__certify_test_worst(size_t *checks)
     return test_worst;
 }
 
-/* The library's cap: the best combination and single paths. */
+/* The library's cap: the best combination and single paths, at most 512
+ * and at most LIB_BYTES of DP tables. */
 #define LIB_MAX 512
+#define LIB_BYTES ((size_t)32 << 20)
+/* The critical-path bound is skipped where one DP would pass this many
+ * (stage x frontier point) steps: its rounds would eat the search's time. */
+#define PATH_DP_STEPS_MAX 2e7
 
 /* Every bound of the library at a fitting partition against its
  * simulated step time (tests only). */
@@ -132,10 +137,10 @@ static void stage_extra_act(const psched__problem *pb, const psched__solution *s
 static psched_status lib_add_newest(certify *c, const psched__solution *sol)
 {
     psched__problem *pb = c->pb;
-    if (c->nlib >= LIB_MAX || !c->lib)
+    if (c->nlib >= c->lib_cap || !c->lib)
         return PSCHED_OK;
     size_t t = c->nlib, S1 = (size_t)pb->stages + 1;
-    psched_status st = psched__mult_init(&c->lib[t], pb);
+    psched_status st = psched__mult_init(&c->lib[t], pb, false);
     if (st) {
         psched__mult_free(&c->lib[t]);
         return st;
@@ -627,8 +632,8 @@ static void path_root(certify *c, const psched__solution *const *candidates, siz
     psched_plan *avg = NULL;
     if (!st)
         st = psched_plan_clone(c->work, &avg);
-    /* at most two fifths of the time left: the search needs the rest */
-    double until = psched__now() + 0.4 * fmax(0, pb->deadline - psched__now());
+    /* at most three fifths of the time left: the search needs the rest */
+    double until = psched__now() + 0.6 * fmax(0, pb->deadline - psched__now());
     for (int round = 0; !st && c->use_paths && round < PATH_ROUNDS; round++) {
         if (c->ops > c->budget || psched__now() > until)
             break;
@@ -699,18 +704,20 @@ static void path_root(certify *c, const psched__solution *const *candidates, siz
 static psched_status path_library(certify *c)
 {
     psched__problem *pb = c->pb;
-    size_t n = 1 + c->paths.n;
-    if (n > LIB_MAX)
-        n = LIB_MAX;
     size_t S1 = (size_t)pb->stages + 1;
-    c->lib = psched__calloc(LIB_MAX, sizeof *c->lib);
-    c->pre = psched__calloc(LIB_MAX * S1, sizeof(double));
-    c->stage_w = psched__calloc(LIB_MAX, sizeof(double));
+    c->lib_cap = LIB_BYTES / (S1 * ((size_t)pb->layers + 1) * sizeof(double));
+    c->lib_cap = c->lib_cap < 2 ? 2 : c->lib_cap > LIB_MAX ? LIB_MAX : c->lib_cap;
+    size_t n = 1 + c->paths.n;
+    if (n > c->lib_cap)
+        n = c->lib_cap;
+    c->lib = psched__calloc(c->lib_cap, sizeof *c->lib);
+    c->pre = psched__calloc(c->lib_cap * S1, sizeof(double));
+    c->stage_w = psched__calloc(c->lib_cap, sizeof(double));
     if (!c->lib || !c->pre || !c->stage_w)
         return PSCHED_ENOMEM_FAIL();
     psched_status st = PSCHED_OK;
     for (size_t t = 0; !st && t < n && !psched__expired(pb); t++) {
-        st = psched__mult_init(&c->lib[t], pb);
+        st = psched__mult_init(&c->lib[t], pb, false);
         if (st) {
             psched__mult_free(&c->lib[t]);
             break;
@@ -824,7 +831,8 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     }
     /* the critical-path bound where it holds */
     DBG("DBG start t=%.3f fixed=%d trunc=%d best=%g\n", psched__now(), fixed, pb->truncated, c.best);
-    if (!st && c.best_sol.found && fixed && !pb->truncated && c.best > 0) {
+    if (!st && c.best_sol.found && fixed && !pb->truncated && c.best > 0 &&
+        (double)pb->stages * (double)pb->table_points <= PATH_DP_STEPS_MAX) {
         st = psched__write_costs(pb, &c.best_sol, c.work);
         if (!st)
             st = psched_generate(c.work, name, &c.ref);
@@ -833,9 +841,9 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         if (!st && psched__paths_applies(c.work, c.ref)) {
             st = psched__paths_init(&c.paths, pb);
             if (!st)
-                st = psched__mult_init(&c.mult, pb);
+                st = psched__mult_init(&c.mult, pb, false);
             if (!st)
-                st = psched__mult_init(&c.trial, pb);
+                st = psched__mult_init(&c.trial, pb, true);
             c.xbuf = psched__calloc(3 * (size_t)pb->stages + pb->devices, sizeof(double));
             if (!st && !c.xbuf)
                 st = PSCHED_ENOMEM_FAIL();

@@ -125,13 +125,6 @@ bool psched__paths_applies(const psched_plan *plan, const psched_schedule *sched
     return true;
 }
 
-/* Where the op of (stage, micro-batch, slot) runs: slot 0 F, slot 1 the
- * backward (B or BW). */
-typedef struct op_at {
-    uint32_t device;
-    uint32_t index;
-} op_at;
-
 psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb,
                                     const psched_schedule *sched, const psched_report *rep,
                                     bool every_device, bool *added)
@@ -146,7 +139,8 @@ psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb
     for (uint32_t d = 0; d < p; d++)
         total += psched_schedule_op_count(sched, d);
     size_t *offset = psched__calloc((size_t)p + 1, sizeof *offset);
-    op_at *at = psched__calloc(2 * cells + 1, sizeof *at);
+    /* [2·(mb·S + stage) + slot]: the op's index, slot 0 its F, 1 its backward */
+    uint32_t *at = psched__calloc(2 * cells + 1, sizeof *at);
     psched_op *ops = psched__calloc(total + 1, sizeof *ops);
     double *start = psched__calloc(total + 1, sizeof(double));
     double *end = psched__calloc(total + 1, sizeof(double));
@@ -166,7 +160,7 @@ psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb
         const psched_op *o = &ops[g];
         if (o->kind != PSCHED_OP_W) {
             size_t cell = (size_t)o->microbatch * S + o->stage;
-            at[2 * cell + (o->kind != PSCHED_OP_F)].index = (uint32_t)g;
+            at[2 * cell + (o->kind != PSCHED_OP_F)] = (uint32_t)g;
         }
         if (end[g] > mk) {
             mk = end[g];
@@ -213,7 +207,7 @@ psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb
             if (has_in) {
                 uint32_t in_stage = o->kind == PSCHED_OP_F ? o->stage - 1 : o->stage + 1;
                 size_t cell = (size_t)o->microbatch * S + in_stage;
-                size_t h = at[2 * cell + (o->kind != PSCHED_OP_F)].index;
+                size_t h = at[2 * cell + (o->kind != PSCHED_OP_F)];
                 bool other = psched_plan_stage_device(sp, in_stage) != d;
                 double t = end[h] + (other ? comm : 0);
                 if (fabs(t - start[g]) <= tol) {
@@ -248,16 +242,18 @@ psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb
 
 /* ---- the Lagrangian DP ---- */
 
-psched_status psched__mult_init(psched__mult *m, const psched__problem *pb)
+psched_status psched__mult_init(psched__mult *m, const psched__problem *pb, bool argmin)
 {
     memset(m, 0, sizeof *m);
     size_t S = pb->stages, L = pb->layers;
     m->w = psched__calloc(3 * S + 1, sizeof(double));
     m->mu = psched__calloc((size_t)pb->devices + 1, sizeof(double));
     m->g = psched__calloc((S + 1) * (L + 1), sizeof(double));
-    m->arg_len = psched__calloc((S + 1) * (L + 1), sizeof(uint32_t));
-    m->arg_k = psched__calloc((S + 1) * (L + 1), sizeof(int32_t));
-    if (!m->w || !m->mu || !m->g || !m->arg_len || !m->arg_k)
+    if (argmin) {
+        m->arg_len = psched__calloc((S + 1) * (L + 1), sizeof(uint32_t));
+        m->arg_k = psched__calloc((S + 1) * (L + 1), sizeof(int32_t));
+    }
+    if (!m->w || !m->mu || !m->g || (argmin && (!m->arg_len || !m->arg_k)))
         return PSCHED_ENOMEM_FAIL();
     return PSCHED_OK;
 }
@@ -278,8 +274,10 @@ void psched__mult_copy(const psched__problem *pb, const psched__mult *from, psch
     memcpy(to->w, from->w, (3 * S + 1) * sizeof(double));
     memcpy(to->mu, from->mu, pb->devices * sizeof(double));
     memcpy(to->g, from->g, (S + 1) * (L + 1) * sizeof(double));
-    memcpy(to->arg_len, from->arg_len, (S + 1) * (L + 1) * sizeof(uint32_t));
-    memcpy(to->arg_k, from->arg_k, (S + 1) * (L + 1) * sizeof(int32_t));
+    if (to->arg_len && from->arg_len) {
+        memcpy(to->arg_len, from->arg_len, (S + 1) * (L + 1) * sizeof(uint32_t));
+        memcpy(to->arg_k, from->arg_k, (S + 1) * (L + 1) * sizeof(int32_t));
+    }
     to->constant = from->constant;
     to->value = from->value;
 }
@@ -353,8 +351,10 @@ void psched__mult_dp(const psched__problem *pb, psched__mult *m)
                 }
             }
             g[(size_t)s * W + a] = best;
-            m->arg_len[(size_t)s * W + a] = bl;
-            m->arg_k[(size_t)s * W + a] = bk;
+            if (m->arg_len) {
+                m->arg_len[(size_t)s * W + a] = bl;
+                m->arg_k[(size_t)s * W + a] = bk;
+            }
         }
     }
     m->value = m->constant + g[0];
@@ -365,7 +365,7 @@ bool psched__mult_argmin(const psched__problem *pb, const psched__mult *m,
 {
     size_t W = (size_t)pb->layers + 1;
     uint32_t a = 0;
-    if (!(m->g[0] < INFINITY))
+    if (!m->arg_len || !(m->g[0] < INFINITY))
         return false;
     for (uint32_t s = 0; s < pb->stages; s++) {
         uint32_t len = m->arg_len[(size_t)s * W + a];

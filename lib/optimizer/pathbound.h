@@ -26,7 +26,8 @@ typedef struct psched__paths {
  * constant Σ λ K − Σ μ, and g[s·(L+1) + a]: the least weighted cost of
  * stages s.. starting at layer a (INFINITY: none within the frontier
  * table). value = constant + g[0]: a lower bound of every fitting
- * partition's step time that uses only the table's ranges. */
+ * partition's step time that uses only the table's ranges. arg_len and
+ * arg_k (NULL when not kept): the DP's choice per (s, a). */
 typedef struct psched__mult {
     double *w, *mu, *g;
     uint32_t *arg_len;
@@ -57,7 +58,10 @@ PSCHED_INTERNAL double psched__paths_length(const psched__paths *pp, size_t path
 /* The longest path of the pool at x (0 for an empty pool). */
 PSCHED_INTERNAL double psched__paths_max(const psched__paths *pp, const double *x);
 
-PSCHED_INTERNAL psched_status psched__mult_init(psched__mult *m, const psched__problem *pb);
+/* argmin: keep the DP's choices for psched__mult_argmin() (the node
+ * bounds' sets need only g). */
+PSCHED_INTERNAL psched_status psched__mult_init(psched__mult *m, const psched__problem *pb,
+                                                bool argmin);
 PSCHED_INTERNAL void psched__mult_free(psched__mult *m);
 PSCHED_INTERNAL void psched__mult_copy(const psched__problem *pb, const psched__mult *from,
                                        psched__mult *to);
