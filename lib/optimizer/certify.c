@@ -18,7 +18,14 @@
  *    start no earlier than Σ f before it, and is followed by the B of every
  *    earlier layer for the same micro-batch: Σ f_<i + m·(f_s + b_s) + Σ b_<i;
  *  - the devices share all the work: m·(Σ time + recompute) / p;
- *  - one micro-batch runs every F, then every B: Σ f + Σ b.
+ *  - one micro-batch runs every F, then every B: Σ f + Σ b;
+ *  - psched_bound() of the partial partition (below);
+ *  - the layer count: a device's remaining stages hold at most the
+ *    cheapest layers left that fit its capacity under the best time
+ *    (count_cut);
+ *  - for a fixed-order generator and the plain cost model, the
+ *    critical-path (Lagrangian) bound of pathbound.c: a DP per multiplier
+ *    set, O(1) per node and set (path_root, path_library).
  *
  * Recompute mixes: a fixed-order generator's step time can only grow when
  * a stage's cost grows, so per range only the frontier's points (no mix
@@ -29,12 +36,6 @@
 #include "pathbound.h"
 
 #include <math.h>
-#ifdef PSCHED_CERTIFY_DEBUG
-#include <stdio.h>
-#define DBG(...) fprintf(stderr, __VA_ARGS__)
-#else
-#define DBG(...) ((void)0)
-#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,9 +100,10 @@ double psched__certify_test_worst(size_t *checks)
     return test_worst;
 }
 
-/* The library's cap: the best combination and single paths, at most 512
- * and at most LIB_BYTES of DP tables. */
-#define LIB_MAX 512
+/* The library's cap: the best combination and single critical paths, at
+ * most 128 (each costs every node that is not cut a step) and at most
+ * LIB_BYTES of DP tables. */
+#define LIB_MAX 128
 #define LIB_BYTES ((size_t)32 << 20)
 /* The critical-path bound is skipped where one DP would pass this many
  * (stage x frontier point) steps: its rounds would eat the search's time. */
@@ -184,6 +186,8 @@ static psched_status simulate_solution(certify *c, const psched__solution *sol, 
             c->use_paths = false;
             c->have_mult = false;
             c->order_changed = true;
+            for (uint32_t e = 0; c->tail_stage && e < c->pb->devices; e++)
+                c->tail_stage[e] = -1; /* the tails came from the reference order */
         } else {
             psched__paths_vector(c->pb, sol, c->xbuf);
             bool added = false;
@@ -571,6 +575,7 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
  * DP's minimiser: a new cut, a new critical path when the pool does not
  * explain its step time, and a new incumbent when it fits and is faster. */
 #define PATH_ROUNDS 200
+#define PATH_STALL 20
 
 /* Simulate the reference order with the averaged costs of the cuts
  * weighted by xi; its critical path into the pool when longer than the
@@ -634,9 +639,18 @@ static void path_root(certify *c, const psched__solution *const *candidates, siz
         st = psched_plan_clone(c->work, &avg);
     /* at most three fifths of the time left: the search needs the rest */
     double until = psched__now() + 0.6 * fmax(0, pb->deadline - psched__now());
-    for (int round = 0; !st && c->use_paths && round < PATH_ROUNDS; round++) {
+    double lb_before = -INFINITY; /* the bound PATH_STALL rounds ago */
+    /* the planner certifies many candidates: a quarter of the rounds */
+    int rounds = pb->certify_nodes < PSCHED__CERTIFY_NODES ? PATH_ROUNDS / 4 : PATH_ROUNDS;
+    for (int round = 0; !st && c->use_paths && round < rounds; round++) {
         if (c->ops > c->budget || psched__now() > until)
             break;
+        /* stalled: the bound rose by less than 10^-4 in PATH_STALL rounds */
+        if (round % PATH_STALL == 0) {
+            if (round > 0 && c->path_lb <= lb_before + 1e-4 * fabs(lb_before))
+                break;
+            lb_before = c->path_lb;
+        }
         double upper = INFINITY;
         double *t = psched__reallocarray(xi, c->paths.nx + 1, sizeof(double));
         if (!t) {
@@ -657,7 +671,6 @@ static void path_root(certify *c, const psched__solution *const *candidates, siz
             c->have_mult = true;
             c->path_lb = fmax(c->path_lb, c->trial.value);
         }
-        DBG("DBG round %d upper=%g value=%g lb=%g paths=%zu\n", round, upper, c->trial.value, c->path_lb, c->paths.n);
         if (c->path_lb >= c->best * (1 - 1e-9) || !psched__have_glpk())
             break;
         if (!psched__mult_argmin(pb, &c->trial, &x))
@@ -716,7 +729,16 @@ static psched_status path_library(certify *c)
     if (!c->lib || !c->pre || !c->stage_w)
         return PSCHED_ENOMEM_FAIL();
     psched_status st = PSCHED_OK;
+    /* the newest critical paths first (a device's path alone rarely cuts) */
+    size_t next = c->paths.n;
     for (size_t t = 0; !st && t < n && !psched__expired(pb); t++) {
+        if (t > 0) {
+            while (next > 0 && !c->paths.critical[next - 1])
+                next--;
+            if (next == 0)
+                break;
+            next--;
+        }
         st = psched__mult_init(&c->lib[t], pb, false);
         if (st) {
             psched__mult_free(&c->lib[t]);
@@ -726,7 +748,7 @@ static psched_status path_library(certify *c)
         if (t == 0)
             psched__mult_copy(pb, &c->mult, &c->lib[0]);
         else
-            psched__mult_single(pb, &c->paths, c->paths.n - t, &c->lib[t]);
+            psched__mult_single(pb, &c->paths, next, &c->lib[t]);
         c->path_lb = fmax(c->path_lb, c->lib[t].value);
         c->pre[t * S1] = c->lib[t].constant;
     }
@@ -830,7 +852,6 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         st = psched__fronts_table(pb);
     }
     /* the critical-path bound where it holds */
-    DBG("DBG start t=%.3f fixed=%d trunc=%d best=%g\n", psched__now(), fixed, pb->truncated, c.best);
     if (!st && c.best_sol.found && fixed && !pb->truncated && c.best > 0 &&
         (double)pb->stages * (double)pb->table_points <= PATH_DP_STEPS_MAX) {
         st = psched__write_costs(pb, &c.best_sol, c.work);
@@ -855,8 +876,6 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         }
         if (!st && c.have_mult)
             st = path_library(&c);
-        DBG("DBG root t=%.3f dl=%.3f hm=%d oc=%d best=%g lb=%g paths=%zu cuts=%zu sims=%zu\n",
-                    psched__now(), pb->deadline, c.have_mult, c.order_changed, c.best, c.path_lb, c.paths.n, c.paths.nx, c.simulated);
     }
     if (!st && c.best_sol.found && !c.stopped) {
         c.stopped = false;
@@ -864,9 +883,6 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         search(&c, 0, 0, 0);
         st = c.st;
     }
-    DBG("DBG counted %zu\n", c.count_cuts);
-    DBG("DBG end t=%.3f best=%g nodes=%zu pathcut=%zu sims=%zu stopped=%d paths=%zu\n",
-                psched__now(), c.best, c.nodes, c.path_nodes, c.simulated, c.stopped, c.paths.n);
     if (!st && c.best_sol.found) {
         psched__solution_copy(pb, &c.best_sol, sol);
         out->makespan = c.best;

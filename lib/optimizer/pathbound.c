@@ -41,6 +41,7 @@ psched_status psched__paths_init(psched__paths *pp, const psched__problem *pb)
 void psched__paths_free(psched__paths *pp)
 {
     psched__dealloc(pp->coef);
+    psched__dealloc(pp->critical);
     psched__dealloc(pp->xv);
     memset(pp, 0, sizeof *pp);
 }
@@ -176,9 +177,18 @@ psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb
                 continue;
             from = offset[round] - 1;
         }
+        size_t cap = pp->cap;
         st = grow(&pp->coef, &pp->cap, pp->n, pp->stride);
+        if (!st && (pp->cap != cap || !pp->critical)) {
+            bool *t = psched__reallocarray(pp->critical, pp->cap, sizeof *t);
+            if (!t)
+                st = PSCHED_ENOMEM_FAIL();
+            else
+                pp->critical = t;
+        }
         if (st)
             break;
+        pp->critical[pp->n] = round == 0;
         double *c = pp->coef + pp->n * pp->stride;
         for (size_t k = 0; k < pp->stride; k++)
             c[k] = 0;

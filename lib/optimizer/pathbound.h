@@ -16,6 +16,7 @@ typedef struct psched__paths {
     size_t stride, xstride;
     size_t n, cap;
     double *coef;
+    bool *critical; /* per path: a simulation's critical path (not only a device's) */
     size_t nx, xcap;
     double *xv;
     bool memory; /* a finite memory limit: multipliers on it */
