@@ -6,7 +6,8 @@
  * comm or copy ops), the simulated step time of a partition x is the
  * longest path of one DAG: an op starts at the latest of its device's
  * previous op's end and each input's end (+ t_comm across devices), and
- * the simulator never delays an op for memory. So
+ * the simulator never delays an op for memory (an overlapped pair, as
+ * DualPipe's, is one node taking both ops' time). So
  *     makespan(x) = max over paths P of L_P(x),
  * and each L_P is linear in the stage costs: with n^F_{P,r}, n^B_{P,r},
  * n^W_{P,r} the ops of range r (problem stage) on P (a BW counts as a B
@@ -119,7 +120,7 @@ bool psched__paths_applies(const psched_plan *plan, const psched_schedule *sched
         for (size_t i = 0; i < n; i++) {
             psched_op op;
             psched_schedule_ops(sched, d, i, 1, &op, sizeof op);
-            if (op.flags || op.kind > PSCHED_OP_BW)
+            if ((op.flags & ~(unsigned)PSCHED_OP_OVERLAP_NEXT) || op.kind > PSCHED_OP_BW)
                 return false;
         }
     }
@@ -195,38 +196,50 @@ psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb
         double tol = 1e-9 * fmax(mk, 1e-300);
         size_t g = from;
         for (size_t steps = 0; steps <= total; steps++) {
-            const psched_op *o = &ops[g];
             uint32_t d = 0;
             while (offset[d + 1] <= g)
                 d++;
-            uint32_t r = psched__range_of(pb, o->stage);
-            if (o->kind == PSCHED_OP_F)
-                c[3 * r] += 1;
-            if (o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW)
-                c[3 * r + 1] += 1;
-            if (o->kind == PSCHED_OP_W || o->kind == PSCHED_OP_BW)
-                c[3 * r + 2] += 1;
-            if (start[g] <= tol)
+            /* the unit of g: an overlapped pair runs as one (both ops
+             * start together and take their summed time) */
+            size_t g0 = g, n = 1;
+            if (ops[g].flags & PSCHED_OP_OVERLAP_NEXT)
+                n = 2;
+            else if (g > offset[d] && (ops[g - 1].flags & PSCHED_OP_OVERLAP_NEXT))
+                g0 = g - 1, n = 2;
+            for (size_t u = g0; u < g0 + n; u++) {
+                const psched_op *o = &ops[u];
+                uint32_t r = psched__range_of(pb, o->stage);
+                if (o->kind == PSCHED_OP_F)
+                    c[3 * r] += 1;
+                if (o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW)
+                    c[3 * r + 1] += 1;
+                if (o->kind == PSCHED_OP_W || o->kind == PSCHED_OP_BW)
+                    c[3 * r + 2] += 1;
+            }
+            if (start[g0] <= tol)
                 break;
-            /* the input across stages first (its latency counts), then
-             * the device's previous op */
+            /* an input across stages first (its latency counts), then the
+             * device's op before the unit */
             size_t next = SIZE_MAX;
             bool cross = false;
-            bool has_in = o->kind == PSCHED_OP_F ? o->stage % per != 0
-                          : o->kind != PSCHED_OP_W && o->stage % per != per - 1;
-            if (has_in) {
+            for (size_t u = g0; u < g0 + n && next == SIZE_MAX; u++) {
+                const psched_op *o = &ops[u];
+                bool has_in = o->kind == PSCHED_OP_F ? o->stage % per != 0
+                              : o->kind != PSCHED_OP_W && o->stage % per != per - 1;
+                if (!has_in)
+                    continue;
                 uint32_t in_stage = o->kind == PSCHED_OP_F ? o->stage - 1 : o->stage + 1;
                 size_t cell = (size_t)o->microbatch * S + in_stage;
                 size_t h = at[2 * cell + (o->kind != PSCHED_OP_F)];
                 bool other = psched_plan_stage_device(sp, in_stage) != d;
                 double t = end[h] + (other ? comm : 0);
-                if (fabs(t - start[g]) <= tol) {
+                if (fabs(t - start[g0]) <= tol) {
                     next = h;
                     cross = other;
                 }
             }
-            if (next == SIZE_MAX && g > offset[d] && fabs(end[g - 1] - start[g]) <= tol)
-                next = g - 1;
+            if (next == SIZE_MAX && g0 > offset[d] && fabs(end[g0 - 1] - start[g0]) <= tol)
+                next = g0 - 1;
             if (next == SIZE_MAX)
                 break; /* not tight (rounding): the chain so far is still a path */
             if (cross)
