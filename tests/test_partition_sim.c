@@ -254,6 +254,170 @@ static int run_instance(brute *o, int *improved, long *sims)
     return is_opt ? 2 : 1;
 }
 
+/* The critical-path bound (issue 17 item 5) on one instance of o: the
+ * brute force's fastest fitting partition, then psched_partition() with
+ * the search cut after node_cap nodes and the soundness check on. Every
+ * multiplier set's weighted cost of every fitting partition it simulated
+ * is at most that partition's step time, and the reported bound
+ * (makespan x (1 - gap)) is at most the brute force's best. 0 when
+ * skipped, 1 when checked (2 when proven, then equal to the best). */
+static int run_bound_instance(brute *o, size_t node_cap, size_t *checks)
+{
+    psched_model *model = random_instance(o);
+    CHECK_OK(psched_plan_create(&o->plan));
+    CHECK_OK(psched_plan_set_devices(o->plan, o->p));
+    CHECK_OK(psched_plan_set_microbatches(o->plan, o->m));
+    CHECK_OK(psched_plan_set_chunks(o->plan, o->v));
+    CHECK_OK(psched_plan_set_comm(o->plan, rnd(2) ? 0 : 0.5));
+    brute_schedule(o);
+    int res = 0;
+    if (candidates(o) <= 4000) {
+        o->lean = INFINITY;
+        o->cut[0] = 0;
+        brute_splits(o, 0, true);
+        o->limit = rnd(3) == 0 ? INFINITY : o->lean * (1 + 0.1 * rnd(6));
+        o->best = INFINITY;
+        brute_splits(o, 0, false);
+        psched_plan *plan = NULL;
+        CHECK_OK(psched_plan_clone(o->plan, &plan));
+        CHECK_OK(psched_plan_set_cost(plan, 1, 1, 1));
+        CHECK_OK(psched_plan_set_memory_limit(plan, o->limit));
+        psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+        opt.time_limit = 86400;
+        /* cut, then to the end (the full search checks every leaf) */
+        for (int pass = 0; pass < 2; pass++) {
+            psched_partition_result *r = NULL;
+            psched__certify_test_hooks(pass == 0 ? node_cap : 0, true);
+            CHECK_OK(psched_partition(model, plan, o->name, &opt, &r));
+            size_t n = 0;
+            double worst = psched__certify_test_worst(&n);
+            psched__certify_test_hooks(0, false);
+            *checks += n;
+            if (!(worst <= 1e-9))
+                fprintf(stderr, "%s p=%u v=%u m=%u L=%u: a bound exceeds a step time by %g\n",
+                        o->name, o->p, o->v, o->m, o->L, worst);
+            CHECK(worst <= 1e-9);
+            double mk = psched_partition_makespan(r), gap = psched_partition_gap(r);
+            CHECK(mk >= o->best * (1 - 1e-9));
+            CHECK(gap >= 0 && gap < 1);
+            double bound = mk * (1 - gap);
+            if (!(bound <= o->best * (1 + 1e-9)))
+                fprintf(stderr, "%s p=%u v=%u m=%u L=%u: bound %g above the best %g\n", o->name,
+                        o->p, o->v, o->m, o->L, bound, o->best);
+            CHECK(bound <= o->best * (1 + 1e-9));
+            bool is_opt = psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL;
+            CHECK(!is_opt || mk <= o->best * (1 + 1e-9));
+            if (pass == 0)
+                res = is_opt ? 2 : 1;
+            else
+                CHECK(is_opt); /* small: searched to the end */
+            psched_partition_result_destroy(r);
+        }
+        psched_plan_destroy(plan);
+    }
+    psched_plan_destroy(o->plan);
+    psched_model_destroy(model);
+    return res;
+}
+
+/* Soundness of the critical-path bound over random small instances of
+ * every kind it applies to (v = 1, 2, 4, V placement, DualPipe), memory
+ * limits and comm latency: the search cut after 1-40 nodes, so the gap
+ * reported comes from the bound, never from a finished search. */
+static void test_path_bound_is_sound(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t v;
+    } kinds[] = {{"1f1b", 1},        {"zb-h1", 1},          {"interleaved", 2},
+                 {"v-zb", 2},        {"interleaved", 4},    {"interleaved-zb", 4},
+                 {"dualpipe", 2}};
+    rng_state = 20261128;
+    int cases = 0, proven = 0;
+    size_t checks = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        for (int t = 0; t < 16; t++) {
+            brute o;
+            memset(&o, 0, sizeof o);
+            o.name = kinds[k].name;
+            o.v = kinds[k].v;
+            if (strcmp(o.name, "dualpipe") == 0) {
+                o.p = 2 + 2 * rnd(2);
+                o.L = o.p + rnd(9 - o.p);
+                o.m = 2 * o.p + 2 * rnd(3);
+            } else {
+                o.p = o.v == 4 ? 2 : 2 + rnd(3);
+                if (o.p * o.v > 8)
+                    o.p = 8 / o.v;
+                o.L = o.p * o.v + rnd(11 - o.p * o.v);
+                o.m = o.p * (1 + rnd(3));
+                if (strncmp(o.name, "interleaved", 11) == 0)
+                    o.m = o.p * (1 + rnd(2));
+            }
+            int res = run_bound_instance(&o, 1 + rnd(40), &checks);
+            cases += res > 0;
+            proven += res == 2;
+        }
+    }
+    printf("# path bound: %d instances (%d proven within the node cap), %zu bound checks\n",
+           cases, proven, checks);
+    CHECK(cases >= 70);
+    CHECK(checks > 500);
+}
+
+/* A mid-size four-chunk instance (issue 17 item 5): 32 non-uniform
+ * layers, p = 4, m = 8, interleaved v = 4 (16 stages), no memory limit.
+ * Too large for the brute force (C(31, 15) splits); the certificate must
+ * search it to the end and prove the partition optimal, and as an
+ * independent check the partition must be no slower than the even split
+ * and than 300 random splits, each simulated by
+ * psched_partition_evaluate(). */
+static void test_four_chunks_mid_size_proven(void)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.5, 0.5, 0.5, 1, 4));
+    CHECK_OK(psched_model_add_layers(model, "attention", 10, 1, 2, 1, 4, 2));
+    CHECK_OK(psched_model_add_layers(model, "mlp", 10, 2, 3, 2, 4, 4));
+    CHECK_OK(psched_model_add_layers(model, "attention2", 10, 1, 2, 1, 4, 2));
+    CHECK_OK(psched_model_add_layers(model, "head", 1, 4, 4, 4, 8, 8));
+    psched_plan *plan = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, 4));
+    CHECK_OK(psched_plan_set_microbatches(plan, 8));
+    CHECK_OK(psched_plan_set_chunks(plan, 4));
+    psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+    opt.time_limit = 86400; /* the budgets end it, not the clock */
+    psched_partition_result *r = NULL;
+    CHECK_OK(psched_partition(model, plan, "interleaved", &opt, &r));
+    CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
+    CHECK(psched_partition_gap(r) == 0);
+    double mk = psched_partition_makespan(r);
+    opt.method = PSCHED_PARTITION_EVEN;
+    psched_partition_result *e = NULL;
+    CHECK_OK(psched_partition(model, plan, "interleaved", &opt, &e));
+    CHECK(mk <= psched_partition_makespan(e) * (1 + 1e-9));
+    rng_state = 20261129;
+    uint32_t counts[16];
+    for (int t = 0; t < 300; t++) {
+        /* 16 stages of at least one layer each: 16 extra layers at random */
+        for (int s = 0; s < 16; s++)
+            counts[s] = 1;
+        for (int k = 0; k < 16; k++)
+            counts[rnd(16)]++;
+        psched_partition_result *x = NULL;
+        CHECK_OK(psched_partition_evaluate(model, plan, "interleaved", counts, 16, NULL, &x));
+        CHECK(mk <= psched_partition_makespan(x) * (1 + 1e-9));
+        psched_partition_result_destroy(x);
+    }
+    printf("# L = 32, p = 4, v = 4: proven %g (even split %g)\n", mk,
+           psched_partition_makespan(e));
+    psched_partition_result_destroy(r);
+    psched_partition_result_destroy(e);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
 static void test_partition_matches_the_simulated_brute_force(void)
 {
     static const struct {
@@ -437,5 +601,7 @@ int main(void)
     RUN(test_partition_matches_the_simulated_brute_force);
     RUN(test_four_chunks_match_the_brute_force);
     RUN(test_dualpipe_matches_the_brute_force);
+    RUN(test_path_bound_is_sound);
+    RUN(test_four_chunks_mid_size_proven);
     TEST_MAIN_END();
 }

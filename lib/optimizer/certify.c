@@ -18,7 +18,14 @@
  *    start no earlier than Σ f before it, and is followed by the B of every
  *    earlier layer for the same micro-batch: Σ f_<i + m·(f_s + b_s) + Σ b_<i;
  *  - the devices share all the work: m·(Σ time + recompute) / p;
- *  - one micro-batch runs every F, then every B: Σ f + Σ b.
+ *  - one micro-batch runs every F, then every B: Σ f + Σ b;
+ *  - psched_bound() of the partial partition (below);
+ *  - the layer count: a device's remaining stages hold at most the
+ *    cheapest layers left that fit its capacity under the best time
+ *    (count_cut);
+ *  - for a fixed-order generator and the plain cost model, the
+ *    critical-path (Lagrangian) bound of pathbound.c: a DP per multiplier
+ *    set, O(1) per node and set (path_root, path_library).
  *
  * Recompute mixes: a fixed-order generator's step time can only grow when
  * a stage's cost grows, so per range only the frontier's points (no mix
@@ -26,7 +33,7 @@
  * fastest that fits. A generator whose order depends on the costs (zb's
  * greedy) is detected by comparing its order for two cost sets; then the
  * result is never claimed proven. */
-#include "optimizer.h"
+#include "pathbound.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -49,7 +56,112 @@ typedef struct certify {
     size_t ops, budget, simulated, nodes;
     bool stopped;            /* budget or deadline */
     psched_status st;
+    /* the critical-path bound (pathbound.c), when it holds */
+    bool use_paths;
+    psched_schedule *ref;    /* the order every partition's schedule must have */
+    psched__paths paths;
+    psched__mult mult, trial;
+    bool have_mult;
+    psched__mult *lib;       /* the node bounds' multipliers: the best, then single paths */
+    size_t nlib, lib_cap;
+    double *pre;             /* [t·(S+1) + depth]: lib[t]'s weighted cost of the stages placed */
+    double *stage_w;         /* [t]: lib[t]'s cost of the stage being placed */
+    double *xbuf;            /* a partition's vector (3S + D) */
+    double path_lb;          /* best value of the Lagrangian DP */
+    size_t path_nodes;       /* nodes cut by it */
+    bool order_changed;      /* some partition's order differed from the reference */
+    bool searching;          /* the search runs: new paths join the library */
+    uint32_t *by_time;       /* layer groups by base time, rising (when few) */
+    uint32_t *left_on;       /* per device: its stages not placed yet */
+    size_t count_cuts;       /* nodes cut by the layer count bound */
+    int64_t *tail_stage;     /* per device: the stage of its last op when that is a
+                                backward (the stages before it run their backward
+                                after it), else -1; NULL when unknown */
 } certify;
+
+/* Test hooks (optimizer.h): a node cap and the soundness check. */
+static _Thread_local size_t test_node_cap;
+static _Thread_local bool test_check;
+static _Thread_local double test_worst = -INFINITY;
+static _Thread_local size_t test_checks;
+
+void psched__certify_test_hooks(size_t node_cap, bool check)
+{
+    test_node_cap = node_cap;
+    test_check = check;
+    test_worst = -INFINITY;
+    test_checks = 0;
+}
+
+double psched__certify_test_worst(size_t *checks)
+{
+    if (checks)
+        *checks = test_checks;
+    return test_worst;
+}
+
+/* The library's cap: the best combination and single critical paths, at
+ * most 128 (each costs every node that is not cut a step) and at most
+ * LIB_BYTES of DP tables. */
+#define LIB_MAX 128
+#define LIB_BYTES ((size_t)32 << 20)
+/* The critical-path bound is skipped where one DP would pass this many
+ * (stage x frontier point) steps: its rounds would eat the search's time. */
+#define PATH_DP_STEPS_MAX 2e7
+
+/* Every bound of the library at a fitting partition against its
+ * simulated step time (tests only). */
+static void check_sound(const certify *c, const psched__solution *sol, double mk)
+{
+    if (!test_check || !c->have_mult)
+        return;
+    for (size_t t = 0; t < c->nlib; t++) {
+        double v = psched__mult_value(c->pb, &c->lib[t], sol);
+        test_worst = fmax(test_worst, (v - mk) / mk);
+        test_checks++;
+    }
+}
+
+/* Each stage's recompute time and activation bytes of a solution. */
+static void stage_extra_act(const psched__problem *pb, const psched__solution *sol, uint32_t s,
+                            double *extra, double *act)
+{
+    *extra = *act = 0;
+    for (uint32_t l = sol->first[s]; l < sol->first[s] + sol->count[s]; l++) {
+        const psched__variant *x = &psched__layer_group(pb, l)->variant[sol->choice[l]];
+        *extra += x->extra;
+        *act += x->act;
+    }
+}
+
+/* The newest path of the pool alone into the library, with its prefix
+ * costs along sol (the search's current stack, complete). */
+static psched_status lib_add_newest(certify *c, const psched__solution *sol)
+{
+    psched__problem *pb = c->pb;
+    if (c->nlib >= c->lib_cap || !c->lib)
+        return PSCHED_OK;
+    size_t t = c->nlib, S1 = (size_t)pb->stages + 1;
+    psched_status st = psched__mult_init(&c->lib[t], pb, false);
+    if (st) {
+        psched__mult_free(&c->lib[t]);
+        return st;
+    }
+    c->nlib++;
+    psched__mult_single(pb, &c->paths, c->paths.n - 1, &c->lib[t]);
+    c->path_lb = fmax(c->path_lb, c->lib[t].value);
+    double *pre = c->pre + t * S1;
+    pre[0] = c->lib[t].constant;
+    for (uint32_t s = 0; s < pb->stages; s++) {
+        double extra, act;
+        stage_extra_act(pb, sol, s, &extra, &act);
+        pre[s + 1] = pre[s] + psched__mult_stage(pb, &c->lib[t], s, sol->first[s],
+                                                 sol->count[s], extra, act);
+    }
+    return PSCHED_OK;
+}
+
+static bool same_order(const psched_schedule *a, const psched_schedule *b, uint32_t devices);
 
 static psched_status simulate_solution(certify *c, const psched__solution *sol, double *makespan,
                                        psched_schedule **keep)
@@ -66,6 +178,24 @@ static psched_status simulate_solution(certify *c, const psched__solution *sol, 
         for (uint32_t d = 0; d < c->pb->plan_devices; d++)
             c->ops += psched_schedule_op_count(sched, d);
         c->simulated++;
+    }
+    if (!st && c->use_paths) {
+        /* every partition must have the reference order, or the paths of
+         * one are not paths of the others */
+        if (!same_order(sched, c->ref, c->pb->plan_devices)) {
+            c->use_paths = false;
+            c->have_mult = false;
+            c->order_changed = true;
+            for (uint32_t e = 0; c->tail_stage && e < c->pb->devices; e++)
+                c->tail_stage[e] = -1; /* the tails came from the reference order */
+        } else {
+            psched__paths_vector(c->pb, sol, c->xbuf);
+            bool added = false;
+            if (psched__paths_max(&c->paths, c->xbuf) < *makespan * (1 - 1e-9))
+                st = psched__paths_extract(&c->paths, c->pb, sched, rep, false, &added);
+            if (!st && added && c->searching && c->have_mult)
+                st = lib_add_newest(c, sol);
+        }
     }
     psched_report_destroy(rep);
     if (keep && !st)
@@ -120,6 +250,8 @@ static void consider(certify *c, const psched__solution *sol)
     double mk = INFINITY;
     if (!c->st)
         c->st = simulate_solution(c, sol, &mk, NULL);
+    if (!c->st)
+        check_sound(c, sol, mk);
     if (!c->st && mk < c->best) {
         c->best = mk;
         psched__solution_copy(c->pb, sol, &c->best_sol);
@@ -226,12 +358,111 @@ static double partial_bound(certify *c)
     return info.makespan;
 }
 
+/* The most layer groups the count bound sorts (per node O(groups x devices)). */
+#define COUNT_GROUPS_MAX 16
+
+/* The layer count bound (integral): every device e runs all its ops after
+ * its start (Σ f before its first stage), so in a completion faster than
+ * the best its remaining stages hold layers of base time at most cap_e =
+ * (best - start_e - work_e) / m; it can hold at most n_e layers of
+ * [j, L), the count of the cheapest whose times fit cap_e. Every layer
+ * goes to one device: Σ n_e < L - j (or n_e below its stages left) cuts
+ * the node. d is the device of the stage just placed (its start and
+ * work include it: start_d, work_d). */
+/* Each device's last op in the reference order: a B or BW of stage t is
+ * followed by the B of every earlier stage for its micro-batch. */
+static psched_status find_tails(certify *c)
+{
+    const psched__problem *pb = c->pb;
+    c->tail_stage = psched__calloc(pb->devices, sizeof(int64_t));
+    if (!c->tail_stage)
+        return PSCHED_ENOMEM_FAIL();
+    for (uint32_t e = 0; e < pb->devices; e++) {
+        c->tail_stage[e] = -1;
+        size_t n = psched_schedule_op_count(c->ref, e);
+        psched_op op;
+        if (n && psched_schedule_ops(c->ref, e, n - 1, 1, &op, sizeof op) == PSCHED_OK &&
+            (op.kind == PSCHED_OP_B || op.kind == PSCHED_OP_BW))
+            c->tail_stage[e] = op.stage;
+    }
+    return PSCHED_OK;
+}
+
+/* Σ b of the layers before stage t's first (a lower bound while stage t
+ * is not placed: stages s and before are, the next starts at layer j). */
+static double tail_of(const certify *c, uint32_t e, uint32_t s, uint32_t i, uint32_t j)
+{
+    if (!c->tail_stage || c->tail_stage[e] < 0)
+        return 0;
+    uint32_t t = (uint32_t)c->tail_stage[e];
+    uint32_t first = t < s ? c->cur.first[t] : t == s ? i : j;
+    return c->pb->b_prefix[first];
+}
+
+static bool count_cut(const certify *c, uint32_t s, uint32_t i, uint32_t j, uint32_t d,
+                      double start_d, double work_d)
+{
+    const psched__problem *pb = c->pb;
+    if (!c->by_time || pb->allow_empty)
+        return false;
+    uint32_t need = pb->layers - j;
+    if (need == 0)
+        return false;
+    const psched_model *model = pb->model;
+    uint32_t g0 = pb->group_of[j];
+    double total = 0;
+    for (uint32_t e = 0; e < pb->devices; e++) {
+        uint32_t left = c->left_on[e];
+        if (left == 0)
+            continue;
+        double start = e == d ? start_d : c->dev_stages[e] ? c->dev_start[e] : pb->f_prefix[j];
+        double work = e == d ? work_d : c->dev_work[e];
+        double cap = (c->best * (1 - 1e-12) - start - work - tail_of(c, e, s, i, j)) /
+                     pb->microbatches;
+        uint32_t n = 0;
+        for (uint32_t q = 0; q < model->group_count && cap >= 0; q++) {
+            uint32_t g = c->by_time[q];
+            if (g < g0)
+                continue;
+            const psched__group *gr = &model->groups[g];
+            double t = gr->f + gr->b + gr->w;
+            uint32_t avail = g == g0 ? c->group_end[g] - j : gr->count;
+            uint32_t k = t > 0 ? (uint32_t)fmin((double)avail, floor(cap / t)) : avail;
+            n += k;
+            cap -= k * t;
+            if (k < avail)
+                break;
+        }
+        if (n < left)
+            return true;
+        total += n;
+        if (total >= need)
+            return false;
+    }
+    return total < need;
+}
+
+/* Swap two library entries and their prefix rows. */
+static void lib_swap(certify *c, size_t a, size_t b)
+{
+    size_t S1 = (size_t)c->pb->stages + 1;
+    psched__mult t = c->lib[a];
+    c->lib[a] = c->lib[b];
+    c->lib[b] = t;
+    for (size_t k = 0; k < S1; k++) {
+        double x = c->pre[a * S1 + k];
+        c->pre[a * S1 + k] = c->pre[b * S1 + k];
+        c->pre[b * S1 + k] = x;
+    }
+}
+
 static void search(certify *c, uint32_t s, uint32_t i, double lb)
 {
     psched__problem *pb = c->pb;
     if (c->stopped || c->st)
         return;
-    if (++c->nodes > pb->certify_nodes || (c->nodes % 1024 == 0 && psched__expired(pb))) {
+    size_t cap = test_node_cap ? test_node_cap : pb->certify_nodes;
+    if (++c->nodes > cap || (c->nodes % 1024 == 0 && psched__expired(pb))) {
         c->stopped = true;
         return;
     }
@@ -273,11 +504,39 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
                 continue;
             double t = base + pts[k].extra;
             double start = c->dev_stages[d] ? c->dev_start[d] : pb->f_prefix[i];
-            double here = fmax(lb, start + c->dev_work[d] + m * t);
+            double here =
+                fmax(lb, start + c->dev_work[d] + m * t + tail_of(c, d, s, i, i + len));
             here = fmax(here, pb->f_prefix[i] + m * (fs + bs + pts[k].extra) + pb->b_prefix[i]);
             here = fmax(here, avg_rest + m * pts[k].extra / pb->devices);
             if (here >= c->best * (1 - 1e-12))
                 continue;
+            c->left_on[d]--;
+            bool counted = count_cut(c, s, i, i + len, d, start, c->dev_work[d] + m * t);
+            c->left_on[d]++;
+            if (counted) {
+                c->count_cuts++;
+                continue;
+            }
+            if (c->have_mult) {
+                /* the Lagrangian DPs' least cost of every completion */
+                size_t S1 = (size_t)pb->stages + 1, at = (size_t)(s + 1) * (pb->layers + 1) + i + len;
+                size_t cut = SIZE_MAX;
+                for (size_t u = 0; u < c->nlib && cut == SIZE_MAX; u++) {
+                    c->stage_w[u] = psched__mult_stage(pb, &c->lib[u], s, i, len, pts[k].extra,
+                                                       pts[k].act);
+                    if (c->pre[u * S1 + s] + c->stage_w[u] + c->lib[u].g[at] >=
+                        c->best * (1 - 1e-9))
+                        cut = u;
+                }
+                if (cut != SIZE_MAX) {
+                    c->path_nodes++;
+                    if (cut > 1)
+                        lib_swap(c, cut, 1); /* the entry that cut is tried early */
+                    continue;
+                }
+                for (size_t u = 0; u < c->nlib; u++)
+                    c->pre[u * S1 + s + 1] = c->pre[u * S1 + s] + c->stage_w[u];
+            }
             if (c->use_partial) {
                 if (set_partial(c, s, fs, bs + pts[k].extra, base - fs - bs) ||
                     set_unplaced(c, s, i + len)) {
@@ -294,18 +553,206 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
             c->dev_work[d] += m * t;
             c->dev_mem[d] += mem;
             c->dev_stages[d]++;
+            c->left_on[d]--;
             c->extra_sum += pts[k].extra;
             c->cur.first[s] = i;
             c->cur.count[s] = len;
             psched__fill_choices(fr, len, (int32_t)k, c->cur.choice);
             search(c, s + 1, i + len, here);
             c->extra_sum -= pts[k].extra;
+            c->left_on[d]++;
             c->dev_stages[d]--;
             c->dev_mem[d] -= mem;
             c->dev_work[d] -= m * t;
             c->dev_start[d] = saved_start;
         }
     }
+}
+
+/* The critical-path bound at the root: paths of the candidates, then
+ * Kelley's cutting planes. Each round chooses λ and μ over the pool and
+ * the cuts, runs the DP, keeps the best multipliers, and simulates the
+ * DP's minimiser: a new cut, a new critical path when the pool does not
+ * explain its step time, and a new incumbent when it fits and is faster. */
+#define PATH_ROUNDS 200
+#define PATH_STALL 20
+
+/* Simulate the reference order with the averaged costs of the cuts
+ * weighted by xi; its critical path into the pool when longer than the
+ * LP's value (*priced: one was added). */
+static psched_status price_mix(certify *c, const double *xi, psched_plan *avg, double upper,
+                               bool *priced)
+{
+    psched__problem *pb = c->pb;
+    const psched__paths *pp = &c->paths;
+    *priced = false;
+    if (!psched__have_glpk() || pp->nx == 0)
+        return PSCHED_OK;
+    double *xb = c->xbuf;
+    for (size_t k = 0; k < pp->xstride; k++)
+        xb[k] = 0;
+    for (size_t j = 0; j < pp->nx; j++)
+        for (size_t k = 0; k < pp->xstride; k++)
+            xb[k] += xi[j] * pp->xv[j * pp->xstride + k];
+    psched_status st = PSCHED_OK;
+    for (uint32_t s = 0; !st && s < pb->plan_stages; s++) {
+        uint32_t r = psched__range_of(pb, s);
+        st = psched_plan_set_stage_cost(avg, s, fmax(0, xb[3 * r]), fmax(0, xb[3 * r + 1]),
+                                        fmax(0, xb[3 * r + 2]));
+    }
+    psched_report *rep = NULL;
+    if (!st)
+        st = psched_simulate(c->ref, avg, &rep);
+    if (!st) {
+        double mk = psched_report_makespan(rep);
+        for (uint32_t d = 0; d < pb->plan_devices; d++)
+            c->ops += psched_schedule_op_count(c->ref, d);
+        if (mk > upper * (1 + 1e-9) && psched__paths_max(pp, xb) < mk * (1 - 1e-9))
+            st = psched__paths_extract(&c->paths, pb, c->ref, rep, true, priced);
+    }
+    psched_report_destroy(rep);
+    return st;
+}
+
+static void path_root(certify *c, const psched__solution *const *candidates, size_t count)
+{
+    psched__problem *pb = c->pb;
+    psched__solution x;
+    memset(&x, 0, sizeof x);
+    psched_status st = psched__solution_init(&x, pb->stages, pb->layers);
+    for (size_t k = 0; !st && k < count; k++) {
+        if (!candidates[k] || !candidates[k]->found)
+            continue;
+        double mk;
+        st = simulate_solution(c, candidates[k], &mk, NULL);
+        if (!st) {
+            psched__paths_vector(pb, candidates[k], c->xbuf);
+            st = psched__paths_add_cut(&c->paths, c->xbuf);
+        }
+    }
+    /* μ's box: a device over its limit by all of it costs at most a
+     * hundred best step times */
+    double mu_cap = 100 * c->best;
+    double *xi = NULL;
+    psched_plan *avg = NULL;
+    if (!st)
+        st = psched_plan_clone(c->work, &avg);
+    /* at most three fifths of the time left: the search needs the rest */
+    double until = psched__now() + 0.6 * fmax(0, pb->deadline - psched__now());
+    double lb_before = -INFINITY; /* the bound PATH_STALL rounds ago */
+    /* the planner certifies many candidates: a quarter of the rounds */
+    int rounds = pb->certify_nodes < PSCHED__CERTIFY_NODES ? PATH_ROUNDS / 4 : PATH_ROUNDS;
+    for (int round = 0; !st && c->use_paths && round < rounds; round++) {
+        if (c->ops > c->budget || psched__now() > until)
+            break;
+        /* stalled: the bound rose by less than 10^-4 in PATH_STALL rounds */
+        if (round % PATH_STALL == 0) {
+            if (round > 0 && c->path_lb <= lb_before + 1e-4 * fabs(lb_before))
+                break;
+            lb_before = c->path_lb;
+        }
+        double upper = INFINITY;
+        double *t = psched__reallocarray(xi, c->paths.nx + 1, sizeof(double));
+        if (!t) {
+            st = PSCHED_ENOMEM_FAIL();
+            break;
+        }
+        xi = t;
+        st = psched__mult_choose(pb, &c->paths, mu_cap, &c->trial, &upper, xi);
+        if (st == PSCHED_ESOLVER) {
+            /* the master LP failed: the bound keeps what it has */
+            st = PSCHED_OK;
+            break;
+        }
+        if (st || !(c->trial.value > -INFINITY))
+            break;
+        if (!c->have_mult || c->trial.value > c->mult.value) {
+            psched__mult_copy(pb, &c->trial, &c->mult);
+            c->have_mult = true;
+            c->path_lb = fmax(c->path_lb, c->trial.value);
+        }
+        if (c->path_lb >= c->best * (1 - 1e-9) || !psched__have_glpk())
+            break;
+        if (!psched__mult_argmin(pb, &c->trial, &x))
+            break; /* no partition within the table: none is faster than best */
+        size_t paths_before = c->paths.n;
+        /* pricing: the critical path of the LP's mix of partitions (the
+         * paths' lengths are linear, so the mix's averaged costs) */
+        bool priced = false;
+        st = price_mix(c, xi, avg, upper, &priced);
+        if (st)
+            break;
+        double mk;
+        st = simulate_solution(c, &x, &mk, NULL);
+        if (st || !c->use_paths)
+            break;
+        psched__paths_vector(pb, &x, c->xbuf);
+        bool fits = true;
+        for (uint32_t d = 0; d < pb->devices; d++)
+            fits = fits && c->xbuf[3 * (size_t)pb->stages + d] <= 1e-12;
+        if (fits && test_check) {
+            test_worst = fmax(test_worst, (psched__mult_value(pb, &c->trial, &x) - mk) / mk);
+            test_checks++;
+        }
+        if (fits && mk < c->best) {
+            c->best = mk;
+            psched__solution_copy(pb, &x, &c->best_sol);
+        }
+        st = psched__paths_add_cut(&c->paths, c->xbuf);
+        /* converged: the LP's value is reached and no path is new */
+        if (c->paths.n == paths_before && upper - c->trial.value <= 1e-9 * fabs(upper))
+            break;
+        (void)priced;
+    }
+    if (st && !c->st)
+        c->st = st;
+    psched__dealloc(xi);
+    psched_plan_destroy(avg);
+    psched__solution_free(&x);
+}
+
+/* The node bounds' multipliers: the best combination, then each path of
+ * the pool alone (a node's heavy device is some path's, which the root's
+ * combination averages away); the search adds the paths it finds. */
+static psched_status path_library(certify *c)
+{
+    psched__problem *pb = c->pb;
+    size_t S1 = (size_t)pb->stages + 1;
+    c->lib_cap = LIB_BYTES / (S1 * ((size_t)pb->layers + 1) * sizeof(double));
+    c->lib_cap = c->lib_cap < 2 ? 2 : c->lib_cap > LIB_MAX ? LIB_MAX : c->lib_cap;
+    size_t n = 1 + c->paths.n;
+    if (n > c->lib_cap)
+        n = c->lib_cap;
+    c->lib = psched__calloc(c->lib_cap, sizeof *c->lib);
+    c->pre = psched__calloc(c->lib_cap * S1, sizeof(double));
+    c->stage_w = psched__calloc(c->lib_cap, sizeof(double));
+    if (!c->lib || !c->pre || !c->stage_w)
+        return PSCHED_ENOMEM_FAIL();
+    psched_status st = PSCHED_OK;
+    /* the newest critical paths first (a device's path alone rarely cuts) */
+    size_t next = c->paths.n;
+    for (size_t t = 0; !st && t < n && !psched__expired(pb); t++) {
+        if (t > 0) {
+            while (next > 0 && !c->paths.critical[next - 1])
+                next--;
+            if (next == 0)
+                break;
+            next--;
+        }
+        st = psched__mult_init(&c->lib[t], pb, false);
+        if (st) {
+            psched__mult_free(&c->lib[t]);
+            break;
+        }
+        c->nlib = t + 1;
+        if (t == 0)
+            psched__mult_copy(pb, &c->mult, &c->lib[0]);
+        else
+            psched__mult_single(pb, &c->paths, next, &c->lib[t]);
+        c->path_lb = fmax(c->path_lb, c->lib[t].value);
+        c->pre[t * S1] = c->lib[t].constant;
+    }
+    return st;
 }
 
 /* A bound every partition's step time respects (for the gap when the
@@ -349,14 +796,32 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     c.dev_stages = psched__calloc(pb->devices, sizeof(uint32_t));
     c.lens = psched__calloc(((size_t)pb->layers + 1) * pb->stages, sizeof(uint32_t));
     c.last_on_device = psched__calloc(pb->stages, sizeof(bool));
+    c.left_on = psched__calloc(pb->devices, sizeof(uint32_t));
+    if (pb->model->group_count <= COUNT_GROUPS_MAX)
+        c.by_time = psched__calloc(pb->model->group_count + 1, sizeof(uint32_t));
     c.group_end = psched__calloc(pb->model->group_count + 1, sizeof(uint32_t));
     if (!st && !c.group_end)
         st = PSCHED_ENOMEM_FAIL();
     for (uint32_t g = 0, end = 0; !st && g < pb->model->group_count; g++)
         c.group_end[g] = end += pb->model->groups[g].count;
     if (!st && (!c.dev_work || !c.dev_mem || !c.dev_start || !c.dev_stages || !c.lens ||
-                !c.last_on_device))
+                !c.last_on_device || !c.left_on))
         st = PSCHED_ENOMEM_FAIL();
+    for (uint32_t s = 0; !st && s < pb->stages; s++)
+        c.left_on[pb->device_of[s]]++;
+    /* groups by base time (insertion sort: few) */
+    for (uint32_t g = 0; c.by_time && g < pb->model->group_count; g++) {
+        const psched__group *x = &pb->model->groups[g];
+        uint32_t q = g;
+        while (q > 0) {
+            const psched__group *y = &pb->model->groups[c.by_time[q - 1]];
+            if (y->f + y->b + y->w <= x->f + x->b + x->w)
+                break;
+            c.by_time[q] = c.by_time[q - 1];
+            q--;
+        }
+        c.by_time[q] = g;
+    }
     for (uint32_t s = 0; !st && s < pb->stages; s++) {
         c.last_on_device[s] = true;
         for (uint32_t t = s + 1; t < pb->stages && c.last_on_device[s]; t++)
@@ -386,20 +851,61 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         pb->truncated = false;
         st = psched__fronts_table(pb);
     }
+    /* the critical-path bound where it holds */
+    if (!st && c.best_sol.found && fixed && !pb->truncated && c.best > 0 &&
+        (double)pb->stages * (double)pb->table_points <= PATH_DP_STEPS_MAX) {
+        st = psched__write_costs(pb, &c.best_sol, c.work);
+        if (!st)
+            st = psched_generate(c.work, name, &c.ref);
+        if (!st && pb->chains == 1)
+            st = find_tails(&c);
+        if (!st && psched__paths_applies(c.work, c.ref)) {
+            st = psched__paths_init(&c.paths, pb);
+            if (!st)
+                st = psched__mult_init(&c.mult, pb, false);
+            if (!st)
+                st = psched__mult_init(&c.trial, pb, true);
+            c.xbuf = psched__calloc(3 * (size_t)pb->stages + pb->devices, sizeof(double));
+            if (!st && !c.xbuf)
+                st = PSCHED_ENOMEM_FAIL();
+            c.use_paths = !st;
+        }
+        if (!st && c.use_paths) {
+            path_root(&c, candidates, count);
+            st = c.st;
+        }
+        if (!st && c.have_mult)
+            st = path_library(&c);
+    }
     if (!st && c.best_sol.found && !c.stopped) {
         c.stopped = false;
+        c.searching = true;
         search(&c, 0, 0, 0);
         st = c.st;
     }
     if (!st && c.best_sol.found) {
         psched__solution_copy(pb, &c.best_sol, sol);
         out->makespan = c.best;
+        fixed = fixed && !c.order_changed;
         out->proven = fixed && !c.stopped && !pb->truncated && !psched__expired(pb);
-        out->bound = out->proven ? c.best : fmin(c.best, common_bound(pb));
+        double lb = common_bound(pb);
+        if (fixed && c.path_lb > 0)
+            lb = fmax(lb, c.path_lb);
+        out->bound = out->proven ? c.best : fmin(c.best, lb);
         out->simulated = c.simulated;
     }
     psched_plan_destroy(c.work);
     psched_plan_destroy(c.partial);
+    psched_schedule_destroy(c.ref);
+    psched__paths_free(&c.paths);
+    psched__mult_free(&c.mult);
+    psched__mult_free(&c.trial);
+    psched__dealloc(c.pre);
+    psched__dealloc(c.stage_w);
+    for (size_t t = 0; t < c.nlib; t++)
+        psched__mult_free(&c.lib[t]);
+    psched__dealloc(c.lib);
+    psched__dealloc(c.xbuf);
     psched__solution_free(&c.cur);
     psched__solution_free(&c.best_sol);
     psched__dealloc(c.dev_work);
@@ -408,6 +914,9 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     psched__dealloc(c.dev_stages);
     psched__dealloc(c.lens);
     psched__dealloc(c.last_on_device);
+    psched__dealloc(c.left_on);
+    psched__dealloc(c.by_time);
+    psched__dealloc(c.tail_stage);
     psched__dealloc(c.group_end);
     return st;
 }

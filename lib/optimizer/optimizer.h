@@ -12,6 +12,7 @@
  *   partition_pair.c       the two-walker DP (two chunks per device)
  *   partition_glpk.c       GLPK: the column MILP's solver
  *   milp.c                 the MILP glue: columns, seed, min memory
+ *   pathbound.c/.h         the critical-path (Lagrangian) bound
  *   certify.c              simulated step time: proof or honest gap
  *   result.c               the result object and its getters
  *   partition.c            psched_partition(): checks, method dispatch
@@ -343,9 +344,10 @@ PSCHED_INTERNAL psched_status psched__milp_min_memory(const psched__problem *pb,
  * for large ones (then the result is `feasible` with its gap). */
 #define PSCHED__CERTIFY_OPS ((size_t)1 << 23)
 #define PSCHED__CERTIFY_NODES ((size_t)1000000)
-/* The planner's, per candidate (it certifies many; issue 17 item 4's). */
+/* The planner's, per candidate (it certifies many; issue 17 item 4's; the
+ * nodes enough for the Mixtral-like profile's four-chunk candidates). */
 #define PSCHED__CERTIFY_OPS_PLANNER ((size_t)1 << 20)
-#define PSCHED__CERTIFY_NODES_PLANNER ((size_t)100000)
+#define PSCHED__CERTIFY_NODES_PLANNER ((size_t)200000)
 
 typedef struct psched__certificate {
     bool proven;      /* no partition simulates faster than `makespan` */
@@ -364,6 +366,15 @@ PSCHED_INTERNAL psched_status psched__certify(psched__problem *pb, const char *n
                                               const psched__solution *const *candidates,
                                               size_t count, psched__solution *sol,
                                               psched__certificate *out);
+
+/* Test hooks: on this thread the certificate's search stops after
+ * node_cap nodes (0: its budget), and with `check` every fitting partition
+ * it simulates is checked against every multiplier set of the
+ * critical-path bound (pathbound.c); psched__certify_test_worst() gives the
+ * largest (bound - step time) / step time seen (-INFINITY: none) and
+ * *checks how many. */
+PSCHED_INTERNAL void psched__certify_test_hooks(size_t node_cap, bool check);
+PSCHED_INTERNAL double psched__certify_test_worst(size_t *checks);
 
 /* ---- the result (result.c) ---- */
 

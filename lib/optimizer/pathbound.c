@@ -1,0 +1,580 @@
+/* The critical-path (Lagrangian) bound of the partition certificate
+ * (issue 17 item 5, docs/optimizer.md "Where v = 4 is proven").
+ *
+ * When the generator's order does not depend on the costs and the plan
+ * uses the plain cost model (no micro-batch weights, overlap, links, no
+ * comm or copy ops), the simulated step time of a partition x is the
+ * longest path of one DAG: an op starts at the latest of its device's
+ * previous op's end and each input's end (+ t_comm across devices), and
+ * the simulator never delays an op for memory (an overlapped pair, as
+ * DualPipe's, is one node taking both ops' time). So
+ *     makespan(x) = max over paths P of L_P(x),
+ * and each L_P is linear in the stage costs: with n^F_{P,r}, n^B_{P,r},
+ * n^W_{P,r} the ops of range r (problem stage) on P (a BW counts as a B
+ * and a W) and K_P its latencies,
+ *     L_P(x) = Σ_r n^F f_r(x) + n^B (b_r(x) + extra_r(x)) + n^W w_r(x) + K_P.
+ * Every path of a simulated partition is a path of every partition, so
+ * for weights λ ≥ 0 with Σ λ = 1 over a pool of paths and multipliers
+ * μ_d ≥ 0 on the devices' memory (mem_d(x) ≤ limit),
+ *     min over x of Σ_P λ_P L_P(x) + Σ_d μ_d (mem_d(x)/limit − 1)
+ * is a lower bound of every fitting partition's step time, and it is an
+ * exact DP over (stage, first layer), since both terms are sums over the
+ * stages. The pool grows from the critical paths of simulated partitions
+ * (walked back from the op that ends last, through predecessors whose end
+ * meets the op's start); λ and μ are chosen by Kelley's cutting planes
+ * (GLPK's simplex; without GLPK the best single path). */
+#include "pathbound.h"
+
+#include <math.h>
+#include <string.h>
+
+psched_status psched__paths_init(psched__paths *pp, const psched__problem *pb)
+{
+    memset(pp, 0, sizeof *pp);
+    pp->S = pb->stages;
+    pp->D = pb->devices;
+    pp->stride = 3 * (size_t)pb->stages + 1;
+    pp->xstride = 3 * (size_t)pb->stages + pb->devices;
+    pp->memory = isfinite(pb->limit);
+    return PSCHED_OK;
+}
+
+void psched__paths_free(psched__paths *pp)
+{
+    psched__dealloc(pp->coef);
+    psched__dealloc(pp->critical);
+    psched__dealloc(pp->xv);
+    memset(pp, 0, sizeof *pp);
+}
+
+/* Room for one more row of `stride` doubles in *buf (holding *n of *cap). */
+static psched_status grow(double **buf, size_t *cap, size_t n, size_t stride)
+{
+    if (n < *cap)
+        return PSCHED_OK;
+    size_t nc = *cap ? 2 * *cap : 16;
+    double *t = psched__reallocarray(*buf, nc * stride, sizeof(double));
+    if (!t)
+        return PSCHED_ENOMEM_FAIL();
+    *buf = t;
+    *cap = nc;
+    return PSCHED_OK;
+}
+
+double psched__paths_length(const psched__paths *pp, size_t path, const double *x)
+{
+    const double *c = pp->coef + path * pp->stride;
+    double sum = c[3 * pp->S];
+    for (size_t k = 0; k < 3 * (size_t)pp->S; k++)
+        sum += c[k] * x[k];
+    return sum;
+}
+
+double psched__paths_max(const psched__paths *pp, const double *x)
+{
+    double best = 0;
+    for (size_t i = 0; i < pp->n; i++)
+        best = fmax(best, psched__paths_length(pp, i, x));
+    return best;
+}
+
+void psched__paths_vector(const psched__problem *pb, const psched__solution *sol, double *x)
+{
+    uint32_t S = pb->stages;
+    for (size_t k = 0; k < 3 * (size_t)S + pb->devices; k++)
+        x[k] = 0;
+    for (uint32_t s = 0; s < S; s++) {
+        double act = 0;
+        for (uint32_t l = sol->first[s]; l < sol->first[s] + sol->count[s]; l++) {
+            const psched__group *g = psched__layer_group(pb, l);
+            const psched__variant *v = &g->variant[sol->choice[l]];
+            x[3 * s] += g->f;
+            x[3 * s + 1] += g->b + v->extra;
+            x[3 * s + 2] += g->w;
+            act += v->act;
+        }
+        double mem = psched__range_param(pb, sol->first[s], sol->count[s]) + pb->inflight[s] * act;
+        x[3 * (size_t)S + pb->device_of[s]] += mem;
+    }
+    for (uint32_t d = 0; d < pb->devices; d++)
+        x[3 * (size_t)S + d] = isfinite(pb->limit) ? x[3 * (size_t)S + d] / pb->limit - 1 : 0;
+}
+
+psched_status psched__paths_add_cut(psched__paths *pp, const double *x)
+{
+    psched_status st = grow(&pp->xv, &pp->xcap, pp->nx, pp->xstride);
+    if (st)
+        return st;
+    memcpy(pp->xv + pp->nx * pp->xstride, x, pp->xstride * sizeof(double));
+    pp->nx++;
+    return PSCHED_OK;
+}
+
+bool psched__paths_applies(const psched_plan *plan, const psched_schedule *sched)
+{
+    if (plan->cm)
+        return false;
+    const psched_plan *sp = psched_schedule_plan(sched);
+    for (uint32_t d = 0; d < sp->devices; d++) {
+        size_t n = psched_schedule_op_count(sched, d);
+        for (size_t i = 0; i < n; i++) {
+            psched_op op;
+            psched_schedule_ops(sched, d, i, 1, &op, sizeof op);
+            if ((op.flags & ~(unsigned)PSCHED_OP_OVERLAP_NEXT) || op.kind > PSCHED_OP_BW)
+                return false;
+        }
+    }
+    return true;
+}
+
+psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb,
+                                    const psched_schedule *sched, const psched_report *rep,
+                                    bool every_device, bool *added)
+{
+    *added = false;
+    const psched_plan *sp = psched_schedule_plan(sched);
+    uint32_t p = psched_plan_devices(sp), S = psched_plan_stages(sp);
+    uint32_t chains = psched_plan_chains(sp) ? psched_plan_chains(sp) : 1;
+    uint32_t per = S / chains, mbs = psched_plan_microbatches(sp) / chains;
+    double comm = psched_plan_comm(sp);
+    size_t cells = (size_t)S * mbs, total = 0;
+    for (uint32_t d = 0; d < p; d++)
+        total += psched_schedule_op_count(sched, d);
+    size_t *offset = psched__calloc((size_t)p + 1, sizeof *offset);
+    /* [2·(mb·S + stage) + slot]: the op's index, slot 0 its F, 1 its backward */
+    uint32_t *at = psched__calloc(2 * cells + 1, sizeof *at);
+    psched_op *ops = psched__calloc(total + 1, sizeof *ops);
+    double *start = psched__calloc(total + 1, sizeof(double));
+    double *end = psched__calloc(total + 1, sizeof(double));
+    psched_status st = PSCHED_OK;
+    if (!offset || !at || !ops || !start || !end)
+        st = PSCHED_ENOMEM_FAIL();
+    for (uint32_t d = 0; !st && d < p; d++) {
+        size_t n = psched_schedule_op_count(sched, d);
+        offset[d + 1] = offset[d] + n;
+        st = psched_schedule_ops(sched, d, 0, n, ops + offset[d], sizeof *ops);
+        if (!st)
+            st = psched_report_op_times(rep, d, 0, n, start + offset[d], end + offset[d]);
+    }
+    size_t last = 0;
+    double mk = -1;
+    for (size_t g = 0; !st && g < total; g++) {
+        const psched_op *o = &ops[g];
+        if (o->kind != PSCHED_OP_W) {
+            size_t cell = (size_t)o->microbatch * S + o->stage;
+            at[2 * cell + (o->kind != PSCHED_OP_F)] = (uint32_t)g;
+        }
+        if (end[g] > mk) {
+            mk = end[g];
+            last = g;
+        }
+    }
+    /* the critical path, then (every_device) the longest path into each
+     * device's last op: near-critical paths, several per simulation */
+    for (uint32_t round = 0; !st && total && round <= (every_device ? p : 0); round++) {
+        size_t from = last;
+        if (round > 0) {
+            if (offset[round] == offset[round - 1] || offset[round] - 1 == last)
+                continue;
+            from = offset[round] - 1;
+        }
+        size_t cap = pp->cap;
+        st = grow(&pp->coef, &pp->cap, pp->n, pp->stride);
+        if (!st && (pp->cap != cap || !pp->critical)) {
+            bool *t = psched__reallocarray(pp->critical, pp->cap, sizeof *t);
+            if (!t)
+                st = PSCHED_ENOMEM_FAIL();
+            else
+                pp->critical = t;
+        }
+        if (st)
+            break;
+        pp->critical[pp->n] = round == 0;
+        double *c = pp->coef + pp->n * pp->stride;
+        for (size_t k = 0; k < pp->stride; k++)
+            c[k] = 0;
+        double tol = 1e-9 * fmax(mk, 1e-300);
+        size_t g = from;
+        for (size_t steps = 0; steps <= total; steps++) {
+            uint32_t d = 0;
+            while (offset[d + 1] <= g)
+                d++;
+            /* the unit of g: an overlapped pair runs as one (both ops
+             * start together and take their summed time) */
+            size_t g0 = g, n = 1;
+            if (ops[g].flags & PSCHED_OP_OVERLAP_NEXT)
+                n = 2;
+            else if (g > offset[d] && (ops[g - 1].flags & PSCHED_OP_OVERLAP_NEXT))
+                g0 = g - 1, n = 2;
+            for (size_t u = g0; u < g0 + n; u++) {
+                const psched_op *o = &ops[u];
+                uint32_t r = psched__range_of(pb, o->stage);
+                if (o->kind == PSCHED_OP_F)
+                    c[3 * r] += 1;
+                if (o->kind == PSCHED_OP_B || o->kind == PSCHED_OP_BW)
+                    c[3 * r + 1] += 1;
+                if (o->kind == PSCHED_OP_W || o->kind == PSCHED_OP_BW)
+                    c[3 * r + 2] += 1;
+            }
+            if (start[g0] <= tol)
+                break;
+            /* an input across stages first (its latency counts), then the
+             * device's op before the unit */
+            size_t next = SIZE_MAX;
+            bool cross = false;
+            for (size_t u = g0; u < g0 + n && next == SIZE_MAX; u++) {
+                const psched_op *o = &ops[u];
+                bool has_in = o->kind == PSCHED_OP_F ? o->stage % per != 0
+                              : o->kind != PSCHED_OP_W && o->stage % per != per - 1;
+                if (!has_in)
+                    continue;
+                uint32_t in_stage = o->kind == PSCHED_OP_F ? o->stage - 1 : o->stage + 1;
+                size_t cell = (size_t)o->microbatch * S + in_stage;
+                size_t h = at[2 * cell + (o->kind != PSCHED_OP_F)];
+                bool other = psched_plan_stage_device(sp, in_stage) != d;
+                double t = end[h] + (other ? comm : 0);
+                if (fabs(t - start[g0]) <= tol) {
+                    next = h;
+                    cross = other;
+                }
+            }
+            if (next == SIZE_MAX && g0 > offset[d] && fabs(end[g0 - 1] - start[g0]) <= tol)
+                next = g0 - 1;
+            if (next == SIZE_MAX)
+                break; /* not tight (rounding): the chain so far is still a path */
+            if (cross)
+                c[3 * (size_t)pp->S] += comm;
+            g = next;
+        }
+        /* new when no path of the pool is as long at the simulated costs */
+        pp->n++;
+        bool dup = false;
+        for (size_t i = 0; i + 1 < pp->n && !dup; i++)
+            dup = memcmp(pp->coef + i * pp->stride, c, pp->stride * sizeof(double)) == 0;
+        if (dup)
+            pp->n--;
+        *added = *added || !dup;
+    }
+    psched__dealloc(offset);
+    psched__dealloc(at);
+    psched__dealloc(ops);
+    psched__dealloc(start);
+    psched__dealloc(end);
+    return st;
+}
+
+/* ---- the Lagrangian DP ---- */
+
+psched_status psched__mult_init(psched__mult *m, const psched__problem *pb, bool argmin)
+{
+    memset(m, 0, sizeof *m);
+    size_t S = pb->stages, L = pb->layers;
+    m->w = psched__calloc(3 * S + 1, sizeof(double));
+    m->mu = psched__calloc((size_t)pb->devices + 1, sizeof(double));
+    m->g = psched__calloc((S + 1) * (L + 1), sizeof(double));
+    if (argmin) {
+        m->arg_len = psched__calloc((S + 1) * (L + 1), sizeof(uint32_t));
+        m->arg_k = psched__calloc((S + 1) * (L + 1), sizeof(int32_t));
+    }
+    if (!m->w || !m->mu || !m->g || (argmin && (!m->arg_len || !m->arg_k)))
+        return PSCHED_ENOMEM_FAIL();
+    return PSCHED_OK;
+}
+
+void psched__mult_free(psched__mult *m)
+{
+    psched__dealloc(m->w);
+    psched__dealloc(m->mu);
+    psched__dealloc(m->g);
+    psched__dealloc(m->arg_len);
+    psched__dealloc(m->arg_k);
+    memset(m, 0, sizeof *m);
+}
+
+void psched__mult_copy(const psched__problem *pb, const psched__mult *from, psched__mult *to)
+{
+    size_t S = pb->stages, L = pb->layers;
+    memcpy(to->w, from->w, (3 * S + 1) * sizeof(double));
+    memcpy(to->mu, from->mu, pb->devices * sizeof(double));
+    memcpy(to->g, from->g, (S + 1) * (L + 1) * sizeof(double));
+    if (to->arg_len && from->arg_len) {
+        memcpy(to->arg_len, from->arg_len, (S + 1) * (L + 1) * sizeof(uint32_t));
+        memcpy(to->arg_k, from->arg_k, (S + 1) * (L + 1) * sizeof(int32_t));
+    }
+    to->constant = from->constant;
+    to->value = from->value;
+}
+
+double psched__mult_stage(const psched__problem *pb, const psched__mult *m, uint32_t s,
+                          uint32_t i, uint32_t len, double extra, double act)
+{
+    double f = pb->f_prefix[i + len] - pb->f_prefix[i];
+    double b = pb->b_prefix[i + len] - pb->b_prefix[i];
+    double w = psched__range_time(pb, i, len) - f - b;
+    double v = m->w[3 * s] * f + m->w[3 * s + 1] * (b + extra) + m->w[3 * s + 2] * w;
+    double mu = m->mu[pb->device_of[s]];
+    if (mu > 0)
+        v += mu * (psched__range_param(pb, i, len) + pb->inflight[s] * act) / pb->limit;
+    return v;
+}
+
+double psched__mult_value(const psched__problem *pb, const psched__mult *m,
+                          const psched__solution *sol)
+{
+    double v = m->constant;
+    for (uint32_t s = 0; s < pb->stages; s++) {
+        double extra = 0, act = 0;
+        for (uint32_t l = sol->first[s]; l < sol->first[s] + sol->count[s]; l++) {
+            const psched__variant *x = &psched__layer_group(pb, l)->variant[sol->choice[l]];
+            extra += x->extra;
+            act += x->act;
+        }
+        v += psched__mult_stage(pb, m, s, sol->first[s], sol->count[s], extra, act);
+    }
+    return v;
+}
+
+void psched__mult_dp(const psched__problem *pb, psched__mult *m)
+{
+    uint32_t S = pb->stages, L = pb->layers;
+    size_t W = (size_t)L + 1;
+    double *g = m->g;
+    for (uint32_t a = 0; a <= L; a++)
+        g[(size_t)S * W + a] = a == L ? 0 : INFINITY;
+    for (uint32_t s = S; s-- > 0;) {
+        for (uint32_t a = 0; a <= L; a++) {
+            double best = INFINITY;
+            uint32_t bl = 0;
+            int32_t bk = -1;
+            const psched__fronts *fr = &pb->table[a];
+            uint32_t lo, hi;
+            psched__length_bounds(pb, s, fr, &lo, &hi);
+            for (uint32_t len = lo; len <= hi; len++) {
+                double rest = g[(size_t)(s + 1) * W + a + len];
+                if (!(rest < INFINITY))
+                    continue;
+                uint32_t np;
+                const psched__point *pts = psched__front(fr, len, &np);
+                double param = psched__range_param(pb, a, len);
+                /* points go by extra time, rising: without a memory price
+                 * the first that fits is the cheapest */
+                bool first_only = !(m->mu[pb->device_of[s]] > 0) && m->w[3 * s + 1] >= 0;
+                for (uint32_t k = 0; k < np; k++) {
+                    if (!psched__fits(pb, param + pb->inflight[s] * pts[k].act))
+                        continue;
+                    double v = psched__mult_stage(pb, m, s, a, len, pts[k].extra, pts[k].act) +
+                               rest;
+                    if (v < best) {
+                        best = v;
+                        bl = len;
+                        bk = (int32_t)k;
+                    }
+                    if (first_only)
+                        break;
+                }
+            }
+            g[(size_t)s * W + a] = best;
+            if (m->arg_len) {
+                m->arg_len[(size_t)s * W + a] = bl;
+                m->arg_k[(size_t)s * W + a] = bk;
+            }
+        }
+    }
+    m->value = m->constant + g[0];
+}
+
+bool psched__mult_argmin(const psched__problem *pb, const psched__mult *m,
+                         psched__solution *sol)
+{
+    size_t W = (size_t)pb->layers + 1;
+    uint32_t a = 0;
+    if (!m->arg_len || !(m->g[0] < INFINITY))
+        return false;
+    for (uint32_t s = 0; s < pb->stages; s++) {
+        uint32_t len = m->arg_len[(size_t)s * W + a];
+        int32_t k = m->arg_k[(size_t)s * W + a];
+        sol->first[s] = a;
+        sol->count[s] = len;
+        psched__fill_choices(&pb->table[a], len, k, sol->choice);
+        a += len;
+    }
+    sol->found = true;
+    return true;
+}
+
+/* Combined weights of λ over the pool and μ: w = Σ λ_P coef_P; the
+ * constant Σ λ_P K_P − Σ μ_d. */
+static void combine(const psched__paths *pp, const double *lambda, const double *mu,
+                    psched__mult *m)
+{
+    for (size_t k = 0; k < pp->stride; k++)
+        m->w[k] = 0;
+    for (size_t i = 0; i < pp->n; i++) {
+        if (lambda[i] <= 0)
+            continue;
+        const double *c = pp->coef + i * pp->stride;
+        for (size_t k = 0; k < pp->stride; k++)
+            m->w[k] += lambda[i] * c[k];
+    }
+    m->constant = m->w[3 * (size_t)pp->S];
+    for (uint32_t d = 0; d < pp->D; d++) {
+        m->mu[d] = pp->memory ? mu[d] : 0;
+        m->constant -= m->mu[d];
+    }
+}
+
+#ifdef PSCHED_HAVE_GLPK
+
+#include <glpk.h>
+#include <setjmp.h>
+
+typedef struct lp_ctx {
+    jmp_buf jump;
+} lp_ctx;
+
+static void on_lp_error(void *info)
+{
+    lp_ctx *ctx = info;
+    longjmp(ctx->jump, 1);
+}
+
+/* max z s.t. z <= Σ λ_P L_P(x_j) + Σ μ_d m_d(x_j) per cut j, Σ λ = 1,
+ * λ >= 0, 0 <= μ_d <= mu_cap. */
+static psched_status master_run(const psched__paths *pp, double mu_cap, double *lambda,
+                                double *mu, double *z, double *xi)
+{
+    int n = (int)pp->n, D = pp->memory ? (int)pp->D : 0, ncol = n + D + 1;
+    glp_prob *lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MAX);
+    glp_add_cols(lp, ncol);
+    for (int k = 1; k <= n; k++)
+        glp_set_col_bnds(lp, k, GLP_LO, 0, 0);
+    for (int d = 1; d <= D; d++)
+        glp_set_col_bnds(lp, n + d, mu_cap > 0 ? GLP_DB : GLP_FX, 0, fmax(0, mu_cap));
+    glp_set_col_bnds(lp, ncol, GLP_FR, 0, 0);
+    glp_set_obj_coef(lp, ncol, 1);
+    int *idx = glp_alloc(ncol + 1, sizeof(int));
+    double *val = glp_alloc(ncol + 1, sizeof(double));
+    glp_add_rows(lp, (int)pp->nx + 1);
+    for (int k = 1; k <= n; k++) {
+        idx[k] = k;
+        val[k] = 1;
+    }
+    glp_set_row_bnds(lp, 1, GLP_FX, 1, 1);
+    glp_set_mat_row(lp, 1, n, idx, val);
+    for (size_t j = 0; j < pp->nx; j++) {
+        const double *x = pp->xv + j * pp->xstride;
+        int cnt = 0;
+        for (int k = 0; k < n; k++) {
+            idx[++cnt] = k + 1;
+            val[cnt] = -psched__paths_length(pp, (size_t)k, x);
+        }
+        for (int d = 0; d < D; d++) {
+            idx[++cnt] = n + d + 1;
+            val[cnt] = -x[3 * (size_t)pp->S + (size_t)d];
+        }
+        idx[++cnt] = ncol;
+        val[cnt] = 1;
+        glp_set_row_bnds(lp, (int)j + 2, GLP_UP, 0, 0);
+        glp_set_mat_row(lp, (int)j + 2, cnt, idx, val);
+    }
+    glp_free(idx);
+    glp_free(val);
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.presolve = GLP_OFF;
+    int rc = glp_simplex(lp, &parm);
+    psched_status st = PSCHED_OK;
+    if (rc != 0 || glp_get_status(lp) != GLP_OPT) {
+        st = psched_fail(PSCHED_ESOLVER, "GLPK's simplex did not solve the path bound's master "
+                                         "LP (code %d)", rc);
+    } else {
+        for (int k = 0; k < n; k++)
+            lambda[k] = fmax(0, glp_get_col_prim(lp, k + 1));
+        for (uint32_t d = 0; d < pp->D; d++)
+            mu[d] = d < (uint32_t)D ? fmax(0, glp_get_col_prim(lp, n + (int)d + 1)) : 0;
+        *z = glp_get_col_prim(lp, ncol);
+        double sum = 0;
+        for (size_t j = 0; xi && j < pp->nx; j++)
+            sum += xi[j] = fabs(glp_get_row_dual(lp, (int)j + 2));
+        for (size_t j = 0; xi && j < pp->nx; j++)
+            xi[j] = sum > 0 ? xi[j] / sum : 1.0 / (double)pp->nx;
+    }
+    glp_delete_prob(lp);
+    return st;
+}
+
+static psched_status master(const psched__paths *pp, double mu_cap, double *lambda, double *mu,
+                            double *z, double *xi)
+{
+    lp_ctx ctx;
+    if (setjmp(ctx.jump)) {
+        glp_error_hook(NULL, NULL);
+        glp_free_env();
+        return psched_fail(PSCHED_ESOLVER, "GLPK stopped with an internal error in the path "
+                                           "bound's master LP");
+    }
+    glp_error_hook(on_lp_error, &ctx);
+    glp_term_out(GLP_OFF);
+    psched_status st = master_run(pp, mu_cap, lambda, mu, z, xi);
+    glp_error_hook(NULL, NULL);
+    glp_free_env();
+    return st;
+}
+
+#endif
+
+psched_status psched__mult_choose(const psched__problem *pb, const psched__paths *pp,
+                                  double mu_cap, psched__mult *m, double *upper, double *xi)
+{
+    double *lambda = psched__calloc(pp->n + 1, sizeof(double));
+    double *mu = psched__calloc((size_t)pp->D + 1, sizeof(double));
+    psched_status st = lambda && mu ? PSCHED_OK : PSCHED_ENOMEM_FAIL();
+    *upper = INFINITY;
+#ifdef PSCHED_HAVE_GLPK
+    if (!st && pp->nx > 0)
+        st = master(pp, mu_cap, lambda, mu, upper, xi);
+    if (!st && pp->nx > 0) {
+        combine(pp, lambda, mu, m);
+        psched__mult_dp(pb, m);
+    }
+#else
+    (void)mu_cap;
+    for (size_t j = 0; xi && j < pp->nx; j++)
+        xi[j] = 1.0 / (double)pp->nx;
+#endif
+    if (!st && !(pp->nx > 0 && psched__have_glpk())) {
+        /* without the master LP: the best single path, no memory term */
+        double best = -INFINITY;
+        for (size_t i = 0; i < pp->n; i++) {
+            for (size_t k = 0; k < pp->n; k++)
+                lambda[k] = k == i;
+            combine(pp, lambda, mu, m);
+            psched__mult_dp(pb, m);
+            best = fmax(best, m->value);
+        }
+        for (size_t i = 0; i < pp->n; i++) {
+            for (size_t k = 0; k < pp->n; k++)
+                lambda[k] = k == i;
+            combine(pp, lambda, mu, m);
+            psched__mult_dp(pb, m);
+            if (m->value >= best)
+                break;
+        }
+    }
+    psched__dealloc(lambda);
+    psched__dealloc(mu);
+    return st;
+}
+
+void psched__mult_single(const psched__problem *pb, const psched__paths *pp, size_t path,
+                         psched__mult *m)
+{
+    const double *c = pp->coef + path * pp->stride;
+    memcpy(m->w, c, pp->stride * sizeof(double));
+    m->constant = c[3 * (size_t)pp->S];
+    for (uint32_t d = 0; d < pp->D; d++)
+        m->mu[d] = 0;
+    psched__mult_dp(pb, m);
+}

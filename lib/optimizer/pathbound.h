@@ -1,0 +1,103 @@
+/* The critical-path (Lagrangian) bound of the partition certificate
+ * (pathbound.c). Used by certify.c only. Not installed. */
+#ifndef PSCHED_PATHBOUND_H
+#define PSCHED_PATHBOUND_H
+
+#include "optimizer.h"
+
+/* A pool of paths of the schedule's DAG, each as per problem stage r the
+ * number of its F, B and W ops (coef[3r], coef[3r+1], coef[3r+2]) and its
+ * latencies (coef[3S]); and the cuts of the master LP: partitions as
+ * vectors x (per stage its F, B (with recompute) and W time, x[3r..3r+2];
+ * per device its memory over the limit less one, x[3S + d], 0 without a
+ * limit). */
+typedef struct psched__paths {
+    uint32_t S, D;
+    size_t stride, xstride;
+    size_t n, cap;
+    double *coef;
+    bool *critical; /* per path: a simulation's critical path (not only a device's) */
+    size_t nx, xcap;
+    double *xv;
+    bool memory; /* a finite memory limit: multipliers on it */
+} psched__paths;
+
+/* Multipliers and the DP they give: the weight of each stage's F, B, W
+ * time (w[3s..3s+2]), μ per device (of memory over the limit), the
+ * constant Σ λ K − Σ μ, and g[s·(L+1) + a]: the least weighted cost of
+ * stages s.. starting at layer a (INFINITY: none within the frontier
+ * table). value = constant + g[0]: a lower bound of every fitting
+ * partition's step time that uses only the table's ranges. arg_len and
+ * arg_k (NULL when not kept): the DP's choice per (s, a). */
+typedef struct psched__mult {
+    double *w, *mu, *g;
+    uint32_t *arg_len;
+    int32_t *arg_k;
+    double constant, value;
+} psched__mult;
+
+PSCHED_INTERNAL psched_status psched__paths_init(psched__paths *pp, const psched__problem *pb);
+PSCHED_INTERNAL void psched__paths_free(psched__paths *pp);
+
+/* Whether the path bound holds: the plain cost model and compute ops only
+ * (the caller also checks that the order does not depend on the costs). */
+PSCHED_INTERNAL bool psched__paths_applies(const psched_plan *plan, const psched_schedule *sched);
+
+/* The critical path of a simulated schedule into the pool, and with
+ * every_device the longest path into each device's last op; *added false
+ * when the pool held them all already. */
+PSCHED_INTERNAL psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb,
+                                                    const psched_schedule *sched,
+                                                    const psched_report *rep, bool every_device,
+                                                    bool *added);
+
+/* x of a solution (3S + D doubles). */
+PSCHED_INTERNAL void psched__paths_vector(const psched__problem *pb, const psched__solution *sol,
+                                          double *x);
+PSCHED_INTERNAL psched_status psched__paths_add_cut(psched__paths *pp, const double *x);
+PSCHED_INTERNAL double psched__paths_length(const psched__paths *pp, size_t path, const double *x);
+/* The longest path of the pool at x (0 for an empty pool). */
+PSCHED_INTERNAL double psched__paths_max(const psched__paths *pp, const double *x);
+
+/* argmin: keep the DP's choices for psched__mult_argmin() (the node
+ * bounds' sets need only g). */
+PSCHED_INTERNAL psched_status psched__mult_init(psched__mult *m, const psched__problem *pb,
+                                                bool argmin);
+PSCHED_INTERNAL void psched__mult_free(psched__mult *m);
+PSCHED_INTERNAL void psched__mult_copy(const psched__problem *pb, const psched__mult *from,
+                                       psched__mult *to);
+
+/* Weighted cost of stage s holding [i, i + len) with recompute time
+ * `extra` and activation bytes `act` per micro-batch. */
+PSCHED_INTERNAL double psched__mult_stage(const psched__problem *pb, const psched__mult *m,
+                                          uint32_t s, uint32_t i, uint32_t len, double extra,
+                                          double act);
+
+/* The weighted cost of a complete solution (from its choices): at most
+ * its simulated step time when it fits (the soundness the tests check). */
+PSCHED_INTERNAL double psched__mult_value(const psched__problem *pb, const psched__mult *m,
+                                          const psched__solution *sol);
+
+/* The DP over pb->table (each range alone must fit the memory limit). */
+PSCHED_INTERNAL void psched__mult_dp(const psched__problem *pb, psched__mult *m);
+
+/* The DP's minimiser into sol (false when there is none). */
+PSCHED_INTERNAL bool psched__mult_argmin(const psched__problem *pb, const psched__mult *m,
+                                         psched__solution *sol);
+
+/* Choose λ over the pool and μ in [0, mu_cap] by the master LP over the
+ * cuts (GLPK), run the DP for them into m; *upper gets the LP's value (an
+ * upper bound of every choice's DP value over the cuts so far, INFINITY
+ * without GLPK, where m gets the best single path's DP); xi (NULL, or nx
+ * entries) the cuts' weights in the LP's dual: the mix of partitions whose
+ * averaged costs price new paths. */
+PSCHED_INTERNAL psched_status psched__mult_choose(const psched__problem *pb,
+                                                  const psched__paths *pp, double mu_cap,
+                                                  psched__mult *m, double *upper,
+                                                  double *xi);
+
+/* The DP of one path of the pool alone (λ = 1 on it, μ = 0) into m. */
+PSCHED_INTERNAL void psched__mult_single(const psched__problem *pb, const psched__paths *pp,
+                                         size_t path, psched__mult *m);
+
+#endif
