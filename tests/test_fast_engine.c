@@ -6,6 +6,7 @@
  * figures as their definitions say (DESIGN §3: busy time with a pair's
  * time once, peak of the running memory sum in list order, latest end). */
 #include "internal.h"
+#include "testsched.h"
 #include "testutil.h"
 
 #include <stdint.h>
@@ -16,14 +17,6 @@ static const char *const generators[] = {
 };
 
 static uint64_t rng = 0x9e3779b97f4a7c15u;
-
-static uint32_t next(uint32_t n)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return n ? (uint32_t)(rng % n) : 0;
-}
 
 /* Costs: unit (setting 0) or uneven per stage with t_comm and memory. */
 static psched_plan *make_plan(uint32_t p, uint32_t m, uint32_t v, int setting)
@@ -120,9 +113,9 @@ static void mutate(psched_schedule *s)
 {
     size_t n = s->offset[s->devices];
     uint32_t S = s->plan->devices * s->plan->chunks, mbs = psched__plan_chain_mbs(s->plan);
-    size_t i = next((uint32_t)n), j = next((uint32_t)n);
+    size_t i = ts_rand(&rng, (uint32_t)n), j = ts_rand(&rng, (uint32_t)n);
     psched_op *o = &s->ops[i], t;
-    switch (next(7)) {
+    switch (ts_rand(&rng, 7)) {
     case 0: /* swap with a neighbour on the list */
         if (i + 1 < n) {
             t = s->ops[i];
@@ -136,13 +129,13 @@ static void mutate(psched_schedule *s)
         s->ops[j] = t;
         break;
     case 2:
-        o->stage = next(S + 1);
+        o->stage = ts_rand(&rng, S + 1);
         break;
     case 3:
-        o->microbatch = next(mbs + 1);
+        o->microbatch = ts_rand(&rng, mbs + 1);
         break;
     case 4:
-        o->kind = (uint8_t)next(4);
+        o->kind = (uint8_t)ts_rand(&rng, 4);
         break;
     case 5:
         *o = s->ops[j];
@@ -175,7 +168,7 @@ static void test_generators_and_mutants(void)
                         memcpy(keep, s->ops, n * sizeof *keep);
                         for (int k = 0; k < 12; k++) {
                             memcpy(s->ops, keep, n * sizeof *keep);
-                            int times = 1 + (int)next(3);
+                            int times = 1 + (int)ts_rand(&rng, 3);
                             for (int t = 0; t < times; t++)
                                 mutate(s);
                             bool ok = psched__execute_general(s, NULL, NULL, NULL) == PSCHED_OK;

@@ -3,6 +3,7 @@
  * mode for every generator over a grid of small shapes and several cost
  * settings, and the fast path really taken where it should be. */
 #include "execute.h"
+#include "testsched.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -210,29 +211,7 @@ static void test_fast_path_declines_what_it_does_not_do(void)
 
 /* ---- the fast path of psched_validate() for lowered schedules ---- */
 
-static psched_schedule *copy_of(const psched_schedule *s)
-{
-    psched_schedule *c = calloc(1, sizeof *c);
-    size_t total = s->offset[s->devices];
-    *c = *s;
-    c->plan = NULL;
-    c->offset = malloc((s->devices + 1) * sizeof *c->offset);
-    c->ops = malloc((total + 1) * sizeof *c->ops);
-    memcpy(c->offset, s->offset, (s->devices + 1) * sizeof *c->offset);
-    memcpy(c->ops, s->ops, total * sizeof *c->ops);
-    CHECK_OK(psched_plan_clone(s->plan, &c->plan));
-    return c;
-}
-
 static uint64_t rng = 88172645463325252u;
-
-static uint32_t next_rand(uint32_t n)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng % n);
-}
 
 /* One small change of a lowered schedule: swap two neighbours, move an op
  * a few places, flip a flag, change a micro-batch or stage, or duplicate
@@ -242,16 +221,16 @@ static void mutate(psched_schedule *s)
     size_t total = s->offset[s->devices];
     if (total < 2)
         return;
-    size_t g = next_rand((uint32_t)(total - 1));
+    size_t g = ts_rand(&rng, (uint32_t)(total - 1));
     psched_op *o = &s->ops[g], t;
-    switch (next_rand(7)) {
+    switch (ts_rand(&rng, 7)) {
     case 0:
         t = o[0];
         o[0] = o[1];
         o[1] = t;
         break;
     case 1: {
-        size_t to = g + 1 + next_rand(4);
+        size_t to = g + 1 + ts_rand(&rng, 4);
         if (to >= total)
             to = total - 1;
         t = s->ops[g];
@@ -269,7 +248,7 @@ static void mutate(psched_schedule *s)
         o->microbatch ^= 1;
         break;
     case 5:
-        o->stage += next_rand(2) ? 1 : (uint32_t)-1;
+        o->stage += ts_rand(&rng, 2) ? 1 : (uint32_t)-1;
         break;
     default:
         o[1] = o[0];
@@ -290,8 +269,8 @@ static void check_rendezvous(const psched_schedule *l)
         CHECK(fast);
     rv_fast += fast;
     for (int i = 0; i < 40; i++) {
-        psched_schedule *m = copy_of(l);
-        for (uint32_t k = next_rand(3); k < 3; k++)
+        psched_schedule *m = ts_copy(l);
+        for (uint32_t k = ts_rand(&rng, 3); k < 3; k++)
             mutate(m);
         fast = psched__rendezvous_fast_check(m);
         general = psched__execute_rendezvous(m, NULL, NULL, NULL);

@@ -8,6 +8,7 @@
  * devices run last-woken first. Every case compares with the engine: the
  * fast path may decline a valid schedule, never accept an invalid one. */
 #include "execute.h"
+#include "testsched.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -215,29 +216,7 @@ static void test_long_channel_queues_are_left_to_the_engine(void)
 
 /* ---- mutants of generated, lowered schedules ---- */
 
-static psched_schedule *copy_of(const psched_schedule *s)
-{
-    psched_schedule *c = calloc(1, sizeof *c);
-    size_t total = s->offset[s->devices];
-    *c = *s;
-    c->plan = NULL;
-    c->offset = malloc((s->devices + 1) * sizeof *c->offset);
-    c->ops = malloc((total + 1) * sizeof *c->ops);
-    memcpy(c->offset, s->offset, (s->devices + 1) * sizeof *c->offset);
-    memcpy(c->ops, s->ops, total * sizeof *c->ops);
-    CHECK_OK(psched_plan_clone(s->plan, &c->plan));
-    return c;
-}
-
 static uint64_t rng = 0x9e3779b97f4a7c15u;
-
-static uint32_t next_rand(uint32_t n)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng % n);
-}
 
 /* Changes test_lower_fast.c's mutants do not make: another comm kind, a
  * copy of another op of the same device, another chunk's stage, a long
@@ -245,22 +224,22 @@ static uint32_t next_rand(uint32_t n)
  * swapped at a distance. */
 static void mutate(psched_schedule *s)
 {
-    uint32_t d = next_rand(s->devices);
+    uint32_t d = ts_rand(&rng, s->devices);
     size_t first = s->offset[d], n = s->offset[d + 1] - first;
     if (n < 2)
         return;
     psched_op *o = &s->ops[first], t;
-    size_t i = next_rand((uint32_t)n), j = next_rand((uint32_t)n);
-    switch (next_rand(6)) {
+    size_t i = ts_rand(&rng, (uint32_t)n), j = ts_rand(&rng, (uint32_t)n);
+    switch (ts_rand(&rng, 6)) {
     case 0:
         if (o[i].kind >= PSCHED_OP_SEND_F && o[i].kind <= PSCHED_OP_RECV_B)
-            o[i].kind = (uint8_t)(PSCHED_OP_SEND_F + next_rand(4));
+            o[i].kind = (uint8_t)(PSCHED_OP_SEND_F + ts_rand(&rng, 4));
         break;
     case 1:
         o[i] = o[j];
         break;
     case 2:
-        o[i].stage += s->devices * (next_rand(2) ? 1 : (uint32_t)-1);
+        o[i].stage += s->devices * (ts_rand(&rng, 2) ? 1 : (uint32_t)-1);
         break;
     case 3: {
         t = o[i];
@@ -313,8 +292,8 @@ static void test_mutants_are_never_accepted_when_the_engine_refuses(void)
                         pairs |= (l->ops[g].flags & PSCHED_OP_OVERLAP_NEXT) != 0;
                     with_pairs += pairs && fast;
                     for (int k = 0; k < 60; k++) {
-                        psched_schedule *m = copy_of(l);
-                        for (uint32_t x = next_rand(3); x < 3; x++)
+                        psched_schedule *m = ts_copy(l);
+                        for (uint32_t x = ts_rand(&rng, 3); x < 3; x++)
                             mutate(m);
                         bool mf = fast_agrees(m, &general);
                         if (mf && general != PSCHED_OK)

@@ -5,6 +5,7 @@
  * (lib/core/builder.c's compact mode, lib/core/compact.c's check) agrees
  * with the fast engine on generated schedules and corrupted copies. */
 #include "internal.h"
+#include "testsched.h"
 #include "testutil.h"
 
 #include <stdint.h>
@@ -53,14 +54,6 @@ static void sink_reset(sink *k)
 }
 
 static uint64_t rng = 0x2545f4914f6cdd1du;
-
-static uint32_t next(uint32_t n)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return n ? (uint32_t)(rng % n) : 0;
-}
 
 static psched_plan *make_plan(uint32_t p, uint32_t m, uint32_t v)
 {
@@ -230,9 +223,9 @@ static void mutate(psched_schedule *s)
 {
     size_t n = s->offset[s->devices];
     uint32_t mbs = psched__plan_chain_mbs(s->plan);
-    size_t i = next((uint32_t)n), j = next((uint32_t)n);
+    size_t i = ts_rand(&rng, (uint32_t)n), j = ts_rand(&rng, (uint32_t)n);
     psched_op *o = &s->ops[i], t;
-    switch (next(6)) {
+    switch (ts_rand(&rng, 6)) {
     case 0:
         if (i + 1 < n) {
             t = s->ops[i];
@@ -246,10 +239,10 @@ static void mutate(psched_schedule *s)
         s->ops[j] = t;
         break;
     case 2:
-        o->microbatch = next(mbs);
+        o->microbatch = ts_rand(&rng, mbs);
         break;
     case 3:
-        o->kind = (uint8_t)next(4);
+        o->kind = (uint8_t)ts_rand(&rng, 4);
         break;
     case 4:
         *o = s->ops[j];
@@ -306,7 +299,7 @@ static void test_compact_check_agrees_on_mutants(void)
                     memcpy(keep, s->ops, n * sizeof *keep);
                     for (int k = 0; k < 12; k++) {
                         memcpy(s->ops, keep, n * sizeof *keep);
-                        for (int t = 1 + (int)next(3); t > 0; t--)
+                        for (int t = 1 + (int)ts_rand(&rng, 3); t > 0; t--)
                             mutate(s);
                         psched_compact *cs = compact_of(s);
                         if (!cs)

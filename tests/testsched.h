@@ -95,4 +95,33 @@ static inline psched_schedule *ts_import(const psched_plan *plan, const char *te
     return s;
 }
 
+/* xorshift64: a test's reproducible stream of choices in [0, n) (0 when
+ * n is 0); each test seeds its own state. */
+static inline uint32_t ts_rand(uint64_t *state, uint32_t n)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return n ? (uint32_t)(*state % n) : 0;
+}
+
+/* A copy of s that a test may corrupt op by op (made without the builder,
+ * which would refuse the corruptions); psched_schedule_destroy() frees it. */
+static inline psched_schedule *ts_copy(const psched_schedule *s)
+{
+    psched_schedule *c = calloc(1, sizeof *c);
+    size_t total = s->offset[s->devices];
+    if (!c)
+        abort();
+    *c = *s;
+    c->plan = NULL;
+    c->offset = malloc((s->devices + 1) * sizeof *c->offset);
+    c->ops = malloc((total + 1) * sizeof *c->ops);
+    if (!c->offset || !c->ops || psched_plan_clone(s->plan, &c->plan))
+        abort();
+    memcpy(c->offset, s->offset, (s->devices + 1) * sizeof *c->offset);
+    memcpy(c->ops, s->ops, total * sizeof *c->ops);
+    return c;
+}
+
 #endif
