@@ -789,8 +789,12 @@ static bool run_certify(certify *c)
     psched_status st = psched__solution_init(&x, pb->stages, pb->layers);
     bool proven = false, *use = NULL;
     size_t first_new = c->paths.n;
+    /* at most three fifths of the time left: the search needs the rest
+     * when the MILP does not close */
+    double until = psched__now() + 0.6 * fmax(0, pb->deadline - psched__now());
     for (int round = 0; !st && round < RUN_ROUNDS && c->use_paths; round++) {
-        if (c->ops > c->budget || psched__expired(pb))
+        /* time only: a round simulates one partition, GLPK takes the time */
+        if (psched__now() > until)
             break;
         double z = 0;
         bool solved = false;
@@ -807,8 +811,8 @@ static bool run_certify(certify *c)
         for (size_t i = 0; i < c->paths.n; i++)
             use[i] = i >= first_new || c->paths.critical[i];
         bool none = false;
-        st = psched__run_milp(pb, &c->paths, &run, use, c->best * (1 - RUN_TOL), &x, &z,
-                              &solved, &none);
+        st = psched__run_milp(pb, &c->paths, &run, use, c->best * (1 - RUN_TOL), until, &x,
+                              &z, &solved, &none);
         if (!st && none) {
             proven = true;
             break;

@@ -629,7 +629,7 @@ static double layer_coef(const psched__problem *pb, const psched__paths *pp, siz
 
 static psched_status run_milp_solve(const psched__problem *pb, const psched__paths *pp,
                                     const psched__run *run, const bool *use, double below,
-                                    psched__solution *sol, double *z, bool *solved, bool *none)
+                                    double until, psched__solution *sol, double *z, bool *solved, bool *none)
 {
     uint32_t S = pb->stages, L = pb->layers, D = pb->devices;
     uint8_t rv[PSCHED__RECOMPUTE_KINDS], hv[PSCHED__RECOMPUTE_KINDS], tv[PSCHED__RECOMPUTE_KINDS];
@@ -746,7 +746,7 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
     io.mip_gap = 0;
     io.gmi_cuts = GLP_ON;
     io.mir_cuts = GLP_ON;
-    io.tm_lim = (int)fmin(fmax(1, (pb->deadline - psched__now()) * 1000.0), 2e9);
+    io.tm_lim = (int)fmin(fmax(1, (until - psched__now()) * 1000.0), 2e9);
     int rc = glp_intopt(lp, &io);
     *solved = rc == 0 && glp_mip_status(lp) == GLP_OPT;
     *none = (rc == 0 && glp_mip_status(lp) == GLP_NOFEAS) || rc == GLP_ENOPFS;
@@ -787,7 +787,8 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
 
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
                                const psched__run *run, const bool *use, double below,
-                               psched__solution *sol, double *z, bool *solved, bool *none)
+                               double until, psched__solution *sol, double *z, bool *solved,
+                               bool *none)
 {
     *solved = *none = false;
     lp_ctx ctx;
@@ -799,7 +800,7 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
     }
     glp_error_hook(on_lp_error, &ctx);
     glp_term_out(GLP_OFF);
-    psched_status st = run_milp_solve(pb, pp, run, use, below, sol, z, solved, none);
+    psched_status st = run_milp_solve(pb, pp, run, use, below, until, sol, z, solved, none);
     glp_error_hook(NULL, NULL);
     glp_free_env();
     return st;
@@ -809,9 +810,10 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
 
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
                                const psched__run *run, const bool *use, double below,
-                               psched__solution *sol, double *z, bool *solved, bool *none)
+                               double until, psched__solution *sol, double *z, bool *solved,
+                               bool *none)
 {
-    (void)pb, (void)pp, (void)run, (void)use, (void)below, (void)sol, (void)z;
+    (void)pb, (void)pp, (void)run, (void)use, (void)below, (void)until, (void)sol, (void)z;
     *solved = *none = false;
     return PSCHED_OK;
 }

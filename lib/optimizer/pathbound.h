@@ -123,13 +123,14 @@ PSCHED_INTERNAL bool psched__run_shape(const psched__problem *pb, psched__run *r
  * times below `below` only (z < below; each device's own work, m x its
  * layers' time, below it too), into sol (its minimiser) and *z (GLPK's optimum,
  * a lower bound within its tolerances); *solved false when GLPK did not
- * prove an optimum by the deadline (or is absent); *none when GLPK proved
+ * prove an optimum by `until` (a psched__now() value) (or is absent); *none when GLPK proved
  * that no partition is below `below` over those paths. */
 PSCHED_INTERNAL psched_status psched__run_milp(const psched__problem *pb,
                                                const psched__paths *pp,
                                                const psched__run *run, const bool *use,
-                                               double below, psched__solution *sol, double *z,
-                                               bool *solved, bool *none);
+                                               double below, double until,
+                                               psched__solution *sol, double *z, bool *solved,
+                                               bool *none);
 
 /* Test hook: partitions the run MILP proved optimal on this thread (since
  * psched__certify_test_hooks()). */
