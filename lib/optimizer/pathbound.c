@@ -629,7 +629,8 @@ static double layer_coef(const psched__problem *pb, const psched__paths *pp, siz
 
 static psched_status run_milp_solve(const psched__problem *pb, const psched__paths *pp,
                                     const psched__run *run, const bool *use, double below,
-                                    double until, psched__solution *sol, double *z, bool *solved, bool *none)
+                                    double until, psched__solution *sol, double *z,
+                                    bool *solved, bool *none)
 {
     uint32_t S = pb->stages, L = pb->layers, D = pb->devices;
     uint8_t rv[PSCHED__RECOMPUTE_KINDS], hv[PSCHED__RECOMPUTE_KINDS], tv[PSCHED__RECOMPUTE_KINDS];
