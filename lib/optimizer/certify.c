@@ -84,6 +84,12 @@ static _Thread_local size_t test_node_cap;
 static _Thread_local bool test_check;
 static _Thread_local double test_worst = -INFINITY;
 static _Thread_local size_t test_checks;
+static _Thread_local size_t test_run_proofs;
+
+size_t psched__certify_test_run_proofs(void)
+{
+    return test_run_proofs;
+}
 
 void psched__certify_test_hooks(size_t node_cap, bool check)
 {
@@ -91,6 +97,7 @@ void psched__certify_test_hooks(size_t node_cap, bool check)
     test_check = check;
     test_worst = -INFINITY;
     test_checks = 0;
+    test_run_proofs = 0;
 }
 
 double psched__certify_test_worst(size_t *checks)
@@ -755,6 +762,100 @@ static psched_status path_library(certify *c)
     return st;
 }
 
+/* The run MILP's rounds (pathbound.h): at most this many, each adding
+ * the critical path of the MILP's minimiser to the pool. */
+#define RUN_ROUNDS 400
+/* GLPK's tolerances: the MILP's optimum proves the best optimal when it
+ * is within this fraction of it (feasibility and optimality tolerances
+ * are 10^-7 relative). */
+#define RUN_TOL 1e-7
+
+/* Lazy path generation over the run MILP: solve it over the pool, simulate
+ * its minimiser (a new incumbent when it fits and is faster), add the
+ * minimiser's critical path (its step time exceeds every path of the
+ * pool at it, unless the MILP's value is reached), and repeat. Every
+ * round's optimum is a lower bound of every fitting partition's step time
+ * (the pool's paths are paths of every partition: the reference order is
+ * checked on each simulation); the best is proven optimal when the
+ * optimum reaches it. The paths only grow, so the optimum never falls. */
+static bool run_certify(certify *c)
+{
+    psched__problem *pb = c->pb;
+    psched__run run;
+    if (!c->use_paths || !psched__have_glpk() || !psched__run_shape(pb, &run))
+        return false;
+    psched__solution x;
+    memset(&x, 0, sizeof x);
+    psched_status st = psched__solution_init(&x, pb->stages, pb->layers);
+    bool proven = false, *use = NULL;
+    size_t first_new = c->paths.n;
+    /* at most three fifths of the time left: the search needs the rest
+     * when the MILP does not close */
+    double until = psched__now() + 0.6 * fmax(0, pb->deadline - psched__now());
+    for (int round = 0; !st && round < RUN_ROUNDS && c->use_paths; round++) {
+        /* time only: a round simulates one partition, GLPK takes the time */
+        if (psched__now() > until)
+            break;
+        double z = 0;
+        bool solved = false;
+        size_t before = c->paths.n;
+        /* the rows: the critical paths and every path the rounds add (any
+         * subset of the pool gives a lower bound; fewer rows keep GLPK's
+         * tree smaller) */
+        bool *t = psched__reallocarray(use, c->paths.n + 1, sizeof *t);
+        if (!t) {
+            st = PSCHED_ENOMEM_FAIL();
+            break;
+        }
+        use = t;
+        for (size_t i = 0; i < c->paths.n; i++)
+            use[i] = i >= first_new || c->paths.critical[i];
+        bool none = false;
+        st = psched__run_milp(pb, &c->paths, &run, use, c->best * (1 - RUN_TOL), until, &x,
+                              &z, &solved, &none);
+        if (!st && none) {
+            proven = true;
+            break;
+        }
+        if (st || !solved)
+            break;
+        /* the optimum at the rounded minimiser, from the pool itself */
+        psched__paths_vector(pb, &x, c->xbuf);
+        z = fmin(z, psched__paths_max(&c->paths, c->xbuf));
+        c->path_lb = fmax(c->path_lb, z);
+        if (z >= c->best * (1 - RUN_TOL)) {
+            proven = true;
+            break;
+        }
+        double mk;
+        st = simulate_solution(c, &x, &mk, NULL);
+        if (st || !c->use_paths)
+            break;
+        bool fits = true;
+        for (uint32_t d = 0; d < pb->devices; d++)
+            fits = fits && c->xbuf[3 * (size_t)pb->stages + d] <= 1e-12;
+        if (!fits)
+            break; /* GLPK's tolerance let a partition over the limit in */
+        if (mk < c->best) {
+            c->best = mk;
+            psched__solution_copy(pb, &x, &c->best_sol);
+        }
+        if (z >= c->best * (1 - RUN_TOL)) {
+            proven = true;
+            break;
+        }
+        if (c->paths.n == before)
+            break; /* no new path (rounding): no progress */
+    }
+    if (st && !c->st)
+        c->st = st;
+    psched__solution_free(&x);
+    psched__dealloc(use);
+    if (proven && c->use_paths)
+        test_run_proofs++;
+    return proven && c->use_paths;
+}
+
 /* A bound every partition's step time respects (for the gap when the
  * search stops early): the shared work and one micro-batch's path. */
 static double common_bound(const psched__problem *pb)
@@ -834,7 +935,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         consider(&c, candidates[k]);
         st = c.st;
     }
-    bool fixed = false;
+    bool fixed = false, run_proven = false;
     if (!st && c.best_sol.found)
         st = order_is_fixed(&c, &c.best_sol, &fixed);
     /* The solvers' frontiers stop at a bound of the estimate; the step
@@ -874,10 +975,13 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
             path_root(&c, candidates, count);
             st = c.st;
         }
-        if (!st && c.have_mult)
+        if (!st && c.use_paths)
+            run_proven = run_certify(&c);
+        st = st ? st : c.st;
+        if (!st && c.have_mult && !run_proven)
             st = path_library(&c);
     }
-    if (!st && c.best_sol.found && !c.stopped) {
+    if (!st && c.best_sol.found && !c.stopped && !run_proven) {
         c.stopped = false;
         c.searching = true;
         search(&c, 0, 0, 0);
@@ -887,7 +991,9 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         psched__solution_copy(pb, &c.best_sol, sol);
         out->makespan = c.best;
         fixed = fixed && !c.order_changed;
-        out->proven = fixed && !c.stopped && !pb->truncated && !psched__expired(pb);
+        /* the run MILP covers every partition, the table's or not */
+        out->proven = fixed && !c.stopped &&
+                      (run_proven || (!pb->truncated && !psched__expired(pb)));
         double lb = common_bound(pb);
         if (fixed && c.path_lb > 0)
             lb = fmax(lb, c.path_lb);

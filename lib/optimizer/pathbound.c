@@ -578,3 +578,245 @@ void psched__mult_single(const psched__problem *pb, const psched__paths *pp, siz
         m->mu[d] = 0;
     psched__mult_dp(pb, m);
 }
+
+/* ---- the run MILP ---- */
+
+bool psched__run_shape(const psched__problem *pb, psched__run *run)
+{
+    uint32_t L = pb->layers, S = pb->stages;
+    memset(run, 0, sizeof *run);
+    if (pb->allow_empty || S < 2 || L < 3)
+        return false;
+    uint32_t g = pb->group_of[1];
+    for (uint32_t l = 2; l + 1 < L; l++)
+        if (pb->group_of[l] != g)
+            return false;
+    run->head = pb->group_of[0] != g;
+    run->tail = pb->group_of[L - 1] != g;
+    run->first = run->head ? 1 : 0;
+    run->count = L - (uint32_t)run->head - (uint32_t)run->tail;
+    return true;
+}
+
+#ifdef PSCHED_HAVE_GLPK
+
+/* The present variants of layer l's group (indices into variant[]). */
+static uint32_t variants_of(const psched__problem *pb, uint32_t l, uint8_t *out)
+{
+    const psched__group *gr = psched__layer_group(pb, l);
+    uint32_t n = 0;
+    for (uint8_t v = 0; v < PSCHED__RECOMPUTE_KINDS; v++)
+        if (gr->variant[v].present)
+            out[n++] = v;
+    return n;
+}
+
+/* Path P's (or, path = SIZE_MAX, the memory's) coefficient of one layer l
+ * with variant v on range s. */
+static double layer_coef(const psched__problem *pb, const psched__paths *pp, size_t path,
+                         uint32_t s, uint32_t l, uint8_t v)
+{
+    const psched__variant *x = &psched__layer_group(pb, l)->variant[v];
+    if (path == SIZE_MAX)
+        return (psched__range_param(pb, l, 1) + pb->inflight[s] * x->act) / pb->limit;
+    const double *c = pp->coef + path * pp->stride;
+    double f = pb->f_prefix[l + 1] - pb->f_prefix[l];
+    double b = pb->b_prefix[l + 1] - pb->b_prefix[l];
+    double w = psched__range_time(pb, l, 1) - f - b;
+    return c[3 * (size_t)s] * f + c[3 * (size_t)s + 1] * (b + x->extra) +
+           c[3 * (size_t)s + 2] * w;
+}
+
+static psched_status run_milp_solve(const psched__problem *pb, const psched__paths *pp,
+                                    const psched__run *run, const bool *use, double below,
+                                    double until, psched__solution *sol, double *z,
+                                    bool *solved, bool *none)
+{
+    uint32_t S = pb->stages, L = pb->layers, D = pb->devices;
+    uint8_t rv[PSCHED__RECOMPUTE_KINDS], hv[PSCHED__RECOMPUTE_KINDS], tv[PSCHED__RECOMPUTE_KINDS];
+    uint32_t r = run->first, nv = variants_of(pb, r, rv);
+    uint32_t nh = run->head ? variants_of(pb, 0, hv) : 0;
+    uint32_t nt = run->tail ? variants_of(pb, L - 1, tv) : 0;
+    /* columns: k[s][q] (1 + s·nv + q), the head's and tail's choices, z */
+    int hcol = (int)(S * nv) + 1, tcol = hcol + (int)nh, zcol = tcol + (int)nt;
+    glp_prob *lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    glp_add_cols(lp, zcol);
+    for (int j = 1; j < zcol; j++) {
+        glp_set_col_kind(lp, j, GLP_IV);
+        glp_set_col_bnds(lp, j, GLP_DB, 0, j < hcol ? run->count : 1);
+    }
+    glp_set_col_bnds(lp, zcol, isfinite(below) ? GLP_DB : GLP_LO, 0, below);
+    glp_set_obj_coef(lp, zcol, 1);
+    int *idx = glp_alloc(zcol + 1, sizeof(int));
+    double *val = glp_alloc(zcol + 1, sizeof(double));
+    int row = 0, cnt;
+    /* every run layer goes to one stage */
+    cnt = 0;
+    for (int j = 1; j < hcol; j++)
+        idx[++cnt] = j, val[cnt] = 1;
+    row = glp_add_rows(lp, 1);
+    glp_set_row_bnds(lp, row, GLP_FX, run->count, run->count);
+    glp_set_mat_row(lp, row, cnt, idx, val);
+    /* no stage empty (the head and tail fill stage 0 and S-1) */
+    for (uint32_t s = 0; s < S; s++) {
+        if ((s == 0 && run->head) || (s == S - 1 && run->tail))
+            continue;
+        cnt = 0;
+        for (uint32_t q = 0; q < nv; q++)
+            idx[++cnt] = (int)(s * nv + q) + 1, val[cnt] = 1;
+        row = glp_add_rows(lp, 1);
+        glp_set_row_bnds(lp, row, GLP_LO, 1, 0);
+        glp_set_mat_row(lp, row, cnt, idx, val);
+    }
+    /* one variant each for the head and the tail */
+    for (int part = 0; part < 2; part++) {
+        uint32_t n = part ? nt : nh;
+        int c0 = part ? tcol : hcol;
+        if (!n)
+            continue;
+        cnt = 0;
+        for (uint32_t q = 0; q < n; q++)
+            idx[++cnt] = c0 + (int)q, val[cnt] = 1;
+        row = glp_add_rows(lp, 1);
+        glp_set_row_bnds(lp, row, GLP_FX, 1, 1);
+        glp_set_mat_row(lp, row, cnt, idx, val);
+    }
+    /* rows of one path (path < pp->n: z − Σ coef·k ≥ K) or of device d's
+     * memory over the limit (Σ mem/limit ≤ 1) */
+    size_t nrows = pp->n + (isfinite(pb->limit) ? D : 0);
+    for (size_t t = 0; t < nrows; t++) {
+        bool mem = t >= pp->n;
+        size_t path = mem ? SIZE_MAX : t;
+        uint32_t d = mem ? (uint32_t)(t - pp->n) : 0;
+        if (!mem && use && !use[t])
+            continue;
+        cnt = 0;
+        for (uint32_t s = 0; s < S; s++) {
+            if (mem && pb->device_of[s] != d)
+                continue;
+            for (uint32_t q = 0; q < nv; q++)
+                idx[++cnt] = (int)(s * nv + q) + 1,
+                val[cnt] = -layer_coef(pb, pp, path, s, r, rv[q]);
+        }
+        double rhs = mem ? -(1 + 1e-12) : pp->coef[t * pp->stride + 3 * (size_t)S];
+        if (nh && (!mem || pb->device_of[0] == d))
+            for (uint32_t q = 0; q < nh; q++)
+                idx[++cnt] = hcol + (int)q, val[cnt] = -layer_coef(pb, pp, path, 0, 0, hv[q]);
+        if (nt && (!mem || pb->device_of[S - 1] == d))
+            for (uint32_t q = 0; q < nt; q++)
+                idx[++cnt] = tcol + (int)q,
+                val[cnt] = -layer_coef(pb, pp, path, S - 1, L - 1, tv[q]);
+        if (!mem)
+            idx[++cnt] = zcol, val[cnt] = 1;
+        row = glp_add_rows(lp, 1);
+        glp_set_row_bnds(lp, row, GLP_LO, rhs, 0);
+        glp_set_mat_row(lp, row, cnt, idx, val);
+    }
+    /* each device runs m x its layers' time (recompute included) alone */
+    for (uint32_t d = 0; isfinite(below) && d < D; d++) {
+        cnt = 0;
+        double rhs = below;
+        for (uint32_t s = 0; s < S; s++) {
+            if (pb->device_of[s] != d)
+                continue;
+            for (uint32_t q = 0; q < nv; q++)
+                idx[++cnt] = (int)(s * nv + q) + 1,
+                val[cnt] = pb->microbatches * (psched__range_time(pb, r, 1) +
+                                               psched__layer_group(pb, r)->variant[rv[q]].extra);
+            for (uint32_t q = 0; s == 0 && q < nh; q++)
+                idx[++cnt] = hcol + (int)q,
+                val[cnt] = pb->microbatches * (psched__range_time(pb, 0, 1) +
+                                               psched__layer_group(pb, 0)->variant[hv[q]].extra);
+            for (uint32_t q = 0; s == S - 1 && q < nt; q++)
+                idx[++cnt] = tcol + (int)q,
+                val[cnt] = pb->microbatches *
+                           (psched__range_time(pb, L - 1, 1) +
+                            psched__layer_group(pb, L - 1)->variant[tv[q]].extra);
+        }
+        row = glp_add_rows(lp, 1);
+        glp_set_row_bnds(lp, row, GLP_UP, 0, rhs);
+        glp_set_mat_row(lp, row, cnt, idx, val);
+    }
+    glp_free(idx);
+    glp_free(val);
+    glp_iocp io;
+    glp_init_iocp(&io);
+    io.msg_lev = GLP_MSG_OFF;
+    io.presolve = GLP_ON;
+    io.mip_gap = 0;
+    io.gmi_cuts = GLP_ON;
+    io.mir_cuts = GLP_ON;
+    io.tm_lim = (int)fmin(fmax(1, (until - psched__now()) * 1000.0), 2e9);
+    int rc = glp_intopt(lp, &io);
+    *solved = rc == 0 && glp_mip_status(lp) == GLP_OPT;
+    *none = (rc == 0 && glp_mip_status(lp) == GLP_NOFEAS) || rc == GLP_ENOPFS;
+    if (*solved) {
+        *z = glp_mip_obj_val(lp);
+        uint32_t a = 0;
+        for (uint32_t s = 0; s < S; s++) {
+            sol->first[s] = a;
+            uint32_t at = a;
+            if (s == 0 && run->head) {
+                for (uint32_t q = 0; q < nh; q++)
+                    if (glp_mip_col_val(lp, hcol + (int)q) > 0.5)
+                        sol->choice[0] = hv[q];
+                at++;
+            }
+            for (uint32_t q = 0; q < nv; q++) {
+                double x = glp_mip_col_val(lp, (int)(s * nv + q) + 1);
+                uint32_t k = x > 0 ? (uint32_t)floor(x + 0.5) : 0;
+                for (uint32_t u = 0; u < k && at < L; u++)
+                    sol->choice[at++] = rv[q];
+            }
+            if (s == S - 1 && run->tail) {
+                for (uint32_t q = 0; q < nt; q++)
+                    if (glp_mip_col_val(lp, tcol + (int)q) > 0.5)
+                        sol->choice[L - 1] = tv[q];
+                at++;
+            }
+            sol->count[s] = at - a;
+            a = at;
+        }
+        /* the rounded counts must be a partition of every layer */
+        *solved = a == L && sol->count[S - 1] > 0;
+        sol->found = *solved;
+    }
+    glp_delete_prob(lp);
+    return PSCHED_OK;
+}
+
+psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
+                               const psched__run *run, const bool *use, double below,
+                               double until, psched__solution *sol, double *z, bool *solved,
+                               bool *none)
+{
+    *solved = *none = false;
+    lp_ctx ctx;
+    if (setjmp(ctx.jump)) {
+        glp_error_hook(NULL, NULL);
+        glp_free_env();
+        *solved = *none = false;
+        return PSCHED_OK; /* GLPK's internal error: no claim */
+    }
+    glp_error_hook(on_lp_error, &ctx);
+    glp_term_out(GLP_OFF);
+    psched_status st = run_milp_solve(pb, pp, run, use, below, until, sol, z, solved, none);
+    glp_error_hook(NULL, NULL);
+    glp_free_env();
+    return st;
+}
+
+#else
+
+psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
+                               const psched__run *run, const bool *use, double below,
+                               double until, psched__solution *sol, double *z, bool *solved,
+                               bool *none)
+{
+    (void)pb, (void)pp, (void)run, (void)use, (void)below, (void)until, (void)sol, (void)z;
+    *solved = *none = false;
+    return PSCHED_OK;
+}
+
+#endif

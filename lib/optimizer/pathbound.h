@@ -100,4 +100,40 @@ PSCHED_INTERNAL psched_status psched__mult_choose(const psched__problem *pb,
 PSCHED_INTERNAL void psched__mult_single(const psched__problem *pb, const psched__paths *pp,
                                          size_t path, psched__mult *m);
 
+/* The run MILP (docs/optimizer.md, "Where v = 4 is proven"): a model
+ * whose layers 1 .. L-2 are one group (identical layers), layer 0 and
+ * layer L-1 either in it or alone (an embedding, a head). A partition is
+ * then, per stage, how many layers of the run it holds with each recompute
+ * variant (layer 0 always goes to stage 0, layer L-1 to the last), every
+ * stage cost is linear in those counts, and the least step time over the
+ * pool's paths, min z s.t. z >= L_P(x(k)) for every P, memory rows per
+ * device, is a MILP of S x variants integers (GLPK's branch and cut): a
+ * lower bound of every fitting partition's step time (each path of the
+ * pool is a path of every partition) that, unlike the Lagrangian DP, sees
+ * that layers are whole. */
+typedef struct psched__run {
+    uint32_t first, count; /* the run: layers [first, first + count) */
+    bool head, tail;       /* layer 0 / layer L-1 outside the run */
+} psched__run;
+
+/* Whether pb has that shape (and at least two stages, none empty). */
+PSCHED_INTERNAL bool psched__run_shape(const psched__problem *pb, psched__run *run);
+
+/* The MILP over the pool's paths with use[path] (NULL: all), for step
+ * times below `below` only (z < below; each device's own work, m x its
+ * layers' time, below it too), into sol (its minimiser) and *z (GLPK's optimum,
+ * a lower bound within its tolerances); *solved false when GLPK did not
+ * prove an optimum by `until` (a psched__now() value) (or is absent); *none when GLPK proved
+ * that no partition is below `below` over those paths. */
+PSCHED_INTERNAL psched_status psched__run_milp(const psched__problem *pb,
+                                               const psched__paths *pp,
+                                               const psched__run *run, const bool *use,
+                                               double below, double until,
+                                               psched__solution *sol, double *z, bool *solved,
+                                               bool *none);
+
+/* Test hook: partitions the run MILP proved optimal on this thread (since
+ * psched__certify_test_hooks()). */
+PSCHED_INTERNAL size_t psched__certify_test_run_proofs(void);
+
 #endif
