@@ -769,6 +769,11 @@ static psched_status path_library(certify *c)
  * is within this fraction of it (feasibility and optimality tolerances
  * are 10^-7 relative). */
 #define RUN_TOL 1e-7
+/* Seconds the certificate must have left for the run MILP to start: GLPK's
+ * setup and first solve of a few hundred rows take about that, so with
+ * less (the planner's autotuning setting, --time-limit 0.1) the MILP would
+ * only overrun the deadline and take the search's time. */
+#define RUN_MIN_SECONDS 0.25
 
 /* Lazy path generation over the run MILP: solve it over the pool, simulate
  * its minimiser (a new incumbent when it fits and is faster), add the
@@ -782,7 +787,8 @@ static bool run_certify(certify *c)
 {
     psched__problem *pb = c->pb;
     psched__run run;
-    if (!c->use_paths || !psched__have_glpk() || !psched__run_shape(pb, &run))
+    if (!c->use_paths || !psched__have_glpk() || !psched__run_shape(pb, &run) ||
+        pb->deadline - psched__now() < RUN_MIN_SECONDS)
         return false;
     psched__solution x;
     memset(&x, 0, sizeof x);
