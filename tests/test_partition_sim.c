@@ -199,10 +199,24 @@ static psched_model *random_instance(brute *o)
     return model;
 }
 
+/* What a brute-force test ran: instances matched, of them proven optimal
+ * and faster than the even split, and the brute force's simulations. */
+typedef struct tally {
+    int cases, optimal, improved;
+    long sims;
+} tally;
+
+static void tally_print(const tally *t, const char *what)
+{
+    printf("# %s%d instances, %d proven optimal, %d faster than the even split; %ld "
+           "brute-force simulations\n",
+           what, t->cases, t->optimal, t->improved, t->sims);
+}
+
 /* One instance of o (name, v, p, L, m set): random layers, the brute
- * force, psched_partition() against it. 0 when skipped (too many
- * candidates), 1 when matched, 2 when matched and proven optimal. */
-static int run_instance(brute *o, int *improved, long *sims)
+ * force, psched_partition() against it, counted in *t unless skipped (too
+ * many candidates). Every instance it runs must come out proven. */
+static void run_instance(brute *o, tally *t)
 {
     psched_model *model = random_instance(o);
     CHECK_OK(psched_plan_create(&o->plan));
@@ -214,7 +228,7 @@ static int run_instance(brute *o, int *improved, long *sims)
     if (candidates(o) > (o->max_candidates > 0 ? o->max_candidates : 4000)) {
         psched_plan_destroy(o->plan);
         psched_model_destroy(model);
-        return 0;
+        return;
     }
     /* A limit between the leanest fit and "anything fits". */
     o->lean = INFINITY;
@@ -223,7 +237,7 @@ static int run_instance(brute *o, int *improved, long *sims)
     o->limit = rnd(3) == 0 ? INFINITY : o->lean * (1 + 0.1 * rnd(6));
     o->best = INFINITY;
     brute_splits(o, 0, false);
-    *sims += o->sims;
+    t->sims += o->sims;
 
     psched_plan *plan = NULL;
     CHECK_OK(psched_plan_clone(o->plan, &plan));
@@ -254,14 +268,15 @@ static int run_instance(brute *o, int *improved, long *sims)
     if (e && psched_partition_status(e) != PSCHED_SOLVE_INFEASIBLE) {
         double even = psched_partition_makespan(e);
         CHECK(mk <= even * (1 + 1e-9));
-        *improved += mk < even * (1 - 1e-9);
+        t->improved += mk < even * (1 - 1e-9);
     }
     psched_partition_result_destroy(r);
     psched_partition_result_destroy(e);
     psched_plan_destroy(plan);
     psched_plan_destroy(o->plan);
     psched_model_destroy(model);
-    return is_opt ? 2 : 1;
+    t->cases++;
+    t->optimal += is_opt;
 }
 
 /* The critical-path bound (issue 17 item 5) on one instance of o: the
@@ -436,8 +451,7 @@ static void test_partition_matches_the_simulated_brute_force(void)
     } kinds[] = {{"1f1b", 1}, {"gpipe", 1}, {"zb-h1", 1},
                  {"interleaved", 2}, {"v-zb", 2}, {"v-half", 2}};
     rng_state = 20261125;
-    int cases = 0, optimal = 0, improved = 0;
-    long sims = 0;
+    tally tl = {0};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         for (int t = 0; t < 30; t++) {
             brute o;
@@ -451,22 +465,11 @@ static void test_partition_matches_the_simulated_brute_force(void)
             o.m = o.p * (1 + rnd(3));
             if (kinds[k].v == 2 && strcmp(o.name, "interleaved") == 0)
                 o.m = o.p * (1 + rnd(2)); /* interleaved: m a multiple of p */
-            switch (run_instance(&o, &improved, &sims)) {
-            case 0:
-                continue;
-            case 2:
-                optimal++;
-                break;
-            default:
-                break;
-            }
-            cases++;
+            run_instance(&o, &tl);
         }
     }
-    printf("# %d instances, %d proven optimal, %d faster than the even split; %ld brute-force "
-           "simulations\n",
-           cases, optimal, improved, sims);
-    CHECK(cases >= 120);
+    tally_print(&tl, "");
+    CHECK(tl.cases >= 120);
 }
 
 /* Four chunks per device (issue 17 item 5): interleaved, interleaved-zb
@@ -476,8 +479,7 @@ static void test_four_chunks_match_the_brute_force(void)
 {
     static const char *const names[] = {"interleaved", "interleaved-zb", "looped-bfs"};
     rng_state = 20261126;
-    int cases = 0, optimal = 0, improved = 0;
-    long sims = 0;
+    tally tl = {0};
     for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
         for (int t = 0; t < 12; t++) {
             brute o;
@@ -487,15 +489,11 @@ static void test_four_chunks_match_the_brute_force(void)
             o.p = 2;
             o.L = 8 + rnd(3);
             o.m = o.p * (1 + rnd(3));
-            int res = run_instance(&o, &improved, &sims);
-            cases += res > 0;
-            optimal += res == 2;
+            run_instance(&o, &tl);
         }
     }
-    printf("# v = 4: %d instances, %d proven optimal, %d faster than the even split; %ld "
-           "brute-force simulations\n",
-           cases, optimal, improved, sims);
-    CHECK(cases >= 24);
+    tally_print(&tl, "v = 4: ");
+    CHECK(tl.cases >= 24);
 }
 
 /* The run MILP (docs/optimizer.md, "Where v = 4 is proven"): models whose
@@ -516,8 +514,7 @@ static void test_identical_layers_match_the_brute_force(void)
                  {"interleaved", 2, 2, 6},    {"interleaved-zb", 2, 2, 6},
                  {"1f1b", 1, 4, 5},           {"dualpipe", 2, 4, 5}};
     rng_state = 20261128;
-    int cases = 0, optimal = 0, improved = 0;
-    long sims = 0;
+    tally tl = {0};
     psched__certify_test_hooks(0, false);
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         for (int t = 0; t < 10; t++) {
@@ -532,16 +529,14 @@ static void test_identical_layers_match_the_brute_force(void)
                 o.m = 2 * o.p + 2 * rnd(2);
             o.uniform = true;
             o.max_candidates = 12000;
-            int res = run_instance(&o, &improved, &sims);
-            cases += res > 0;
-            optimal += res == 2;
+            run_instance(&o, &tl);
         }
     }
     size_t proofs = psched__certify_test_run_proofs();
     printf("# identical layers: %d instances, %d proven optimal (%zu by the run MILP), %d "
            "faster than the even split; %ld brute-force simulations\n",
-           cases, optimal, proofs, improved, sims);
-    CHECK(cases >= 40);
+           tl.cases, tl.optimal, proofs, tl.improved, tl.sims);
+    CHECK(tl.cases >= 40);
     CHECK(!psched__have_glpk() || proofs >= 10);
 }
 
@@ -554,8 +549,7 @@ static void test_identical_layers_match_the_brute_force(void)
 static void test_dualpipe_matches_the_brute_force(void)
 {
     rng_state = 20261127;
-    int cases = 0, optimal = 0, improved = 0;
-    long sims = 0;
+    tally tl = {0};
     for (int t = 0; t < 40; t++) {
         brute o;
         memset(&o, 0, sizeof o);
@@ -564,14 +558,10 @@ static void test_dualpipe_matches_the_brute_force(void)
         o.p = 2 + 2 * rnd(2);
         o.L = o.p + rnd(9 - o.p);
         o.m = 2 * o.p + 2 * rnd(3);
-        int res = run_instance(&o, &improved, &sims);
-        cases += res > 0;
-        optimal += res == 2;
+        run_instance(&o, &tl);
     }
-    printf("# dualpipe: %d instances, %d proven optimal, %d faster than the even split; %ld "
-           "brute-force simulations\n",
-           cases, optimal, improved, sims);
-    CHECK(cases >= 25);
+    tally_print(&tl, "dualpipe: ");
+    CHECK(tl.cases >= 25);
 }
 
 /* Issue 17's hand-checkable case: 3 identical layers (f = b = w = 1),

@@ -156,8 +156,8 @@ static void lower(const psched_schedule *s, bool valid)
     }
 }
 
-/* Vocabulary passes or collectives (issue 19). */
-static bool has_vocab(const psched_schedule *s)
+/* Whether any op of s satisfies `match`. */
+static bool any_op(const psched_schedule *s, bool (*match)(const psched_op *))
 {
     uint32_t p = psched_schedule_devices(s);
     for (uint32_t d = 0; d < p; d++) {
@@ -166,32 +166,37 @@ static bool has_vocab(const psched_schedule *s)
             psched_op op;
             if (psched_schedule_ops(s, d, i, 1, &op, sizeof op) != PSCHED_OK)
                 fuzz_fail("copying one op failed", PSCHED_EINVAL);
-            if (op.kind >= PSCHED_OP_VOCAB_S)
+            if (match(&op))
                 return true;
         }
     }
     return false;
 }
 
+/* Vocabulary passes or collectives (issue 19). */
+static bool is_vocab(const psched_op *op)
+{
+    return op->kind >= PSCHED_OP_VOCAB_S;
+}
+
+static bool has_vocab(const psched_schedule *s)
+{
+    return any_op(s, is_vocab);
+}
+
 /* Lowered schedules (comm ops) are not lowered again, and their batched
  * groups do not survive the compute CSV, so neither applies to them (nor
  * to activation copies, which lowering refuses); vocabulary passes and
  * collectives go through both. */
+static bool is_comm_or_batch(const psched_op *op)
+{
+    return (op->kind > PSCHED_OP_BW && op->kind < PSCHED_OP_VOCAB_S) ||
+           (op->flags & PSCHED_OP_BATCH_NEXT);
+}
+
 static bool has_comm_or_batch(const psched_schedule *s)
 {
-    uint32_t p = psched_schedule_devices(s);
-    for (uint32_t d = 0; d < p; d++) {
-        size_t n = psched_schedule_op_count(s, d);
-        for (size_t i = 0; i < n; i++) {
-            psched_op op;
-            if (psched_schedule_ops(s, d, i, 1, &op, sizeof op) != PSCHED_OK)
-                fuzz_fail("copying one op failed", PSCHED_EINVAL);
-            if ((op.kind > PSCHED_OP_BW && op.kind < PSCHED_OP_VOCAB_S) ||
-                (op.flags & PSCHED_OP_BATCH_NEXT))
-                return true;
-        }
-    }
-    return false;
+    return any_op(s, is_comm_or_batch);
 }
 
 psched_status fuzz_exercise(const psched_schedule *s)
