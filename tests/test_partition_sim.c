@@ -564,6 +564,141 @@ static void test_dualpipe_matches_the_brute_force(void)
     CHECK(tl.cases >= 25);
 }
 
+/* The local search that improves the incumbent (docs/optimizer.md,
+ * "Local search"), alone (the test hook stops the certificate after it):
+ * its answer must be a local optimum that the test checks itself, over
+ * the brute force's own split and memory model. Every partition one move
+ * away (one layer from any range to any other, the layers between
+ * shifting one range over with their recompute choices; or one layer's
+ * recompute kind changed) that fits the limit simulates no faster, and the
+ * answer is no slower than the even split when that fits. Random small
+ * instances, identical runs and mixed layers, v = 1, 2 and 4, DualPipe. */
+static void test_local_search_ends_at_a_local_optimum(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t v, p;
+    } kinds[] = {{"1f1b", 1, 4},        {"interleaved", 2, 2}, {"interleaved", 4, 2},
+                 {"interleaved-zb", 4, 2}, {"v-zb", 2, 2},     {"dualpipe", 2, 4}};
+    rng_state = 20261126;
+    int cases = 0;
+    long neighbours = 0;
+    psched__certify_test_improve_only(true);
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        for (int t = 0; t < 8; t++) {
+            brute o;
+            memset(&o, 0, sizeof o);
+            o.name = kinds[k].name;
+            o.v = kinds[k].v;
+            o.p = kinds[k].p;
+            o.L = 2 * o.p + rnd(11 - 2 * o.p); /* at most 10 (brute.lay) */
+            if (o.L < o.p * o.v)
+                o.L = o.p * o.v;
+            o.m = o.p * (1 + rnd(3));
+            if (strcmp(o.name, "dualpipe") == 0)
+                o.m = 2 * o.p + 2 * rnd(2);
+            o.uniform = rnd(2) == 0;
+            psched_model *model = random_instance(&o);
+            CHECK_OK(psched_plan_create(&o.plan));
+            CHECK_OK(psched_plan_set_devices(o.plan, o.p));
+            CHECK_OK(psched_plan_set_microbatches(o.plan, o.m));
+            CHECK_OK(psched_plan_set_chunks(o.plan, o.v));
+            CHECK_OK(psched_plan_set_comm(o.plan, rnd(2) ? 0 : 0.5));
+            brute_schedule(&o);
+            if (candidates(&o) > 20000) {
+                psched_plan_destroy(o.plan);
+                psched_model_destroy(model);
+                continue;
+            }
+            o.lean = INFINITY;
+            o.cut[0] = 0;
+            brute_splits(&o, 0, true);
+            o.limit = rnd(3) == 0 ? INFINITY : o.lean * (1 + 0.1 * rnd(6));
+            psched_plan *plan = NULL;
+            CHECK_OK(psched_plan_clone(o.plan, &plan));
+            CHECK_OK(psched_plan_set_cost(plan, 1, 1, 1));
+            CHECK_OK(psched_plan_set_memory_limit(plan, o.limit));
+            psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+            opt.time_limit = 86400;
+            psched_partition_result *r = NULL, *e = NULL;
+            CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
+            CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_FEASIBLE);
+            double mk = psched_partition_makespan(r);
+            uint32_t count[16] = {0};
+            for (uint32_t s = 0; s < o.R; s++) {
+                CHECK_OK(psched_partition_stage(r, s, &o.cut[s], &count[s], NULL, NULL));
+                CHECK_EQ_INT(o.cut[s], s ? o.cut[s - 1] + count[s - 1] : 0);
+            }
+            o.cut[o.R] = o.L;
+            for (uint32_t l = 0; l < o.L; l++)
+                o.choice[l] = (uint8_t)psched_partition_layer_recompute(r, l);
+            CHECK(brute_memory(&o) <= o.limit * (1 + 1e-12));
+            CHECK_EQ_DBL(brute_simulate(&o), mk);
+            uint32_t cut0[17];
+            uint8_t choice0[10];
+            memcpy(cut0, o.cut, sizeof cut0);
+            memcpy(choice0, o.choice, sizeof choice0);
+            bool local = true;
+            for (uint32_t a = 0; a < o.R; a++) {
+                for (uint32_t b = 0; b < o.R; b++) {
+                    if (a == b || count[a] < 2)
+                        continue;
+                    /* range a gives one layer to range b: every boundary
+                     * between them moves one layer towards a */
+                    if (a < b)
+                        for (uint32_t x = a + 1; x <= b; x++)
+                            o.cut[x]--;
+                    else
+                        for (uint32_t x = b + 1; x <= a; x++)
+                            o.cut[x]++;
+                    if (brute_memory(&o) <= o.limit * (1 + 1e-12)) {
+                        neighbours++;
+                        double n = brute_simulate(&o);
+                        if (n < mk * (1 - 1e-9)) {
+                            fprintf(stderr, "%s p=%u v=%u m=%u L=%u: moving a layer from "
+                                    "range %u to %u gives %g < %g\n", o.name, o.p, o.v, o.m,
+                                    o.L, a, b, n, mk);
+                            local = false;
+                        }
+                    }
+                    memcpy(o.cut, cut0, sizeof cut0);
+                }
+            }
+            for (uint32_t l = 0; l < o.L; l++) {
+                for (uint8_t q = 0; q < 3; q++) {
+                    if (!o.lay[l].has[q] || q == choice0[l])
+                        continue;
+                    o.choice[l] = q;
+                    if (brute_memory(&o) <= o.limit * (1 + 1e-12)) {
+                        neighbours++;
+                        double n = brute_simulate(&o);
+                        if (n < mk * (1 - 1e-9)) {
+                            fprintf(stderr, "%s p=%u v=%u m=%u L=%u: layer %u with kind %u "
+                                    "gives %g < %g\n", o.name, o.p, o.v, o.m, o.L, l, q, n, mk);
+                            local = false;
+                        }
+                    }
+                    o.choice[l] = choice0[l];
+                }
+            }
+            CHECK(local);
+            opt.method = PSCHED_PARTITION_EVEN;
+            if (psched_partition(model, plan, o.name, &opt, &e) == PSCHED_OK &&
+                psched_partition_status(e) != PSCHED_SOLVE_INFEASIBLE)
+                CHECK(mk <= psched_partition_makespan(e) * (1 + 1e-9));
+            psched_partition_result_destroy(e);
+            psched_partition_result_destroy(r);
+            psched_plan_destroy(plan);
+            psched_plan_destroy(o.plan);
+            psched_model_destroy(model);
+            cases++;
+        }
+    }
+    psched__certify_test_improve_only(false);
+    printf("# local search: %d instances, %ld fitting neighbours simulated\n", cases, neighbours);
+    CHECK(cases >= 30);
+}
+
 /* Issue 17's hand-checkable case: 3 identical layers (f = b = w = 1),
  * p = 2, m = 2, 1f1b. The estimate ties [1, 2] and [2, 1]; the issue
  * gives their simulated step times as 15 and 13 (stage costs (1,1,1),
@@ -651,5 +786,6 @@ int main(void)
     RUN(test_identical_layers_match_the_brute_force);
     RUN(test_path_bound_is_sound);
     RUN(test_four_chunks_mid_size_proven);
+    RUN(test_local_search_ends_at_a_local_optimum);
     TEST_MAIN_END();
 }

@@ -90,7 +90,7 @@ static void test_hand_example_is_accepted(void)
     const row_op *rows[] = {hand0, hand1};
     size_t n[] = {8, 8};
     psched_schedule *s = build(2, 2, rows, n);
-    psched_status general;
+    psched_status general = PSCHED_EINVAL; /* when s is NULL (a failed CHECK) */
     CHECK(s && fast_agrees(s, &general));
     CHECK_EQ_INT(general, PSCHED_OK);
     psched_schedule_destroy(s);
@@ -118,7 +118,7 @@ static void test_duplicated_calls_are_refused(void)
     };
     for (size_t i = 0; i < sizeof one / sizeof *one; i++) {
         psched_schedule *s = hand_variant(one[i].dev, one[i].at, one[i].op, one[i].insert);
-        psched_status general;
+        psched_status general = PSCHED_EINVAL;
         CHECK(s && !fast_agrees(s, &general));
         CHECK(general != PSCHED_OK);
         psched_schedule_destroy(s);
@@ -135,7 +135,7 @@ static void test_duplicated_calls_are_refused(void)
     const row_op *rows[] = {r0, r1};
     size_t n[] = {9, 9};
     psched_schedule *s = build(2, 2, rows, n);
-    psched_status general;
+    psched_status general = PSCHED_EINVAL; /* when s is NULL (a failed CHECK) */
     CHECK(s && !fast_agrees(s, &general));
     CHECK_EQ_INT(general, PSCHED_EINVALID);
     psched_schedule_destroy(s);
@@ -158,7 +158,7 @@ static void test_unknown_flags_are_left_to_the_engine(void)
     size_t at[] = {0, 1, 3, 1}; /* F0, SEND_F0, SEND_F1 (grouped), SEND_F0 */
     for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
         psched_schedule *s = build(2, 2, rows, n);
-        psched_status general;
+        psched_status general = PSCHED_EINVAL;
         CHECK(s != NULL);
         if (!s)
             continue;
@@ -202,7 +202,7 @@ static psched_schedule *one_group_each_way(uint32_t m)
 
 static void test_long_channel_queues_are_left_to_the_engine(void)
 {
-    psched_status general;
+    psched_status general = PSCHED_EINVAL; /* when s is NULL (a failed CHECK) */
     psched_schedule *s = one_group_each_way(16);
     CHECK(s && fast_agrees(s, &general));
     CHECK_EQ_INT(general, PSCHED_OK);

@@ -375,6 +375,9 @@ PSCHED_INTERNAL psched_status psched__certify(psched__problem *pb, const char *n
  * *checks how many. */
 PSCHED_INTERNAL void psched__certify_test_hooks(size_t node_cap, bool check);
 PSCHED_INTERNAL double psched__certify_test_worst(size_t *checks);
+/* Test hook: on this thread the certificate stops after its local search
+ * (no bounds, no search: the result is the local search's, not proven). */
+PSCHED_INTERNAL void psched__certify_test_improve_only(bool only);
 
 /* ---- the result (result.c) ---- */
 
