@@ -571,8 +571,10 @@ static void test_dualpipe_matches_the_brute_force(void)
  * away (one layer from any range to any other, the layers between
  * shifting one range over with their recompute choices; or one layer's
  * recompute kind changed) that fits the limit simulates no faster, and the
- * answer is no slower than the even split when that fits. Random small
- * instances, identical runs and mixed layers, v = 1, 2 and 4, DualPipe. */
+ * answer is no slower than the even split when that fits, and the bound
+ * it reports (no search ran) is at most the brute force's best. Random
+ * small instances, identical runs and mixed layers, v = 1, 2 and 4,
+ * DualPipe. */
 static void test_local_search_ends_at_a_local_optimum(void)
 {
     static const struct {
@@ -614,6 +616,8 @@ static void test_local_search_ends_at_a_local_optimum(void)
             o.cut[0] = 0;
             brute_splits(&o, 0, true);
             o.limit = rnd(3) == 0 ? INFINITY : o.lean * (1 + 0.1 * rnd(6));
+            o.best = INFINITY;
+            brute_splits(&o, 0, false);
             psched_plan *plan = NULL;
             CHECK_OK(psched_plan_clone(o.plan, &plan));
             CHECK_OK(psched_plan_set_cost(plan, 1, 1, 1));
@@ -622,7 +626,7 @@ static void test_local_search_ends_at_a_local_optimum(void)
             opt.time_limit = 86400;
             psched_partition_result *r = NULL, *e = NULL;
             CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
-            CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_FEASIBLE);
+            CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
             double mk = psched_partition_makespan(r);
             uint32_t count[16] = {0};
             for (uint32_t s = 0; s < o.R; s++) {
@@ -634,6 +638,15 @@ static void test_local_search_ends_at_a_local_optimum(void)
                 o.choice[l] = (uint8_t)psched_partition_layer_recompute(r, l);
             CHECK(brute_memory(&o) <= o.limit * (1 + 1e-12));
             CHECK_EQ_DBL(brute_simulate(&o), mk);
+            /* the bound reported without the search (the shared work, one
+             * micro-batch's path, the layer count bound of identical
+             * layers) holds for the brute force's best */
+            CHECK(mk >= o.best * (1 - 1e-9));
+            double bound = mk * (1 - psched_partition_gap(r));
+            if (!(bound <= o.best * (1 + 1e-9)))
+                fprintf(stderr, "%s p=%u v=%u m=%u L=%u: bound %g above the best %g\n", o.name,
+                        o.p, o.v, o.m, o.L, bound, o.best);
+            CHECK(bound <= o.best * (1 + 1e-9));
             uint32_t cut0[17];
             uint8_t choice0[10];
             memcpy(cut0, o.cut, sizeof cut0);
@@ -725,6 +738,37 @@ static void test_three_identical_layers_take_the_faster_tie(void)
     psched_model_destroy(model);
 }
 
+/* The layer count bound (docs/optimizer.md), by hand: 3 identical layers
+ * (f = b = w = 1, so t = 3 per layer), 1f1b, p = 2, m = 4. Device 0 starts
+ * at 0; device 1 after the F of at least one layer (1); m·t = 12. Device
+ * 0 fits floor(T / 12) layers and device 1 floor((T - 1) / 12) (less its
+ * tail, the B of stage 0's layers, where the certificate knows the order
+ * ends with it: that only lowers device 1's count): both need one, and
+ * together three, first reached at T = 24 (2 + 1). The shared work gives
+ * only 4·9/2 = 18 and one micro-batch 6. With the certificate stopped
+ * after its local search (no search, no path bound), the reported bound
+ * is 24. */
+static void test_layer_count_bound_by_hand(void)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", 3, 1, 1, 1, 1, 1));
+    psched_plan *plan = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, 2));
+    CHECK_OK(psched_plan_set_microbatches(plan, 4));
+    psched_partition_result *r = NULL;
+    psched__certify_test_improve_only(true);
+    CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
+    psched__certify_test_improve_only(false);
+    double mk = psched_partition_makespan(r);
+    CHECK(mk >= 24);
+    CHECK(fabs(mk * (1 - psched_partition_gap(r)) - 24) <= 1e-9 * 24);
+    psched_partition_result_destroy(r);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
 /* The step time the optimizer reports is simulated with the plan's
  * micro-batch weights (issue 18 item 3). 8 identical layers (1, 1, 1) on
  * 1F1B p = 2, m = 4: the split is [4, 4], stage times F 4, BW 8; unit
@@ -779,6 +823,7 @@ static void test_partition_step_time_uses_the_microbatch_weights(void)
 int main(void)
 {
     RUN(test_three_identical_layers_take_the_faster_tie);
+    RUN(test_layer_count_bound_by_hand);
     RUN(test_partition_step_time_uses_the_microbatch_weights);
     RUN(test_partition_matches_the_simulated_brute_force);
     RUN(test_four_chunks_match_the_brute_force);
