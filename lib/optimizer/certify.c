@@ -888,7 +888,7 @@ static bool run_certify(certify *c)
  * generator); it stops early at IMPROVE_SHARE of the time and of the op
  * budget left. */
 #define IMPROVE_SHARE 0.2
-#define IMPROVE_KICKS 48
+#define IMPROVE_KICKS 16
 #define IMPROVE_KICK_MOVES 3
 
 typedef struct improver {
@@ -1037,7 +1037,7 @@ static void improve(certify *c)
     im.until = psched__now() + IMPROVE_SHARE * (pb->deadline - psched__now());
     /* its own op budget: the search's starts again after it */
     size_t ops_before = c->ops;
-    im.ops_cap = c->ops + c->budget;
+    im.ops_cap = c->ops + (c->budget > PSCHED__CERTIFY_OPS ? c->budget : PSCHED__CERTIFY_OPS);
     im.rng = 0x9e3779b97f4a7c15u;
     psched_status st = psched__solution_init(&im.x, pb->stages, pb->layers);
     if (!st)
