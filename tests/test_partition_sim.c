@@ -717,7 +717,10 @@ static void test_local_search_ends_at_a_local_optimum(void)
  * gives their simulated step times as 15 and 13 (stage costs (1,1,1),
  * (2,2,2) against (2,2,2), (1,1,1)). The partition must be [2, 1] at 13,
  * proven. */
-static void test_three_identical_layers_take_the_faster_tie(void)
+/* 3 identical layers (f = b = w = 1, activation and parameters 1) on
+ * 1f1b, p = 2, m micro-batches, partitioned (the certificate stopped after
+ * its local search when improve_only). */
+static psched_partition_result *three_layers_1f1b(uint32_t m, bool improve_only)
 {
     psched_model *model = NULL;
     CHECK_OK(psched_model_create(&model));
@@ -725,17 +728,25 @@ static void test_three_identical_layers_take_the_faster_tie(void)
     psched_plan *plan = NULL;
     CHECK_OK(psched_plan_create(&plan));
     CHECK_OK(psched_plan_set_devices(plan, 2));
-    CHECK_OK(psched_plan_set_microbatches(plan, 2));
+    CHECK_OK(psched_plan_set_microbatches(plan, m));
     psched_partition_result *r = NULL;
+    psched__certify_test_improve_only(improve_only);
     CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
+    psched__certify_test_improve_only(false);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+    return r;
+}
+
+static void test_three_identical_layers_take_the_faster_tie(void)
+{
+    psched_partition_result *r = three_layers_1f1b(2, false);
     CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_OPTIMAL);
     CHECK_EQ_DBL(psched_partition_makespan(r), 13);
     uint32_t count = 0;
     CHECK_OK(psched_partition_stage(r, 0, NULL, &count, NULL, NULL));
     CHECK_EQ_INT(count, 2);
     psched_partition_result_destroy(r);
-    psched_plan_destroy(plan);
-    psched_model_destroy(model);
 }
 
 /* The layer count bound (docs/optimizer.md), by hand: 3 identical layers
@@ -750,23 +761,11 @@ static void test_three_identical_layers_take_the_faster_tie(void)
  * is 24. */
 static void test_layer_count_bound_by_hand(void)
 {
-    psched_model *model = NULL;
-    CHECK_OK(psched_model_create(&model));
-    CHECK_OK(psched_model_add_layers(model, "layer", 3, 1, 1, 1, 1, 1));
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, 2));
-    CHECK_OK(psched_plan_set_microbatches(plan, 4));
-    psched_partition_result *r = NULL;
-    psched__certify_test_improve_only(true);
-    CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
-    psched__certify_test_improve_only(false);
+    psched_partition_result *r = three_layers_1f1b(4, true);
     double mk = psched_partition_makespan(r);
     CHECK(mk >= 24);
     CHECK(fabs(mk * (1 - psched_partition_gap(r)) - 24) <= 1e-9 * 24);
     psched_partition_result_destroy(r);
-    psched_plan_destroy(plan);
-    psched_model_destroy(model);
 }
 
 /* The step time the optimizer reports is simulated with the plan's
