@@ -9,7 +9,9 @@
  * the deadline stops it, the result keeps an honest gap to a bound every
  * partition shares.
  *
- * Lower bounds (every schedule of the plan, comm latency >= 0 only adds):
+ * Lower bounds (every schedule of the plan, comm latency >= 0 only adds;
+ * with micro-batch weights every micro-batch counts pb->wmin, the
+ * lightest weight, where the bounds below say one):
  *  - a device runs its stages' m micro-batches of F, B, W one at a time,
  *    and none before F of the first layer it holds has run for some
  *    micro-batch: start_d + m·Σ_{s on d} (f_s + b_s + w_s), start_d = Σ f
@@ -409,7 +411,7 @@ static double tail_of(const certify *c, uint32_t e, uint32_t s, uint32_t i, uint
         return 0;
     uint32_t t = (uint32_t)c->tail_stage[e];
     uint32_t first = t < s ? c->cur.first[t] : t == s ? i : j;
-    return c->pb->b_prefix[first];
+    return c->pb->wmin * c->pb->b_prefix[first];
 }
 
 static bool count_cut(const certify *c, uint32_t s, uint32_t i, uint32_t j, uint32_t d,
@@ -428,10 +430,12 @@ static bool count_cut(const certify *c, uint32_t s, uint32_t i, uint32_t j, uint
         uint32_t left = c->left_on[e];
         if (left == 0)
             continue;
-        double start = e == d ? start_d : c->dev_stages[e] ? c->dev_start[e] : pb->f_prefix[j];
+        double start = e == d ? start_d
+                       : c->dev_stages[e] ? c->dev_start[e]
+                       : pb->wmin * pb->f_prefix[j];
         double work = e == d ? work_d : c->dev_work[e];
         double cap = (c->best * (1 - 1e-12) - start - work - tail_of(c, e, s, i, j)) /
-                     pb->microbatches;
+                     (pb->microbatches * pb->wmin);
         uint32_t n = 0;
         for (uint32_t q = 0; q < model->group_count && cap >= 0; q++) {
             uint32_t g = c->by_time[q];
@@ -491,7 +495,8 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
     uint32_t *lens = c->lens + (size_t)s * (pb->layers + 1);
     uint32_t n = order_lengths(c, s, i, lo, hi, lens);
     uint32_t d = pb->device_of[s];
-    double m = pb->microbatches;
+    /* every micro-batch weighs at least wmin (1 without weights) */
+    double m = pb->microbatches * pb->wmin, w1 = pb->wmin;
     double avg_rest = m * (pb->time_total + c->extra_sum) / pb->devices;
     for (uint32_t q = 0; q < n && !c->stopped && !c->st; q++) {
         uint32_t len = lens[q], np;
@@ -516,10 +521,11 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
             if (!psched__fits(pb, c->dev_mem[d] + mem))
                 continue;
             double t = base + pts[k].extra;
-            double start = c->dev_stages[d] ? c->dev_start[d] : pb->f_prefix[i];
+            double start = c->dev_stages[d] ? c->dev_start[d] : w1 * pb->f_prefix[i];
             double here =
                 fmax(lb, start + c->dev_work[d] + m * t + tail_of(c, d, s, i, i + len));
-            here = fmax(here, pb->f_prefix[i] + m * (fs + bs + pts[k].extra) + pb->b_prefix[i]);
+            here = fmax(here, w1 * (pb->f_prefix[i] + pb->b_prefix[i]) +
+                                  m * (fs + bs + pts[k].extra));
             here = fmax(here, avg_rest + m * pts[k].extra / pb->devices);
             if (here >= c->best * (1 - 1e-12))
                 continue;
@@ -1108,7 +1114,7 @@ static double count_bound(const certify *c)
     if (pb->chains != 1 || !psched__run_shape(pb, &run))
         return 0;
     uint32_t L = pb->layers, S = pb->stages, D = pb->devices;
-    double m = pb->microbatches;
+    double m = pb->microbatches * pb->wmin; /* every micro-batch weighs at least wmin */
     const psched__group *rg = psched__layer_group(pb, run.first);
     double t = INFINITY, ends[2] = {INFINITY, INFINITY};
     for (uint8_t v = 0; v < PSCHED__RECOMPUTE_KINDS; v++) {
@@ -1136,9 +1142,9 @@ static double count_bound(const certify *c)
         uint32_t e = pb->device_of[s];
         if (!seen[e]) {
             seen[e] = true;
-            base[e] += pb->f_prefix[s]; /* one layer per earlier stage */
+            base[e] += pb->wmin * pb->f_prefix[s]; /* one layer per earlier stage */
             if (c->tail_stage && c->tail_stage[e] >= 0)
-                base[e] += pb->b_prefix[c->tail_stage[e]];
+                base[e] += pb->wmin * pb->b_prefix[c->tail_stage[e]];
         }
         if (s == 0 && run.head)
             base[e] += m * ends[0];
@@ -1171,14 +1177,15 @@ static double count_bound(const certify *c)
 }
 
 /* A bound every partition's step time respects (for the gap when the
- * search stops early): the shared work and one micro-batch's path. */
+ * search stops early): the shared work and one micro-batch's path, each
+ * micro-batch at the lightest weight. */
 static double common_bound(const psched__problem *pb)
 {
-    double m = pb->microbatches, slowest = 0;
+    double m = pb->microbatches * pb->wmin, slowest = 0;
     for (uint32_t l = 0; l < pb->layers; l++)
         slowest = fmax(slowest, psched__range_time(pb, l, 1));
     double work = m * fmax(pb->time_total / pb->devices, slowest);
-    return fmax(work, pb->f_prefix[pb->layers] + pb->b_prefix[pb->layers]);
+    return fmax(work, pb->wmin * (pb->f_prefix[pb->layers] + pb->b_prefix[pb->layers]));
 }
 
 psched_status psched__certify(psched__problem *pb, const char *name, const psched_plan *plan,
@@ -1269,7 +1276,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
             psched__dealloc(pb->table);
             pb->table = NULL;
         }
-        pb->tau_max = c.best / pb->microbatches * (1 + 1e-9);
+        pb->tau_max = c.best / (pb->microbatches * pb->wmin) * (1 + 1e-9);
         pb->truncated = false;
         st = psched__fronts_table(pb);
     }

@@ -83,6 +83,8 @@ typedef struct psched__problem {
     double lambda;       /* weight of the largest stage against the largest device */
     double *inflight;    /* per stage */
     double nmin;         /* fewest in-flight micro-batches of any stage */
+    double wmin;         /* the lightest micro-batch weight (1 without weights): the
+                            certificate's bounds charge every micro-batch that much */
     uint32_t *device_of; /* per stage */
     double *time_prefix, *param_prefix; /* L + 1 prefix sums: f+b+w, param */
     double time_total;   /* Σ base time of every layer */

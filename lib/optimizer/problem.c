@@ -237,6 +237,11 @@ psched_status psched__probe_schedule(const psched_plan *plan, const char *name,
     pb->chunks = psched_plan_chunks(rp);
     pb->stages = pb->plan_stages = psched_plan_stages(rp);
     pb->microbatches = psched_plan_microbatches(rp);
+    pb->wmin = INFINITY;
+    for (uint32_t k = 0; k < pb->microbatches; k++)
+        pb->wmin = fmin(pb->wmin, psched_plan_microbatch_weight(rp, k));
+    if (!(pb->wmin > 0 && pb->wmin < INFINITY))
+        pb->wmin = 1;
     if (pb->chains != 1 && (st = check_chains(rp, name)))
         goto out;
     pb->inflight = psched__calloc(pb->stages, sizeof *pb->inflight);
