@@ -890,9 +890,11 @@ static bool run_certify(certify *c)
  * partition fits and simulates faster. Then kicks: a few random moves
  * between ranges of one device from the best, and a descent over the
  * cheaper neighbourhood (one device's ranges, neighbours, kinds), until
- * IMPROVE_KICKS kicks in a row gain nothing. Deterministic (a fixed-seed
- * generator); it stops early at IMPROVE_SHARE of the time and of the op
- * budget left. */
+ * IMPROVE_KICKS kicks in a row gain nothing; last, a descent over every
+ * pair of ranges from the best. Deterministic (a fixed-seed generator); it
+ * stops early at IMPROVE_SHARE of the time left or after an op budget of
+ * its own (the certificate's, at least PSCHED__CERTIFY_OPS), which the
+ * search's budget does not count. */
 #define IMPROVE_SHARE 0.2
 #define IMPROVE_KICKS 16
 #define IMPROVE_KICK_MOVES 3
