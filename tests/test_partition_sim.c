@@ -214,24 +214,27 @@ static void tally_print(const tally *t, const char *what)
            what, t->cases, t->optimal, t->improved, t->sims);
 }
 
-/* One instance of o (name, v, p, L, m set): random layers, the brute
- * force, psched_partition() against it, counted in *t unless skipped (too
- * many candidates). Every instance it runs must come out proven. */
-static void run_instance(brute *o, tally *t)
+/* An instance of o (name, v, p, L, m set): random layers into *model,
+ * o->plan (p, m, v, comm 0 or 0.5), the unit schedule's stage map, a
+ * memory limit between the leanest fit and "anything fits" (none with
+ * weights), the brute force's best, and *plan, the plan to partition
+ * (unit costs, the limit). false, with nothing kept, when the instance has
+ * more than max_candidates splits x choices (o->max_candidates when set). */
+static bool brute_instance(brute *o, double max_candidates, psched_model **model,
+                           psched_plan **plan)
 {
-    psched_model *model = random_instance(o);
+    *model = random_instance(o);
     CHECK_OK(psched_plan_create(&o->plan));
     CHECK_OK(psched_plan_set_devices(o->plan, o->p));
     CHECK_OK(psched_plan_set_microbatches(o->plan, o->m));
     CHECK_OK(psched_plan_set_chunks(o->plan, o->v));
     CHECK_OK(psched_plan_set_comm(o->plan, rnd(2) ? 0 : 0.5));
     brute_schedule(o);
-    if (candidates(o) > (o->max_candidates > 0 ? o->max_candidates : 4000)) {
+    if (candidates(o) > (o->max_candidates > 0 ? o->max_candidates : max_candidates)) {
         psched_plan_destroy(o->plan);
-        psched_model_destroy(model);
-        return;
+        psched_model_destroy(*model);
+        return false;
     }
-    /* A limit between the leanest fit and "anything fits". */
     o->lean = INFINITY;
     o->cut[0] = 0;
     brute_splits(o, 0, true);
@@ -250,12 +253,30 @@ static void run_instance(brute *o, tally *t)
     }
     o->best = INFINITY;
     brute_splits(o, 0, false);
-    t->sims += o->sims;
+    *plan = NULL;
+    CHECK_OK(psched_plan_clone(o->plan, plan));
+    CHECK_OK(psched_plan_set_cost(*plan, 1, 1, 1)); /* the partitioner sets costs */
+    CHECK_OK(psched_plan_set_memory_limit(*plan, o->limit));
+    return true;
+}
 
+static void brute_instance_free(brute *o, psched_model *model, psched_plan *plan)
+{
+    psched_plan_destroy(plan);
+    psched_plan_destroy(o->plan);
+    psched_model_destroy(model);
+}
+
+/* One instance of o (name, v, p, L, m set): random layers, the brute
+ * force, psched_partition() against it, counted in *t unless skipped (too
+ * many candidates). Every instance it runs must come out proven. */
+static void run_instance(brute *o, tally *t)
+{
+    psched_model *model = NULL;
     psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_clone(o->plan, &plan));
-    CHECK_OK(psched_plan_set_cost(plan, 1, 1, 1)); /* the partitioner sets costs */
-    CHECK_OK(psched_plan_set_memory_limit(plan, o->limit));
+    if (!brute_instance(o, 4000, &model, &plan))
+        return;
+    t->sims += o->sims;
     psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
     opt.time_limit = 86400; /* never reached: the certificate's budgets end it */
     psched_partition_result *r = NULL, *e = NULL;
@@ -285,9 +306,7 @@ static void run_instance(brute *o, tally *t)
     }
     psched_partition_result_destroy(r);
     psched_partition_result_destroy(e);
-    psched_plan_destroy(plan);
-    psched_plan_destroy(o->plan);
-    psched_model_destroy(model);
+    brute_instance_free(o, model, plan);
     t->cases++;
     t->optimal += is_opt;
 }
@@ -301,25 +320,10 @@ static void run_instance(brute *o, tally *t)
  * skipped, 1 when checked (2 when proven, then equal to the best). */
 static int run_bound_instance(brute *o, size_t node_cap, size_t *checks)
 {
-    psched_model *model = random_instance(o);
-    CHECK_OK(psched_plan_create(&o->plan));
-    CHECK_OK(psched_plan_set_devices(o->plan, o->p));
-    CHECK_OK(psched_plan_set_microbatches(o->plan, o->m));
-    CHECK_OK(psched_plan_set_chunks(o->plan, o->v));
-    CHECK_OK(psched_plan_set_comm(o->plan, rnd(2) ? 0 : 0.5));
-    brute_schedule(o);
+    psched_model *model = NULL;
+    psched_plan *plan = NULL;
     int res = 0;
-    if (candidates(o) <= 4000) {
-        o->lean = INFINITY;
-        o->cut[0] = 0;
-        brute_splits(o, 0, true);
-        o->limit = rnd(3) == 0 ? INFINITY : o->lean * (1 + 0.1 * rnd(6));
-        o->best = INFINITY;
-        brute_splits(o, 0, false);
-        psched_plan *plan = NULL;
-        CHECK_OK(psched_plan_clone(o->plan, &plan));
-        CHECK_OK(psched_plan_set_cost(plan, 1, 1, 1));
-        CHECK_OK(psched_plan_set_memory_limit(plan, o->limit));
+    if (brute_instance(o, 4000, &model, &plan)) {
         psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
         opt.time_limit = 86400;
         /* cut, then to the end (the full search checks every leaf) */
@@ -351,10 +355,8 @@ static int run_bound_instance(brute *o, size_t node_cap, size_t *checks)
                 CHECK(is_opt); /* small: searched to the end */
             psched_partition_result_destroy(r);
         }
-        psched_plan_destroy(plan);
+        brute_instance_free(o, model, plan);
     }
-    psched_plan_destroy(o->plan);
-    psched_model_destroy(model);
     return res;
 }
 
@@ -613,28 +615,10 @@ static void test_local_search_ends_at_a_local_optimum(void)
             if (strcmp(o.name, "dualpipe") == 0)
                 o.m = 2 * o.p + 2 * rnd(2);
             o.uniform = rnd(2) == 0;
-            psched_model *model = random_instance(&o);
-            CHECK_OK(psched_plan_create(&o.plan));
-            CHECK_OK(psched_plan_set_devices(o.plan, o.p));
-            CHECK_OK(psched_plan_set_microbatches(o.plan, o.m));
-            CHECK_OK(psched_plan_set_chunks(o.plan, o.v));
-            CHECK_OK(psched_plan_set_comm(o.plan, rnd(2) ? 0 : 0.5));
-            brute_schedule(&o);
-            if (candidates(&o) > 20000) {
-                psched_plan_destroy(o.plan);
-                psched_model_destroy(model);
-                continue;
-            }
-            o.lean = INFINITY;
-            o.cut[0] = 0;
-            brute_splits(&o, 0, true);
-            o.limit = rnd(3) == 0 ? INFINITY : o.lean * (1 + 0.1 * rnd(6));
-            o.best = INFINITY;
-            brute_splits(&o, 0, false);
+            psched_model *model = NULL;
             psched_plan *plan = NULL;
-            CHECK_OK(psched_plan_clone(o.plan, &plan));
-            CHECK_OK(psched_plan_set_cost(plan, 1, 1, 1));
-            CHECK_OK(psched_plan_set_memory_limit(plan, o.limit));
+            if (!brute_instance(&o, 20000, &model, &plan))
+                continue;
             psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
             opt.time_limit = 86400;
             psched_partition_result *r = NULL, *e = NULL;
@@ -714,9 +698,7 @@ static void test_local_search_ends_at_a_local_optimum(void)
                 CHECK(mk <= psched_partition_makespan(e) * (1 + 1e-9));
             psched_partition_result_destroy(e);
             psched_partition_result_destroy(r);
-            psched_plan_destroy(plan);
-            psched_plan_destroy(o.plan);
-            psched_model_destroy(model);
+            brute_instance_free(&o, model, plan);
             cases++;
         }
     }
