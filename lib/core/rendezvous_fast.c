@@ -256,6 +256,14 @@ static bool run_device(rf *f, uint32_t d)
     return true;
 }
 
+/* A compute op's rule on device d: the bits of its cell it reads (mask),
+ * which of them must be set (want), and the bits it sets; its input cell
+ * (in_off, in_mask) is its own until the caller says otherwise. */
+static rule compute_rule(uint32_t d, uint16_t mask, uint16_t want, uint16_t set)
+{
+    return (rule){.dev = (uint16_t)d, .mask = mask, .want = want, .set = set, .in_mask = ALWAYS};
+}
+
 /* Fills f->rules and numbers the channels; false when out of memory. */
 static bool make_rules(rf *f, const psched_plan *plan)
 {
@@ -275,24 +283,12 @@ static bool make_rules(rf *f, const psched_plan *plan)
     for (uint32_t st = 0; st < S; st++) {
         uint32_t d = dev[st];
         bool first = st % per == 0, last = st % per == per - 1;
-        rule none = {.dev = (uint16_t)d, .in_mask = ALWAYS};
         rule *r = &f->rules[8 * (size_t)st];
         /* compute ops: own bit clear, F before a backward, B before W */
-        r[PSCHED_OP_F] = none;
-        r[PSCHED_OP_F].mask = RAN_F;
-        r[PSCHED_OP_F].set = RAN_F;
-        r[PSCHED_OP_B] = none;
-        r[PSCHED_OP_B].mask = RAN_B | RAN_F;
-        r[PSCHED_OP_B].want = RAN_F;
-        r[PSCHED_OP_B].set = RAN_B | RAN_BACK;
-        r[PSCHED_OP_W] = none;
-        r[PSCHED_OP_W].mask = RAN_W | RAN_B;
-        r[PSCHED_OP_W].want = RAN_B;
-        r[PSCHED_OP_W].set = RAN_W;
-        r[PSCHED_OP_BW] = none;
-        r[PSCHED_OP_BW].mask = RAN_BW | RAN_F;
-        r[PSCHED_OP_BW].want = RAN_F;
-        r[PSCHED_OP_BW].set = RAN_BW | RAN_BACK;
+        r[PSCHED_OP_F] = compute_rule(d, RAN_F, 0, RAN_F);
+        r[PSCHED_OP_B] = compute_rule(d, RAN_B | RAN_F, RAN_F, RAN_B | RAN_BACK);
+        r[PSCHED_OP_W] = compute_rule(d, RAN_W | RAN_B, RAN_B, RAN_W);
+        r[PSCHED_OP_BW] = compute_rule(d, RAN_BW | RAN_F, RAN_F, RAN_BW | RAN_BACK);
         /* inputs: the neighbour stage's op on this device, else this cell's RECV */
         if (!first) {
             if (dev[st - 1] == d) {
