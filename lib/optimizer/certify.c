@@ -1034,6 +1034,13 @@ static bool kick_move(improver *im)
     return true;
 }
 
+/* The descent restarts from the best. */
+static void from_best(improver *im)
+{
+    psched__solution_copy(im->c->pb, &im->c->best_sol, &im->x);
+    im->x_time = im->c->best;
+}
+
 static void improve(certify *c)
 {
     psched__problem *pb = c->pb;
@@ -1052,44 +1059,34 @@ static void improve(certify *c)
         st = psched__solution_init(&im.y, pb->stages, pb->layers);
     if (!st)
         st = psched__evaluation_init(pb, &im.ev);
-    if (!st) {
-        psched__solution_copy(pb, &c->best_sol, &im.x);
-        im.x.found = im.y.found = true;
-        im.x_time = c->best;
+    if (st) {
+        c->st = st;
+    } else {
+        from_best(&im);
         descend(&im, 1);
     }
     /* the kicks' descents: one device's ranges where devices hold several */
     int kick_class = pb->stages > pb->devices ? 0 : 1;
-    for (int idle = 0; !st && idle < IMPROVE_KICKS && !improve_over(&im); idle++) {
+    for (int idle = 0; idle < IMPROVE_KICKS && !improve_over(&im); idle++) {
         double before = c->best;
-        psched__solution_copy(pb, &c->best_sol, &im.x);
+        from_best(&im);
         bool moved = false;
         for (int k = 0; k < IMPROVE_KICK_MOVES; k++)
             moved = kick_move(&im) || moved;
-        if (!moved)
-            continue;
-        psched__evaluate(pb, &im.x, &im.ev);
-        if (!psched__fits(pb, im.ev.max_mem))
-            continue;
-        st = simulate_solution(c, &im.x, &im.x_time, NULL);
-        if (!st && im.x_time < c->best) {
-            c->best = im.x_time;
-            psched__solution_copy(pb, &im.x, &c->best_sol);
-        }
-        if (!st)
+        /* the kicked partition is the descent's start whatever its time */
+        psched__solution_copy(pb, &im.x, &im.y);
+        im.x_time = INFINITY;
+        if (moved && improve_try(&im))
             descend(&im, kick_class);
         if (c->best < before)
             idle = -1;
     }
     /* last, every pair from the best */
-    if (!st && !improve_over(&im)) {
-        psched__solution_copy(pb, &c->best_sol, &im.x);
-        im.x_time = c->best;
+    if (!improve_over(&im)) {
+        from_best(&im);
         descend(&im, 2);
     }
     c->ops = ops_before;
-    if (st && !c->st)
-        c->st = st;
     psched__solution_free(&im.x);
     psched__solution_free(&im.y);
     psched__evaluation_free(&im.ev);
@@ -1100,8 +1097,8 @@ static void improve(certify *c)
  * one chain runs them. Device e holds a whole number n_e of the run's
  * layers; it runs all its ops after its start and before its tail, so
  * every partition takes at least start_e + m·(n_e·t + fixed_e) + tail_e,
- * with t the run layer's time at its fastest, fixed_e the first and last
- * layers' on e (at their fastest), start_e the F of the layers before
+ * with t the run layer's time without recompute (recompute only adds),
+ * fixed_e the first and last layers' on e (the same), start_e the F of the layers before
  * e's first stage (at least one per earlier stage: f_prefix[k_e]), and
  * tail_e the B of the layers before its tail stage (tail_of). The least T
  * at which the counts each device can hold, floor((T - start_e - tail_e -
@@ -1117,19 +1114,11 @@ static double count_bound(const certify *c)
         return 0;
     uint32_t L = pb->layers, S = pb->stages, D = pb->devices;
     double m = pb->microbatches * pb->wmin; /* every micro-batch weighs at least wmin */
-    const psched__group *rg = psched__layer_group(pb, run.first);
-    double t = INFINITY, ends[2] = {INFINITY, INFINITY};
-    for (uint8_t v = 0; v < PSCHED__RECOMPUTE_KINDS; v++) {
-        if (rg->variant[v].present)
-            t = fmin(t, psched__range_time(pb, run.first, 1) + rg->variant[v].extra);
-        for (int k = 0; k < 2; k++) {
-            uint32_t l = k ? L - 1 : 0;
-            const psched__group *g = psched__layer_group(pb, l);
-            if (g->variant[v].present)
-                ends[k] = fmin(ends[k], psched__range_time(pb, l, 1) + g->variant[v].extra);
-        }
-    }
-    if (!(t > 0) || !isfinite(t))
+    /* times without recompute: every layer has that variant, and the
+     * others only add time */
+    double t = psched__range_time(pb, run.first, 1);
+    double ends[2] = {psched__range_time(pb, 0, 1), psched__range_time(pb, L - 1, 1)};
+    if (!(t > 0))
         return 0;
     double *base = psched__calloc(D, sizeof(double));
     uint32_t *need = psched__calloc(D, sizeof(uint32_t));
