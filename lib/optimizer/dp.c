@@ -231,26 +231,39 @@ double psched__minmax_split(const psched__problem *pb, bool memory, psched__solu
 
 /* Largest device memory, every layer at its leanest variant, of the
  * split that minimizes the largest stage's (a quick witness that a limit
- * is met, for every layout). */
-psched_status psched__lean_split_memory(const psched__problem *pb, double *out)
+ * is met, for every layout). With @p sol, that partition: the split and
+ * each layer's leanest variant (the first of the kinds on a tie, so no
+ * recompute where it saves nothing). */
+psched_status psched__lean_split(const psched__problem *pb, psched__solution *sol, double *out)
 {
-    psched__solution sol;
-    psched_status st = psched__solution_init(&sol, pb->stages, pb->layers);
+    psched__solution own;
+    psched__solution *x = sol ? sol : &own;
+    psched_status st = sol ? PSCHED_OK : psched__solution_init(&own, pb->stages, pb->layers);
     double *dev = psched__calloc(pb->devices, sizeof *dev);
     if (!st && !dev)
         st = PSCHED_ENOMEM_FAIL();
     *out = INFINITY;
-    if (!st && psched__minmax_split(pb, true, &sol, &st) < INFINITY && !st) {
+    x->found = false;
+    if (!st && psched__minmax_split(pb, true, x, &st) < INFINITY && !st) {
         *out = 0;
         for (uint32_t s = 0; s < pb->stages; s++) {
-            uint32_t i = sol.first[s], j = i + sol.count[s];
-            dev[pb->device_of[s]] += psched__range_param(pb, i, sol.count[s]) +
+            uint32_t i = x->first[s], j = i + x->count[s];
+            dev[pb->device_of[s]] += psched__range_param(pb, i, x->count[s]) +
                                      pb->inflight[s] * (pb->minact_prefix[j] - pb->minact_prefix[i]);
         }
         for (uint32_t d = 0; d < pb->devices; d++)
             *out = fmax(*out, dev[d]);
+        for (uint32_t l = 0; l < pb->layers; l++) {
+            const psched__group *g = &pb->model->groups[pb->group_of[l]];
+            int lean = 0;
+            for (int r = 1; r < PSCHED__RECOMPUTE_KINDS; r++)
+                if (g->variant[r].present && g->variant[r].act < g->variant[lean].act)
+                    lean = r;
+            x->choice[l] = (uint8_t)lean;
+        }
     }
     psched__dealloc(dev);
-    psched__solution_free(&sol);
+    if (!sol)
+        psched__solution_free(&own);
     return st;
 }

@@ -324,7 +324,8 @@ PSCHED_INTERNAL psched_status psched__stage_dp(const psched__problem *pb, psched
                                                bool *complete);
 PSCHED_INTERNAL double psched__minmax_split(const psched__problem *pb, bool memory,
                                             psched__solution *sol, psched_status *status);
-PSCHED_INTERNAL psched_status psched__lean_split_memory(const psched__problem *pb, double *out);
+PSCHED_INTERNAL psched_status psched__lean_split(const psched__problem *pb, psched__solution *sol,
+                                                 double *out);
 
 /* ---- the MILP glue (milp.c) ---- */
 
