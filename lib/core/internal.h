@@ -111,13 +111,21 @@ struct psched_plan {
     psched_costmodel *cm; /* NULL: none of the extensions is set */
 };
 
+/* Reads of a stage's costs or memory deltas on this thread (the two
+ * getters below, which the public ones and every generator use):
+ * psched_generate() compares it before and after the generator to know
+ * whether the order it built can depend on them (plan.c). */
+PSCHED_INTERNAL extern _Thread_local unsigned long psched__stage_reads;
+
 /* Costs of one stage without bounds checks (caller guarantees stage < S). */
 static inline psched_cost3 psched__plan_cost(const psched_plan *p, uint32_t s)
 {
+    psched__stage_reads++;
     return (p->cost && s < p->cost_len) ? p->cost[s] : p->cost_all;
 }
 static inline psched_cost3 psched__plan_mem(const psched_plan *p, uint32_t s)
 {
+    psched__stage_reads++;
     return (p->mem && s < p->mem_len) ? p->mem[s] : p->mem_all;
 }
 /* Overlap saving of a stage and the weight of micro-batch `k` of chain
@@ -211,6 +219,9 @@ struct psched_schedule {
     bool solved;
     psched_solve_status solve_status;
     double solve_gap;
+    /* The generator (its check included) read no stage cost or memory
+     * delta: the same plan shape gives this order whatever they are. */
+    bool order_ignores_costs;
 };
 
 /* Creates an empty builder for a resolved plan (the builder borrows it). */
@@ -270,6 +281,9 @@ PSCHED_INTERNAL bool psched__compact_valid(const psched_compact *c);
 PSCHED_INTERNAL psched_status psched__generate_ex(const psched_plan *plan, const char *name,
                                                   bool compact, psched_schedule **sout,
                                                   psched_compact **cout);
+/* Whether the generator of @p s read no stage cost or memory delta (its
+ * order is the same for every cost of the same plan shape). */
+PSCHED_INTERNAL bool psched__schedule_order_ignores_costs(const psched_schedule *s);
 /* Builder check of a VOCAB_S / VOCAB_T / COLLECTIVE op (builder.c). */
 PSCHED_INTERNAL psched_status psched__check_collective_op(uint32_t device, psched_op_kind kind,
                                                           uint32_t stage, uint32_t mb,

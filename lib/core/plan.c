@@ -1,6 +1,8 @@
 /* The plan: shape, placement, costs, memory model, limits and options. */
 #include "internal.h"
 
+_Thread_local unsigned long psched__stage_reads;
+
 #include <math.h>
 #include <string.h>
 

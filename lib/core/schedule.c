@@ -79,6 +79,8 @@ psched_status psched__generate_ex(const psched_plan *plan, const char *name, boo
     st = resolve_plan(resolved, g);
     if (!st)
         st = check_options(resolved, g);
+    /* the plan's own checks read the costs; the generator's count */
+    unsigned long reads = psched__stage_reads;
     if (!st && g->check)
         st = g->check(resolved);
     if (!st)
@@ -86,6 +88,7 @@ psched_status psched__generate_ex(const psched_plan *plan, const char *name, boo
                              : psched__builder_create(resolved, &b);
     if (!st) {
         st = g->generate(resolved, b);
+        reads = psched__stage_reads - reads;
         if (!st)
             st = compact && cout
                      ? psched__builder_finish_compact(b, resolved, g->name, out, cout)
@@ -94,7 +97,14 @@ psched_status psched__generate_ex(const psched_plan *plan, const char *name, boo
     psched__builder_destroy(b);
     if (st)
         psched_plan_destroy(resolved);
+    else if (*out)
+        (*out)->order_ignores_costs = reads == 0;
     return st;
+}
+
+bool psched__schedule_order_ignores_costs(const psched_schedule *s)
+{
+    return s && s->order_ignores_costs;
 }
 
 psched_status psched_generate(const psched_plan *plan, const char *name, psched_schedule **out)

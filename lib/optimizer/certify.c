@@ -73,6 +73,8 @@ typedef struct certify {
     size_t path_nodes;       /* nodes cut by it */
     bool order_changed;      /* some partition's order differed from the reference */
     bool searching;          /* the search runs: new paths join the library */
+    psched_schedule *static_order; /* the order when the generator reads no stage cost or
+                                      memory delta (every partition's), else NULL */
     uint32_t *by_time;       /* layer groups by base time, rising (when few) */
     uint32_t *left_on;       /* per device: its stages not placed yet */
     size_t count_cuts;       /* nodes cut by the layer count bound */
@@ -88,6 +90,12 @@ static _Thread_local double test_worst = -INFINITY;
 static _Thread_local size_t test_checks;
 static _Thread_local size_t test_run_proofs;
 static _Thread_local bool test_improve_only;
+static _Thread_local bool test_regenerate;
+
+void psched__certify_test_regenerate(bool always)
+{
+    test_regenerate = always;
+}
 
 void psched__certify_test_improve_only(bool only)
 {
@@ -184,20 +192,25 @@ static psched_status simulate_solution(certify *c, const psched__solution *sol, 
     psched_schedule *sched = NULL;
     psched_report *rep = NULL;
     psched_status st = psched__write_costs(c->pb, sol, c->work);
-    if (!st)
+    /* an order that ignores the costs is every partition's: simulate it
+     * with this partition's costs instead of generating it again */
+    const psched_schedule *run = c->static_order && !keep ? c->static_order : NULL;
+    if (!st && !run)
         st = psched_generate(c->work, c->name, &sched);
+    if (!run)
+        run = sched;
     if (!st)
-        st = psched_simulate(sched, NULL, &rep);
+        st = psched_simulate(run, run == sched ? NULL : c->work, &rep);
     if (!st) {
         *makespan = psched_report_makespan(rep);
         for (uint32_t d = 0; d < c->pb->plan_devices; d++)
-            c->ops += psched_schedule_op_count(sched, d);
+            c->ops += psched_schedule_op_count(run, d);
         c->simulated++;
     }
     if (!st && c->use_paths) {
         /* every partition must have the reference order, or the paths of
          * one are not paths of the others */
-        if (!same_order(sched, c->ref, c->pb->plan_devices)) {
+        if (run == sched && !same_order(sched, c->ref, c->pb->plan_devices)) {
             c->use_paths = false;
             c->have_mult = false;
             c->order_changed = true;
@@ -207,7 +220,7 @@ static psched_status simulate_solution(certify *c, const psched__solution *sol, 
             psched__paths_vector(c->pb, sol, c->xbuf);
             bool added = false;
             if (psched__paths_max(&c->paths, c->xbuf) < *makespan * (1 - 1e-9))
-                st = psched__paths_extract(&c->paths, c->pb, sched, rep, false, &added);
+                st = psched__paths_extract(&c->paths, c->pb, run, rep, false, &added);
             if (!st && added && c->searching && c->have_mult)
                 st = lib_add_newest(c, sol);
         }
@@ -1240,6 +1253,14 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         for (uint32_t t = s + 1; t < pb->stages && c.last_on_device[s]; t++)
             c.last_on_device[s] = pb->device_of[t] != pb->device_of[s];
     }
+    /* Whether the generator's order ignores the costs (it read none). */
+    if (!st && !test_regenerate) {
+        st = psched_generate(c.work, name, &c.static_order);
+        if (!st && !psched__schedule_order_ignores_costs(c.static_order)) {
+            psched_schedule_destroy(c.static_order);
+            c.static_order = NULL;
+        }
+    }
     /* Candidates first, the solver's first: ties keep it. */
     for (size_t k = 0; !st && k < count; k++) {
         if (!candidates[k] || !candidates[k]->found)
@@ -1329,6 +1350,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     psched_plan_destroy(c.work);
     psched_plan_destroy(c.partial);
     psched_schedule_destroy(c.ref);
+    psched_schedule_destroy(c.static_order);
     psched__paths_free(&c.paths);
     psched__mult_free(&c.mult);
     psched__mult_free(&c.trial);

@@ -381,6 +381,9 @@ PSCHED_INTERNAL double psched__certify_test_worst(size_t *checks);
 /* Test hook: on this thread the certificate stops after its local search
  * (no bounds, no search: the result is the local search's, not proven). */
 PSCHED_INTERNAL void psched__certify_test_improve_only(bool only);
+/* Test hook: generate every partition's schedule again even when the
+ * generator's order ignores the costs (the result must not change). */
+PSCHED_INTERNAL void psched__certify_test_regenerate(bool always);
 
 /* ---- the result (result.c) ---- */
 

@@ -61,22 +61,32 @@ static psched_status best_seed(psched__problem *pb, psched__evaluation *ev, psch
             psched__solution_copy(pb, &cand, seed);
         }
     }
-    /* None fits: the witness of the smallest memory may (every layer at
-     * its leanest variant, the split of the smallest stage memory). Without
-     * it a limit the witness meets came back infeasible whenever the MILP
-     * had no time to find a partition (Gemma2-9B, interleaved-zb, v = 4,
-     * 60 GB, 1 s: "needs 5.916e10"). */
+    psched__solution_free(&cand);
+    return st;
+}
+
+/* When the method found no partition: the witness of the smallest memory
+ * (every layer at its leanest variant, the split of the smallest stage
+ * memory) if it fits. Without it a limit that witness meets came back
+ * infeasible whenever the MILP had no time to find a partition (Gemma2-9B,
+ * interleaved-zb, v = 4, 60 GB, in the planner's 1 s: "needs 5.916e10").
+ * Not the solvers' seed: a poor seed bounds the MILP's columns by its own
+ * objective and changes the search GLPK makes. */
+static psched_status lean_fallback(psched__problem *pb, psched__evaluation *ev,
+                                   psched__solution *sol, psched_solve_status *status)
+{
     double lean = INFINITY;
-    if (!st && !seed->found && isfinite(pb->limit) && !psched__expired(pb))
-        st = psched__lean_split(pb, &cand, &lean);
-    if (!st && !seed->found && cand.found && psched__fits(pb, lean)) {
-        psched__evaluate(pb, &cand, ev);
+    if (sol->found || !isfinite(pb->limit) || psched__expired(pb))
+        return PSCHED_OK;
+    psched_status st = psched__lean_split(pb, sol, &lean);
+    if (!st && sol->found && psched__fits(pb, lean)) {
+        psched__evaluate(pb, sol, ev);
         if (psched__fits(pb, ev->max_mem)) {
-            *objective = ev->objective;
-            psched__solution_copy(pb, &cand, seed);
+            *status = PSCHED_SOLVE_FEASIBLE;
+            return PSCHED_OK;
         }
     }
-    psched__solution_free(&cand);
+    sol->found = false;
     return st;
 }
 
@@ -198,6 +208,8 @@ static psched_status solve_optimizer(psched__problem *pb, psched_partition_metho
                   : res.optimal ? PSCHED_SOLVE_OPTIMAL
                                 : PSCHED_SOLVE_FEASIBLE;
         *gap = res.optimal ? 0 : res.gap;
+        if (!st)
+            st = lean_fallback(pb, ev, sol, status);
     } else if (!st && method == PSCHED_PARTITION_ILP && !exact) {
         st = psched_fail(PSCHED_EUNSUPPORTED,
                          "the ILP needs GLPK for %u chunks per device in this layout and this "
@@ -206,9 +218,12 @@ static psched_status solve_optimizer(psched__problem *pb, psched_partition_metho
     } else if (!st) {
         /* The seed is the stage DP's solution unless a baseline beat it. */
         psched__solution_copy(pb, &seed, sol);
-        if (!sol->found) {
+        bool from_dp = sol->found;
+        if (!sol->found && !exact)
+            st = lean_fallback(pb, ev, sol, status);
+        if (st || !sol->found) {
             *status = PSCHED_SOLVE_INFEASIBLE;
-        } else if (exact && dp_complete) {
+        } else if (exact && dp_complete && from_dp) {
             *status = PSCHED_SOLVE_OPTIMAL;
             *gap = 0;
         } else {
