@@ -41,6 +41,7 @@ typedef struct oracle {
 static void oracle_layers(oracle *o, const psched_model *model)
 {
     o->L = 0;
+    o->memory_only = false;
     for (uint32_t g = 0; g < psched_model_groups(model); g++) {
         uint32_t count;
         layer x;
