@@ -253,14 +253,8 @@ psched_status psched__lean_split(const psched__problem *pb, psched__solution *so
         }
         for (uint32_t d = 0; d < pb->devices; d++)
             *out = fmax(*out, dev[d]);
-        for (uint32_t l = 0; l < pb->layers; l++) {
-            const psched__group *g = &pb->model->groups[pb->group_of[l]];
-            int lean = 0;
-            for (int r = 1; r < PSCHED__RECOMPUTE_KINDS; r++)
-                if (g->variant[r].present && g->variant[r].act < g->variant[lean].act)
-                    lean = r;
-            x->choice[l] = (uint8_t)lean;
-        }
+        for (uint32_t l = 0; l < pb->layers; l++)
+            x->choice[l] = psched__lean_kind(psched__layer_group(pb, l));
     }
     psched__dealloc(dev);
     if (!sol)

@@ -324,6 +324,9 @@ PSCHED_INTERNAL psched_status psched__stage_dp(const psched__problem *pb, psched
                                                bool *complete);
 PSCHED_INTERNAL double psched__minmax_split(const psched__problem *pb, bool memory,
                                             psched__solution *sol, psched_status *status);
+/* The recompute kind of a group with the smallest activations (the first
+ * on a tie: no recompute where it saves nothing); problem.c. */
+PSCHED_INTERNAL uint8_t psched__lean_kind(const psched__group *g);
 PSCHED_INTERNAL psched_status psched__lean_split(const psched__problem *pb, psched__solution *sol,
                                                  double *out);
 

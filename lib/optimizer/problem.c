@@ -29,13 +29,18 @@ void psched__problem_free(psched__problem *pb)
     memset(pb, 0, sizeof *pb);
 }
 
+uint8_t psched__lean_kind(const psched__group *g)
+{
+    uint8_t lean = 0;
+    for (uint8_t r = 1; r < PSCHED__RECOMPUTE_KINDS; r++)
+        if (g->variant[r].present && g->variant[r].act < g->variant[lean].act)
+            lean = r;
+    return lean;
+}
+
 static double variant_min_act(const psched__group *g)
 {
-    double a = g->variant[0].act;
-    for (int r = 1; r < PSCHED__RECOMPUTE_KINDS; r++)
-        if (g->variant[r].present && g->variant[r].act < a)
-            a = g->variant[r].act;
-    return a;
+    return g->variant[psched__lean_kind(g)].act;
 }
 
 psched_status psched__problem_layers(psched__problem *pb, const psched_model *model)
