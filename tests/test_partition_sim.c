@@ -12,7 +12,7 @@
  *
  * Not in suite c (the valgrind stage runs suite c): a few thousand
  * simulations. */
-#include "pathbound.h"
+#include "devsearch.h"
 #include "testutil.h"
 
 typedef struct bf_layer {
@@ -531,6 +531,9 @@ static void test_identical_layers_match_the_brute_force(void)
     rng_state = 20261128;
     tally tl = {0};
     psched__certify_test_hooks(0, false);
+    /* the run MILP's own proofs: the device search, which runs first and
+     * proves these itself, is off (its test is below) */
+    psched__certify_test_no_device_search(true);
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         for (int t = 0; t < 10; t++) {
             brute o;
@@ -547,12 +550,151 @@ static void test_identical_layers_match_the_brute_force(void)
             run_instance(&o, &tl);
         }
     }
+    psched__certify_test_no_device_search(false);
     size_t proofs = psched__certify_test_run_proofs();
     printf("# identical layers: %d instances, %d proven optimal (%zu by the run MILP), %d "
            "faster than the even split; %ld brute-force simulations\n",
            tl.cases, tl.optimal, proofs, tl.improved, tl.sims);
     CHECK(tl.cases >= 40);
     CHECK(!psched__have_glpk() || proofs >= 10);
+}
+
+/* The device search (issue 17 item 5; devsearch.c): a run's per-stage
+ * layer counts and recompute variants enumerated one device at a time,
+ * each node bounded by the fixed order's step time with the stages not
+ * placed at their least cost. Random instances with an optional
+ * embedding, one run and an optional head: interleaved and interleaved-zb
+ * at v = 4 and 2, looped-bfs at v = 2, v-zb and 1f1b (p = 2 to 4), memory
+ * limits and comm latency at random, half of them with the local search
+ * off (so the device search has to find the best itself, not only prove
+ * it). Every answer must equal the brute force (every split x every
+ * per-layer choice, knowing nothing of runs or devices) and be proven,
+ * and the device search must prove most of them itself (when it proves
+ * one, nothing else runs). */
+static void test_device_search_matches_the_brute_force(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t v, p, lmin;
+    } kinds[] = {{"interleaved", 4, 2, 8}, {"interleaved-zb", 4, 2, 8}, {"interleaved", 2, 2, 6},
+                 {"looped-bfs", 2, 2, 6},  {"v-zb", 2, 2, 6},           {"1f1b", 1, 4, 5}};
+    rng_state = 20261129;
+    tally tl = {0};
+    psched__certify_test_hooks(0, false);
+    size_t before = psched__devsearch_test_proofs();
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        for (int t = 0; t < 10; t++) {
+            brute o;
+            memset(&o, 0, sizeof o);
+            o.name = kinds[k].name;
+            o.v = kinds[k].v;
+            o.p = kinds[k].p;
+            o.L = kinds[k].lmin + rnd(3); /* at most 10 (brute.lay) */
+            o.m = o.p * (1 + rnd(3));
+            o.uniform = true;
+            o.max_candidates = 12000;
+            psched__certify_test_no_improve(t % 2 == 1);
+            run_instance(&o, &tl);
+            psched__certify_test_no_improve(false);
+        }
+    }
+    size_t proofs = psched__devsearch_test_proofs() - before;
+    printf("# device search: %d instances, %d proven optimal (%zu by the device search), %d "
+           "faster than the even split; %ld brute-force simulations\n",
+           tl.cases, tl.optimal, proofs, tl.improved, tl.sims);
+    CHECK(tl.cases >= 45);
+    CHECK(proofs * 4 >= (size_t)tl.cases * 3);
+}
+
+/* The device search on a mid-size run (p = 2, v = 4: 8 stages, an
+ * embedding, 14 identical layers and a head, no memory limit) against an
+ * enumeration of every split the test writes itself: every count vector
+ * (the embedding's and the head's stages may hold no run layer, every
+ * other stage at least one: 6 435 of them) evaluated by
+ * psched_partition_evaluate(), which generates and simulates it. With
+ * the local search off, the partition must equal the enumeration's
+ * fastest and be proven by the device search. */
+static void test_device_search_mid_size_matches_the_enumeration(void)
+{
+    static const char *const names[] = {"interleaved", "interleaved-zb"};
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.3, 0.3, 0.3, 1, 4));
+    CHECK_OK(psched_model_add_layers(model, "layer", 14, 1, 1.5, 1, 4, 2));
+    CHECK_OK(psched_model_add_layers(model, "head", 1, 2, 2, 2, 8, 8));
+    for (int k = 0; k < 4; k++) {
+        const char *name = names[k % 2];
+        psched_plan *plan = NULL;
+        CHECK_OK(psched_plan_create(&plan));
+        CHECK_OK(psched_plan_set_devices(plan, 2));
+        CHECK_OK(psched_plan_set_microbatches(plan, 8));
+        CHECK_OK(psched_plan_set_chunks(plan, 4));
+        CHECK_OK(psched_plan_set_comm(plan, k < 2 ? 0 : 0.25));
+        /* the enumeration: x[s] run layers on stage s, Σ x = 14 */
+        uint32_t x[8] = {0}, counts[8], best_counts[8] = {0};
+        double best = INFINITY;
+        long evaluated = 0;
+        for (;;) {
+            uint32_t sum = 0;
+            bool ok = true;
+            for (int s = 0; s < 8; s++) {
+                sum += x[s];
+                ok = ok && (s == 0 || s == 7 || x[s] >= 1);
+            }
+            if (ok && sum == 14) {
+                for (int s = 0; s < 8; s++)
+                    counts[s] = x[s] + (s == 0) + (s == 7);
+                psched_partition_result *r = NULL;
+                CHECK_OK(psched_partition_evaluate(model, plan, name, counts, 8, NULL, &r));
+                double mk = psched_partition_makespan(r);
+                if (mk < best) {
+                    best = mk;
+                    memcpy(best_counts, counts, sizeof counts);
+                }
+                evaluated++;
+                psched_partition_result_destroy(r);
+            }
+            /* next vector, each digit 0 .. 14 (odometer, pruned by the sum) */
+            int d = 0;
+            while (d < 8) {
+                uint32_t rest = 0;
+                for (int s = d + 1; s < 8; s++)
+                    rest += x[s];
+                if (x[d] + rest < 14) {
+                    x[d]++;
+                    break;
+                }
+                x[d] = 0;
+                d++;
+            }
+            if (d == 8)
+                break;
+        }
+        CHECK(evaluated == 6435);
+        size_t before = psched__devsearch_test_proofs();
+        psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+        opt.time_limit = 86400; /* the budgets end it, not the clock */
+        psched_partition_result *r = NULL;
+        /* without the local search the device search starts from the
+         * solver's and the baselines' best and has to find the fastest */
+        psched__certify_test_no_improve(true);
+        CHECK_OK(psched_partition(model, plan, name, &opt, &r));
+        psched__certify_test_no_improve(false);
+        double mk = psched_partition_makespan(r);
+        CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
+        CHECK(psched__devsearch_test_proofs() == before + 1);
+        if (!(fabs(mk - best) <= 1e-9 * best))
+            fprintf(stderr, "%s comm %g: partition %g, enumeration %g (%u %u %u %u %u %u %u %u)\n",
+                    name, k < 2 ? 0 : 0.25, mk, best, best_counts[0], best_counts[1],
+                    best_counts[2], best_counts[3], best_counts[4], best_counts[5],
+                    best_counts[6], best_counts[7]);
+        CHECK(fabs(mk - best) <= 1e-9 * best);
+        printf("# %s, comm %g: proven %g, the enumeration's best of %ld splits\n", name,
+               k < 2 ? 0 : 0.25, mk, evaluated);
+        psched_partition_result_destroy(r);
+        psched_plan_destroy(plan);
+    }
+    psched_model_destroy(model);
 }
 
 /* DualPipe's two chains partitioned together: chain 0's stage j and
@@ -986,6 +1128,8 @@ int main(void)
     RUN(test_dualpipe_matches_the_brute_force);
     RUN(test_weighted_microbatches_match_the_brute_force);
     RUN(test_identical_layers_match_the_brute_force);
+    RUN(test_device_search_matches_the_brute_force);
+    RUN(test_device_search_mid_size_matches_the_enumeration);
     RUN(test_path_bound_is_sound);
     RUN(test_four_chunks_mid_size_proven);
     RUN(test_local_search_ends_at_a_local_optimum);

@@ -35,7 +35,7 @@
  * fastest that fits. A generator whose order depends on the costs (zb's
  * greedy) is detected by comparing its order for two cost sets; then the
  * result is never claimed proven. */
-#include "pathbound.h"
+#include "devsearch.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -91,6 +91,18 @@ static _Thread_local size_t test_checks;
 static _Thread_local size_t test_run_proofs;
 static _Thread_local bool test_improve_only;
 static _Thread_local bool test_regenerate;
+static _Thread_local bool test_no_device_search;
+static _Thread_local bool test_no_improve;
+
+void psched__certify_test_no_device_search(bool off)
+{
+    test_no_device_search = off;
+}
+
+void psched__certify_test_no_improve(bool off)
+{
+    test_no_improve = off;
+}
 
 void psched__certify_test_regenerate(bool always)
 {
@@ -1119,28 +1131,29 @@ static void improve(certify *c)
  * hold a run layer gets one) bounds every partition's step time: the
  * rounding is what the averaged bounds miss (LLaMA-70B at v = 4: every
  * device holds exactly 10 of the 80 layers). 0 when it does not apply. */
-static double count_bound(const certify *c)
+/* Per device e, a lower bound of its step time without its run layers
+ * (start, tail, m x its layers outside the run) into base[e], and the
+ * stages that need a run layer into need[e]; returns t, the run layer's
+ * time without recompute (0 when the count bound does not apply). */
+static double count_base(const certify *c, psched__run *run, double *base, uint32_t *need)
 {
     const psched__problem *pb = c->pb;
-    psched__run run;
-    if (pb->chains != 1 || !psched__run_shape(pb, &run))
+    if (pb->chains != 1 || !psched__run_shape(pb, run))
         return 0;
     uint32_t L = pb->layers, S = pb->stages, D = pb->devices;
     double m = pb->microbatches * pb->wmin; /* every micro-batch weighs at least wmin */
     /* times without recompute: every layer has that variant, and the
      * others only add time */
-    double t = psched__range_time(pb, run.first, 1);
+    double t = psched__range_time(pb, run->first, 1);
     double ends[2] = {psched__range_time(pb, 0, 1), psched__range_time(pb, L - 1, 1)};
     if (!(t > 0))
         return 0;
-    double *base = psched__calloc(D, sizeof(double));
-    uint32_t *need = psched__calloc(D, sizeof(uint32_t));
     bool *seen = psched__calloc(D, sizeof(bool));
-    if (!base || !need || !seen) {
-        psched__dealloc(base);
-        psched__dealloc(need);
-        psched__dealloc(seen);
+    if (!seen)
         return 0;
+    for (uint32_t e = 0; e < D; e++) {
+        base[e] = 0;
+        need[e] = 0;
     }
     for (uint32_t s = 0; s < S; s++) {
         uint32_t e = pb->device_of[s];
@@ -1150,11 +1163,29 @@ static double count_bound(const certify *c)
             if (c->tail_stage && c->tail_stage[e] >= 0)
                 base[e] += pb->wmin * pb->b_prefix[c->tail_stage[e]];
         }
-        if (s == 0 && run.head)
+        if (s == 0 && run->head)
             base[e] += m * ends[0];
-        if (s == S - 1 && run.tail)
+        if (s == S - 1 && run->tail)
             base[e] += m * ends[1];
-        need[e] += !((s == 0 && run.head) || (s == S - 1 && run.tail));
+        need[e] += !((s == 0 && run->head) || (s == S - 1 && run->tail));
+    }
+    psched__dealloc(seen);
+    return t;
+}
+
+static double count_bound(const certify *c)
+{
+    const psched__problem *pb = c->pb;
+    uint32_t D = pb->devices;
+    double m = pb->microbatches * pb->wmin;
+    psched__run run;
+    double *base = psched__calloc(D, sizeof(double));
+    uint32_t *need = psched__calloc(D, sizeof(uint32_t));
+    double t = base && need ? count_base(c, &run, base, need) : 0;
+    if (!(t > 0)) {
+        psched__dealloc(base);
+        psched__dealloc(need);
+        return 0;
     }
     /* feasibility grows with T: bisect between a T that fits nothing and
      * one that fits everything; the answer is the largest T seen short */
@@ -1176,8 +1207,91 @@ static double count_bound(const certify *c)
     }
     psched__dealloc(base);
     psched__dealloc(need);
-    psched__dealloc(seen);
     return lo;
+}
+
+/* The device search's op budget: this many times the certificate's (a
+ * node evaluates the whole order once; LLaMA-70B at v = 4 needs 15 000 to
+ * 55 000 nodes of 6 144 ops). */
+#define DEVSEARCH_OPS_FACTOR 256
+/* shares of the time left: the first pass, and the second (after the run
+ * MILP) */
+#define DEVSEARCH_FIRST_SHARE 0.35
+#define DEVSEARCH_SECOND_SHARE 0.6
+
+static psched_status device_consider(void *ctx, const psched__solution *sol, double *makespan,
+                                     double *best)
+{
+    certify *c = ctx;
+    psched_status st = simulate_solution(c, sol, makespan, NULL);
+    if (!st && *makespan < c->best) {
+        c->best = *makespan;
+        psched__solution_copy(c->pb, sol, &c->best_sol);
+    }
+    *best = c->best;
+    return st;
+}
+
+/* The device search (devsearch.h) where the order is every partition's
+ * and the layers form a run: each device holds between lo and hi run
+ * layers, hi from the layer count bound at the best step time (a device
+ * with more cannot be in a faster partition) and lo from the others' hi.
+ * True when it proves the best optimal; *unfinished when it ran and
+ * stopped early. At most `share` of the time left. */
+static bool device_certify(certify *c, double share, bool *unfinished)
+{
+    *unfinished = false;
+    psched__problem *pb = c->pb;
+    if (!c->static_order || !isfinite(c->best) ||
+        !psched__devsearch_applies(pb, c->work, c->static_order))
+        return false;
+    uint32_t D = pb->devices;
+    double m = pb->microbatches * pb->wmin;
+    psched__run run;
+    double *base = psched__calloc(D, sizeof(double));
+    uint32_t *need = psched__calloc(D, sizeof(uint32_t));
+    uint32_t *lo = psched__calloc(D, sizeof(uint32_t));
+    uint32_t *hi = psched__calloc(D, sizeof(uint32_t));
+    double t = base && need && lo && hi ? count_base(c, &run, base, need) : 0;
+    bool proven = false;
+    if (t > 0) {
+        double sum_hi = 0;
+        for (uint32_t e = 0; e < D; e++) {
+            double n = floor((c->best * (1 + 1e-9) - base[e]) / (m * t));
+            hi[e] = n <= 0 ? 0 : n >= run.count ? run.count : (uint32_t)n;
+            sum_hi += hi[e];
+        }
+        for (uint32_t e = 0; e < D; e++) {
+            double others = sum_hi - hi[e];
+            lo[e] = others >= run.count ? 0 : run.count - (uint32_t)others;
+        }
+        psched__devsearch ds;
+        memset(&ds, 0, sizeof ds);
+        ds.pb = pb;
+        ds.run = &run;
+        ds.order = c->static_order;
+        ds.lo = lo;
+        ds.hi = hi;
+        ds.base = base;
+        ds.until = psched__now() + share * fmax(0, pb->deadline - psched__now());
+        ds.ops_budget = DEVSEARCH_OPS_FACTOR * pb->certify_ops;
+        ds.best = c->best;
+        ds.best_sol = &c->best_sol;
+        ds.consider = device_consider;
+        ds.ctx = c;
+        psched_status st = psched__devsearch_run(&ds);
+        if (st && !c->st)
+            c->st = st;
+        proven = !st && ds.complete;
+        *unfinished = !st && !ds.complete && ds.nodes > 0;
+        if (proven)
+            psched__devsearch_test_count_proof();
+    }
+    psched__dealloc(base);
+    psched__dealloc(need);
+    psched__dealloc(lo);
+    psched__dealloc(hi);
+    return proven;
 }
 
 /* A bound every partition's step time respects (for the gap when the
@@ -1269,13 +1383,13 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         st = c.st;
     }
     /* a better incumbent first: the bounds and the search start from it */
-    if (!st) {
+    if (!st && !test_no_improve) {
         improve(&c);
         st = c.st;
         if (test_improve_only)
             c.stopped = true; /* the test checks the local search's answer alone */
     }
-    bool fixed = false, run_proven = false;
+    bool fixed = false, run_proven = false, dev_proven = false;
     if (!st && c.best_sol.found)
         st = order_is_fixed(&c, &c.best_sol, &fixed);
     /* The solvers' frontiers stop at a bound of the estimate; the step
@@ -1300,7 +1414,16 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
             st = psched_generate(c.work, name, &c.ref);
         if (!st && pb->chains == 1)
             st = find_tails(&c);
-        if (!st && psched__paths_applies(c.work, c.ref)) {
+        /* the device search first with a third of the time (it proves
+         * LLaMA-70B's v = 4 candidates in under a second), then the run
+         * MILP, which often finds a much faster incumbent (Gemma2-9B), then
+         * the device search again from it with three fifths of what is left */
+        bool dev_again = false;
+        if (!st && !test_no_device_search)
+            dev_proven = device_certify(&c, DEVSEARCH_FIRST_SHARE, &dev_again);
+        double before_run = c.best;
+        st = st ? st : c.st;
+        if (!st && !dev_proven && psched__paths_applies(c.work, c.ref)) {
             st = psched__paths_init(&c.paths, pb);
             if (!st)
                 st = psched__mult_init(&c.mult, pb, false);
@@ -1318,10 +1441,14 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         if (!st && c.use_paths)
             run_proven = run_certify(&c);
         st = st ? st : c.st;
-        if (!st && c.have_mult && !run_proven)
+        if (!st && !run_proven && !dev_proven && (dev_again || c.best < before_run) &&
+            !test_no_device_search)
+            dev_proven = device_certify(&c, DEVSEARCH_SECOND_SHARE, &dev_again);
+        st = st ? st : c.st;
+        if (!st && c.have_mult && !run_proven && !dev_proven)
             st = path_library(&c);
     }
-    if (!st && c.best_sol.found && !c.stopped && !run_proven) {
+    if (!st && c.best_sol.found && !c.stopped && !run_proven && !dev_proven) {
         c.stopped = false;
         c.searching = true;
         search(&c, 0, 0, 0);
@@ -1333,7 +1460,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         fixed = fixed && !c.order_changed;
         /* the run MILP covers every partition, the table's or not */
         out->proven = fixed && !c.stopped &&
-                      (run_proven || (!pb->truncated && !psched__expired(pb)));
+                      (run_proven || dev_proven || (!pb->truncated && !psched__expired(pb)));
         double lb = common_bound(pb);
         if (fixed && c.path_lb > 0)
             lb = fmax(lb, c.path_lb);

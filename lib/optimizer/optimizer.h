@@ -387,6 +387,12 @@ PSCHED_INTERNAL void psched__certify_test_improve_only(bool only);
 /* Test hook: generate every partition's schedule again even when the
  * generator's order ignores the costs (the result must not change). */
 PSCHED_INTERNAL void psched__certify_test_regenerate(bool always);
+/* Test hook: off = true skips the device search (devsearch.h) on this
+ * thread, so the other bounds and the search are exercised. */
+PSCHED_INTERNAL void psched__certify_test_no_device_search(bool off);
+/* Test hook: off = true skips the local search on this thread (the
+ * search and the bounds start from the solver's and the baselines' best). */
+PSCHED_INTERNAL void psched__certify_test_no_improve(bool off);
 
 /* ---- the result (result.c) ---- */
 

@@ -1,0 +1,901 @@
+/* The device search (devsearch.h): an exact enumeration of a run's
+ * per-stage layer counts and recompute variants, one device at a time,
+ * each node bounded by the fixed order's step time with the stages not
+ * placed yet at their least cost (docs/optimizer.md, "The device
+ * search"). */
+#include "devsearch.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Options (count vectors x recompute assignments) of all devices, at
+ * most: beyond it the search does not start (stages of many layers, where
+ * the averaged bounds are tight anyway). */
+#define DEVSEARCH_OPTIONS_MAX ((size_t)1 << 18)
+/* relative tolerance of a cut: `optimal` means within it */
+#define DEVSEARCH_TOL 1e-9
+
+static _Thread_local size_t test_proofs;
+
+size_t psched__devsearch_test_proofs(void)
+{
+    return test_proofs;
+}
+
+void psched__devsearch_test_count_proof(void)
+{
+    test_proofs++;
+}
+
+/* One way to fill a stage: its run layers per variant, the variant of its
+ * layer outside the run (if any), and the resulting costs and memory. */
+typedef struct cfg {
+    double f, b, w, mem;
+    uint32_t count;
+    uint32_t mix[PSCHED__RECOMPUTE_KINDS];
+    uint8_t end_variant;
+} cfg;
+
+typedef struct okey {
+    double key;
+    uint32_t idx;
+} okey;
+
+typedef struct dsctx {
+    psched__devsearch *ds;
+    const psched__problem *pb;
+    uint32_t S, D;
+    double m;
+    /* the order's DAG: per op, its device predecessor, its input across
+     * stages and that input's latency, and two indices into the cost
+     * vector whose sum is its time */
+    size_t n;
+    int32_t *pd, *px;
+    double *lat;
+    uint32_t *i1, *i2, *topo;
+    double *end;
+    uint32_t *dev;   /* per op: its device */
+    double *units;   /* 3S: ops of each stage's f, b, w (BW counts in both) */
+    double *rem;     /* per device: the time of its ops not evaluated yet */
+    double *cost; /* 3S + 1: f, b, w per stage, then 0 */
+    double *minc; /* 3S: each stage's least f, b, w */
+    /* stage configurations: per stage and count, [cfg_at[s][c - cmin], next) */
+    cfg *cfgs;
+    size_t ncfg, cfg_cap;
+    uint32_t *cmin;  /* per stage: fewest run layers */
+    uint32_t *cmax;  /* per stage: most run layers */
+    size_t **cfg_at; /* per stage: cmax - cmin + 2 offsets */
+    /* devices */
+    uint32_t *dev_order, *nst, **stages_of;
+    uint32_t **opt;  /* per device: options x its stage count cfg indices */
+    size_t *nopt, *opt_cap, total_opts;
+    uint32_t **opt_total;
+    double **opt_work;
+    uint32_t *sumlo, *sumhi; /* over dev_order[i..] */
+    double *end_work;         /* per device: f + b + w of its layers outside the run
+                                 (without recompute; ds->base counts them) */
+    uint32_t *chosen;         /* per device: option index */
+    okey **kids;              /* per depth: its children's bounds */
+    size_t ops;
+    bool stop, mismatch;
+    psched_status st;
+    psched__solution sol;
+} dsctx;
+
+bool psched__devsearch_applies(const psched__problem *pb, const psched_plan *plan,
+                               const psched_schedule *order)
+{
+    psched__run run;
+    if (!order || pb->chains != 1 || !psched__run_shape(pb, &run) ||
+        !psched__paths_applies(plan, order))
+        return false;
+    const psched_plan *sp = psched_schedule_plan(order);
+    for (uint32_t d = 0; d < psched_plan_devices(sp); d++) {
+        size_t n = psched_schedule_op_count(order, d);
+        for (size_t i = 0; i < n; i++) {
+            psched_op op;
+            psched_schedule_ops(order, d, i, 1, &op, sizeof op);
+            if (op.flags)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* The order's DAG and a topological order of it. */
+static psched_status build_dag(dsctx *x)
+{
+    const psched_schedule *order = x->ds->order;
+    const psched_plan *sp = psched_schedule_plan(order);
+    uint32_t S = x->S, p = psched_plan_devices(sp), mbs = psched_plan_microbatches(sp);
+    double comm = psched_plan_comm(sp);
+    size_t n = psched_schedule_total_ops(order), cells = (size_t)S * mbs;
+    x->n = n;
+    x->pd = psched__calloc(n + 1, sizeof(int32_t));
+    x->px = psched__calloc(n + 1, sizeof(int32_t));
+    x->lat = psched__calloc(n + 1, sizeof(double));
+    x->i1 = psched__calloc(n + 1, sizeof(uint32_t));
+    x->i2 = psched__calloc(n + 1, sizeof(uint32_t));
+    x->topo = psched__calloc(n + 1, sizeof(uint32_t));
+    x->end = psched__calloc(n + 1, sizeof(double));
+    x->dev = psched__calloc(n + 1, sizeof(uint32_t));
+    x->units = psched__calloc(3 * (size_t)S + 1, sizeof(double));
+    x->rem = psched__calloc((size_t)p + 1, sizeof(double));
+    psched_op *ops = psched__calloc(n + 1, sizeof *ops);
+    uint32_t *devof = psched__calloc(n + 1, sizeof(uint32_t));
+    int32_t *at = psched__calloc(2 * cells + 1, sizeof(int32_t));
+    uint32_t *indeg = psched__calloc(n + 1, sizeof(uint32_t));
+    int32_t *succ_dev = psched__calloc(n + 1, sizeof(int32_t));
+    int32_t *succ_x = psched__calloc(n + 1, sizeof(int32_t));
+    psched_status st = PSCHED_OK;
+    if (n > INT32_MAX / 2 || !x->pd || !x->px || !x->lat || !x->i1 || !x->i2 || !x->topo ||
+        !x->end || !x->dev || !x->units || !x->rem || !ops || !devof || !at || !indeg || !succ_dev || !succ_x)
+        st = PSCHED_ENOMEM_FAIL();
+    if (!st && p != x->D)
+        st = PSCHED_EINVAL; /* not this problem's plan: the caller gives up */
+    size_t g = 0;
+    for (uint32_t d = 0; !st && d < p; d++) {
+        size_t k = psched_schedule_op_count(order, d);
+        st = psched_schedule_ops(order, d, 0, k, ops + g, sizeof *ops);
+        for (size_t i = 0; !st && i < k; i++, g++) {
+            devof[g] = d;
+            x->dev[g] = d;
+            x->pd[g] = i ? (int32_t)(g - 1) : -1;
+        }
+    }
+    for (size_t c = 0; !st && c < 2 * cells; c++)
+        at[c] = -1;
+    for (size_t i = 0; !st && i < n; i++) {
+        const psched_op *o = &ops[i];
+        if (o->stage >= S || o->microbatch >= mbs) {
+            st = PSCHED_EINVAL; /* not this plan's order: the caller gives up */
+            break;
+        }
+        size_t s3 = 3 * (size_t)o->stage;
+        x->i2[i] = 3 * S; /* the zero slot */
+        switch (o->kind) {
+        case PSCHED_OP_F:
+            x->i1[i] = (uint32_t)s3;
+            break;
+        case PSCHED_OP_B:
+            x->i1[i] = (uint32_t)s3 + 1;
+            break;
+        case PSCHED_OP_W:
+            x->i1[i] = (uint32_t)s3 + 2;
+            break;
+        default: /* BW: b + w */
+            x->i1[i] = (uint32_t)s3 + 1;
+            x->i2[i] = (uint32_t)s3 + 2;
+            x->units[s3 + 2] += 1;
+        }
+        x->units[x->i1[i]] += 1;
+        if (o->kind != PSCHED_OP_W)
+            at[2 * ((size_t)o->microbatch * S + o->stage) + (o->kind != PSCHED_OP_F)] = (int32_t)i;
+    }
+    for (size_t i = 0; !st && i < n; i++) {
+        const psched_op *o = &ops[i];
+        x->px[i] = -1;
+        bool has_in = o->kind == PSCHED_OP_F ? o->stage != 0
+                      : o->kind != PSCHED_OP_W && o->stage != S - 1;
+        if (has_in) {
+            uint32_t in = o->kind == PSCHED_OP_F ? o->stage - 1 : o->stage + 1;
+            int32_t h = at[2 * ((size_t)o->microbatch * S + in) + (o->kind != PSCHED_OP_F)];
+            if (h < 0) {
+                st = PSCHED_EINVAL; /* an input the order lacks */
+                break;
+            }
+            x->px[i] = h;
+            x->lat[i] = devof[h] != devof[i] ? comm : 0;
+        }
+    }
+    /* Kahn: each op has at most two predecessors and two successors */
+    for (size_t i = 0; !st && i < n; i++)
+        succ_dev[i] = succ_x[i] = -1;
+    for (size_t i = 0; !st && i < n; i++) {
+        if (x->pd[i] >= 0) {
+            succ_dev[x->pd[i]] = (int32_t)i;
+            indeg[i]++;
+        }
+        if (x->px[i] >= 0) {
+            if (succ_x[x->px[i]] >= 0) {
+                st = PSCHED_EINVAL; /* two ops read one input: not this DAG */
+                break;
+            }
+            succ_x[x->px[i]] = (int32_t)i;
+            indeg[i]++;
+        }
+    }
+    size_t head = 0, tail = 0;
+    for (size_t i = 0; !st && i < n; i++)
+        if (!indeg[i])
+            x->topo[tail++] = (uint32_t)i;
+    while (!st && head < tail) {
+        uint32_t i = x->topo[head++];
+        int32_t nx[2] = {succ_dev[i], succ_x[i]};
+        for (int k = 0; k < 2; k++)
+            if (nx[k] >= 0 && --indeg[nx[k]] == 0)
+                x->topo[tail++] = (uint32_t)nx[k];
+    }
+    if (!st && tail != n)
+        st = PSCHED_EINVAL; /* a cycle: the order deadlocks */
+    psched__dealloc(ops);
+    psched__dealloc(devof);
+    psched__dealloc(at);
+    psched__dealloc(indeg);
+    psched__dealloc(succ_dev);
+    psched__dealloc(succ_x);
+    return st;
+}
+
+/* The step time of the order at x->cost (the simulator's longest path),
+ * or, as soon as it is sure to reach `cut`, a lower bound of it at least
+ * `cut`: an op's end plus the time of its device's ops after it. */
+static double evaluate(dsctx *x, double cut)
+{
+    double mk = 0;
+    const double *c = x->cost;
+    for (uint32_t d = 0; d < x->D; d++)
+        x->rem[d] = 0;
+    for (uint32_t s = 0; s < x->S; s++)
+        x->rem[x->pb->device_of[s]] += x->units[3 * s] * c[3 * s] +
+                                       x->units[3 * s + 1] * c[3 * s + 1] +
+                                       x->units[3 * s + 2] * c[3 * s + 2];
+    double margin = cut * (1 + 1e-12);
+    for (size_t k = 0; k < x->n; k++) {
+        uint32_t i = x->topo[k];
+        double s = x->pd[i] >= 0 ? x->end[x->pd[i]] : 0;
+        if (x->px[i] >= 0)
+            s = fmax(s, x->end[x->px[i]] + x->lat[i]);
+        double dur = c[x->i1[i]] + c[x->i2[i]];
+        double e = s + dur;
+        x->end[i] = e;
+        mk = fmax(mk, e);
+        double left = x->rem[x->dev[i]] -= dur;
+        if (e + left > margin) {
+            x->ops += k + 1;
+            return e + left;
+        }
+    }
+    x->ops += x->n;
+    return mk;
+}
+
+static psched_status push_cfg(dsctx *x, const cfg *c)
+{
+    if (x->ncfg == x->cfg_cap) {
+        size_t cap = x->cfg_cap ? 2 * x->cfg_cap : 256;
+        cfg *t = psched__reallocarray(x->cfgs, cap, sizeof *t);
+        if (!t)
+            return PSCHED_ENOMEM_FAIL();
+        x->cfgs = t;
+        x->cfg_cap = cap;
+    }
+    x->cfgs[x->ncfg++] = *c;
+    return PSCHED_OK;
+}
+
+static int cfg_cmp(const void *a, const void *b)
+{
+    const cfg *x = a, *y = b;
+    if (x->b != y->b)
+        return x->b < y->b ? -1 : 1;
+    return (x->mem > y->mem) - (x->mem < y->mem);
+}
+
+/* The stage's configurations with `count` run layers that no other beats
+ * on both backward time and memory, by rising time (falling memory). */
+static psched_status stage_cfgs(dsctx *x, uint32_t s, uint32_t count)
+{
+    const psched__problem *pb = x->pb;
+    const psched__run *run = x->ds->run;
+    uint32_t L = pb->layers;
+    const psched__group *rg = psched__layer_group(pb, run->first);
+    double rparam = psched__range_param(pb, run->first, 1);
+    /* the layer outside the run on this stage, if any */
+    int64_t end_layer = s == 0 && run->head ? 0 : s == x->S - 1 && run->tail ? (int64_t)L - 1 : -1;
+    const psched__group *eg = end_layer >= 0 ? psched__layer_group(pb, (uint32_t)end_layer) : NULL;
+    uint8_t rv[PSCHED__RECOMPUTE_KINDS], nrv = 0;
+    for (uint8_t v = 0; v < PSCHED__RECOMPUTE_KINDS; v++)
+        if (rg->variant[v].present)
+            rv[nrv++] = v;
+    if (!nrv) {
+        x->stop = true; /* a group without variants: not a run this search models */
+        return PSCHED_OK;
+    }
+    size_t from = x->ncfg;
+    psched_status st = PSCHED_OK;
+    for (uint8_t ev = 0; !st && ev < PSCHED__RECOMPUTE_KINDS; ev++) {
+        if (eg ? !eg->variant[ev].present : ev > 0)
+            continue;
+        /* every split of count over the run's variants */
+        uint32_t a[PSCHED__RECOMPUTE_KINDS] = {0};
+        uint32_t top0 = nrv > 1 ? count : 0, top1 = nrv > 2 ? count : 0;
+        for (uint32_t a0 = 0; !st && a0 <= top0; a0++) {
+            for (uint32_t a1 = 0; !st && a1 <= (nrv > 2 ? top1 - a0 : 0); a1++) {
+                if (nrv == 1) {
+                    a[0] = count;
+                } else if (nrv == 2) {
+                    a[0] = a0;
+                    a[1] = count - a0;
+                } else {
+                    a[0] = a0;
+                    a[1] = a1;
+                    a[2] = count - a0 - a1;
+                }
+                cfg c;
+                memset(&c, 0, sizeof c);
+                c.count = count;
+                c.f = count * rg->f;
+                c.b = count * rg->b;
+                c.w = count * rg->w;
+                c.mem = count * rparam;
+                double act = 0;
+                for (uint8_t k = 0; k < nrv; k++) {
+                    c.mix[rv[k]] = a[k];
+                    c.b += a[k] * rg->variant[rv[k]].extra;
+                    act += a[k] * rg->variant[rv[k]].act;
+                }
+                if (eg) {
+                    c.end_variant = ev;
+                    c.f += eg->f;
+                    c.b += eg->b + eg->variant[ev].extra;
+                    c.w += eg->w;
+                    c.mem += psched__range_param(pb, (uint32_t)end_layer, 1);
+                    act += eg->variant[ev].act;
+                }
+                c.mem += pb->inflight[s] * act;
+                st = push_cfg(x, &c);
+            }
+        }
+    }
+    if (st)
+        return st;
+    /* keep the frontier: by rising time, each leaner than all before */
+    qsort(x->cfgs + from, x->ncfg - from, sizeof(cfg), cfg_cmp);
+    size_t keep = from;
+    for (size_t i = from; i < x->ncfg; i++)
+        if (keep == from || x->cfgs[i].mem < x->cfgs[keep - 1].mem)
+            x->cfgs[keep++] = x->cfgs[i];
+    x->ncfg = keep;
+    return PSCHED_OK;
+}
+
+/* ---- a device's options ---- */
+
+typedef struct optgen {
+    dsctx *x;
+    uint32_t e, vd, total;
+    uint32_t counts[64];
+    size_t idx[64];
+    double minmem_after[65];
+} optgen;
+
+static size_t cfg_len(const dsctx *x, uint32_t s, uint32_t c)
+{
+    size_t k = c - x->cmin[s];
+    return x->cfg_at[s][k + 1] - x->cfg_at[s][k];
+}
+
+static const cfg *cfg_of(const dsctx *x, uint32_t s, uint32_t c, size_t i)
+{
+    return &x->cfgs[x->cfg_at[s][c - x->cmin[s]] + i];
+}
+
+static psched_status emit_option(optgen *g)
+{
+    dsctx *x = g->x;
+    uint32_t e = g->e, vd = g->vd;
+    if (x->total_opts >= DEVSEARCH_OPTIONS_MAX) {
+        x->stop = true;
+        return PSCHED_OK;
+    }
+    if (x->nopt[e] == x->opt_cap[e]) {
+        size_t cap = x->opt_cap[e] ? 2 * x->opt_cap[e] : 64;
+        uint32_t *t = psched__reallocarray(x->opt[e], cap * vd, sizeof *t);
+        if (!t)
+            return PSCHED_ENOMEM_FAIL();
+        x->opt[e] = t;
+        uint32_t *u = psched__reallocarray(x->opt_total[e], cap, sizeof *u);
+        if (!u)
+            return PSCHED_ENOMEM_FAIL();
+        x->opt_total[e] = u;
+        double *w = psched__reallocarray(x->opt_work[e], cap, sizeof *w);
+        if (!w)
+            return PSCHED_ENOMEM_FAIL();
+        x->opt_work[e] = w;
+        x->opt_cap[e] = cap;
+    }
+    size_t o = x->nopt[e]++;
+    x->total_opts++;
+    double work = 0;
+    for (uint32_t j = 0; j < vd; j++) {
+        uint32_t s = x->stages_of[e][j];
+        size_t ci = x->cfg_at[s][g->counts[j] - x->cmin[s]] + g->idx[j];
+        x->opt[e][o * vd + j] = (uint32_t)ci;
+        work += x->cfgs[ci].f + x->cfgs[ci].b + x->cfgs[ci].w;
+    }
+    x->opt_total[e][o] = g->total;
+    x->opt_work[e][o] = work;
+    return PSCHED_OK;
+}
+
+/* The assignments of the counts that fit the device's memory and are
+ * minimal: no stage can take a faster configuration and still fit (the
+ * fitting set only grows with leaner configurations, so a fitting
+ * assignment that some other fitting one beats on every stage can be made
+ * faster on one stage alone). */
+static psched_status antichain(optgen *g, uint32_t j, double mem)
+{
+    dsctx *x = g->x;
+    double cap = x->pb->limit * (1 + 1e-12);
+    if (x->stop)
+        return PSCHED_OK;
+    if (j == g->vd) {
+        if (mem > cap)
+            return PSCHED_OK;
+        for (uint32_t k = 0; k < g->vd; k++) {
+            if (!g->idx[k])
+                continue;
+            uint32_t s = x->stages_of[g->e][k];
+            double alt = mem - cfg_of(x, s, g->counts[k], g->idx[k])->mem +
+                         cfg_of(x, s, g->counts[k], g->idx[k] - 1)->mem;
+            if (alt <= cap)
+                return PSCHED_OK; /* a faster configuration of stage k fits too */
+        }
+        return emit_option(g);
+    }
+    uint32_t s = x->stages_of[g->e][j];
+    size_t len = cfg_len(x, s, g->counts[j]);
+    psched_status st = PSCHED_OK;
+    for (size_t i = 0; !st && i < len && !x->stop; i++) {
+        double mj = cfg_of(x, s, g->counts[j], i)->mem;
+        if (mem + mj + g->minmem_after[j + 1] > cap)
+            continue;
+        g->idx[j] = i;
+        st = antichain(g, j + 1, mem + mj);
+        if (!isfinite(x->pb->limit))
+            break; /* no limit: the fastest configuration of every stage only */
+    }
+    return st;
+}
+
+/* Every split of `left` layers over the device's stages j.. */
+static psched_status compositions(optgen *g, uint32_t j, uint32_t left)
+{
+    dsctx *x = g->x;
+    if (x->stop)
+        return PSCHED_OK;
+    if (j == g->vd) {
+        if (left)
+            return PSCHED_OK;
+        g->minmem_after[g->vd] = 0;
+        for (uint32_t k = g->vd; k-- > 0;) {
+            uint32_t s = x->stages_of[g->e][k];
+            size_t len = cfg_len(x, s, g->counts[k]);
+            if (!len)
+                return PSCHED_OK;
+            g->minmem_after[k] = g->minmem_after[k + 1] + cfg_of(x, s, g->counts[k], len - 1)->mem;
+        }
+        return antichain(g, 0, 0);
+    }
+    uint32_t s = x->stages_of[g->e][j];
+    psched_status st = PSCHED_OK;
+    for (uint32_t c = x->cmin[s]; !st && c <= x->cmax[s] && c <= left; c++) {
+        g->counts[j] = c;
+        st = compositions(g, j + 1, left - c);
+    }
+    return st;
+}
+
+/* ---- the search ---- */
+
+/* Per stage f, b (with recompute) and w of a solution into c[3S]. */
+static void solution_costs(const psched__problem *pb, const psched__solution *sol, double *c)
+{
+    for (uint32_t s = 0; s < pb->stages; s++) {
+        c[3 * s] = c[3 * s + 1] = c[3 * s + 2] = 0;
+        for (uint32_t l = sol->first[s]; l < sol->first[s] + sol->count[s]; l++) {
+            const psched__group *g = psched__layer_group(pb, l);
+            c[3 * s] += g->f;
+            c[3 * s + 1] += g->b + g->variant[sol->choice[l]].extra;
+            c[3 * s + 2] += g->w;
+        }
+    }
+}
+
+static void set_device(dsctx *x, uint32_t e, const uint32_t *o)
+{
+    for (uint32_t j = 0; j < x->nst[e]; j++) {
+        uint32_t s = x->stages_of[e][j];
+        const cfg *c = o ? &x->cfgs[o[j]] : NULL;
+        x->cost[3 * s] = c ? c->f : x->minc[3 * s];
+        x->cost[3 * s + 1] = c ? c->b : x->minc[3 * s + 1];
+        x->cost[3 * s + 2] = c ? c->w : x->minc[3 * s + 2];
+    }
+}
+
+/* The partition of the chosen options into x->sol. */
+static void write_solution(dsctx *x)
+{
+    const psched__problem *pb = x->pb;
+    const psched__run *run = x->ds->run;
+    uint32_t at = 0;
+    for (uint32_t s = 0; s < x->S; s++) {
+        uint32_t e = pb->device_of[s], j = 0;
+        while (x->stages_of[e][j] != s)
+            j++;
+        const cfg *c = &x->cfgs[x->opt[e][(size_t)x->chosen[e] * x->nst[e] + j]];
+        bool head = s == 0 && run->head, tail = s == x->S - 1 && run->tail;
+        x->sol.first[s] = at;
+        x->sol.count[s] = c->count + head + tail;
+        if (head)
+            x->sol.choice[at++] = c->end_variant;
+        for (uint8_t v = 0; v < PSCHED__RECOMPUTE_KINDS; v++)
+            for (uint32_t k = 0; k < c->mix[v]; k++)
+                x->sol.choice[at++] = v;
+        if (tail)
+            x->sol.choice[at++] = c->end_variant;
+    }
+    x->sol.found = true;
+}
+
+static void leaf(dsctx *x, double mine)
+{
+    psched__devsearch *ds = x->ds;
+    write_solution(x);
+    double mk = INFINITY, best = ds->best;
+    x->st = ds->consider(ds->ctx, &x->sol, &mk, &best);
+    if (x->st) {
+        x->stop = true;
+        return;
+    }
+    /* the library's simulator is the judge; a different answer means this
+     * DAG is not the simulator's, and nothing it cut is proven */
+    if (!(fabs(mk - mine) <= 1e-9 * fmax(1, fabs(mk)))) {
+        x->mismatch = x->stop = true;
+        return;
+    }
+    ds->best = fmin(ds->best, best);
+}
+
+static int okey_cmp(const void *a, const void *b)
+{
+    const okey *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Depth i places device dev_order[i]: every option is bounded first, then
+ * the children are searched by rising bound (the best completions tend to
+ * lie under the lowest bounds: a better incumbent early cuts the rest). */
+static void dfs(dsctx *x, uint32_t i, uint32_t left)
+{
+    psched__devsearch *ds = x->ds;
+    uint32_t e = x->dev_order[i], vd = x->nst[e];
+    bool last = i + 1 == x->D;
+    okey *kids = x->kids[i];
+    size_t nk = 0;
+    for (size_t o = 0; o < x->nopt[e] && !x->stop; o++) {
+        uint32_t n = x->opt_total[e][o];
+        if (n > left)
+            continue;
+        uint32_t rest = left - n;
+        if (rest < x->sumlo[i + 1] || rest > x->sumhi[i + 1])
+            continue;
+        double cut = ds->best * (1 - DEVSEARCH_TOL);
+        /* the device's own work after its start and before its tail */
+        if (ds->base[e] + x->m * (x->opt_work[e][o] - x->end_work[e]) >= cut)
+            continue;
+        set_device(x, e, x->opt[e] + o * vd);
+        x->chosen[e] = (uint32_t)o;
+        ds->nodes++;
+        double lb = evaluate(x, cut);
+        if (lb < cut) {
+            if (last)
+                leaf(x, lb);
+            else
+                kids[nk++] = (okey){lb, (uint32_t)o};
+        }
+        set_device(x, e, NULL);
+        if (x->ops > ds->ops_budget || ((ds->nodes & 15) == 0 && psched__now() > ds->until))
+            x->stop = true;
+    }
+    if (last || x->stop)
+        return;
+    qsort(kids, nk, sizeof *kids, okey_cmp);
+    for (size_t k = 0; k < nk && !x->stop; k++) {
+        if (kids[k].key >= ds->best * (1 - DEVSEARCH_TOL))
+            break; /* sorted: the rest are cut too */
+        uint32_t o = kids[k].idx;
+        set_device(x, e, x->opt[e] + (size_t)o * vd);
+        x->chosen[e] = o;
+        dfs(x, i + 1, left - x->opt_total[e][o]);
+        set_device(x, e, NULL);
+    }
+}
+
+static void free_ctx(dsctx *x)
+{
+    psched__dealloc(x->pd);
+    psched__dealloc(x->px);
+    psched__dealloc(x->lat);
+    psched__dealloc(x->i1);
+    psched__dealloc(x->i2);
+    psched__dealloc(x->topo);
+    psched__dealloc(x->end);
+    psched__dealloc(x->dev);
+    psched__dealloc(x->units);
+    psched__dealloc(x->rem);
+    psched__dealloc(x->cost);
+    psched__dealloc(x->minc);
+    psched__dealloc(x->cfgs);
+    psched__dealloc(x->cmin);
+    psched__dealloc(x->cmax);
+    for (uint32_t s = 0; x->cfg_at && s < x->S; s++)
+        psched__dealloc(x->cfg_at[s]);
+    psched__dealloc(x->cfg_at);
+    for (uint32_t e = 0; e < x->D; e++) {
+        if (x->stages_of)
+            psched__dealloc(x->stages_of[e]);
+        if (x->opt)
+            psched__dealloc(x->opt[e]);
+        if (x->opt_total)
+            psched__dealloc(x->opt_total[e]);
+        if (x->opt_work)
+            psched__dealloc(x->opt_work[e]);
+    }
+    psched__dealloc(x->stages_of);
+    psched__dealloc(x->opt);
+    psched__dealloc(x->opt_total);
+    psched__dealloc(x->opt_work);
+    psched__dealloc(x->nopt);
+    psched__dealloc(x->opt_cap);
+    psched__dealloc(x->dev_order);
+    psched__dealloc(x->nst);
+    psched__dealloc(x->sumlo);
+    psched__dealloc(x->sumhi);
+    psched__dealloc(x->end_work);
+    psched__dealloc(x->chosen);
+    for (uint32_t i = 0; x->kids && i < x->D; i++)
+        psched__dealloc(x->kids[i]);
+    psched__dealloc(x->kids);
+    psched__solution_free(&x->sol);
+}
+
+/* A device's options, closest to the incumbent's counts first (ties: the
+ * children's bounds order the search; this orders the leaves' level and
+ * the equal bounds), then by work. */
+static psched_status sort_options(dsctx *x, uint32_t e)
+{
+    size_t n = x->nopt[e], vd = x->nst[e];
+    const psched__solution *bs = x->ds->best_sol;
+    okey *k = psched__calloc(n + 1, sizeof *k);
+    uint32_t *o = psched__calloc(n * vd + 1, sizeof *o);
+    uint32_t *t = psched__calloc(n + 1, sizeof *t);
+    double *w = psched__calloc(n + 1, sizeof *w);
+    if (!k || !o || !t || !w) {
+        psched__dealloc(k);
+        psched__dealloc(o);
+        psched__dealloc(t);
+        psched__dealloc(w);
+        return PSCHED_ENOMEM_FAIL();
+    }
+    double wmax = 0;
+    for (size_t i = 0; i < n; i++)
+        wmax = fmax(wmax, x->opt_work[e][i]);
+    for (size_t i = 0; i < n; i++) {
+        double dist = 0;
+        for (size_t j = 0; j < vd; j++) {
+            uint32_t s = x->stages_of[e][j];
+            const cfg *c = &x->cfgs[x->opt[e][i * vd + j]];
+            double have = (double)bs->count[s];
+            double want = (double)c->count + (s == 0 && x->ds->run->head) +
+                          (s == x->S - 1 && x->ds->run->tail);
+            dist += fabs(have - want);
+        }
+        k[i].key = dist + (wmax > 0 ? 0.5 * x->opt_work[e][i] / wmax : 0);
+        k[i].idx = (uint32_t)i;
+    }
+    qsort(k, n, sizeof *k, okey_cmp);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(o + i * vd, x->opt[e] + (size_t)k[i].idx * vd, vd * sizeof *o);
+        t[i] = x->opt_total[e][k[i].idx];
+        w[i] = x->opt_work[e][k[i].idx];
+    }
+    psched__dealloc(k);
+    psched__dealloc(x->opt[e]);
+    psched__dealloc(x->opt_total[e]);
+    psched__dealloc(x->opt_work[e]);
+    x->opt[e] = o;
+    x->opt_total[e] = t;
+    x->opt_work[e] = w;
+    return PSCHED_OK;
+}
+
+psched_status psched__devsearch_run(psched__devsearch *ds)
+{
+    dsctx x;
+    memset(&x, 0, sizeof x);
+    ds->complete = false;
+    ds->nodes = ds->options = 0;
+    const psched__problem *pb = ds->pb;
+    const psched__run *run = ds->run;
+    x.ds = ds;
+    x.pb = pb;
+    x.S = pb->stages;
+    x.D = pb->devices;
+    x.m = pb->microbatches * pb->wmin;
+    uint32_t S = x.S, D = x.D;
+    x.cost = psched__calloc(3 * (size_t)S + 1, sizeof(double));
+    x.minc = psched__calloc(3 * (size_t)S + 1, sizeof(double));
+    x.cmin = psched__calloc(S, sizeof(uint32_t));
+    x.cmax = psched__calloc(S, sizeof(uint32_t));
+    x.cfg_at = psched__calloc(S, sizeof(size_t *));
+    x.stages_of = psched__calloc(D, sizeof(uint32_t *));
+    x.opt = psched__calloc(D, sizeof(uint32_t *));
+    x.opt_total = psched__calloc(D, sizeof(uint32_t *));
+    x.opt_work = psched__calloc(D, sizeof(double *));
+    x.nopt = psched__calloc(D, sizeof(size_t));
+    x.opt_cap = psched__calloc(D, sizeof(size_t));
+    x.dev_order = psched__calloc(D, sizeof(uint32_t));
+    x.nst = psched__calloc(D, sizeof(uint32_t));
+    x.sumlo = psched__calloc((size_t)D + 1, sizeof(uint32_t));
+    x.sumhi = psched__calloc((size_t)D + 1, sizeof(uint32_t));
+    x.chosen = psched__calloc(D, sizeof(uint32_t));
+    x.end_work = psched__calloc(D, sizeof(double));
+    psched_status st = PSCHED_OK;
+    if (!x.cost || !x.minc || !x.cmin || !x.cmax || !x.cfg_at || !x.stages_of || !x.opt ||
+        !x.opt_total || !x.opt_work || !x.nopt || !x.opt_cap || !x.dev_order || !x.nst ||
+        !x.sumlo || !x.sumhi || !x.chosen || !x.end_work)
+        st = PSCHED_ENOMEM_FAIL();
+    if (!st)
+        st = psched__solution_init(&x.sol, S, pb->layers);
+    for (uint32_t s = 0; !st && s < S; s++)
+        x.nst[pb->device_of[s]]++;
+    for (uint32_t e = 0; !st && e < D; e++) {
+        x.stages_of[e] = psched__calloc(x.nst[e] + 1, sizeof(uint32_t));
+        if (!x.stages_of[e] || x.nst[e] > 64)
+            st = x.stages_of[e] ? PSCHED_EINVAL : PSCHED_ENOMEM_FAIL();
+        x.nst[e] = 0;
+    }
+    for (uint32_t s = 0; !st && s < S; s++) {
+        uint32_t e = pb->device_of[s];
+        x.stages_of[e][x.nst[e]++] = s;
+    }
+    if (!st)
+        st = build_dag(&x);
+    if (st == PSCHED_EINVAL) {
+        /* not an order this search understands: nothing proven */
+        free_ctx(&x);
+        return PSCHED_OK;
+    }
+    /* per stage: the fewest and most run layers, its configurations */
+    for (uint32_t e = 0; !st && e < D; e++) {
+        uint32_t need = 0;
+        for (uint32_t j = 0; j < x.nst[e]; j++) {
+            uint32_t s = x.stages_of[e][j];
+            x.cmin[s] = (s == 0 && run->head) || (s == S - 1 && run->tail) ? 0 : 1;
+            need += x.cmin[s];
+        }
+        if (ds->hi[e] < need || ds->lo[e] > ds->hi[e]) {
+            /* the count bound leaves the device nothing: no partition is faster */
+            ds->complete = true;
+            free_ctx(&x);
+            return PSCHED_OK;
+        }
+        for (uint32_t j = 0; j < x.nst[e]; j++) {
+            uint32_t s = x.stages_of[e][j];
+            x.cmax[s] = ds->hi[e] - (need - x.cmin[s]);
+        }
+    }
+    if (!st && run->head)
+        x.end_work[pb->device_of[0]] += psched__range_time(pb, 0, 1);
+    if (!st && run->tail)
+        x.end_work[pb->device_of[S - 1]] += psched__range_time(pb, pb->layers - 1, 1);
+    for (uint32_t s = 0; !st && s < S; s++) {
+        uint32_t span = x.cmax[s] - x.cmin[s] + 1;
+        x.cfg_at[s] = psched__calloc((size_t)span + 1, sizeof(size_t));
+        if (!x.cfg_at[s]) {
+            st = PSCHED_ENOMEM_FAIL();
+            break;
+        }
+        for (uint32_t c = x.cmin[s]; !st && c <= x.cmax[s]; c++) {
+            x.cfg_at[s][c - x.cmin[s]] = x.ncfg;
+            st = stage_cfgs(&x, s, c);
+            if (x.ncfg > 4 * DEVSEARCH_OPTIONS_MAX)
+                x.stop = true;
+            if (x.stop)
+                break;
+        }
+        if (st || x.stop)
+            break;
+        x.cfg_at[s][span] = x.ncfg;
+        if (x.cfg_at[s][1] == x.cfg_at[s][0]) {
+            x.stop = true; /* no configuration (no variant present) */
+            break;
+        }
+        /* the least each cost can be: the fewest layers, the fastest variant */
+        const cfg *c0 = &x.cfgs[x.cfg_at[s][0]];
+        x.minc[3 * s] = c0->f;
+        x.minc[3 * s + 1] = c0->b;
+        x.minc[3 * s + 2] = c0->w;
+    }
+    /* options, device by device */
+    for (uint32_t e = 0; !st && !x.stop && e < D; e++) {
+        optgen g;
+        memset(&g, 0, sizeof g);
+        g.x = &x;
+        g.e = e;
+        g.vd = x.nst[e];
+        for (uint32_t n = ds->lo[e]; !st && !x.stop && n <= ds->hi[e]; n++) {
+            g.total = n;
+            st = compositions(&g, 0, n);
+        }
+    }
+    ds->options = x.total_opts;
+    if (st || x.stop) {
+        free_ctx(&x);
+        return st;
+    }
+    /* the device order: least slack under the layer count bound first
+     * (its start, tail and fewest layers closest to the best step time),
+     * ties to the later device */
+    {
+        solution_costs(pb, ds->best_sol, x.cost);
+        x.cost[3 * S] = 0;
+        double mine = evaluate(&x, INFINITY);
+        /* the DAG must be the simulator's: the incumbent's step time */
+        if (!(fabs(mine - ds->best) <= 1e-9 * fmax(1, ds->best))) {
+            free_ctx(&x);
+            return PSCHED_OK;
+        }
+        double t = psched__range_time(pb, run->first, 1);
+        for (uint32_t e = 0; e < D; e++)
+            x.dev_order[e] = e;
+        for (uint32_t a = 1; a < D; a++) {
+            uint32_t v = x.dev_order[a], q = a;
+            double kv = ds->base[v] + x.m * t * ds->lo[v];
+            while (q > 0) {
+                uint32_t u = x.dev_order[q - 1];
+                double ku = ds->base[u] + x.m * t * ds->lo[u];
+                if (ku > kv || (ku == kv && u > v))
+                    break;
+                x.dev_order[q] = u;
+                q--;
+            }
+            x.dev_order[q] = v;
+        }
+    }
+    for (uint32_t e = 0; !st && e < D; e++)
+        st = sort_options(&x, e);
+    x.kids = st ? NULL : psched__calloc(D, sizeof(okey *));
+    if (!st && !x.kids)
+        st = PSCHED_ENOMEM_FAIL();
+    for (uint32_t i = 0; !st && i < D; i++) {
+        x.kids[i] = psched__calloc(x.nopt[x.dev_order[i]] + 1, sizeof(okey));
+        if (!x.kids[i])
+            st = PSCHED_ENOMEM_FAIL();
+    }
+    for (uint32_t i = D; !st && i-- > 0;) {
+        uint32_t e = x.dev_order[i];
+        x.sumlo[i] = x.sumlo[i + 1] + ds->lo[e];
+        x.sumhi[i] = x.sumhi[i + 1] + ds->hi[e];
+    }
+    if (!st) {
+        for (uint32_t s = 0; s < S; s++) {
+            x.cost[3 * s] = x.minc[3 * s];
+            x.cost[3 * s + 1] = x.minc[3 * s + 1];
+            x.cost[3 * s + 2] = x.minc[3 * s + 2];
+        }
+        x.cost[3 * S] = 0;
+        x.minc[3 * S] = 0;
+        if (run->count >= x.sumlo[0] && run->count <= x.sumhi[0])
+            dfs(&x, 0, run->count);
+        st = x.st;
+        ds->complete = !st && !x.stop && !x.mismatch;
+    }
+    free_ctx(&x);
+    return st;
+}

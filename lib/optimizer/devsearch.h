@@ -1,0 +1,60 @@
+/* The device search of the partition certificate (devsearch.c): an exact
+ * enumeration of a run's layer counts, one device at a time. Used by
+ * certify.c only. Not installed. */
+#ifndef PSCHED_DEVSEARCH_H
+#define PSCHED_DEVSEARCH_H
+
+#include "pathbound.h"
+
+/* Where the layers between the first and the last are identical (a run,
+ * psched__run_shape()) a partition is, per stage, how many run layers it
+ * holds with each recompute variant, and the variant of layer 0 and layer
+ * L-1 when they are not run layers (an embedding on stage 0, a head on the
+ * last stage). Nothing then ties one device's stages to another's but the
+ * total, so the search places whole devices: for each device (the busiest
+ * of the incumbent first) every count vector over its stages whose total
+ * the layer count bound allows, each with the recompute assignments that
+ * fit the device's memory and that no other fitting assignment of the same
+ * counts beats on every stage. A node's bound is the step time of the
+ * fixed order with the placed devices' stage costs and every other stage
+ * at the least it can cost (its fewest layers, the fastest variant): the
+ * step time of a fixed order never falls when a stage's cost rises, so
+ * that bounds every completion. It sees what the averaged bounds miss: a
+ * device placed with stages of 2 and 3 layers delays the devices around
+ * it in the simulated order itself. */
+typedef struct psched__devsearch {
+    /* in */
+    const psched__problem *pb;
+    const psched__run *run;
+    const psched_schedule *order; /* every partition's order (cost-independent) */
+    const uint32_t *lo, *hi;      /* per device: fewest and most run layers */
+    const double *base;           /* per device: a lower bound of its step time
+                                     without its run layers (count_bound's base) */
+    double until;                 /* psched__now() value to stop at */
+    size_t ops_budget;            /* evaluated ops, at most */
+    double best;                  /* the incumbent's step time */
+    const psched__solution *best_sol;
+    /* simulates a partition the search found faster (the library's
+     * simulator is the judge) into *makespan and returns the incumbent's
+     * step time after it */
+    psched_status (*consider)(void *ctx, const psched__solution *sol, double *makespan,
+                              double *best);
+    void *ctx;
+    /* out */
+    size_t nodes, options;
+    bool complete; /* the enumeration ended: no partition beats `best` (within 1e-9) */
+} psched__devsearch;
+
+/* Whether the device search applies: one chain, a run, the plain cost
+ * model and compute ops with no flags in `order`. */
+PSCHED_INTERNAL bool psched__devsearch_applies(const psched__problem *pb,
+                                               const psched_plan *plan,
+                                               const psched_schedule *order);
+
+PSCHED_INTERNAL psched_status psched__devsearch_run(psched__devsearch *ds);
+
+/* Test hook: partitions the device search proved optimal on this thread. */
+PSCHED_INTERNAL size_t psched__devsearch_test_proofs(void);
+PSCHED_INTERNAL void psched__devsearch_test_count_proof(void);
+
+#endif
