@@ -15,6 +15,8 @@
 #define DEVSEARCH_OPTIONS_MAX ((size_t)1 << 18)
 /* relative tolerance of a cut: `optimal` means within it */
 #define DEVSEARCH_TOL 1e-9
+/* options cut at a node that the next ones are compared against */
+#define DEVSEARCH_DOMINATORS 32
 
 static _Thread_local size_t test_proofs;
 
@@ -567,6 +569,25 @@ static int okey_cmp(const void *a, const void *b)
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
+/* Whether option opt of device e costs at least as much on every stage
+ * (f, b and w) as one of the options cut at this node: its bound, the
+ * step time with the same other stages, can only be larger, so it is cut
+ * too without evaluating it. */
+static bool dominated(const dsctx *x, uint32_t e, const uint32_t *opt,
+                      const uint32_t *const *cutset, size_t ncut)
+{
+    for (size_t q = 0; q < ncut; q++) {
+        bool all = true;
+        for (uint32_t j = 0; j < x->nst[e] && all; j++) {
+            const cfg *a = &x->cfgs[cutset[q][j]], *b = &x->cfgs[opt[j]];
+            all = a->f <= b->f && a->b <= b->b && a->w <= b->w;
+        }
+        if (all)
+            return true;
+    }
+    return false;
+}
+
 /* Depth i places device dev_order[i]: every option is bounded first, then
  * the children are searched by rising bound (the best completions tend to
  * lie under the lowest bounds: a better incumbent early cuts the rest). */
@@ -576,7 +597,8 @@ static void dfs(dsctx *x, uint32_t i, uint32_t left)
     uint32_t e = x->dev_order[i], vd = x->nst[e];
     bool last = i + 1 == x->D;
     okey *kids = x->kids[i];
-    size_t nk = 0;
+    size_t nk = 0, ncut = 0;
+    const uint32_t *cutset[DEVSEARCH_DOMINATORS];
     for (size_t o = 0; o < x->nopt[e] && !x->stop; o++) {
         uint32_t n = x->opt_total[e][o];
         if (n > left)
@@ -588,7 +610,10 @@ static void dfs(dsctx *x, uint32_t i, uint32_t left)
         /* the device's own work after its start and before its tail */
         if (ds->base[e] + x->m * (x->opt_work[e][o] - x->end_work[e]) >= cut)
             continue;
-        set_device(x, e, x->opt[e] + o * vd);
+        const uint32_t *opt = x->opt[e] + o * vd;
+        if (dominated(x, e, opt, cutset, ncut))
+            continue;
+        set_device(x, e, opt);
         x->chosen[e] = (uint32_t)o;
         ds->nodes++;
         double lb = evaluate(x, cut);
@@ -597,6 +622,8 @@ static void dfs(dsctx *x, uint32_t i, uint32_t left)
                 leaf(x, lb);
             else
                 kids[nk++] = (okey){lb, (uint32_t)o};
+        } else if (ncut < DEVSEARCH_DOMINATORS) {
+            cutset[ncut++] = opt;
         }
         set_device(x, e, NULL);
         if (x->ops > ds->ops_budget || ((ds->nodes & 15) == 0 && psched__now() > ds->until))
