@@ -511,6 +511,27 @@ static void test_four_chunks_match_the_brute_force(void)
     CHECK(tl.cases >= 24);
 }
 
+/* One random instance of an optional embedding, one run of lmin to
+ * lmin + 2 identical layers and an optional head (random_instance), m a
+ * multiple of p (even and at least 2p for DualPipe), against the brute
+ * force (run_instance). */
+static void run_identical_instance(const char *name, uint32_t v, uint32_t p, uint32_t lmin,
+                                   tally *tl)
+{
+    brute o;
+    memset(&o, 0, sizeof o);
+    o.name = name;
+    o.v = v;
+    o.p = p;
+    o.L = lmin + rnd(3); /* at most 10 (brute.lay) */
+    o.m = p * (1 + rnd(3));
+    if (strcmp(name, "dualpipe") == 0)
+        o.m = 2 * p + 2 * rnd(2);
+    o.uniform = true;
+    o.max_candidates = 12000;
+    run_instance(&o, tl);
+}
+
 /* The run MILP (docs/optimizer.md, "Where v = 4 is proven"): models whose
  * layers between the first and the last are identical (an embedding, one
  * run, a head, each end optional), where the certificate's MILP over the
@@ -534,22 +555,9 @@ static void test_identical_layers_match_the_brute_force(void)
     /* the run MILP's own proofs: the device search, which runs first and
      * proves these itself, is off (its test is below) */
     psched__certify_test_no_device_search(true);
-    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
-        for (int t = 0; t < 10; t++) {
-            brute o;
-            memset(&o, 0, sizeof o);
-            o.name = kinds[k].name;
-            o.v = kinds[k].v;
-            o.p = kinds[k].p;
-            o.L = kinds[k].lmin + rnd(3); /* at most 10 (brute.lay) */
-            o.m = o.p * (1 + rnd(3));
-            if (strcmp(o.name, "dualpipe") == 0)
-                o.m = 2 * o.p + 2 * rnd(2);
-            o.uniform = true;
-            o.max_candidates = 12000;
-            run_instance(&o, &tl);
-        }
-    }
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int t = 0; t < 10; t++)
+            run_identical_instance(kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin, &tl);
     psched__certify_test_no_device_search(false);
     size_t proofs = psched__certify_test_run_proofs();
     printf("# identical layers: %d instances, %d proven optimal (%zu by the run MILP), %d "
@@ -584,17 +592,8 @@ static void test_device_search_matches_the_brute_force(void)
     size_t before = psched__devsearch_test_proofs();
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         for (int t = 0; t < 10; t++) {
-            brute o;
-            memset(&o, 0, sizeof o);
-            o.name = kinds[k].name;
-            o.v = kinds[k].v;
-            o.p = kinds[k].p;
-            o.L = kinds[k].lmin + rnd(3); /* at most 10 (brute.lay) */
-            o.m = o.p * (1 + rnd(3));
-            o.uniform = true;
-            o.max_candidates = 12000;
             psched__certify_test_no_improve(t % 2 == 1);
-            run_instance(&o, &tl);
+            run_identical_instance(kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin, &tl);
             psched__certify_test_no_improve(false);
         }
     }

@@ -28,6 +28,11 @@
  *  - for a fixed-order generator and the plain cost model, the
  *    critical-path (Lagrangian) bound of pathbound.c: a DP per multiplier
  *    set, O(1) per node and set (path_root, path_library).
+ * Where the layers between the first and the last are identical (a run),
+ * two exact methods may prove the best before the search: the run MILP
+ * (pathbound.c, run_certify) and the device search (devsearch.c,
+ * device_certify), which places whole devices and bounds each node by the
+ * fixed order's step time with the devices not placed at their least cost.
  *
  * Recompute mixes: a fixed-order generator's step time can only grow when
  * a stage's cost grows, so per range only the frontier's points (no mix

@@ -589,8 +589,11 @@ static bool dominated(const dsctx *x, uint32_t e, const uint32_t *opt,
 }
 
 /* Depth i places device dev_order[i]: every option is bounded first, then
- * the children are searched by rising bound (the best completions tend to
- * lie under the lowest bounds: a better incumbent early cuts the rest). */
+ * the children that stay below the best are searched in the options'
+ * order, closest to the incumbent first. (By rising bound instead, the
+ * search dives into the devices' cheapest options, which leave the most
+ * layers to the others; Mixtral's looped-bfs at v = 4 and 60 GB was then
+ * not proven in 5 s, against 1.6 s in this order.) */
 static void dfs(dsctx *x, uint32_t i, uint32_t left)
 {
     psched__devsearch *ds = x->ds;
@@ -631,10 +634,9 @@ static void dfs(dsctx *x, uint32_t i, uint32_t left)
     }
     if (last || x->stop)
         return;
-    qsort(kids, nk, sizeof *kids, okey_cmp);
     for (size_t k = 0; k < nk && !x->stop; k++) {
         if (kids[k].key >= ds->best * (1 - DEVSEARCH_TOL))
-            break; /* sorted: the rest are cut too */
+            continue; /* cut by a better incumbent found since */
         uint32_t o = kids[k].idx;
         set_device(x, e, x->opt[e] + (size_t)o * vd);
         x->chosen[e] = o;
@@ -691,9 +693,9 @@ static void free_ctx(dsctx *x)
     psched__solution_free(&x->sol);
 }
 
-/* A device's options, closest to the incumbent's counts first (ties: the
- * children's bounds order the search; this orders the leaves' level and
- * the equal bounds), then by work. */
+/* A device's options, closest to the incumbent's counts first (the
+ * faster partitions tend to be near it), then by work: the order the
+ * search tries them in. */
 static psched_status sort_options(dsctx *x, uint32_t e)
 {
     size_t n = x->nopt[e], vd = x->nst[e];
