@@ -51,7 +51,8 @@ typedef struct dsctx {
     double m;
     /* the order's DAG: per op, its device predecessor, its input across
      * stages and that input's latency, and two indices into the cost
-     * vector whose sum is its time */
+     * vector whose sum is its time; after relabel() the ops are numbered
+     * in topological order (topo: the order found, by the first numbers) */
     size_t n;
     int32_t *pd, *px;
     double *lat;
@@ -103,6 +104,59 @@ bool psched__devsearch_applies(const psched__problem *pb, const psched_plan *pla
         }
     }
     return true;
+}
+
+/* Number the ops by their topological position, so that the evaluation
+ * reads every array in order; a missing predecessor becomes the sentinel
+ * n, whose end stays 0. */
+static psched_status relabel(dsctx *x)
+{
+    size_t n = x->n;
+    uint32_t *pos = psched__calloc(n + 1, sizeof(uint32_t));
+    int32_t *pd = psched__calloc(n + 1, sizeof(int32_t));
+    int32_t *px = psched__calloc(n + 1, sizeof(int32_t));
+    double *lat = psched__calloc(n + 1, sizeof(double));
+    uint32_t *i1 = psched__calloc(n + 1, sizeof(uint32_t));
+    uint32_t *i2 = psched__calloc(n + 1, sizeof(uint32_t));
+    uint32_t *dev = psched__calloc(n + 1, sizeof(uint32_t));
+    psched_status st = PSCHED_OK;
+    if (!pos || !pd || !px || !lat || !i1 || !i2 || !dev)
+        st = PSCHED_ENOMEM_FAIL();
+    for (size_t k = 0; !st && k < n; k++)
+        pos[x->topo[k]] = (uint32_t)k;
+    for (size_t k = 0; !st && k < n; k++) {
+        uint32_t i = x->topo[k];
+        pd[k] = x->pd[i] >= 0 ? (int32_t)pos[x->pd[i]] : (int32_t)n;
+        px[k] = x->px[i] >= 0 ? (int32_t)pos[x->px[i]] : (int32_t)n;
+        lat[k] = x->px[i] >= 0 ? x->lat[i] : 0;
+        i1[k] = x->i1[i];
+        i2[k] = x->i2[i];
+        dev[k] = x->dev[i];
+    }
+    psched__dealloc(pos);
+    if (st) {
+        psched__dealloc(pd);
+        psched__dealloc(px);
+        psched__dealloc(lat);
+        psched__dealloc(i1);
+        psched__dealloc(i2);
+        psched__dealloc(dev);
+        return st;
+    }
+    psched__dealloc(x->pd);
+    psched__dealloc(x->px);
+    psched__dealloc(x->lat);
+    psched__dealloc(x->i1);
+    psched__dealloc(x->i2);
+    psched__dealloc(x->dev);
+    x->pd = pd;
+    x->px = px;
+    x->lat = lat;
+    x->i1 = i1;
+    x->i2 = i2;
+    x->dev = dev;
+    x->end[n] = 0;
+    return PSCHED_OK;
 }
 
 /* The order's DAG and a topological order of it. */
@@ -221,6 +275,8 @@ static psched_status build_dag(dsctx *x)
     }
     if (!st && tail != n)
         st = PSCHED_EINVAL; /* a cycle: the order deadlocks */
+    if (!st)
+        st = relabel(x);
     psched__dealloc(ops);
     psched__dealloc(devof);
     psched__dealloc(at);
@@ -244,16 +300,18 @@ static double evaluate(dsctx *x, double cut)
                                        x->units[3 * s + 1] * c[3 * s + 1] +
                                        x->units[3 * s + 2] * c[3 * s + 2];
     double margin = cut * (1 + 1e-12);
+    /* ops in topological order (relabel); the sentinel n ends at 0 */
+    const int32_t *pd = x->pd, *px = x->px;
+    const uint32_t *i1 = x->i1, *i2 = x->i2, *dev = x->dev;
+    const double *lat = x->lat;
+    double *end = x->end, *rem = x->rem;
     for (size_t k = 0; k < x->n; k++) {
-        uint32_t i = x->topo[k];
-        double s = x->pd[i] >= 0 ? x->end[x->pd[i]] : 0;
-        if (x->px[i] >= 0)
-            s = fmax(s, x->end[x->px[i]] + x->lat[i]);
-        double dur = c[x->i1[i]] + c[x->i2[i]];
+        double s = fmax(end[pd[k]], end[px[k]] + lat[k]);
+        double dur = c[i1[k]] + c[i2[k]];
         double e = s + dur;
-        x->end[i] = e;
+        end[k] = e;
         mk = fmax(mk, e);
-        double left = x->rem[x->dev[i]] -= dur;
+        double left = rem[dev[k]] -= dur;
         if (e + left > margin) {
             x->ops += k + 1;
             return e + left;
