@@ -10,8 +10,8 @@
 #include <string.h>
 
 /* Options (count vectors x recompute assignments) of all devices, at
- * most: beyond it the search does not start (stages of many layers, where
- * the averaged bounds are tight anyway). */
+ * most: beyond it the search does not start (stages of many layers under
+ * a binding memory limit) and the other bounds and the search run alone. */
 #define DEVSEARCH_OPTIONS_MAX ((size_t)1 << 18)
 /* relative tolerance of a cut: `optimal` means within it */
 #define DEVSEARCH_TOL 1e-9

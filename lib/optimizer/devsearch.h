@@ -11,11 +11,11 @@
  * holds with each recompute variant, and the variant of layer 0 and layer
  * L-1 when they are not run layers (an embedding on stage 0, a head on the
  * last stage). Nothing then ties one device's stages to another's but the
- * total, so the search places whole devices: for each device (the busiest
- * of the incumbent first) every count vector over its stages whose total
- * the layer count bound allows, each with the recompute assignments that
- * fit the device's memory and that no other fitting assignment of the same
- * counts beats on every stage. A node's bound is the step time of the
+ * total, so the search places whole devices: for each device (the least
+ * slack under the layer count bound first) every count vector over its
+ * stages whose total the layer count bound allows, each with the
+ * recompute assignments that fit the device's memory and that no other
+ * fitting assignment of the same counts beats on every stage. A node's bound is the step time of the
  * fixed order with the placed devices' stage costs and every other stage
  * at the least it can cost (its fewest layers, the fastest variant): the
  * step time of a fixed order never falls when a stage's cost rises, so
