@@ -1289,8 +1289,6 @@ static bool device_certify(certify *c, double share, bool *unfinished)
             c->st = st;
         proven = !st && ds.complete;
         *unfinished = !st && !ds.complete && ds.nodes > 0;
-        if (proven)
-            psched__devsearch_test_count_proof();
     }
     psched__dealloc(base);
     psched__dealloc(need);

@@ -25,11 +25,6 @@ size_t psched__devsearch_test_proofs(void)
     return test_proofs;
 }
 
-void psched__devsearch_test_count_proof(void)
-{
-    test_proofs++;
-}
-
 /* One way to fill a stage: its run layers per variant, the variant of its
  * layer outside the run (if any), and the resulting costs and memory. */
 typedef struct cfg {
@@ -51,12 +46,12 @@ typedef struct dsctx {
     double m;
     /* the order's DAG: per op, its device predecessor, its input across
      * stages and that input's latency, and two indices into the cost
-     * vector whose sum is its time; after relabel() the ops are numbered
-     * in topological order (topo: the order found, by the first numbers) */
+     * vector whose sum is its time, the ops numbered in topological order
+     * (relabel()) */
     size_t n;
     int32_t *pd, *px;
     double *lat;
-    uint32_t *i1, *i2, *topo;
+    uint32_t *i1, *i2;
     double *end;
     uint32_t *dev;   /* per op: its device */
     double *units;   /* 3S: ops of each stage's f, b, w (BW counts in both) */
@@ -109,7 +104,7 @@ bool psched__devsearch_applies(const psched__problem *pb, const psched_plan *pla
 /* Number the ops by their topological position, so that the evaluation
  * reads every array in order; a missing predecessor becomes the sentinel
  * n, whose end stays 0. */
-static psched_status relabel(dsctx *x)
+static psched_status relabel(dsctx *x, const uint32_t *topo)
 {
     size_t n = x->n;
     uint32_t *pos = psched__calloc(n + 1, sizeof(uint32_t));
@@ -123,9 +118,9 @@ static psched_status relabel(dsctx *x)
     if (!pos || !pd || !px || !lat || !i1 || !i2 || !dev)
         st = PSCHED_ENOMEM_FAIL();
     for (size_t k = 0; !st && k < n; k++)
-        pos[x->topo[k]] = (uint32_t)k;
+        pos[topo[k]] = (uint32_t)k;
     for (size_t k = 0; !st && k < n; k++) {
-        uint32_t i = x->topo[k];
+        uint32_t i = topo[k];
         pd[k] = x->pd[i] >= 0 ? (int32_t)pos[x->pd[i]] : (int32_t)n;
         px[k] = x->px[i] >= 0 ? (int32_t)pos[x->px[i]] : (int32_t)n;
         lat[k] = x->px[i] >= 0 ? x->lat[i] : 0;
@@ -173,7 +168,7 @@ static psched_status build_dag(dsctx *x)
     x->lat = psched__calloc(n + 1, sizeof(double));
     x->i1 = psched__calloc(n + 1, sizeof(uint32_t));
     x->i2 = psched__calloc(n + 1, sizeof(uint32_t));
-    x->topo = psched__calloc(n + 1, sizeof(uint32_t));
+    uint32_t *topo = psched__calloc(n + 1, sizeof(uint32_t));
     x->end = psched__calloc(n + 1, sizeof(double));
     x->dev = psched__calloc(n + 1, sizeof(uint32_t));
     x->units = psched__calloc(3 * (size_t)S + 1, sizeof(double));
@@ -185,7 +180,7 @@ static psched_status build_dag(dsctx *x)
     int32_t *succ_dev = psched__calloc(n + 1, sizeof(int32_t));
     int32_t *succ_x = psched__calloc(n + 1, sizeof(int32_t));
     psched_status st = PSCHED_OK;
-    if (n > INT32_MAX / 2 || !x->pd || !x->px || !x->lat || !x->i1 || !x->i2 || !x->topo ||
+    if (n > INT32_MAX / 2 || !x->pd || !x->px || !x->lat || !x->i1 || !x->i2 || !topo ||
         !x->end || !x->dev || !x->units || !x->rem || !ops || !devof || !at || !indeg || !succ_dev || !succ_x)
         st = PSCHED_ENOMEM_FAIL();
     if (!st && p != x->D)
@@ -265,18 +260,19 @@ static psched_status build_dag(dsctx *x)
     size_t head = 0, tail = 0;
     for (size_t i = 0; !st && i < n; i++)
         if (!indeg[i])
-            x->topo[tail++] = (uint32_t)i;
+            topo[tail++] = (uint32_t)i;
     while (!st && head < tail) {
-        uint32_t i = x->topo[head++];
+        uint32_t i = topo[head++];
         int32_t nx[2] = {succ_dev[i], succ_x[i]};
         for (int k = 0; k < 2; k++)
             if (nx[k] >= 0 && --indeg[nx[k]] == 0)
-                x->topo[tail++] = (uint32_t)nx[k];
+                topo[tail++] = (uint32_t)nx[k];
     }
     if (!st && tail != n)
         st = PSCHED_EINVAL; /* a cycle: the order deadlocks */
     if (!st)
-        st = relabel(x);
+        st = relabel(x, topo);
+    psched__dealloc(topo);
     psched__dealloc(ops);
     psched__dealloc(devof);
     psched__dealloc(at);
@@ -550,20 +546,6 @@ static psched_status compositions(optgen *g, uint32_t j, uint32_t left)
 
 /* ---- the search ---- */
 
-/* Per stage f, b (with recompute) and w of a solution into c[3S]. */
-static void solution_costs(const psched__problem *pb, const psched__solution *sol, double *c)
-{
-    for (uint32_t s = 0; s < pb->stages; s++) {
-        c[3 * s] = c[3 * s + 1] = c[3 * s + 2] = 0;
-        for (uint32_t l = sol->first[s]; l < sol->first[s] + sol->count[s]; l++) {
-            const psched__group *g = psched__layer_group(pb, l);
-            c[3 * s] += g->f;
-            c[3 * s + 1] += g->b + g->variant[sol->choice[l]].extra;
-            c[3 * s + 2] += g->w;
-        }
-    }
-}
-
 static void set_device(dsctx *x, uint32_t e, const uint32_t *o)
 {
     for (uint32_t j = 0; j < x->nst[e]; j++) {
@@ -710,7 +692,6 @@ static void free_ctx(dsctx *x)
     psched__dealloc(x->lat);
     psched__dealloc(x->i1);
     psched__dealloc(x->i2);
-    psched__dealloc(x->topo);
     psched__dealloc(x->end);
     psched__dealloc(x->dev);
     psched__dealloc(x->units);
@@ -869,6 +850,7 @@ psched_status psched__devsearch_run(psched__devsearch *ds)
         if (ds->hi[e] < need || ds->lo[e] > ds->hi[e]) {
             /* the count bound leaves the device nothing: no partition is faster */
             ds->complete = true;
+            test_proofs++;
             free_ctx(&x);
             return PSCHED_OK;
         }
@@ -930,7 +912,15 @@ psched_status psched__devsearch_run(psched__devsearch *ds)
      * (its start, tail and fewest layers closest to the best step time),
      * ties to the later device */
     {
-        solution_costs(pb, ds->best_sol, x.cost);
+        /* the incumbent's per-stage f, b (with recompute) and w */
+        double *xv = psched__calloc(3 * (size_t)S + D, sizeof(double));
+        if (!xv) {
+            free_ctx(&x);
+            return PSCHED_ENOMEM_FAIL();
+        }
+        psched__paths_vector(pb, ds->best_sol, xv);
+        memcpy(x.cost, xv, 3 * (size_t)S * sizeof(double));
+        psched__dealloc(xv);
         x.cost[3 * S] = 0;
         double mine = evaluate(&x, INFINITY);
         /* the DAG must be the simulator's: the incumbent's step time */
@@ -971,17 +961,13 @@ psched_status psched__devsearch_run(psched__devsearch *ds)
         x.sumhi[i] = x.sumhi[i + 1] + ds->hi[e];
     }
     if (!st) {
-        for (uint32_t s = 0; s < S; s++) {
-            x.cost[3 * s] = x.minc[3 * s];
-            x.cost[3 * s + 1] = x.minc[3 * s + 1];
-            x.cost[3 * s + 2] = x.minc[3 * s + 2];
-        }
-        x.cost[3 * S] = 0;
-        x.minc[3 * S] = 0;
+        for (uint32_t e = 0; e < D; e++)
+            set_device(&x, e, NULL); /* every stage at its least cost */
         if (run->count >= x.sumlo[0] && run->count <= x.sumhi[0])
             dfs(&x, 0, run->count);
         st = x.st;
         ds->complete = !st && !x.stop && !x.mismatch;
+        test_proofs += ds->complete;
     }
     free_ctx(&x);
     return st;

@@ -55,6 +55,5 @@ PSCHED_INTERNAL psched_status psched__devsearch_run(psched__devsearch *ds);
 
 /* Test hook: partitions the device search proved optimal on this thread. */
 PSCHED_INTERNAL size_t psched__devsearch_test_proofs(void);
-PSCHED_INTERNAL void psched__devsearch_test_count_proof(void);
 
 #endif
