@@ -670,29 +670,190 @@ static void test_device_search_mid_size_matches_the_enumeration(void)
                 break;
         }
         CHECK(evaluated == 6435);
-        size_t before = psched__devsearch_test_proofs();
-        psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
-        opt.time_limit = 86400; /* the budgets end it, not the clock */
-        psched_partition_result *r = NULL;
-        /* without the local search the device search starts from the
-         * solver's and the baselines' best and has to find the fastest */
-        psched__certify_test_no_improve(true);
-        CHECK_OK(psched_partition(model, plan, name, &opt, &r));
-        psched__certify_test_no_improve(false);
-        double mk = psched_partition_makespan(r);
-        CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
-        CHECK(psched__devsearch_test_proofs() == before + 1);
-        if (!(fabs(mk - best) <= 1e-9 * best))
-            fprintf(stderr, "%s comm %g: partition %g, enumeration %g (%u %u %u %u %u %u %u %u)\n",
-                    name, k < 2 ? 0 : 0.25, mk, best, best_counts[0], best_counts[1],
-                    best_counts[2], best_counts[3], best_counts[4], best_counts[5],
-                    best_counts[6], best_counts[7]);
-        CHECK(fabs(mk - best) <= 1e-9 * best);
-        printf("# %s, comm %g: proven %g, the enumeration's best of %ld splits\n", name,
-               k < 2 ? 0 : 0.25, mk, evaluated);
-        psched_partition_result_destroy(r);
+        /* in one pass, then in passes of at most 40 evaluated options
+         * between two children, each resuming where the last stopped */
+        for (int sliced = 0; sliced < 2; sliced++) {
+            size_t before = psched__devsearch_test_proofs();
+            size_t resumed = psched__devsearch_test_resumes();
+            psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+            opt.time_limit = 86400; /* the budgets end it, not the clock */
+            psched_partition_result *r = NULL;
+            /* without the local search the device search starts from the
+             * solver's and the baselines' best and has to find the fastest */
+            psched__certify_test_no_improve(true);
+            psched__devsearch_test_slice(sliced ? 40 : 0);
+            CHECK_OK(psched_partition(model, plan, name, &opt, &r));
+            psched__devsearch_test_slice(0);
+            psched__certify_test_no_improve(false);
+            double mk = psched_partition_makespan(r);
+            CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
+            CHECK(psched__devsearch_test_proofs() == before + 1);
+            if (!(fabs(mk - best) <= 1e-9 * best))
+                fprintf(stderr,
+                        "%s comm %g: partition %g, enumeration %g (%u %u %u %u %u %u %u %u)\n",
+                        name, k < 2 ? 0 : 0.25, mk, best, best_counts[0], best_counts[1],
+                        best_counts[2], best_counts[3], best_counts[4], best_counts[5],
+                        best_counts[6], best_counts[7]);
+            CHECK(fabs(mk - best) <= 1e-9 * best);
+            size_t passes = psched__devsearch_test_resumes() - resumed;
+            CHECK(sliced ? passes >= 3 : passes == 0);
+            printf("# %s, comm %g: proven %g, the enumeration's best of %ld splits (%s)\n", name,
+                   k < 2 ? 0 : 0.25, mk, evaluated, sliced ? "resumed passes" : "one pass");
+            psched_partition_result_destroy(r);
+        }
         psched_plan_destroy(plan);
     }
+    psched_model_destroy(model);
+}
+
+/* One count vector's recompute mixes for test_device_search_recompute:
+ * stage s takes mix[s] = (none, selective, full) of its run layers, every
+ * combination, each evaluated and kept as (makespan, largest device
+ * memory bound). */
+typedef struct mixes {
+    const psched_model *model;
+    const psched_plan *plan;
+    const char *name;
+    uint32_t x[4];
+    uint32_t mix[4][2]; /* per stage: selective, full (none is the rest) */
+    double *mk, *mem;
+    size_t n, cap;
+} mixes;
+
+static void mixes_stage(mixes *q, int s)
+{
+    if (s == 4) {
+        uint32_t counts[4];
+        psched_recompute rc[8];
+        uint32_t at = 0;
+        for (int t = 0; t < 4; t++) {
+            counts[t] = q->x[t] + (t == 0) + (t == 3);
+            if (t == 0)
+                rc[at++] = PSCHED_RECOMPUTE_NONE; /* the embedding */
+            uint32_t sel = q->mix[t][0], full = q->mix[t][1];
+            for (uint32_t k = 0; k < q->x[t]; k++)
+                rc[at++] = k < sel           ? PSCHED_RECOMPUTE_SELECTIVE
+                           : k < sel + full ? PSCHED_RECOMPUTE_FULL
+                                            : PSCHED_RECOMPUTE_NONE;
+            if (t == 3)
+                rc[at++] = PSCHED_RECOMPUTE_NONE; /* the head */
+        }
+        CHECK(at == 8);
+        psched_partition_result *r = NULL;
+        CHECK_OK(psched_partition_evaluate(q->model, q->plan, q->name, counts, 4, rc, &r));
+        double mem = 0;
+        for (uint32_t d = 0; d < 2; d++) {
+            double md = 0;
+            CHECK_OK(psched_partition_device(r, d, NULL, &md, NULL));
+            mem = fmax(mem, md);
+        }
+        CHECK(q->n < q->cap);
+        q->mk[q->n] = psched_partition_makespan(r);
+        q->mem[q->n] = mem;
+        q->n++;
+        psched_partition_result_destroy(r);
+        return;
+    }
+    for (uint32_t sel = 0; sel <= q->x[s]; sel++)
+        for (uint32_t full = 0; sel + full <= q->x[s]; full++) {
+            q->mix[s][0] = sel;
+            q->mix[s][1] = full;
+            mixes_stage(q, s + 1);
+        }
+}
+
+/* The device search where a memory limit makes recompute mixes the
+ * choice: p = 2, v = 2 (4 stages, two per device), an embedding, 6
+ * identical layers with selective and full recompute, a head. The test
+ * enumerates every count vector (the embedding's and the head's stages may
+ * hold no run layer) x every per-stage mix of none, selective and full:
+ * 6 832 partitions (the count: sum over the vectors of the product of
+ * (c + 1)(c + 2) / 2 over the stages), each evaluated by
+ * psched_partition_evaluate(), and, for limits between the leanest
+ * partition's memory and the fastest one's, the fastest that fits. With
+ * the local search off, psched_partition() must equal it and the device
+ * search must prove it. */
+static void test_device_search_recompute_matches_the_enumeration(void)
+{
+    static const char *const names[] = {"interleaved", "interleaved-zb"};
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.3, 0.3, 0.3, 1, 4));
+    CHECK_OK(psched_model_add_layers(model, "layer", 6, 1, 1.5, 1, 4, 2));
+    CHECK_OK(psched_model_add_layers(model, "head", 1, 2, 2, 2, 8, 8));
+    CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
+    CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
+    mixes q;
+    memset(&q, 0, sizeof q);
+    q.model = model;
+    q.cap = 8192;
+    q.mk = calloc(q.cap, sizeof(double));
+    q.mem = calloc(q.cap, sizeof(double));
+    CHECK(q.mk && q.mem);
+    int proven = 0;
+    for (int k = 0; k < 2; k++) {
+        psched_plan *plan = NULL;
+        CHECK_OK(psched_plan_create(&plan));
+        CHECK_OK(psched_plan_set_devices(plan, 2));
+        CHECK_OK(psched_plan_set_microbatches(plan, 4));
+        CHECK_OK(psched_plan_set_chunks(plan, 2));
+        q.plan = plan;
+        q.name = names[k];
+        q.n = 0;
+        for (uint32_t a = 0; a <= 6; a++)
+            for (uint32_t b = 1; a + b <= 6; b++)
+                for (uint32_t c = 1; a + b + c <= 6; c++) {
+                    q.x[0] = a, q.x[1] = b, q.x[2] = c, q.x[3] = 6 - a - b - c;
+                    mixes_stage(&q, 0);
+                }
+        CHECK(q.n == 6832);
+        double lean = INFINITY, fastest = INFINITY, fastest_mem = 0;
+        for (size_t i = 0; i < q.n; i++) {
+            lean = fmin(lean, q.mem[i]);
+            if (q.mk[i] < fastest || (q.mk[i] == fastest && q.mem[i] < fastest_mem)) {
+                fastest = q.mk[i];
+                fastest_mem = q.mem[i];
+            }
+        }
+        CHECK(fastest_mem > lean); /* the limits below bind */
+        for (int l = 1; l <= 3; l++) {
+            double limit = lean + (fastest_mem - lean) * l / 4.0;
+            double best = INFINITY;
+            for (size_t i = 0; i < q.n; i++)
+                if (q.mem[i] <= limit)
+                    best = fmin(best, q.mk[i]);
+            CHECK(best > fastest); /* recompute is the choice */
+            CHECK_OK(psched_plan_set_memory_limit(plan, limit));
+            /* in one pass and in passes of a few evaluated options */
+            for (int sliced = 0; sliced < 2; sliced++) {
+                size_t before = psched__devsearch_test_proofs();
+                psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+                opt.time_limit = 86400; /* the budgets end it, not the clock */
+                psched_partition_result *r = NULL;
+                psched__certify_test_no_improve(true);
+                psched__devsearch_test_slice(sliced ? 3 : 0);
+                CHECK_OK(psched_partition(model, plan, names[k], &opt, &r));
+                psched__devsearch_test_slice(0);
+                psched__certify_test_no_improve(false);
+                double mk = psched_partition_makespan(r);
+                if (!(fabs(mk - best) <= 1e-9 * best))
+                    fprintf(stderr, "%s limit %g: partition %g, enumeration %g\n", names[k],
+                            limit, mk, best);
+                CHECK(fabs(mk - best) <= 1e-9 * best);
+                CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
+                proven += psched__devsearch_test_proofs() == before + 1;
+                if (!sliced)
+                    printf("# %s, limit %g: %g, the fastest that fits of the enumeration's %zu "
+                           "partitions\n",
+                           names[k], limit, mk, q.n);
+                psched_partition_result_destroy(r);
+            }
+        }
+        psched_plan_destroy(plan);
+    }
+    CHECK(proven == 12);
+    free(q.mk);
+    free(q.mem);
     psched_model_destroy(model);
 }
 
@@ -1129,6 +1290,7 @@ int main(void)
     RUN(test_identical_layers_match_the_brute_force);
     RUN(test_device_search_matches_the_brute_force);
     RUN(test_device_search_mid_size_matches_the_enumeration);
+    RUN(test_device_search_recompute_matches_the_enumeration);
     RUN(test_path_bound_is_sound);
     RUN(test_four_chunks_mid_size_proven);
     RUN(test_local_search_ends_at_a_local_optimum);

@@ -86,6 +86,7 @@ typedef struct certify {
     int64_t *tail_stage;     /* per device: the stage of its last op when that is a
                                 backward (the stages before it run their backward
                                 after it), else -1; NULL when unknown */
+    void *dev_state;         /* the device search stopped early, to resume (devsearch.h) */
 } certify;
 
 /* Test hooks (optimizer.h): a node cap and the soundness check. */
@@ -1221,7 +1222,7 @@ static double count_bound(const certify *c)
 #define DEVSEARCH_OPS_FACTOR 256
 /* shares of the time left: the first pass, and the second (after the run
  * MILP) */
-#define DEVSEARCH_FIRST_SHARE 0.35
+#define DEVSEARCH_FIRST_SHARE 0.5
 #define DEVSEARCH_SECOND_SHARE 0.6
 
 static psched_status device_consider(void *ctx, const psched__solution *sol, double *makespan,
@@ -1284,7 +1285,14 @@ static bool device_certify(certify *c, double share, bool *unfinished)
         ds.best_sol = &c->best_sol;
         ds.consider = device_consider;
         ds.ctx = c;
+        ds.state = c->dev_state;
         psched_status st = psched__devsearch_run(&ds);
+        /* test hook: passes of a few nodes, each resuming the last */
+        for (size_t k = 0; !st && !ds.complete && ds.state && psched__devsearch_test_slices() &&
+                           k < 100000;
+             k++)
+            st = psched__devsearch_run(&ds);
+        c->dev_state = ds.state;
         if (st && !c->st)
             c->st = st;
         proven = !st && ds.complete;
@@ -1502,5 +1510,6 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     psched__dealloc(c.by_time);
     psched__dealloc(c.tail_stage);
     psched__dealloc(c.group_end);
+    psched__devsearch_free(&c.dev_state);
     return st;
 }

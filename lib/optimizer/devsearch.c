@@ -18,11 +18,26 @@
 /* options cut at a node that the next ones are compared against */
 #define DEVSEARCH_DOMINATORS 32
 
-static _Thread_local size_t test_proofs;
+static _Thread_local size_t test_proofs, test_slice, test_resumes;
 
 size_t psched__devsearch_test_proofs(void)
 {
     return test_proofs;
+}
+
+void psched__devsearch_test_slice(size_t nodes)
+{
+    test_slice = nodes;
+}
+
+size_t psched__devsearch_test_slices(void)
+{
+    return test_slice;
+}
+
+size_t psched__devsearch_test_resumes(void)
+{
+    return test_resumes;
 }
 
 /* One way to fill a stage: its run layers per variant, the variant of its
@@ -38,6 +53,16 @@ typedef struct okey {
     double key;
     uint32_t idx;
 } okey;
+
+/* A depth of the search: the device it places, its children (options
+ * that stay below the best) and the child being searched, kept so that a
+ * search stopped early can resume where it stopped. */
+typedef struct level {
+    okey *kids;
+    size_t n, k;
+    uint32_t dev;
+    bool valid; /* the children are listed (the scan ended) */
+} level;
 
 typedef struct dsctx {
     psched__devsearch *ds;
@@ -65,12 +90,23 @@ typedef struct dsctx {
     uint32_t *cmax;  /* per stage: most run layers */
     size_t **cfg_at; /* per stage: cmax - cmin + 2 offsets */
     /* devices */
-    uint32_t *dev_order, *nst, **stages_of;
+    uint32_t *dev_order; /* the order devices are scanned in at a node (ties of the
+                            first-fail choice go to the earlier) */
+    uint32_t *nst, **stages_of;
     uint32_t **opt;  /* per device: options x its stage count cfg indices */
     size_t *nopt, *opt_cap, total_opts;
     uint32_t **opt_total;
     double **opt_work;
-    uint32_t *sumlo, *sumhi; /* over dev_order[i..] */
+    uint32_t *lo, *hi;       /* per device: fewest and most run layers (narrow()) */
+    okey **scan;              /* per depth: a second children buffer */
+    /* per device and option: one past the last option with its counts
+     * (options with the same counts are contiguous), and at a group's
+     * first option, per stage the fastest configuration of the group */
+    uint32_t **gend, **gmin;
+    bool *placed;             /* per device */
+    level *lvl;               /* per depth */
+    double built_best;        /* the best step time the options were built for */
+    uint32_t ulo, uhi;        /* lo and hi summed over the devices not placed */
     double *end_work;         /* per device: f + b + w of its layers outside the run
                                  (without recompute; ds->base counts them) */
     uint32_t *chosen;         /* per device: option index */
@@ -601,14 +637,6 @@ static void leaf(dsctx *x, double mine)
     ds->best = fmin(ds->best, best);
 }
 
-static int okey_cmp(const void *a, const void *b)
-{
-    const okey *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key < y->key ? -1 : 1;
-    return (x->idx > y->idx) - (x->idx < y->idx);
-}
-
 /* Whether option opt of device e costs at least as much on every stage
  * (f, b and w) as one of the options cut at this node: its bound, the
  * step time with the same other stages, can only be larger, so it is cut
@@ -628,32 +656,47 @@ static bool dominated(const dsctx *x, uint32_t e, const uint32_t *opt,
     return false;
 }
 
-/* Depth i places device dev_order[i]: every option is bounded first, then
- * the children that stay below the best are searched in the options'
- * order, closest to the incumbent first. (By rising bound instead, the
- * search dives into the devices' cheapest options, which leave the most
- * layers to the others; Mixtral's looped-bfs at v = 4 and 60 GB was then
- * not proven in 5 s, against 1.6 s in this order.) */
-static void dfs(dsctx *x, uint32_t i, uint32_t left)
+/* Bounds every option of device e (not placed) with `left` run layers
+ * for the devices not placed: the options that stay below the best go to
+ * out[] (at the last depth each is a leaf, simulated instead); an option
+ * group's fastest configuration of each stage bounds every option of the
+ * group first. Stops at `enough` children. Returns their count. */
+static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool last, size_t enough, okey *out)
 {
     psched__devsearch *ds = x->ds;
-    uint32_t e = x->dev_order[i], vd = x->nst[e];
-    bool last = i + 1 == x->D;
-    okey *kids = x->kids[i];
+    uint32_t vd = x->nst[e];
+    uint32_t olo = x->ulo - x->lo[e], ohi = x->uhi - x->hi[e];
     size_t nk = 0, ncut = 0;
     const uint32_t *cutset[DEVSEARCH_DOMINATORS];
-    for (size_t o = 0; o < x->nopt[e] && !x->stop; o++) {
+    for (size_t o = 0; o < x->nopt[e] && !x->stop && nk < enough; o++) {
         uint32_t n = x->opt_total[e][o];
         if (n > left)
             continue;
         uint32_t rest = left - n;
-        if (rest < x->sumlo[i + 1] || rest > x->sumhi[i + 1])
-            continue;
+        if (rest < olo || rest > ohi)
+            continue; /* the others cannot hold the rest */
         double cut = ds->best * (1 - DEVSEARCH_TOL);
         /* the device's own work after its start and before its tail */
         if (ds->base[e] + x->m * (x->opt_work[e][o] - x->end_work[e]) >= cut)
             continue;
         const uint32_t *opt = x->opt[e] + o * vd;
+        uint32_t ge = x->gend[e][o];
+        if ((o == 0 || x->gend[e][o - 1] != ge) && ge - o > 1) {
+            const uint32_t *gm = x->gmin[e] + o * vd;
+            double glb = INFINITY;
+            if (!dominated(x, e, gm, cutset, ncut)) {
+                set_device(x, e, gm);
+                ds->nodes++;
+                glb = evaluate(x, cut);
+                set_device(x, e, NULL);
+                if (glb >= cut && ncut < DEVSEARCH_DOMINATORS)
+                    cutset[ncut++] = gm;
+            }
+            if (glb >= cut) {
+                o = ge - 1; /* the whole group is cut */
+                continue;
+            }
+        }
         if (dominated(x, e, opt, cutset, ncut))
             continue;
         set_device(x, e, opt);
@@ -664,7 +707,7 @@ static void dfs(dsctx *x, uint32_t i, uint32_t left)
             if (last)
                 leaf(x, lb);
             else
-                kids[nk++] = (okey){lb, (uint32_t)o};
+                out[nk++] = (okey){lb, (uint32_t)o};
         } else if (ncut < DEVSEARCH_DOMINATORS) {
             cutset[ncut++] = opt;
         }
@@ -672,17 +715,79 @@ static void dfs(dsctx *x, uint32_t i, uint32_t left)
         if (x->ops > ds->ops_budget || ((ds->nodes & 15) == 0 && psched__now() > ds->until))
             x->stop = true;
     }
-    if (last || x->stop)
-        return;
-    for (size_t k = 0; k < nk && !x->stop; k++) {
-        if (kids[k].key >= ds->best * (1 - DEVSEARCH_TOL))
-            continue; /* cut by a better incumbent found since */
-        uint32_t o = kids[k].idx;
-        set_device(x, e, x->opt[e] + (size_t)o * vd);
-        x->chosen[e] = o;
-        dfs(x, i + 1, left - x->opt_total[e][o]);
-        set_device(x, e, NULL);
+    return nk;
+}
+
+/* Depth `depth` of the search, `left` run layers for the devices not
+ * placed yet: the options of each of them are bounded (scan()), the
+ * device with the fewest options below the best is placed (first fail: a
+ * device with none cuts the node, one with few branches least; a device's
+ * scan stops once it has as many as the fewest so far), and its children
+ * are searched in the options' order, closest to the incumbent first. (By
+ * rising bound instead, the search dives into the devices' cheapest
+ * options, which leave the most layers to the others: Mixtral's
+ * looped-bfs at v = 4 and 60 GB was not proven in 5 s, against 1.6 s in
+ * this order.) With `resume`, the depth's children are the ones listed
+ * before the search stopped, from the one it stopped in. */
+static void dfs(dsctx *x, uint32_t depth, uint32_t left, bool resume)
+{
+    psched__devsearch *ds = x->ds;
+    uint32_t D = x->D;
+    level *lv = &x->lvl[depth];
+    if (!resume || !lv->valid) {
+        resume = false;
+        lv->valid = false;
+        bool last = depth + 1 == D;
+        okey *bestk = x->kids[depth], *tmp = x->scan[depth];
+        size_t nbest = SIZE_MAX;
+        uint32_t be = UINT32_MAX;
+        for (uint32_t q = 0; q < D && !x->stop; q++) {
+            uint32_t e = x->dev_order[q];
+            if (x->placed[e])
+                continue;
+            size_t nk = scan(x, e, left, last, nbest, tmp);
+            if (last)
+                return; /* one device left: its options were the leaves */
+            if (nk < nbest) {
+                nbest = nk;
+                be = e;
+                okey *t = bestk;
+                bestk = tmp;
+                tmp = t;
+            }
+            if (!nbest)
+                return; /* a device with no option left: nothing below is faster */
+        }
+        if (x->stop || be == UINT32_MAX)
+            return;
+        *lv = (level){bestk, nbest, 0, be, true};
     }
+    uint32_t be = lv->dev;
+    x->placed[be] = true;
+    x->ulo -= x->lo[be];
+    x->uhi -= x->hi[be];
+    for (size_t k = lv->k; k < lv->n && !x->stop; k++) {
+        bool into = resume && k == lv->k;
+        lv->k = k;
+        if (test_slice && !into && ds->nodes >= test_slice) {
+            /* test hook: stop between two children (each pass then ends
+             * at least one subtree or lists one more depth's children) */
+            x->stop = true;
+            break;
+        }
+        if (lv->kids[k].key >= ds->best * (1 - DEVSEARCH_TOL))
+            continue; /* cut by a better incumbent found since */
+        uint32_t o = lv->kids[k].idx;
+        set_device(x, be, x->opt[be] + (size_t)o * x->nst[be]);
+        x->chosen[be] = o;
+        dfs(x, depth + 1, left - x->opt_total[be][o], into);
+        set_device(x, be, NULL);
+    }
+    x->placed[be] = false;
+    x->ulo += x->lo[be];
+    x->uhi += x->hi[be];
+    if (!x->stop)
+        lv->valid = false; /* searched to the end */
 }
 
 static void free_ctx(dsctx *x)
@@ -696,6 +801,8 @@ static void free_ctx(dsctx *x)
     psched__dealloc(x->dev);
     psched__dealloc(x->units);
     psched__dealloc(x->rem);
+    psched__dealloc(x->lo);
+    psched__dealloc(x->hi);
     psched__dealloc(x->cost);
     psched__dealloc(x->minc);
     psched__dealloc(x->cfgs);
@@ -722,28 +829,64 @@ static void free_ctx(dsctx *x)
     psched__dealloc(x->opt_cap);
     psched__dealloc(x->dev_order);
     psched__dealloc(x->nst);
-    psched__dealloc(x->sumlo);
-    psched__dealloc(x->sumhi);
     psched__dealloc(x->end_work);
     psched__dealloc(x->chosen);
     for (uint32_t i = 0; x->kids && i < x->D; i++)
         psched__dealloc(x->kids[i]);
     psched__dealloc(x->kids);
+    for (uint32_t i = 0; x->scan && i < x->D; i++)
+        psched__dealloc(x->scan[i]);
+    psched__dealloc(x->scan);
+    psched__dealloc(x->placed);
+    psched__dealloc(x->lvl);
+    for (uint32_t e = 0; x->gend && e < x->D; e++) {
+        psched__dealloc(x->gend[e]);
+        psched__dealloc(x->gmin[e]);
+    }
+    psched__dealloc(x->gend);
+    psched__dealloc(x->gmin);
     psched__solution_free(&x->sol);
 }
 
 /* A device's options, closest to the incumbent's counts first (the
  * faster partitions tend to be near it), then by work: the order the
  * search tries them in. */
+typedef struct gkey {
+    double key, work;
+    uint32_t group, idx;
+} gkey;
+
+static int gkey_cmp(const void *a, const void *b)
+{
+    const gkey *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    if (x->work != y->work)
+        return x->work < y->work ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static bool same_counts(const dsctx *x, const uint32_t *a, const uint32_t *b, size_t vd)
+{
+    for (size_t j = 0; j < vd; j++)
+        if (x->cfgs[a[j]].count != x->cfgs[b[j]].count)
+            return false;
+    return true;
+}
+
 static psched_status sort_options(dsctx *x, uint32_t e)
 {
     size_t n = x->nopt[e], vd = x->nst[e];
     const psched__solution *bs = x->ds->best_sol;
-    okey *k = psched__calloc(n + 1, sizeof *k);
+    gkey *k = psched__calloc(n + 1, sizeof *k);
     uint32_t *o = psched__calloc(n * vd + 1, sizeof *o);
     uint32_t *t = psched__calloc(n + 1, sizeof *t);
     double *w = psched__calloc(n + 1, sizeof *w);
-    if (!k || !o || !t || !w) {
+    x->gend[e] = psched__calloc(n + 1, sizeof(uint32_t));
+    x->gmin[e] = psched__calloc(n * vd + 1, sizeof(uint32_t));
+    if (!k || !o || !t || !w || !x->gend[e] || !x->gmin[e]) {
         psched__dealloc(k);
         psched__dealloc(o);
         psched__dealloc(t);
@@ -753,8 +896,10 @@ static psched_status sort_options(dsctx *x, uint32_t e)
     double wmax = 0;
     for (size_t i = 0; i < n; i++)
         wmax = fmax(wmax, x->opt_work[e][i]);
-    for (size_t i = 0; i < n; i++) {
-        double dist = 0;
+    /* options with the same counts are made one after the other: one
+     * group each, keyed by its distance and its least work */
+    for (size_t i = 0, g = 0; i < n; i = g) {
+        double dist = 0, least = INFINITY;
         for (size_t j = 0; j < vd; j++) {
             uint32_t s = x->stages_of[e][j];
             const cfg *c = &x->cfgs[x->opt[e][i * vd + j]];
@@ -763,10 +908,30 @@ static psched_status sort_options(dsctx *x, uint32_t e)
                           (s == x->S - 1 && x->ds->run->tail);
             dist += fabs(have - want);
         }
-        k[i].key = dist + (wmax > 0 ? 0.5 * x->opt_work[e][i] / wmax : 0);
-        k[i].idx = (uint32_t)i;
+        for (g = i; g < n && same_counts(x, x->opt[e] + i * vd, x->opt[e] + g * vd, vd); g++)
+            least = fmin(least, x->opt_work[e][g]);
+        for (size_t q = i; q < g; q++) {
+            k[q].key = dist + (wmax > 0 ? 0.5 * least / wmax : 0);
+            k[q].group = (uint32_t)i;
+            k[q].work = x->opt_work[e][q];
+            k[q].idx = (uint32_t)q;
+        }
     }
-    qsort(k, n, sizeof *k, okey_cmp);
+    qsort(k, n, sizeof *k, gkey_cmp);
+    for (size_t i = 0, g; i < n; i = g) {
+        for (g = i; g < n && k[g].group == k[i].group; g++)
+            ;
+        for (size_t q = i; q < g; q++)
+            x->gend[e][q] = (uint32_t)g;
+        for (size_t j = 0; j < vd; j++) {
+            uint32_t least = UINT32_MAX;
+            for (size_t q = i; q < g; q++) {
+                uint32_t ci = x->opt[e][(size_t)k[q].idx * vd + j];
+                least = ci < least ? ci : least; /* a stage's configurations by rising time */
+            }
+            x->gmin[e][i * vd + j] = least;
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         memcpy(o + i * vd, x->opt[e] + (size_t)k[i].idx * vd, vd * sizeof *o);
         t[i] = x->opt_total[e][k[i].idx];
@@ -782,12 +947,127 @@ static psched_status sort_options(dsctx *x, uint32_t e)
     return PSCHED_OK;
 }
 
+/* Narrows each device's range of run layers to the counts some option
+ * can hold within the best step time (its own work after its start and
+ * before its tail, recompute included: under a binding memory limit more
+ * layers force more of it), then to what the others' ranges leave, to a
+ * fixed point, and drops the options outside it or over it alone. False
+ * when some device is left no count: no partition is faster than the
+ * best. */
+static bool narrow(dsctx *x)
+{
+    psched__devsearch *ds = x->ds;
+    double cut = ds->best * (1 - DEVSEARCH_TOL);
+    uint32_t D = x->D, count = ds->run->count;
+    for (uint32_t e = 0; e < D; e++) {
+        uint32_t lo = UINT32_MAX, hi = 0;
+        for (size_t o = 0; o < x->nopt[e]; o++) {
+            if (ds->base[e] + x->m * (x->opt_work[e][o] - x->end_work[e]) >= cut)
+                continue;
+            uint32_t n = x->opt_total[e][o];
+            lo = n < lo ? n : lo;
+            hi = n > hi ? n : hi;
+        }
+        if (lo > hi)
+            return false;
+        x->lo[e] = lo;
+        x->hi[e] = hi;
+    }
+    for (bool changed = true; changed;) {
+        changed = false;
+        uint64_t sum_lo = 0, sum_hi = 0;
+        for (uint32_t e = 0; e < D; e++) {
+            sum_lo += x->lo[e];
+            sum_hi += x->hi[e];
+        }
+        if (sum_lo > count || sum_hi < count)
+            return false;
+        for (uint32_t e = 0; e < D; e++) {
+            uint64_t others_hi = sum_hi - x->hi[e], others_lo = sum_lo - x->lo[e];
+            uint32_t lo = count > others_hi ? (uint32_t)(count - others_hi) : 0;
+            uint32_t hi = (uint32_t)(count - others_lo);
+            if (lo > x->lo[e] || hi < x->hi[e]) {
+                changed = true;
+                sum_lo += lo > x->lo[e] ? lo - x->lo[e] : 0;
+                sum_hi -= hi < x->hi[e] ? x->hi[e] - hi : 0;
+                x->lo[e] = lo > x->lo[e] ? lo : x->lo[e];
+                x->hi[e] = hi < x->hi[e] ? hi : x->hi[e];
+                if (x->lo[e] > x->hi[e])
+                    return false;
+            }
+        }
+    }
+    for (uint32_t e = 0; e < D; e++) {
+        size_t vd = x->nst[e], k = 0;
+        for (size_t o = 0; o < x->nopt[e]; o++) {
+            uint32_t n = x->opt_total[e][o];
+            if (n < x->lo[e] || n > x->hi[e] ||
+                ds->base[e] + x->m * (x->opt_work[e][o] - x->end_work[e]) >= cut)
+                continue;
+            memmove(x->opt[e] + k * vd, x->opt[e] + o * vd, vd * sizeof(uint32_t));
+            x->opt_total[e][k] = n;
+            x->opt_work[e][k] = x->opt_work[e][o];
+            k++;
+        }
+        x->nopt[e] = k;
+    }
+    return true;
+}
+
+/* The search itself, from the start (x->lvl invalid) or from where it
+ * stopped; keeps the context in ds->state when it stops early, frees it
+ * otherwise. */
+static psched_status search(dsctx *x)
+{
+    psched__devsearch *ds = x->ds;
+    bool resume = x->lvl[0].valid;
+    x->stop = false;
+    x->ops = 0;
+    dfs(x, 0, ds->run->count, resume); /* narrow() left the count within [ulo, uhi] */
+    psched_status st = x->st;
+    ds->complete = !st && !x->stop && !x->mismatch;
+    test_proofs += ds->complete;
+    if (!st && x->stop && !x->mismatch) {
+        dsctx *keep = psched__calloc(1, sizeof *keep);
+        if (keep) {
+            *keep = *x;
+            ds->state = keep;
+            return PSCHED_OK;
+        }
+    }
+    free_ctx(x);
+    return st;
+}
+
+void psched__devsearch_free(void **state)
+{
+    if (*state) {
+        free_ctx(*state);
+        psched__dealloc(*state);
+        *state = NULL;
+    }
+}
+
 psched_status psched__devsearch_run(psched__devsearch *ds)
 {
-    dsctx x;
-    memset(&x, 0, sizeof x);
     ds->complete = false;
     ds->nodes = ds->options = 0;
+    dsctx *old = ds->state;
+    if (old && ds->best >= old->built_best * (1 - DEVSEARCH_TOL)) {
+        /* the same incumbent: the options, their order and the ranges
+         * still hold; go on from where the search stopped */
+        ds->state = NULL;
+        old->ds = ds;
+        test_resumes++;
+        ds->options = old->total_opts;
+        psched_status st = search(old);
+        if (ds->state != old)
+            psched__dealloc(old);
+        return st;
+    }
+    psched__devsearch_free(&ds->state); /* a faster incumbent: narrower ranges, a new order */
+    dsctx x;
+    memset(&x, 0, sizeof x);
     const psched__problem *pb = ds->pb;
     const psched__run *run = ds->run;
     x.ds = ds;
@@ -809,14 +1089,14 @@ psched_status psched__devsearch_run(psched__devsearch *ds)
     x.opt_cap = psched__calloc(D, sizeof(size_t));
     x.dev_order = psched__calloc(D, sizeof(uint32_t));
     x.nst = psched__calloc(D, sizeof(uint32_t));
-    x.sumlo = psched__calloc((size_t)D + 1, sizeof(uint32_t));
-    x.sumhi = psched__calloc((size_t)D + 1, sizeof(uint32_t));
     x.chosen = psched__calloc(D, sizeof(uint32_t));
     x.end_work = psched__calloc(D, sizeof(double));
+    x.lo = psched__calloc(D, sizeof(uint32_t));
+    x.hi = psched__calloc(D, sizeof(uint32_t));
     psched_status st = PSCHED_OK;
     if (!x.cost || !x.minc || !x.cmin || !x.cmax || !x.cfg_at || !x.stages_of || !x.opt ||
         !x.opt_total || !x.opt_work || !x.nopt || !x.opt_cap || !x.dev_order || !x.nst ||
-        !x.sumlo || !x.sumhi || !x.chosen || !x.end_work)
+        !x.chosen || !x.end_work || !x.lo || !x.hi)
         st = PSCHED_ENOMEM_FAIL();
     if (!st)
         st = psched__solution_init(&x.sol, S, pb->layers);
@@ -908,9 +1188,16 @@ psched_status psched__devsearch_run(psched__devsearch *ds)
         free_ctx(&x);
         return st;
     }
-    /* the device order: least slack under the layer count bound first
-     * (its start, tail and fewest layers closest to the best step time),
-     * ties to the later device */
+    if (!narrow(&x)) {
+        /* no device can hold a count within the best: none is faster */
+        ds->complete = true;
+        test_proofs++;
+        free_ctx(&x);
+        return PSCHED_OK;
+    }
+    /* the scan order: least slack under the layer count bound first (its
+     * start, tail and fewest layers closest to the best step time), ties to
+     * the later device */
     {
         /* the incumbent's per-stage f, b (with recompute) and w */
         double *xv = psched__calloc(3 * (size_t)S + D, sizeof(double));
@@ -933,10 +1220,10 @@ psched_status psched__devsearch_run(psched__devsearch *ds)
             x.dev_order[e] = e;
         for (uint32_t a = 1; a < D; a++) {
             uint32_t v = x.dev_order[a], q = a;
-            double kv = ds->base[v] + x.m * t * ds->lo[v];
+            double kv = ds->base[v] + x.m * t * x.lo[v];
             while (q > 0) {
                 uint32_t u = x.dev_order[q - 1];
-                double ku = ds->base[u] + x.m * t * ds->lo[u];
+                double ku = ds->base[u] + x.m * t * x.lo[u];
                 if (ku > kv || (ku == kv && u > v))
                     break;
                 x.dev_order[q] = u;
@@ -945,30 +1232,40 @@ psched_status psched__devsearch_run(psched__devsearch *ds)
             x.dev_order[q] = v;
         }
     }
+    x.gend = psched__calloc(D, sizeof(uint32_t *));
+    x.gmin = psched__calloc(D, sizeof(uint32_t *));
+    if (!x.gend || !x.gmin)
+        st = PSCHED_ENOMEM_FAIL();
     for (uint32_t e = 0; !st && e < D; e++)
         st = sort_options(&x, e);
     x.kids = st ? NULL : psched__calloc(D, sizeof(okey *));
     if (!st && !x.kids)
         st = PSCHED_ENOMEM_FAIL();
+    size_t maxopt = 0;
+    for (uint32_t e = 0; e < D; e++)
+        maxopt = x.nopt[e] > maxopt ? x.nopt[e] : maxopt;
+    x.scan = st ? NULL : psched__calloc(D, sizeof(okey *));
+    x.placed = st ? NULL : psched__calloc(D, sizeof(bool));
+    if (!st && (!x.scan || !x.placed))
+        st = PSCHED_ENOMEM_FAIL();
     for (uint32_t i = 0; !st && i < D; i++) {
-        x.kids[i] = psched__calloc(x.nopt[x.dev_order[i]] + 1, sizeof(okey));
-        if (!x.kids[i])
+        x.kids[i] = psched__calloc(maxopt + 1, sizeof(okey));
+        x.scan[i] = psched__calloc(maxopt + 1, sizeof(okey));
+        if (!x.kids[i] || !x.scan[i])
             st = PSCHED_ENOMEM_FAIL();
     }
-    for (uint32_t i = D; !st && i-- > 0;) {
-        uint32_t e = x.dev_order[i];
-        x.sumlo[i] = x.sumlo[i + 1] + ds->lo[e];
-        x.sumhi[i] = x.sumhi[i + 1] + ds->hi[e];
+    x.lvl = st ? NULL : psched__calloc(D, sizeof(level));
+    if (!st && !x.lvl)
+        st = PSCHED_ENOMEM_FAIL();
+    if (st) {
+        free_ctx(&x);
+        return st;
     }
-    if (!st) {
-        for (uint32_t e = 0; e < D; e++)
-            set_device(&x, e, NULL); /* every stage at its least cost */
-        if (run->count >= x.sumlo[0] && run->count <= x.sumhi[0])
-            dfs(&x, 0, run->count);
-        st = x.st;
-        ds->complete = !st && !x.stop && !x.mismatch;
-        test_proofs += ds->complete;
+    for (uint32_t e = 0; e < D; e++) {
+        set_device(&x, e, NULL); /* every stage at its least cost */
+        x.ulo += x.lo[e];
+        x.uhi += x.hi[e];
     }
-    free_ctx(&x);
-    return st;
+    x.built_best = ds->best;
+    return search(&x);
 }

@@ -11,11 +11,13 @@
  * holds with each recompute variant, and the variant of layer 0 and layer
  * L-1 when they are not run layers (an embedding on stage 0, a head on the
  * last stage). Nothing then ties one device's stages to another's but the
- * total, so the search places whole devices: for each device (the least
- * slack under the layer count bound first) every count vector over its
- * stages whose total the layer count bound allows, each with the
- * recompute assignments that fit the device's memory and that no other
- * fitting assignment of the same counts beats on every stage. A node's bound is the step time of the
+ * total, so the search places whole devices: at each node the device
+ * with the fewest options that stay below the best (first fail), its
+ * options being every count vector over its stages whose total the
+ * layer count bound allows (narrowed by each device's own work with the
+ * recompute its memory forces), each with the recompute assignments that
+ * fit the device's memory and that no other fitting assignment of the
+ * same counts beats on every stage. A node's bound is the step time of the
  * fixed order with the placed devices' stage costs and every other stage
  * at the least it can cost (its fewest layers, the fastest variant): the
  * step time of a fixed order never falls when a stage's cost rises, so
@@ -40,6 +42,9 @@ typedef struct psched__devsearch {
     psched_status (*consider)(void *ctx, const psched__solution *sol, double *makespan,
                               double *best);
     void *ctx;
+    /* in and out: a search stopped early, kept to resume (NULL: none);
+     * psched__devsearch_free() frees it */
+    void *state;
     /* out */
     size_t nodes, options;
     bool complete; /* the enumeration ended: no partition beats `best` (within 1e-9) */
@@ -51,9 +56,21 @@ PSCHED_INTERNAL bool psched__devsearch_applies(const psched__problem *pb,
                                                const psched_plan *plan,
                                                const psched_schedule *order);
 
+/* Runs the search, or, when ds->state holds one stopped early and the
+ * incumbent is the one it was built for, goes on from where it stopped
+ * (a faster incumbent starts a new one: narrower ranges, a new order).
+ * When it stops early again it is kept in ds->state. */
 PSCHED_INTERNAL psched_status psched__devsearch_run(psched__devsearch *ds);
+
+PSCHED_INTERNAL void psched__devsearch_free(void **state);
 
 /* Test hook: partitions the device search proved optimal on this thread. */
 PSCHED_INTERNAL size_t psched__devsearch_test_proofs(void);
+/* Test hooks: every pass stops after `nodes` evaluated options (0: off)
+ * and the certificate resumes it until it ends; the current slice; the
+ * passes that resumed a stopped search on this thread. */
+PSCHED_INTERNAL void psched__devsearch_test_slice(size_t nodes);
+PSCHED_INTERNAL size_t psched__devsearch_test_slices(void);
+PSCHED_INTERNAL size_t psched__devsearch_test_resumes(void);
 
 #endif
