@@ -1141,6 +1141,10 @@ typedef struct psched_partition_result psched_partition_result;
  * @param model the model (at least one layer, and at least S layers unless
  *        #PSCHED_PARTITION_ALLOW_EMPTY).
  * @param plan p, m, v, placement, comm and memory limit; costs are ignored.
+ *        An overlap saving (psched_plan_set_overlap_saving()) is kept,
+ *        capped at each stage's shorter op for every partition; the result
+ *        is then ::PSCHED_SOLVE_FEASIBLE with a bound that charges each F
+ *        op less the largest saving (@ref optimizer).
  * @param schedule generator name. With two chains (DualPipe) both chains
  *        hold the same layers: chain 0's stage j and chain 1's stage p + j
  *        get the same range (device d holds ranges d and p−1−d, parameters

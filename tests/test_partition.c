@@ -867,6 +867,79 @@ static void test_every_method_stops_at_the_deadline(void)
     psched_model_destroy(model);
 }
 
+/* An overlap saving (psched_plan_set_overlap_saving()) in the
+ * partitioner. Before, any saving above 0.5 failed: the probes' synthetic
+ * stage costs (0.5 and 1) were checked against it. Now each partition's
+ * stages get the saving capped at their shorter op, and, since the
+ * certificate's cuts and bounds charge every op its full time, the result
+ * is `feasible` with the bound every partition's busy time gives (hand
+ * derivation: m (Σ time − S_chain s) / p, each F op saving at most s):
+ * DualPipeV, p = 2, m = 8, an embedding (5 per op), 6 layers (20) and a
+ * head (10): Σ time = 405, 4 stages; s = 3: 8 (405 − 12) / 2 = 1572;
+ * s = 15: 8 (405 − 60) / 2 = 1380. DualPipe (two chains, 2 stages each):
+ * s = 15: 8 (405 − 30) / 2 = 1500. The partition is no slower than the
+ * even split and than no split the test enumerates (every count vector
+ * over the 4 stages, each evaluated by psched_partition_evaluate() with
+ * the same plan), and the bound is at most the fastest of them. */
+static void test_partition_with_an_overlap_saving(void)
+{
+    static const struct {
+        const char *name;
+        double saving, bound;
+    } cases[] = {{"dualpipev", 3, 1572}, {"dualpipev", 15, 1380}, {"dualpipe", 15, 1500}};
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 5, 5, 5, 1, 4));
+    CHECK_OK(psched_model_add_layers(model, "layer", 6, 20, 20, 20, 4, 2));
+    CHECK_OK(psched_model_add_layers(model, "head", 1, 10, 10, 10, 8, 8));
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        psched_plan *plan = NULL;
+        CHECK_OK(psched_plan_create(&plan));
+        CHECK_OK(psched_plan_set_devices(plan, 2));
+        CHECK_OK(psched_plan_set_microbatches(plan, 8));
+        CHECK_OK(psched_plan_set_chunks(plan, 2));
+        CHECK_OK(psched_plan_set_cost(plan, 20, 20, 20)); /* the saving is checked against it */
+        CHECK_OK(psched_plan_set_overlap_saving(plan, cases[k].saving));
+        psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+        opt.time_limit = 86400; /* the budgets end it, not the clock */
+        psched_partition_result *r = NULL, *even = NULL;
+        CHECK_OK(psched_partition(model, plan, cases[k].name, &opt, &r));
+        opt.method = PSCHED_PARTITION_EVEN;
+        CHECK_OK(psched_partition(model, plan, cases[k].name, &opt, &even));
+        double mk = psched_partition_makespan(r), gap = psched_partition_gap(r);
+        CHECK(psched_partition_status(r) == PSCHED_SOLVE_FEASIBLE);
+        CHECK(mk <= psched_partition_makespan(even) * (1 + 1e-12));
+        double bound = mk * (1 - gap);
+        if (!(fabs(bound - cases[k].bound) <= 1e-9 * cases[k].bound))
+            fprintf(stderr, "%s saving %g: bound %.10g, derived %g\n", cases[k].name,
+                    cases[k].saving, bound, cases[k].bound);
+        CHECK(fabs(bound - cases[k].bound) <= 1e-9 * cases[k].bound);
+        /* every count vector over the 4 stages (the dualpipe chains'
+         * stages hold what psched_partition_evaluate() gives them) */
+        double best = INFINITY;
+        if (strcmp(cases[k].name, "dualpipev") == 0) {
+            for (uint32_t a = 1; a <= 5; a++)
+                for (uint32_t b = 1; a + b <= 6; b++)
+                    for (uint32_t c = 1; a + b + c <= 7; c++) {
+                        uint32_t counts[4] = {a, b, c, 8 - a - b - c};
+                        psched_partition_result *e = NULL;
+                        CHECK_OK(psched_partition_evaluate(model, plan, cases[k].name, counts, 4,
+                                                           NULL, &e));
+                        best = fmin(best, psched_partition_makespan(e));
+                        psched_partition_result_destroy(e);
+                    }
+            CHECK(mk >= best * (1 - 1e-9));
+            CHECK(bound <= best * (1 + 1e-9));
+        }
+        printf("# %s, saving %g: %g, bound %g", cases[k].name, cases[k].saving, mk, bound);
+        printf(isfinite(best) ? " (the splits' fastest %g)\n" : "\n", best);
+        psched_partition_result_destroy(r);
+        psched_partition_result_destroy(even);
+        psched_plan_destroy(plan);
+    }
+    psched_model_destroy(model);
+}
+
 /* With no time for the MILP (a frozen clock and a limit of 0.1 ms: its
  * setup alone needs more), a limit that the witness of the smallest
  * memory meets (the split of the smallest stage memory, every layer at
@@ -1025,6 +1098,7 @@ int main(void)
     RUN(test_time_limit_still_returns_a_plan);
     RUN(test_every_method_stops_at_the_deadline);
     RUN(test_no_time_for_the_milp_keeps_the_lean_witness);
+    RUN(test_partition_with_an_overlap_saving);
     RUN(test_plan_search_names_fewer_layers_than_devices);
     RUN(test_allocation_failures_return_enomem);
     TEST_MAIN_END();

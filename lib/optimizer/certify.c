@@ -1317,6 +1317,23 @@ static double common_bound(const psched__problem *pb)
     return fmax(work, pb->wmin * (pb->f_prefix[pb->layers] + pb->b_prefix[pb->layers]));
 }
 
+/* With an overlap saving (pb->overlap) the bounds above, which charge
+ * every op its full time, do not hold: an overlapped F&B pair takes
+ * t_F + t_B − s. What does: every pair holds one F, so the devices' busy
+ * time is at least the ops' time less s_max for each F op (m per stage
+ * of each chain), each micro-batch at the lightest weight, shared by the
+ * devices. */
+static double overlap_bound(const psched__problem *pb)
+{
+    double smax = 0;
+    for (uint32_t s = 0; s < pb->plan_stages; s++)
+        smax = fmax(smax, pb->overlap[s]);
+    double per_chain = (double)pb->plan_stages / pb->chains;
+    double busy = (double)pb->microbatches * pb->chains * pb->wmin *
+                  (pb->time_total - per_chain * smax);
+    return fmax(0, busy / pb->plan_devices);
+}
+
 psched_status psched__certify(psched__problem *pb, const char *name, const psched_plan *plan,
                               const psched__solution *const *candidates, size_t count,
                               psched__solution *sol, psched__certificate *out)
@@ -1459,7 +1476,8 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         if (!st && c.have_mult && !run_proven && !dev_proven)
             st = path_library(&c);
     }
-    if (!st && c.best_sol.found && !c.stopped && !run_proven && !dev_proven) {
+    /* its cuts charge every op its full time: not with an overlap saving */
+    if (!st && c.best_sol.found && !c.stopped && !run_proven && !dev_proven && !pb->overlap) {
         c.stopped = false;
         c.searching = true;
         search(&c, 0, 0, 0);
@@ -1470,16 +1488,17 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         out->makespan = c.best;
         fixed = fixed && !c.order_changed;
         /* the run MILP covers every partition, the table's or not */
-        out->proven = fixed && !c.stopped &&
+        out->proven = fixed && !c.stopped && !pb->overlap &&
                       (run_proven || dev_proven || (!pb->truncated && !psched__expired(pb)));
-        double lb = common_bound(pb);
-        if (fixed && c.path_lb > 0)
+        double lb = pb->overlap ? overlap_bound(pb) : common_bound(pb);
+        if (fixed && c.path_lb > 0 && !pb->overlap)
             lb = fmax(lb, c.path_lb);
         /* its tails hold for the reference order only */
         if (!fixed)
             for (uint32_t e = 0; c.tail_stage && e < pb->devices; e++)
                 c.tail_stage[e] = -1;
-        lb = fmax(lb, count_bound(&c));
+        if (!pb->overlap)
+            lb = fmax(lb, count_bound(&c));
         /* a bound of every partition at the best proves it (any order) */
         out->proven = out->proven || lb >= c.best * (1 - 1e-9);
         out->bound = out->proven ? c.best : fmin(c.best, lb);

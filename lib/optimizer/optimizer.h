@@ -77,6 +77,10 @@ typedef struct psched__problem {
      * counts (NULL with one chain). */
     uint32_t chains, plan_stages, plan_devices;
     double *plan_inflight;
+    /* per plan stage: the caller's overlap saving (psched_plan_set_overlap_saving()),
+     * NULL when none is set; written with each partition's costs, capped at
+     * the stage's shorter op (psched__write_costs()) */
+    double *overlap;
     bool allow_empty;
     double limit;        /* device memory, INFINITY when unconstrained */
     double kappa;        /* weight of the fill/drain term */

@@ -19,6 +19,7 @@ void psched__problem_free(psched__problem *pb)
     psched__dealloc(pb->table);
     psched__dealloc(pb->inflight);
     psched__dealloc(pb->plan_inflight);
+    psched__dealloc(pb->overlap);
     psched__dealloc(pb->device_of);
     psched__dealloc(pb->time_prefix);
     psched__dealloc(pb->param_prefix);
@@ -224,6 +225,12 @@ psched_status psched__probe_schedule(const psched_plan *plan, const char *name,
     psched_schedule *sched = NULL;
     psched_report *rep = NULL;
     psched_status st = psched_plan_clone(plan, &probe);
+    /* the probes' synthetic costs are no partition's: the caller's
+     * overlap saving is kept in pb->overlap and written with each
+     * partition's costs */
+    const psched_costmodel *cm = plan->cm;
+    if (!st && cm && (cm->overlap_all > 0 || cm->overlap))
+        st = psched_plan_set_overlap_saving(probe, 0);
     if (!st)
         st = psched_plan_set_cost(probe, 1, 1, 1);
     if (!st)
@@ -249,6 +256,18 @@ psched_status psched__probe_schedule(const psched_plan *plan, const char *name,
         pb->wmin = 1;
     if (pb->chains != 1 && (st = check_chains(rp, name)))
         goto out;
+    for (uint32_t s = 0; s < pb->plan_stages; s++) {
+        double saving = psched__plan_overlap(plan, s);
+        if (saving > 0 && !pb->overlap) {
+            pb->overlap = psched__calloc(pb->plan_stages, sizeof *pb->overlap);
+            if (!pb->overlap) {
+                st = PSCHED_ENOMEM_FAIL();
+                goto out;
+            }
+        }
+        if (pb->overlap)
+            pb->overlap[s] = saving;
+    }
     pb->inflight = psched__calloc(pb->stages, sizeof *pb->inflight);
     pb->device_of = psched__calloc(pb->stages, sizeof *pb->device_of);
     if (!pb->inflight || !pb->device_of) {
@@ -425,6 +444,10 @@ psched_status psched__write_costs(const psched__problem *pb, const psched__solut
         psched_status st = psched_plan_set_stage_cost(plan, s, f, b, w);
         if (!st)
             st = psched_plan_set_stage_mem(plan, s, act, 0, -act);
+        /* a pair hides at most its shorter op: the caller's saving, capped
+         * at this partition's stage */
+        if (!st && pb->overlap)
+            st = psched_plan_set_stage_overlap_saving(plan, s, fmin(pb->overlap[s], fmin(f, b)));
         if (st)
             return st;
     }
