@@ -605,6 +605,37 @@ static void test_device_search_matches_the_brute_force(void)
     CHECK(proofs * 4 >= (size_t)tl.cases * 3);
 }
 
+/* An embedding, `layers` identical layers and a head (the mid-size runs
+ * below). */
+static psched_model *run_model(uint32_t layers)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.3, 0.3, 0.3, 1, 4));
+    CHECK_OK(psched_model_add_layers(model, "layer", layers, 1, 1.5, 1, 4, 2));
+    CHECK_OK(psched_model_add_layers(model, "head", 1, 2, 2, 2, 8, 8));
+    return model;
+}
+
+/* psched_partition() with the local search off (the device search then
+ * starts from the solver's and the baselines' best and has to find the
+ * fastest) and the device search in passes of `slice` nodes, each resuming
+ * the last (0: one pass). True when the device search proved the result. */
+static bool partition_by_device_search(const psched_model *model, const psched_plan *plan,
+                                       const char *name, size_t slice,
+                                       psched_partition_result **r)
+{
+    size_t before = psched__devsearch_test_proofs();
+    psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+    opt.time_limit = 86400; /* the budgets end it, not the clock */
+    psched__certify_test_no_improve(true);
+    psched__devsearch_test_slice(slice);
+    CHECK_OK(psched_partition(model, plan, name, &opt, r));
+    psched__devsearch_test_slice(0);
+    psched__certify_test_no_improve(false);
+    return psched__devsearch_test_proofs() == before + 1;
+}
+
 /* The device search on a mid-size run (p = 2, v = 4: 8 stages, an
  * embedding, 14 identical layers and a head, no memory limit) against an
  * enumeration of every split the test writes itself: every count vector
@@ -616,11 +647,7 @@ static void test_device_search_matches_the_brute_force(void)
 static void test_device_search_mid_size_matches_the_enumeration(void)
 {
     static const char *const names[] = {"interleaved", "interleaved-zb"};
-    psched_model *model = NULL;
-    CHECK_OK(psched_model_create(&model));
-    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.3, 0.3, 0.3, 1, 4));
-    CHECK_OK(psched_model_add_layers(model, "layer", 14, 1, 1.5, 1, 4, 2));
-    CHECK_OK(psched_model_add_layers(model, "head", 1, 2, 2, 2, 8, 8));
+    psched_model *model = run_model(14);
     for (int k = 0; k < 4; k++) {
         const char *name = names[k % 2];
         psched_plan *plan = NULL;
@@ -673,21 +700,11 @@ static void test_device_search_mid_size_matches_the_enumeration(void)
         /* in one pass, then in passes of at most 40 evaluated options
          * between two children, each resuming where the last stopped */
         for (int sliced = 0; sliced < 2; sliced++) {
-            size_t before = psched__devsearch_test_proofs();
             size_t resumed = psched__devsearch_test_resumes();
-            psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
-            opt.time_limit = 86400; /* the budgets end it, not the clock */
             psched_partition_result *r = NULL;
-            /* without the local search the device search starts from the
-             * solver's and the baselines' best and has to find the fastest */
-            psched__certify_test_no_improve(true);
-            psched__devsearch_test_slice(sliced ? 40 : 0);
-            CHECK_OK(psched_partition(model, plan, name, &opt, &r));
-            psched__devsearch_test_slice(0);
-            psched__certify_test_no_improve(false);
+            CHECK(partition_by_device_search(model, plan, name, sliced ? 40 : 0, &r));
             double mk = psched_partition_makespan(r);
             CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
-            CHECK(psched__devsearch_test_proofs() == before + 1);
             if (!(fabs(mk - best) <= 1e-9 * best))
                 fprintf(stderr,
                         "%s comm %g: partition %g, enumeration %g (%u %u %u %u %u %u %u %u)\n",
@@ -776,11 +793,7 @@ static void mixes_stage(mixes *q, int s)
 static void test_device_search_recompute_matches_the_enumeration(void)
 {
     static const char *const names[] = {"interleaved", "interleaved-zb"};
-    psched_model *model = NULL;
-    CHECK_OK(psched_model_create(&model));
-    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.3, 0.3, 0.3, 1, 4));
-    CHECK_OK(psched_model_add_layers(model, "layer", 6, 1, 1.5, 1, 4, 2));
-    CHECK_OK(psched_model_add_layers(model, "head", 1, 2, 2, 2, 8, 8));
+    psched_model *model = run_model(6);
     CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
     CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
     mixes q;
@@ -826,22 +839,14 @@ static void test_device_search_recompute_matches_the_enumeration(void)
             CHECK_OK(psched_plan_set_memory_limit(plan, limit));
             /* in one pass and in passes of a few evaluated options */
             for (int sliced = 0; sliced < 2; sliced++) {
-                size_t before = psched__devsearch_test_proofs();
-                psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
-                opt.time_limit = 86400; /* the budgets end it, not the clock */
                 psched_partition_result *r = NULL;
-                psched__certify_test_no_improve(true);
-                psched__devsearch_test_slice(sliced ? 3 : 0);
-                CHECK_OK(psched_partition(model, plan, names[k], &opt, &r));
-                psched__devsearch_test_slice(0);
-                psched__certify_test_no_improve(false);
+                proven += partition_by_device_search(model, plan, names[k], sliced ? 3 : 0, &r);
                 double mk = psched_partition_makespan(r);
                 if (!(fabs(mk - best) <= 1e-9 * best))
                     fprintf(stderr, "%s limit %g: partition %g, enumeration %g\n", names[k],
                             limit, mk, best);
                 CHECK(fabs(mk - best) <= 1e-9 * best);
                 CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
-                proven += psched__devsearch_test_proofs() == before + 1;
                 if (!sliced)
                     printf("# %s, limit %g: %g, the fastest that fits of the enumeration's %zu "
                            "partitions\n",
