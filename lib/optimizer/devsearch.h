@@ -56,10 +56,10 @@ PSCHED_INTERNAL bool psched__devsearch_applies(const psched__problem *pb,
                                                const psched_plan *plan,
                                                const psched_schedule *order);
 
-/* Runs the search, or, when ds->state holds one stopped early and the
- * incumbent is the one it was built for, goes on from where it stopped
- * (a faster incumbent starts a new one: narrower ranges, a new order).
- * When it stops early again it is kept in ds->state. */
+/* Runs the search, or, when ds->state holds one stopped early, goes on
+ * from where it stopped (its options and ranges, built for the incumbent
+ * it started from, hold for a faster one; every cut reads ds->best). When
+ * it stops early again it is kept in ds->state. */
 PSCHED_INTERNAL psched_status psched__devsearch_run(psched__devsearch *ds);
 
 PSCHED_INTERNAL void psched__devsearch_free(void **state);
