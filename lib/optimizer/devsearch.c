@@ -13,6 +13,10 @@
  * most: beyond it the search does not start (stages of many layers under
  * a binding memory limit) and the other bounds and the search run alone. */
 #define DEVSEARCH_OPTIONS_MAX ((size_t)1 << 18)
+/* Bytes of the children lists, at most: two per depth, each as long as
+ * the most options of a device (first fail may place any device at any
+ * depth). Beyond it the search does not start. */
+#define DEVSEARCH_LISTS_MAX ((size_t)64 << 20)
 /* relative tolerance of a cut: `optimal` means within it */
 #define DEVSEARCH_TOL 1e-9
 /* options cut at a node that the next ones are compared against */
@@ -1248,6 +1252,10 @@ psched_status psched__devsearch_run(psched__devsearch *ds)
     size_t maxopt = 0;
     for (uint32_t e = 0; e < D; e++)
         maxopt = x.nopt[e] > maxopt ? x.nopt[e] : maxopt;
+    if (!st && 2 * (double)D * (double)(maxopt + 1) * sizeof(okey) > (double)DEVSEARCH_LISTS_MAX) {
+        free_ctx(&x); /* one device with most of the options and many devices */
+        return PSCHED_OK;
+    }
     x.scan = st ? NULL : psched__calloc(D, sizeof(okey *));
     x.placed = st ? NULL : psched__calloc(D, sizeof(bool));
     if (!st && (!x.scan || !x.placed))
