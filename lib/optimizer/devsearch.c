@@ -1,8 +1,8 @@
 /* The device search (devsearch.h): an exact enumeration of a run's
- * per-stage layer counts and recompute variants, one device at a time,
- * each node bounded by the fixed order's step time with the stages not
- * placed yet at their least cost (docs/optimizer.md, "The device
- * search"). */
+ * per-stage layer counts and recompute variants, one device at a time
+ * (first each device's counts, then its recompute assignment), each node
+ * bounded by the fixed order's step time with the stages not chosen yet
+ * at their least cost (docs/optimizer.md, "The device search"). */
 #include "devsearch.h"
 
 #include <math.h>
@@ -107,7 +107,9 @@ typedef struct dsctx {
      * (options with the same counts are contiguous), and at a group's
      * first option, per stage the fastest configuration of the group */
     uint32_t **gend, **gmin;
-    bool *placed;             /* per device */
+    bool *placed;             /* per device: its option chosen (the second phase) */
+    uint32_t *group;          /* per device: the first option of its counts' group, or
+                                 UINT32_MAX (the first phase) */
     level *lvl;               /* per depth */
     uint32_t ulo, uhi;        /* lo and hi summed over the devices not placed */
     double *end_work;         /* per device: f + b + w of its layers outside the run
@@ -659,47 +661,37 @@ static bool dominated(const dsctx *x, uint32_t e, const uint32_t *opt,
     return false;
 }
 
-/* Bounds every option of device e (not placed) with `left` run layers
- * for the devices not placed: the options that stay below the best go to
- * out[] (at the last depth each is a leaf, simulated instead); an option
- * group's fastest configuration of each stage bounds every option of the
- * group first. Stops at `enough` children. Returns their count. */
-static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool last, size_t enough, okey *out)
+/* Bounds device e's choices: with `counts` (the first phase), each group
+ * of its options with the same counts (`left` run layers for the devices
+ * without counts yet), at the group's fastest configuration of each
+ * stage; else (the second phase) each option of the group it holds. The
+ * choices that stay below the best go to out[] (their group's or their
+ * own first index); at the last choice of the second phase each is a
+ * leaf, simulated instead. Stops at `enough`. Returns their count. */
+static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool counts, bool last, size_t enough,
+                   okey *out)
 {
     psched__devsearch *ds = x->ds;
     uint32_t vd = x->nst[e];
     uint32_t olo = x->ulo - x->lo[e], ohi = x->uhi - x->hi[e];
     size_t nk = 0, ncut = 0;
     const uint32_t *cutset[DEVSEARCH_DOMINATORS];
-    for (size_t o = 0; o < x->nopt[e] && !x->stop && nk < enough; o++) {
-        uint32_t n = x->opt_total[e][o];
-        if (n > left)
-            continue;
-        uint32_t rest = left - n;
-        if (rest < olo || rest > ohi)
-            continue; /* the others cannot hold the rest */
+    size_t from = counts ? 0 : x->group[e], to = counts ? x->nopt[e] : x->gend[e][from];
+    for (size_t o = from; o < to && !x->stop && nk < enough; o = counts ? x->gend[e][o] : o + 1) {
         double cut = ds->best * (1 - DEVSEARCH_TOL);
-        /* the device's own work after its start and before its tail */
+        if (counts) {
+            uint32_t n = x->opt_total[e][o];
+            if (n > left)
+                continue;
+            uint32_t rest = left - n;
+            if (rest < olo || rest > ohi)
+                continue; /* the others cannot hold the rest */
+        }
+        /* the device's own work after its start and before its tail (a
+         * group's first option has its least) */
         if (ds->base[e] + x->m * (x->opt_work[e][o] - x->end_work[e]) >= cut)
             continue;
-        const uint32_t *opt = x->opt[e] + o * vd;
-        uint32_t ge = x->gend[e][o];
-        if ((o == 0 || x->gend[e][o - 1] != ge) && ge - o > 1) {
-            const uint32_t *gm = x->gmin[e] + o * vd;
-            double glb = INFINITY;
-            if (!dominated(x, e, gm, cutset, ncut)) {
-                set_device(x, e, gm);
-                ds->nodes++;
-                glb = evaluate(x, cut);
-                set_device(x, e, NULL);
-                if (glb >= cut && ncut < DEVSEARCH_DOMINATORS)
-                    cutset[ncut++] = gm;
-            }
-            if (glb >= cut) {
-                o = ge - 1; /* the whole group is cut */
-                continue;
-            }
-        }
+        const uint32_t *opt = counts ? x->gmin[e] + o * vd : x->opt[e] + o * vd;
         if (dominated(x, e, opt, cutset, ncut))
             continue;
         set_device(x, e, opt);
@@ -714,43 +706,48 @@ static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool last, size_t enough
         } else if (ncut < DEVSEARCH_DOMINATORS) {
             cutset[ncut++] = opt;
         }
-        set_device(x, e, NULL);
+        set_device(x, e, counts ? NULL : x->gmin[e] + x->group[e] * vd);
         if (x->ops > ds->ops_budget || ((ds->nodes & 15) == 0 && psched__now() > ds->until))
             x->stop = true;
     }
     return nk;
 }
 
-/* Depth `depth` of the search, `left` run layers for the devices not
- * placed yet: the options of each of them are bounded (scan()), the
- * device with the fewest options below the best is placed (first fail: a
- * device with none cuts the node, one with few branches least; a device's
- * scan stops once it has as many as the fewest so far), and its children
- * are searched in the options' order, closest to the incumbent first. (By
- * rising bound instead, the search dives into the devices' cheapest
- * options, which leave the most layers to the others: Mixtral's
- * looped-bfs at v = 4 and 60 GB was not proven in 5 s, against 1.6 s in
- * this order.) With `resume`, the depth's children are the ones listed
- * before the search stopped, from the one it stopped in. */
+/* Depth `depth` of the search. First each device's counts (a group of
+ * its options, the stages at the group's fastest configurations), then
+ * each device's option within its group; `left` run layers for the
+ * devices without counts yet. At each depth every device still to choose
+ * is scanned (scan()) and the one with the fewest choices below the best
+ * is branched on (first fail: a device with none cuts the node, one with
+ * few branches least; a device's scan stops once it has as many as the
+ * fewest so far); its children are searched in the options' order,
+ * closest to the incumbent first. (By rising bound instead, the search
+ * dives into the devices' cheapest options, which leave the most layers
+ * to the others: Mixtral's looped-bfs at v = 4 and 60 GB was not proven
+ * in 5 s, against 1.6 s in this order.) Choosing the counts first bounds
+ * every recompute assignment of a count vector at once until every
+ * device's counts are known. With `resume`, the depth's children are the
+ * ones listed before the search stopped, from the one it stopped in. */
 static void dfs(dsctx *x, uint32_t depth, uint32_t left, bool resume)
 {
     psched__devsearch *ds = x->ds;
     uint32_t D = x->D;
     level *lv = &x->lvl[depth];
+    bool counts = depth < D;
     if (!resume || !lv->valid) {
         resume = false;
         lv->valid = false;
-        bool last = depth + 1 == D;
+        bool last = depth + 1 == 2 * D;
         okey *bestk = x->kids[depth], *tmp = x->scan[depth];
         size_t nbest = SIZE_MAX;
         uint32_t be = UINT32_MAX;
         for (uint32_t q = 0; q < D && !x->stop; q++) {
             uint32_t e = x->dev_order[q];
-            if (x->placed[e])
+            if (counts ? x->group[e] != UINT32_MAX : x->placed[e])
                 continue;
-            size_t nk = scan(x, e, left, last, nbest, tmp);
+            size_t nk = scan(x, e, left, counts, last, nbest, tmp);
             if (last)
-                return; /* one device left: its options were the leaves */
+                return; /* one option left to choose: they were the leaves */
             if (nk < nbest) {
                 nbest = nk;
                 be = e;
@@ -759,16 +756,19 @@ static void dfs(dsctx *x, uint32_t depth, uint32_t left, bool resume)
                 tmp = t;
             }
             if (!nbest)
-                return; /* a device with no option left: nothing below is faster */
+                return; /* a device with no choice left: nothing below is faster */
         }
         if (x->stop || be == UINT32_MAX)
             return;
         *lv = (level){bestk, nbest, 0, be, true};
     }
-    uint32_t be = lv->dev;
-    x->placed[be] = true;
-    x->ulo -= x->lo[be];
-    x->uhi -= x->hi[be];
+    uint32_t be = lv->dev, vd = x->nst[be];
+    if (counts) {
+        x->ulo -= x->lo[be];
+        x->uhi -= x->hi[be];
+    } else {
+        x->placed[be] = true;
+    }
     for (size_t k = lv->k; k < lv->n && !x->stop; k++) {
         bool into = resume && k == lv->k;
         lv->k = k;
@@ -781,14 +781,25 @@ static void dfs(dsctx *x, uint32_t depth, uint32_t left, bool resume)
         if (lv->kids[k].key >= ds->best * (1 - DEVSEARCH_TOL))
             continue; /* cut by a better incumbent found since */
         uint32_t o = lv->kids[k].idx;
-        set_device(x, be, x->opt[be] + (size_t)o * x->nst[be]);
         x->chosen[be] = o;
-        dfs(x, depth + 1, left - x->opt_total[be][o], into);
-        set_device(x, be, NULL);
+        if (counts) {
+            x->group[be] = o;
+            set_device(x, be, x->gmin[be] + (size_t)o * vd);
+            dfs(x, depth + 1, left - x->opt_total[be][o], into);
+            x->group[be] = UINT32_MAX;
+            set_device(x, be, NULL);
+        } else {
+            set_device(x, be, x->opt[be] + (size_t)o * vd);
+            dfs(x, depth + 1, left, into);
+            set_device(x, be, x->gmin[be] + (size_t)x->group[be] * vd);
+        }
     }
-    x->placed[be] = false;
-    x->ulo += x->lo[be];
-    x->uhi += x->hi[be];
+    if (counts) {
+        x->ulo += x->lo[be];
+        x->uhi += x->hi[be];
+    } else {
+        x->placed[be] = false;
+    }
     if (!x->stop)
         lv->valid = false; /* searched to the end */
 }
@@ -834,13 +845,14 @@ static void free_ctx(dsctx *x)
     psched__dealloc(x->nst);
     psched__dealloc(x->end_work);
     psched__dealloc(x->chosen);
-    for (uint32_t i = 0; x->kids && i < x->D; i++)
+    for (uint32_t i = 0; x->kids && i < 2 * x->D; i++)
         psched__dealloc(x->kids[i]);
     psched__dealloc(x->kids);
-    for (uint32_t i = 0; x->scan && i < x->D; i++)
+    for (uint32_t i = 0; x->scan && i < 2 * x->D; i++)
         psched__dealloc(x->scan[i]);
     psched__dealloc(x->scan);
     psched__dealloc(x->placed);
+    psched__dealloc(x->group);
     psched__dealloc(x->lvl);
     for (uint32_t e = 0; x->gend && e < x->D; e++) {
         psched__dealloc(x->gend[e]);
@@ -1246,27 +1258,30 @@ psched_status psched__devsearch_run(psched__devsearch *ds)
         st = PSCHED_ENOMEM_FAIL();
     for (uint32_t e = 0; !st && e < D; e++)
         st = sort_options(&x, e);
-    x.kids = st ? NULL : psched__calloc(D, sizeof(okey *));
+    x.kids = st ? NULL : psched__calloc(2 * (size_t)D, sizeof(okey *));
     if (!st && !x.kids)
         st = PSCHED_ENOMEM_FAIL();
     size_t maxopt = 0;
     for (uint32_t e = 0; e < D; e++)
         maxopt = x.nopt[e] > maxopt ? x.nopt[e] : maxopt;
-    if (!st && 2 * (double)D * (double)(maxopt + 1) * sizeof(okey) > (double)DEVSEARCH_LISTS_MAX) {
+    if (!st && 4 * (double)D * (double)(maxopt + 1) * sizeof(okey) > (double)DEVSEARCH_LISTS_MAX) {
         free_ctx(&x); /* one device with most of the options and many devices */
         return PSCHED_OK;
     }
-    x.scan = st ? NULL : psched__calloc(D, sizeof(okey *));
+    x.scan = st ? NULL : psched__calloc(2 * (size_t)D, sizeof(okey *));
     x.placed = st ? NULL : psched__calloc(D, sizeof(bool));
-    if (!st && (!x.scan || !x.placed))
+    x.group = st ? NULL : psched__calloc(D, sizeof(uint32_t));
+    if (!st && (!x.scan || !x.placed || !x.group))
         st = PSCHED_ENOMEM_FAIL();
-    for (uint32_t i = 0; !st && i < D; i++) {
+    for (uint32_t e = 0; !st && e < D; e++)
+        x.group[e] = UINT32_MAX;
+    for (uint32_t i = 0; !st && i < 2 * D; i++) {
         x.kids[i] = psched__calloc(maxopt + 1, sizeof(okey));
         x.scan[i] = psched__calloc(maxopt + 1, sizeof(okey));
         if (!x.kids[i] || !x.scan[i])
             st = PSCHED_ENOMEM_FAIL();
     }
-    x.lvl = st ? NULL : psched__calloc(D, sizeof(level));
+    x.lvl = st ? NULL : psched__calloc(2 * (size_t)D, sizeof(level));
     if (!st && !x.lvl)
         st = PSCHED_ENOMEM_FAIL();
     if (st) {

@@ -12,12 +12,14 @@
  * L-1 when they are not run layers (an embedding on stage 0, a head on the
  * last stage). Nothing then ties one device's stages to another's but the
  * total, so the search places whole devices: at each node the device
- * with the fewest options that stay below the best (first fail), its
- * options being every count vector over its stages whose total the
- * layer count bound allows (narrowed by each device's own work with the
- * recompute its memory forces), each with the recompute assignments that
- * fit the device's memory and that no other fitting assignment of the
- * same counts beats on every stage. A node's bound is the step time of the
+ * with the fewest choices that stay below the best (first fail), first
+ * each device's counts (every count vector over its stages whose total
+ * the layer count bound allows, narrowed by each device's own work with
+ * the recompute its memory forces; its stages at the fastest
+ * configuration any of its assignments gives them), then, once every
+ * device's counts are chosen, each device's recompute assignment (those
+ * that fit the device's memory and that no other fitting assignment of
+ * the same counts beats on every stage). A node's bound is the step time of the
  * fixed order with the placed devices' stage costs and every other stage
  * at the least it can cost (its fewest layers, the fastest variant): the
  * step time of a fixed order never falls when a stage's cost rises, so
