@@ -1074,9 +1074,8 @@ psched_status psched__devsearch_run(psched__devsearch *ds)
          * superset of what a faster one allows, and every cut reads the
          * best as it is now (Gemma2-9B interleaved-zb at v = 4 and 60 GB
          * in the planner at 5 s per candidate: the first pass finds
-         * 2827.21 from 3105.44 and stops at its budget; resumed, the
-         * second proves it in 16 990 nodes, started again it does not
-         * finish) */
+         * 2827.21 from 3105.44 and stops; resumed, the second proves it,
+         * started again it did not finish) */
         ds->state = NULL;
         old->ds = ds;
         test_resumes++;
