@@ -1288,11 +1288,6 @@ static bool device_certify(certify *c, double share, bool *unfinished)
         ds.ctx = c;
         ds.state = c->dev_state;
         psched_status st = psched__devsearch_run(&ds);
-        /* test hook: passes of a few nodes, each resuming the last */
-        for (size_t k = 0; !st && !ds.complete && ds.state && psched__devsearch_test_slices() &&
-                           k < 100000;
-             k++)
-            st = psched__devsearch_run(&ds);
         c->dev_state = ds.state;
         if (st && !c->st)
             c->st = st;
@@ -1492,15 +1487,19 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         /* the run MILP covers every partition, the table's or not */
         out->proven = fixed && !c.stopped && !pb->overlap &&
                       (run_proven || dev_proven || (!pb->truncated && !psched__expired(pb)));
-        double lb = pb->overlap ? overlap_bound(pb) : common_bound(pb);
-        if (fixed && c.path_lb > 0 && !pb->overlap)
-            lb = fmax(lb, c.path_lb);
-        /* its tails hold for the reference order only */
-        if (!fixed)
-            for (uint32_t e = 0; c.tail_stage && e < pb->devices; e++)
-                c.tail_stage[e] = -1;
-        if (!pb->overlap)
+        double lb;
+        if (pb->overlap) {
+            lb = overlap_bound(pb); /* the others charge every op its full time */
+        } else {
+            lb = common_bound(pb);
+            if (fixed && c.path_lb > 0)
+                lb = fmax(lb, c.path_lb);
+            /* its tails hold for the reference order only */
+            if (!fixed)
+                for (uint32_t e = 0; c.tail_stage && e < pb->devices; e++)
+                    c.tail_stage[e] = -1;
             lb = fmax(lb, count_bound(&c));
+        }
         /* a bound of every partition at the best proves it (any order) */
         out->proven = out->proven || lb >= c.best * (1 - 1e-9);
         out->bound = out->proven ? c.best : fmin(c.best, lb);

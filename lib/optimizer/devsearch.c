@@ -13,9 +13,9 @@
  * most: beyond it the search does not start (stages of many layers under
  * a binding memory limit) and the other bounds and the search run alone. */
 #define DEVSEARCH_OPTIONS_MAX ((size_t)1 << 18)
-/* Bytes of the children lists, at most: two per depth, each as long as
- * the most options of a device (first fail may place any device at any
- * depth). Beyond it the search does not start. */
+/* Bytes of the children lists, at most: one per depth and a spare, each
+ * as long as the most options of a device (first fail may place any
+ * device at any depth). Beyond it the search does not start. */
 #define DEVSEARCH_LISTS_MAX ((size_t)64 << 20)
 /* relative tolerance of a cut: `optimal` means within it */
 #define DEVSEARCH_TOL 1e-9
@@ -32,11 +32,6 @@ size_t psched__devsearch_test_proofs(void)
 void psched__devsearch_test_slice(size_t nodes)
 {
     test_slice = nodes;
-}
-
-size_t psched__devsearch_test_slices(void)
-{
-    return test_slice;
 }
 
 size_t psched__devsearch_test_resumes(void)
@@ -102,7 +97,7 @@ typedef struct dsctx {
     uint32_t **opt_total;
     double **opt_work;
     uint32_t *lo, *hi;       /* per device: fewest and most run layers (narrow()) */
-    okey **scan;              /* per depth: a second children buffer */
+    okey *spare;              /* the children list a scan writes before it is the best */
     /* per device and option: one past the last option with its counts
      * (options with the same counts are contiguous), and at a group's
      * first option, per stage the fastest configuration of the group */
@@ -111,11 +106,11 @@ typedef struct dsctx {
     uint32_t *group;          /* per device: the first option of its counts' group, or
                                  UINT32_MAX (the first phase) */
     level *lvl;               /* per depth */
-    uint32_t ulo, uhi;        /* lo and hi summed over the devices not placed */
+    uint32_t ulo, uhi;        /* lo and hi summed over the devices without counts yet */
     double *end_work;         /* per device: f + b + w of its layers outside the run
                                  (without recompute; ds->base counts them) */
     uint32_t *chosen;         /* per device: option index */
-    okey **kids;              /* per depth: its children's bounds */
+    okey **kids;              /* per depth: its children's bounds (2D depths) */
     size_t ops;
     bool stop, mismatch;
     psched_status st;
@@ -673,7 +668,6 @@ static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool counts, bool last, 
 {
     psched__devsearch *ds = x->ds;
     uint32_t vd = x->nst[e];
-    uint32_t olo = x->ulo - x->lo[e], ohi = x->uhi - x->hi[e];
     size_t nk = 0, ncut = 0;
     const uint32_t *cutset[DEVSEARCH_DOMINATORS];
     size_t from = counts ? 0 : x->group[e], to = counts ? x->nopt[e] : x->gend[e][from];
@@ -684,7 +678,7 @@ static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool counts, bool last, 
             if (n > left)
                 continue;
             uint32_t rest = left - n;
-            if (rest < olo || rest > ohi)
+            if (rest < x->ulo - x->lo[e] || rest > x->uhi - x->hi[e])
                 continue; /* the others cannot hold the rest */
         }
         /* the device's own work after its start and before its tail (a
@@ -738,29 +732,28 @@ static void dfs(dsctx *x, uint32_t depth, uint32_t left, bool resume)
         resume = false;
         lv->valid = false;
         bool last = depth + 1 == 2 * D;
-        okey *bestk = x->kids[depth], *tmp = x->scan[depth];
         size_t nbest = SIZE_MAX;
         uint32_t be = UINT32_MAX;
         for (uint32_t q = 0; q < D && !x->stop; q++) {
             uint32_t e = x->dev_order[q];
             if (counts ? x->group[e] != UINT32_MAX : x->placed[e])
                 continue;
-            size_t nk = scan(x, e, left, counts, last, nbest, tmp);
+            size_t nk = scan(x, e, left, counts, last, nbest, x->spare);
             if (last)
                 return; /* one option left to choose: they were the leaves */
             if (nk < nbest) {
                 nbest = nk;
                 be = e;
-                okey *t = bestk;
-                bestk = tmp;
-                tmp = t;
+                okey *t = x->kids[depth]; /* the spare becomes the best list */
+                x->kids[depth] = x->spare;
+                x->spare = t;
             }
             if (!nbest)
                 return; /* a device with no choice left: nothing below is faster */
         }
         if (x->stop || be == UINT32_MAX)
             return;
-        *lv = (level){bestk, nbest, 0, be, true};
+        *lv = (level){x->kids[depth], nbest, 0, be, true};
     }
     uint32_t be = lv->dev, vd = x->nst[be];
     if (counts) {
@@ -848,9 +841,7 @@ static void free_ctx(dsctx *x)
     for (uint32_t i = 0; x->kids && i < 2 * x->D; i++)
         psched__dealloc(x->kids[i]);
     psched__dealloc(x->kids);
-    for (uint32_t i = 0; x->scan && i < 2 * x->D; i++)
-        psched__dealloc(x->scan[i]);
-    psched__dealloc(x->scan);
+    psched__dealloc(x->spare);
     psched__dealloc(x->placed);
     psched__dealloc(x->group);
     psched__dealloc(x->lvl);
@@ -1063,7 +1054,7 @@ void psched__devsearch_free(void **state)
     }
 }
 
-psched_status psched__devsearch_run(psched__devsearch *ds)
+static psched_status run_pass(psched__devsearch *ds)
 {
     ds->complete = false;
     ds->nodes = ds->options = 0;
@@ -1263,21 +1254,21 @@ psched_status psched__devsearch_run(psched__devsearch *ds)
     size_t maxopt = 0;
     for (uint32_t e = 0; e < D; e++)
         maxopt = x.nopt[e] > maxopt ? x.nopt[e] : maxopt;
-    if (!st && 4 * (double)D * (double)(maxopt + 1) * sizeof(okey) > (double)DEVSEARCH_LISTS_MAX) {
+    if (!st && (2 * (double)D + 1) * (double)(maxopt + 1) * sizeof(okey) >
+                   (double)DEVSEARCH_LISTS_MAX) {
         free_ctx(&x); /* one device with most of the options and many devices */
         return PSCHED_OK;
     }
-    x.scan = st ? NULL : psched__calloc(2 * (size_t)D, sizeof(okey *));
+    x.spare = st ? NULL : psched__calloc(maxopt + 1, sizeof(okey));
     x.placed = st ? NULL : psched__calloc(D, sizeof(bool));
     x.group = st ? NULL : psched__calloc(D, sizeof(uint32_t));
-    if (!st && (!x.scan || !x.placed || !x.group))
+    if (!st && (!x.spare || !x.placed || !x.group))
         st = PSCHED_ENOMEM_FAIL();
     for (uint32_t e = 0; !st && e < D; e++)
         x.group[e] = UINT32_MAX;
     for (uint32_t i = 0; !st && i < 2 * D; i++) {
         x.kids[i] = psched__calloc(maxopt + 1, sizeof(okey));
-        x.scan[i] = psched__calloc(maxopt + 1, sizeof(okey));
-        if (!x.kids[i] || !x.scan[i])
+        if (!x.kids[i])
             st = PSCHED_ENOMEM_FAIL();
     }
     x.lvl = st ? NULL : psched__calloc(2 * (size_t)D, sizeof(level));
@@ -1293,4 +1284,13 @@ psched_status psched__devsearch_run(psched__devsearch *ds)
         x.uhi += x.hi[e];
     }
     return search(&x);
+}
+
+psched_status psched__devsearch_run(psched__devsearch *ds)
+{
+    psched_status st = run_pass(ds);
+    /* test hook: passes of test_slice nodes, each resuming the last */
+    for (size_t k = 0; test_slice && !st && !ds->complete && ds->state && k < 100000; k++)
+        st = run_pass(ds);
+    return st;
 }

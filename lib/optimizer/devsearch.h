@@ -68,11 +68,11 @@ PSCHED_INTERNAL void psched__devsearch_free(void **state);
 
 /* Test hook: partitions the device search proved optimal on this thread. */
 PSCHED_INTERNAL size_t psched__devsearch_test_proofs(void);
-/* Test hooks: every pass stops after `nodes` evaluated options (0: off)
- * and the certificate resumes it until it ends; the current slice; the
- * passes that resumed a stopped search on this thread. */
+/* Test hooks: psched__devsearch_run() runs in passes that stop between
+ * two children after `nodes` evaluations (0: off), each resuming the last,
+ * until the search ends; the passes that resumed a stopped search on this
+ * thread. */
 PSCHED_INTERNAL void psched__devsearch_test_slice(size_t nodes);
-PSCHED_INTERNAL size_t psched__devsearch_test_slices(void);
 PSCHED_INTERNAL size_t psched__devsearch_test_resumes(void);
 
 #endif

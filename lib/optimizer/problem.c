@@ -228,8 +228,7 @@ psched_status psched__probe_schedule(const psched_plan *plan, const char *name,
     /* the probes' synthetic costs are no partition's: the caller's
      * overlap saving is kept in pb->overlap and written with each
      * partition's costs */
-    const psched_costmodel *cm = plan->cm;
-    if (!st && cm && (cm->overlap_all > 0 || cm->overlap))
+    if (!st && plan->cm)
         st = psched_plan_set_overlap_saving(probe, 0);
     if (!st)
         st = psched_plan_set_cost(probe, 1, 1, 1);
