@@ -723,6 +723,140 @@ static void test_device_search_mid_size_matches_the_enumeration(void)
     psched_model_destroy(model);
 }
 
+/* Every count vector of test_device_search_four_devices: x[s] run
+ * layers on stage s (the embedding's stage 0 and the head's last stage
+ * may hold none, every other stage at least one), each evaluated by
+ * psched_partition_evaluate(); the fastest whose every device fits the
+ * plan's memory limit is kept. */
+typedef struct vectors {
+    const psched_model *model;
+    const psched_plan *plan;
+    const char *name;
+    uint32_t S, x[16];
+    double limit, best;
+    double lean, best_mem; /* the least largest device memory; the fastest's */
+    long evaluated, fitting;
+} vectors;
+
+static void vectors_stage(vectors *q, uint32_t s, uint32_t left)
+{
+    if (s + 1 == q->S) {
+        q->x[s] = left;
+        uint32_t counts[16];
+        for (uint32_t t = 0; t < q->S; t++)
+            counts[t] = q->x[t] + (t == 0) + (t + 1 == q->S);
+        psched_partition_result *r = NULL;
+        CHECK_OK(psched_partition_evaluate(q->model, q->plan, q->name, counts, q->S, NULL, &r));
+        double mem = 0, mk = psched_partition_makespan(r);
+        for (uint32_t d = 0; d < psched_plan_devices(q->plan); d++) {
+            double md = 0;
+            CHECK_OK(psched_partition_device(r, d, NULL, &md, NULL));
+            mem = fmax(mem, md);
+        }
+        q->evaluated++;
+        q->lean = fmin(q->lean, mem);
+        if (mem <= q->limit) {
+            q->fitting++;
+            if (mk < q->best || (mk == q->best && mem < q->best_mem)) {
+                q->best = mk;
+                q->best_mem = mem;
+            }
+        }
+        psched_partition_result_destroy(r);
+        return;
+    }
+    /* the stages after s but the last need one layer each */
+    uint32_t need_after = q->S - 2 - s;
+    for (uint32_t c = s == 0 ? 0 : 1; c + need_after <= left; c++) {
+        q->x[s] = c;
+        vectors_stage(q, s + 1, left - c);
+    }
+}
+
+/* The device search where devices' layer counts differ widely: p = 4,
+ * v = 4 (16 stages), an embedding, 18 identical layers and a head, m = 8,
+ * without a memory limit and with one that only some splits fit (the
+ * embedding's and the head's devices then take fewer layers). The test
+ * enumerates every count vector (C(19, 15) = 3 876) through
+ * psched_partition_evaluate(); with the local search off, psched_partition()
+ * must equal the fastest that fits, proven by the device search, in one
+ * pass and in resumed passes; stopped after a few evaluations, the
+ * search's bound of what it has not searched may not exceed it. (Caught a
+ * dominance rule that compared
+ * options holding different layer counts once the bound counted the
+ * layers left to the other devices.) */
+static void test_device_search_four_devices_matches_the_enumeration(void)
+{
+    static const char *const names[] = {"interleaved", "interleaved-zb"};
+    psched_model *model = run_model(18);
+    int listed = 0;
+    for (int k = 0; k < 4; k++) {
+        psched_plan *plan = NULL;
+        CHECK_OK(psched_plan_create(&plan));
+        CHECK_OK(psched_plan_set_devices(plan, 4));
+        CHECK_OK(psched_plan_set_microbatches(plan, 8));
+        CHECK_OK(psched_plan_set_chunks(plan, 4));
+        CHECK_OK(psched_plan_set_comm(plan, k < 2 ? 0 : 0.25));
+        vectors q;
+        memset(&q, 0, sizeof q);
+        q.model = model;
+        q.plan = plan;
+        q.name = names[k % 2];
+        q.S = 16;
+        q.limit = q.best = q.lean = INFINITY;
+        vectors_stage(&q, 0, 18);
+        CHECK(q.evaluated == 3876);
+        double unlimited = q.best;
+        /* a limit halfway between the leanest split's largest device and
+         * the fastest split's */
+        if (k >= 2) {
+            CHECK(q.best_mem > q.lean);
+            q.limit = (q.lean + q.best_mem) / 2;
+            q.best = INFINITY;
+            q.evaluated = q.fitting = 0;
+            vectors_stage(&q, 0, 18);
+            CHECK(q.fitting > 0 && q.fitting < q.evaluated);
+            CHECK_OK(psched_plan_set_memory_limit(plan, q.limit));
+        }
+        for (int sliced = 0; sliced < 2; sliced++) {
+            psched_partition_result *r = NULL;
+            CHECK(partition_by_device_search(model, plan, q.name, sliced ? 25 : 0, &r));
+            double mk = psched_partition_makespan(r);
+            CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
+            if (!(fabs(mk - q.best) <= 1e-9 * q.best))
+                fprintf(stderr, "%s comm %g limit %g: partition %g, enumeration %g\n", q.name,
+                        k < 2 ? 0 : 0.25, q.limit, mk, q.best);
+            CHECK(fabs(mk - q.best) <= 1e-9 * q.best);
+            if (!sliced)
+                printf("# %s, comm %g, limit %g: proven %g, the enumeration's best of %ld "
+                       "fitting splits (%g without the limit)\n",
+                       q.name, k < 2 ? 0 : 0.25, q.limit, mk, q.fitting, unlimited);
+            psched_partition_result_destroy(r);
+        }
+        /* stopped early: the search's bound (its open subtrees' least) and
+         * the reported one never exceed the enumeration's fastest */
+        static const size_t stops[] = {8, 12, 16, 24, 32, 48, 64, 96, 128, 192};
+        for (size_t t = 0; t < sizeof stops / sizeof *stops; t++) {
+            size_t stop = stops[t];
+            psched__devsearch_test_stop(stop);
+            psched_partition_result *r = NULL;
+            partition_by_device_search(model, plan, q.name, 0, &r);
+            psched__devsearch_test_stop(0);
+            double bound = psched__devsearch_test_bound();
+            double reported = psched_partition_makespan(r) * (1 - psched_partition_gap(r));
+            CHECK(bound <= q.best * (1 + 1e-9));
+            CHECK(reported <= q.best * (1 + 1e-9));
+            /* stopped with subtrees listed (a bound below the incumbent) */
+            listed += bound > 0 && bound < psched_partition_makespan(r) * (1 - 1e-9);
+            psched_partition_result_destroy(r);
+        }
+        psched_plan_destroy(plan);
+    }
+    printf("# stopped early: %d of 40 runs with a bound from listed subtrees\n", listed);
+    CHECK(listed >= 12);
+    psched_model_destroy(model);
+}
+
 /* One count vector's recompute mixes for test_device_search_recompute:
  * stage s takes mix[s] = (none, selective, full) of its run layers, every
  * combination, each evaluated and kept as (makespan, largest device
@@ -1296,6 +1430,7 @@ int main(void)
     RUN(test_device_search_matches_the_brute_force);
     RUN(test_device_search_mid_size_matches_the_enumeration);
     RUN(test_device_search_recompute_matches_the_enumeration);
+    RUN(test_device_search_four_devices_matches_the_enumeration);
     RUN(test_path_bound_is_sound);
     RUN(test_four_chunks_mid_size_proven);
     RUN(test_local_search_ends_at_a_local_optimum);

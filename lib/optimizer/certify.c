@@ -87,6 +87,8 @@ typedef struct certify {
                                 backward (the stages before it run their backward
                                 after it), else -1; NULL when unknown */
     void *dev_state;         /* the device search stopped early, to resume (devsearch.h) */
+    double dev_lb;           /* the device search's bound when it stopped early (0: none;
+                                the reference order's, as path_lb) */
 } certify;
 
 /* Test hooks (optimizer.h): a node cap and the soundness check. */
@@ -1293,6 +1295,8 @@ static bool device_certify(certify *c, double share, bool *unfinished)
             c->st = st;
         proven = !st && ds.complete;
         *unfinished = !st && !ds.complete && ds.nodes > 0;
+        if (!st)
+            c->dev_lb = fmax(c->dev_lb, ds.bound);
     }
     psched__dealloc(base);
     psched__dealloc(need);
@@ -1494,6 +1498,8 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
             lb = common_bound(pb);
             if (fixed && c.path_lb > 0)
                 lb = fmax(lb, c.path_lb);
+            if (fixed)
+                lb = fmax(lb, c.dev_lb);
             /* its tails hold for the reference order only */
             if (!fixed)
                 for (uint32_t e = 0; c.tail_stage && e < pb->devices; e++)

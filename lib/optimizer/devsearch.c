@@ -22,7 +22,8 @@
 /* options cut at a node that the next ones are compared against */
 #define DEVSEARCH_DOMINATORS 32
 
-static _Thread_local size_t test_proofs, test_slice, test_resumes;
+static _Thread_local size_t test_proofs, test_slice, test_resumes, test_stop;
+static _Thread_local double test_bound;
 
 size_t psched__devsearch_test_proofs(void)
 {
@@ -37,6 +38,16 @@ void psched__devsearch_test_slice(size_t nodes)
 size_t psched__devsearch_test_resumes(void)
 {
     return test_resumes;
+}
+
+void psched__devsearch_test_stop(size_t nodes)
+{
+    test_stop = nodes;
+}
+
+double psched__devsearch_test_bound(void)
+{
+    return test_bound;
 }
 
 /* One way to fill a stage: its run layers per variant, the variant of its
@@ -78,6 +89,24 @@ typedef struct dsctx {
     uint32_t *i1, *i2;
     double *end;
     uint32_t *dev;   /* per op: its device */
+    /* The work an op's device still has after it beyond its ops' present
+     * costs, at least, in every completion of the node: for the device's
+     * first op, all its work's least less its present cost; for a later
+     * op, the least backward (B and W) work of the device's stages whose
+     * backward has not started yet (at most c started, the op's class)
+     * less its present cost. ext holds per device nst + 2 values (from
+     * xoff[e]: the first op's, then one per class c = 0..nst, the last 0),
+     * xat per op the index of its value. */
+    uint32_t *xat, *xoff;
+    uint32_t *first; /* per device: its first op */
+    double *rem0;    /* per device: its work at the present costs (evaluate()) */
+    uint32_t *brank; /* per stage: how many of its device's stages start
+                        their backward before it */
+    double *ext;
+    double **ux;     /* per device, with no counts chosen and at least n run
+                        layers to come (from (n - lo) x (nst + 2)): ext's values */
+    double **gx;     /* per device, at a group's first option o (from
+                        o x (nst + 2)): ext's values with its counts chosen */
     double *units;   /* 3S: ops of each stage's f, b, w (BW counts in both) */
     double *rem;     /* per device: the time of its ops not evaluated yet */
     double *cost; /* 3S + 1: f, b, w per stage, then 0 */
@@ -150,8 +179,9 @@ static psched_status relabel(dsctx *x, const uint32_t *topo)
     uint32_t *i1 = psched__calloc(n + 1, sizeof(uint32_t));
     uint32_t *i2 = psched__calloc(n + 1, sizeof(uint32_t));
     uint32_t *dev = psched__calloc(n + 1, sizeof(uint32_t));
+    uint32_t *xat = psched__calloc(n + 1, sizeof(uint32_t));
     psched_status st = PSCHED_OK;
-    if (!pos || !pd || !px || !lat || !i1 || !i2 || !dev)
+    if (!pos || !pd || !px || !lat || !i1 || !i2 || !dev || !xat)
         st = PSCHED_ENOMEM_FAIL();
     for (size_t k = 0; !st && k < n; k++)
         pos[topo[k]] = (uint32_t)k;
@@ -163,6 +193,7 @@ static psched_status relabel(dsctx *x, const uint32_t *topo)
         i1[k] = x->i1[i];
         i2[k] = x->i2[i];
         dev[k] = x->dev[i];
+        xat[k] = x->xat[i];
     }
     psched__dealloc(pos);
     if (st) {
@@ -172,6 +203,7 @@ static psched_status relabel(dsctx *x, const uint32_t *topo)
         psched__dealloc(i1);
         psched__dealloc(i2);
         psched__dealloc(dev);
+        psched__dealloc(xat);
         return st;
     }
     psched__dealloc(x->pd);
@@ -180,12 +212,14 @@ static psched_status relabel(dsctx *x, const uint32_t *topo)
     psched__dealloc(x->i1);
     psched__dealloc(x->i2);
     psched__dealloc(x->dev);
+    psched__dealloc(x->xat);
     x->pd = pd;
     x->px = px;
     x->lat = lat;
     x->i1 = i1;
     x->i2 = i2;
     x->dev = dev;
+    x->xat = xat;
     x->end[n] = 0;
     return PSCHED_OK;
 }
@@ -207,6 +241,13 @@ static psched_status build_dag(dsctx *x)
     uint32_t *topo = psched__calloc(n + 1, sizeof(uint32_t));
     x->end = psched__calloc(n + 1, sizeof(double));
     x->dev = psched__calloc(n + 1, sizeof(uint32_t));
+    x->xat = psched__calloc(n + 1, sizeof(uint32_t));
+    x->ext = psched__calloc((size_t)S + 2 * (size_t)p + 1, sizeof(double));
+    x->xoff = psched__calloc((size_t)p + 1, sizeof(uint32_t));
+    x->first = psched__calloc((size_t)p + 1, sizeof(uint32_t));
+    x->rem0 = psched__calloc((size_t)p + 1, sizeof(double));
+    x->brank = psched__calloc((size_t)S + 1, sizeof(uint32_t));
+    bool *begun = psched__calloc((size_t)S + 1, sizeof(bool));
     x->units = psched__calloc(3 * (size_t)S + 1, sizeof(double));
     x->rem = psched__calloc((size_t)p + 1, sizeof(double));
     psched_op *ops = psched__calloc(n + 1, sizeof *ops);
@@ -217,7 +258,7 @@ static psched_status build_dag(dsctx *x)
     int32_t *succ_x = psched__calloc(n + 1, sizeof(int32_t));
     psched_status st = PSCHED_OK;
     if (n > INT32_MAX / 2 || !x->pd || !x->px || !x->lat || !x->i1 || !x->i2 || !topo ||
-        !x->end || !x->dev || !x->units || !x->rem || !ops || !devof || !at || !indeg || !succ_dev || !succ_x)
+        !x->end || !x->dev || !x->xat || !x->ext || !x->xoff || !x->first || !x->rem0 || !x->brank || !begun || !x->units || !x->rem || !ops || !devof || !at || !indeg || !succ_dev || !succ_x)
         st = PSCHED_ENOMEM_FAIL();
     if (!st && p != x->D)
         st = PSCHED_EINVAL; /* not this problem's plan: the caller gives up */
@@ -225,10 +266,18 @@ static psched_status build_dag(dsctx *x)
     for (uint32_t d = 0; !st && d < p; d++) {
         size_t k = psched_schedule_op_count(order, d);
         st = psched_schedule_ops(order, d, 0, k, ops + g, sizeof *ops);
+        uint32_t started = 0; /* the device's stages with a backward so far */
+        x->xoff[d + 1] = x->xoff[d] + x->nst[d] + 2;
         for (size_t i = 0; !st && i < k; i++, g++) {
             devof[g] = d;
             x->dev[g] = d;
             x->pd[g] = i ? (int32_t)(g - 1) : -1;
+            uint32_t s = ops[g].stage;
+            if (ops[g].kind != PSCHED_OP_F && s < S && !begun[s]) {
+                begun[s] = true;
+                x->brank[s] = started++;
+            }
+            x->xat[g] = x->xoff[d] + (i == 0 ? 0 : 1 + started);
         }
     }
     for (size_t c = 0; !st && c < 2 * cells; c++)
@@ -308,6 +357,9 @@ static psched_status build_dag(dsctx *x)
         st = PSCHED_EINVAL; /* a cycle: the order deadlocks */
     if (!st)
         st = relabel(x, topo);
+    for (size_t k = 0; !st && k < n; k++)
+        if (x->xat[k] == x->xoff[x->dev[k]])
+            x->first[x->dev[k]] = (uint32_t)k;
     psched__dealloc(topo);
     psched__dealloc(ops);
     psched__dealloc(devof);
@@ -315,6 +367,7 @@ static psched_status build_dag(dsctx *x)
     psched__dealloc(indeg);
     psched__dealloc(succ_dev);
     psched__dealloc(succ_x);
+    psched__dealloc(begun);
     return st;
 }
 
@@ -331,19 +384,22 @@ static double evaluate(dsctx *x, double cut)
         x->rem[x->pb->device_of[s]] += x->units[3 * s] * c[3 * s] +
                                        x->units[3 * s + 1] * c[3 * s + 1] +
                                        x->units[3 * s + 2] * c[3 * s + 2];
+    memcpy(x->rem0, x->rem, x->D * sizeof *x->rem0);
     double margin = cut * (1 + 1e-12);
     /* ops in topological order (relabel); the sentinel n ends at 0 */
     const int32_t *pd = x->pd, *px = x->px;
-    const uint32_t *i1 = x->i1, *i2 = x->i2, *dev = x->dev;
-    const double *lat = x->lat;
+    const uint32_t *i1 = x->i1, *i2 = x->i2, *dev = x->dev, *xat = x->xat;
+    const double *lat = x->lat, *ext = x->ext;
     double *end = x->end, *rem = x->rem;
     for (size_t k = 0; k < x->n; k++) {
         double s = fmax(end[pd[k]], end[px[k]] + lat[k]);
         double dur = c[i1[k]] + c[i2[k]];
         double e = s + dur;
         end[k] = e;
-        mk = fmax(mk, e);
-        double left = rem[dev[k]] -= dur;
+        /* the op's end and its device's work after it: the ops at their
+         * present costs and what every completion adds (ext) */
+        double left = (rem[dev[k]] -= dur) + ext[xat[k]];
+        mk = fmax(mk, e + left);
         if (e + left > margin) {
             x->ops += k + 1;
             return e + left;
@@ -593,6 +649,130 @@ static void set_device(dsctx *x, uint32_t e, const uint32_t *o)
     }
 }
 
+/* Device e's ext values (xoff) as if its stages cost opt's
+ * configurations (NULL: each stage's least cost): its whole work, then
+ * per class c the backward work of its stages that start their backward
+ * after c others. */
+static void device_work(const dsctx *x, uint32_t e, const uint32_t *opt, double *v)
+{
+    uint32_t vd = x->nst[e];
+    memset(v, 0, (vd + 2) * sizeof *v);
+    for (uint32_t j = 0; j < vd; j++) {
+        uint32_t s = x->stages_of[e][j];
+        size_t s3 = 3 * (size_t)s;
+        const cfg *c = opt ? &x->cfgs[opt[j]] : NULL;
+        double bw = x->units[s3 + 1] * (c ? c->b : x->minc[s3 + 1]) +
+                    x->units[s3 + 2] * (c ? c->w : x->minc[s3 + 2]);
+        v[0] += x->units[s3] * (c ? c->f : x->minc[s3]) + bw;
+        for (uint32_t q = 0; q <= x->brank[s]; q++)
+            v[1 + q] += bw; /* in class q's rest while fewer than its rank started */
+    }
+}
+
+/* Device e's ext values with no counts chosen (the stages at their least
+ * costs, any option with at least n run layers to come, per n from lo to
+ * hi) into x->ux[e], and per group (the stages at the group's fastest
+ * configurations, one of its options to come) into x->gx[e]: the least
+ * over the options less the present cost. */
+static psched_status device_extras(dsctx *x, uint32_t e)
+{
+    size_t vd = x->nst[e], n = x->nopt[e], w = vd + 2;
+    size_t span = (size_t)x->hi[e] - x->lo[e] + 1;
+    x->gx[e] = psched__calloc(w * n + 1, sizeof(double));
+    x->ux[e] = psched__calloc(w * span + 1, sizeof(double));
+    double *v = psched__calloc(w, sizeof(double));
+    double *least = psched__calloc(w * span + 1, sizeof(double));
+    double *gl = psched__calloc(w, sizeof(double));
+    if (!x->gx[e] || !x->ux[e] || !v || !least || !gl) {
+        psched__dealloc(v);
+        psched__dealloc(least);
+        psched__dealloc(gl);
+        return PSCHED_ENOMEM_FAIL();
+    }
+    for (size_t q = 0; q < w * span; q++)
+        least[q] = INFINITY;
+    for (size_t i = 0, g; i < n; i = g) {
+        g = x->gend[e][i];
+        for (size_t q = 0; q < w; q++)
+            gl[q] = INFINITY;
+        for (size_t o = i; o < g; o++) {
+            device_work(x, e, x->opt[e] + o * vd, v);
+            for (size_t q = 0; q < w; q++)
+                gl[q] = fmin(gl[q], v[q]);
+        }
+        device_work(x, e, x->gmin[e] + i * vd, v);
+        double *at = least + w * (x->opt_total[e][i] - x->lo[e]); /* narrow() kept it in range */
+        for (size_t q = 0; q < w; q++) {
+            at[q] = fmin(at[q], gl[q]);
+            x->gx[e][w * i + q] = fmax(0, gl[q] - v[q]);
+        }
+    }
+    device_work(x, e, NULL, v);
+    for (size_t k = span; k-- > 0;) {
+        for (size_t q = 0; q < w; q++) {
+            if (k + 1 < span)
+                least[w * k + q] = fmin(least[w * k + q], least[w * (k + 1) + q]);
+            double d = least[w * k + q] - v[q];
+            x->ux[e][w * k + q] = isfinite(d) ? fmax(0, d) : 0;
+        }
+    }
+    psched__dealloc(v);
+    psched__dealloc(least);
+    psched__dealloc(gl);
+    return PSCHED_OK;
+}
+
+/* Device e's ext values (v: NULL for none, its options' costs set). */
+static void set_ext(dsctx *x, uint32_t e, const double *v);
+
+/* After an evaluate() that ran to its end: a bound of every completion
+ * where `left` run layers go to the k devices without counts (but
+ * `skip`): one of them holds at least ceil(left / k), so the least over
+ * them of its first op's start plus its least work with as many. */
+static double share_bound(const dsctx *x, uint32_t left, uint32_t skip)
+{
+    uint32_t k = 0;
+    for (uint32_t u = 0; u < x->D; u++)
+        k += u != skip && x->group[u] == UINT32_MAX;
+    if (!k)
+        return 0;
+    uint32_t share = left / k + (left % k != 0);
+    double lb = INFINITY;
+    for (uint32_t u = 0; u < x->D; u++) {
+        if (u == skip || x->group[u] != UINT32_MAX || share > x->hi[u])
+            continue;
+        uint32_t n = share > x->lo[u] ? share : x->lo[u], f = x->first[u];
+        double start = x->end[f] - (x->cost[x->i1[f]] + x->cost[x->i2[f]]);
+        lb = fmin(lb, start + x->rem0[u] + x->ux[u][(size_t)(n - x->lo[u]) * (x->nst[u] + 2)]);
+    }
+    return lb;
+}
+
+/* The ext values of the devices without counts (but `skip`) when `left`
+ * run layers go to them and at most `uhi` in all can: each holds at
+ * least what the others' most leaves. */
+static void set_unplaced(dsctx *x, uint32_t left, uint32_t uhi, uint32_t skip)
+{
+    for (uint32_t u = 0; u < x->D; u++) {
+        if (u == skip || x->group[u] != UINT32_MAX)
+            continue;
+        int64_t need = (int64_t)left - ((int64_t)uhi - x->hi[u]);
+        uint32_t n = need > (int64_t)x->hi[u] ? x->hi[u]
+                     : need > (int64_t)x->lo[u] ? (uint32_t)need : x->lo[u];
+        set_ext(x, u, x->ux[u] + (size_t)(n - x->lo[u]) * (x->nst[u] + 2));
+    }
+}
+
+/* Device e's ext values (v: NULL for none, its options' costs set). */
+static void set_ext(dsctx *x, uint32_t e, const double *v)
+{
+    size_t w = x->nst[e] + 2;
+    if (v)
+        memcpy(x->ext + x->xoff[e], v, w * sizeof *v);
+    else
+        memset(x->ext + x->xoff[e], 0, w * sizeof *v);
+}
+
 /* The partition of the chosen options into x->sol. */
 static void write_solution(dsctx *x)
 {
@@ -637,15 +817,17 @@ static void leaf(dsctx *x, double mine)
     ds->best = fmin(ds->best, best);
 }
 
-/* Whether option opt of device e costs at least as much on every stage
- * (f, b and w) as one of the options cut at this node: its bound, the
- * step time with the same other stages, can only be larger, so it is cut
- * too without evaluating it. */
-static bool dominated(const dsctx *x, uint32_t e, const uint32_t *opt,
-                      const uint32_t *const *cutset, size_t ncut)
+/* Whether option opt of device e, with `total` run layers, costs at least
+ * as much on every stage (f, b and w) as one of the options cut at this
+ * node and holds no more layers: its bound, the step time with the same
+ * other stages and at least as many layers left to them (whose least
+ * work set_unplaced() and share_bound() count), can only be larger, so
+ * it is cut too without evaluating it. */
+static bool dominated(const dsctx *x, uint32_t e, const uint32_t *opt, uint32_t total,
+                      const uint32_t *const *cutset, const uint32_t *cut_total, size_t ncut)
 {
     for (size_t q = 0; q < ncut; q++) {
-        bool all = true;
+        bool all = total <= cut_total[q];
         for (uint32_t j = 0; j < x->nst[e] && all; j++) {
             const cfg *a = &x->cfgs[cutset[q][j]], *b = &x->cfgs[opt[j]];
             all = a->f <= b->f && a->b <= b->b && a->w <= b->w;
@@ -670,6 +852,7 @@ static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool counts, bool last, 
     uint32_t vd = x->nst[e];
     size_t nk = 0, ncut = 0;
     const uint32_t *cutset[DEVSEARCH_DOMINATORS];
+    uint32_t cut_total[DEVSEARCH_DOMINATORS];
     size_t from = counts ? 0 : x->group[e], to = counts ? x->nopt[e] : x->gend[e][from];
     for (size_t o = from; o < to && !x->stop && nk < enough; o = counts ? x->gend[e][o] : o + 1) {
         double cut = ds->best * (1 - DEVSEARCH_TOL);
@@ -686,24 +869,35 @@ static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool counts, bool last, 
         if (ds->base[e] + x->m * (x->opt_work[e][o] - x->end_work[e]) >= cut)
             continue;
         const uint32_t *opt = counts ? x->gmin[e] + o * vd : x->opt[e] + o * vd;
-        if (dominated(x, e, opt, cutset, ncut))
+        if (dominated(x, e, opt, x->opt_total[e][o], cutset, cut_total, ncut))
             continue;
         set_device(x, e, opt);
+        set_ext(x, e, counts ? x->gx[e] + (vd + 2) * o : NULL);
+        if (counts)
+            set_unplaced(x, left - x->opt_total[e][o], x->uhi - x->hi[e], e);
         x->chosen[e] = (uint32_t)o;
         ds->nodes++;
         double lb = evaluate(x, cut);
+        if (counts && lb < cut)
+            lb = fmax(lb, share_bound(x, left - x->opt_total[e][o], e));
         if (lb < cut) {
             if (last)
                 leaf(x, lb);
             else
                 out[nk++] = (okey){lb, (uint32_t)o};
         } else if (ncut < DEVSEARCH_DOMINATORS) {
+            cut_total[ncut] = x->opt_total[e][o];
             cutset[ncut++] = opt;
         }
         set_device(x, e, counts ? NULL : x->gmin[e] + x->group[e] * vd);
-        if (x->ops > ds->ops_budget || ((ds->nodes & 15) == 0 && psched__now() > ds->until))
+        if (!counts)
+            set_ext(x, e, x->gx[e] + (vd + 2) * (size_t)x->group[e]);
+        if (x->ops > ds->ops_budget || ((ds->nodes & 15) == 0 && psched__now() > ds->until) ||
+            (test_stop && ds->nodes >= test_stop))
             x->stop = true;
     }
+    if (counts)
+        set_unplaced(x, left, x->uhi, UINT32_MAX);
     return nk;
 }
 
@@ -778,18 +972,23 @@ static void dfs(dsctx *x, uint32_t depth, uint32_t left, bool resume)
         if (counts) {
             x->group[be] = o;
             set_device(x, be, x->gmin[be] + (size_t)o * vd);
+            set_ext(x, be, x->gx[be] + (vd + 2) * (size_t)o);
+            set_unplaced(x, left - x->opt_total[be][o], x->uhi, UINT32_MAX);
             dfs(x, depth + 1, left - x->opt_total[be][o], into);
             x->group[be] = UINT32_MAX;
             set_device(x, be, NULL);
         } else {
             set_device(x, be, x->opt[be] + (size_t)o * vd);
+            set_ext(x, be, NULL);
             dfs(x, depth + 1, left, into);
             set_device(x, be, x->gmin[be] + (size_t)x->group[be] * vd);
+            set_ext(x, be, x->gx[be] + (vd + 2) * (size_t)x->group[be]);
         }
     }
     if (counts) {
         x->ulo += x->lo[be];
         x->uhi += x->hi[be];
+        set_unplaced(x, left, x->uhi, UINT32_MAX);
     } else {
         x->placed[be] = false;
     }
@@ -806,6 +1005,15 @@ static void free_ctx(dsctx *x)
     psched__dealloc(x->i2);
     psched__dealloc(x->end);
     psched__dealloc(x->dev);
+    psched__dealloc(x->xat);
+    psched__dealloc(x->ext);
+    psched__dealloc(x->xoff);
+    psched__dealloc(x->first);
+    psched__dealloc(x->rem0);
+    psched__dealloc(x->brank);
+    for (uint32_t e = 0; x->ux && e < x->D; e++)
+        psched__dealloc(x->ux[e]);
+    psched__dealloc(x->ux);
     psched__dealloc(x->units);
     psched__dealloc(x->rem);
     psched__dealloc(x->lo);
@@ -848,7 +1056,10 @@ static void free_ctx(dsctx *x)
     for (uint32_t e = 0; x->gend && e < x->D; e++) {
         psched__dealloc(x->gend[e]);
         psched__dealloc(x->gmin[e]);
+        if (x->gx)
+            psched__dealloc(x->gx[e]);
     }
+    psched__dealloc(x->gx);
     psched__dealloc(x->gend);
     psched__dealloc(x->gmin);
     psched__solution_free(&x->sol);
@@ -1020,6 +1231,25 @@ static bool narrow(dsctx *x)
     return true;
 }
 
+/* A lower bound of every partition the stopped search has not ruled out:
+ * the least bound of the subtrees it has not searched yet (at each listed
+ * depth the children after the one it stopped in, and at the deepest that
+ * child too), or 0 when it stopped before listing the first depth. */
+static double open_bound(const dsctx *x)
+{
+    if (!x->lvl[0].valid)
+        return 0;
+    double lb = INFINITY;
+    for (uint32_t d = 0; d < 2 * x->D && x->lvl[d].valid; d++) {
+        const level *lv = &x->lvl[d];
+        for (size_t k = lv->k + 1; k < lv->n; k++)
+            lb = fmin(lb, lv->kids[k].key);
+        if (d + 1 == 2 * x->D || !x->lvl[d + 1].valid)
+            lb = fmin(lb, lv->kids[lv->k].key);
+    }
+    return lb;
+}
+
 /* The search itself, from the start (x->lvl invalid) or from where it
  * stopped; keeps the context in ds->state when it stops early, frees it
  * otherwise. */
@@ -1032,6 +1262,9 @@ static psched_status search(dsctx *x)
     dfs(x, 0, ds->run->count, resume); /* narrow() left the count within [ulo, uhi] */
     psched_status st = x->st;
     ds->complete = !st && !x->stop && !x->mismatch;
+    double cut = ds->best * (1 - DEVSEARCH_TOL);
+    ds->bound = st || x->mismatch ? 0 : ds->complete ? cut : fmin(cut, open_bound(x));
+    test_bound = ds->bound;
     test_proofs += ds->complete;
     if (!st && x->stop && !x->mismatch) {
         dsctx *keep = psched__calloc(1, sizeof *keep);
@@ -1058,6 +1291,7 @@ static psched_status run_pass(psched__devsearch *ds)
 {
     ds->complete = false;
     ds->nodes = ds->options = 0;
+    ds->bound = 0;
     dsctx *old = ds->state;
     if (old) {
         /* go on from where the search stopped: its options, their order
@@ -1246,8 +1480,14 @@ static psched_status run_pass(psched__devsearch *ds)
     x.gmin = psched__calloc(D, sizeof(uint32_t *));
     if (!x.gend || !x.gmin)
         st = PSCHED_ENOMEM_FAIL();
+    x.ux = st ? NULL : psched__calloc(D, sizeof(double *));
+    x.gx = st ? NULL : psched__calloc(D, sizeof(double *));
+    if (!st && (!x.ux || !x.gx))
+        st = PSCHED_ENOMEM_FAIL();
     for (uint32_t e = 0; !st && e < D; e++)
         st = sort_options(&x, e);
+    for (uint32_t e = 0; !st && e < D; e++)
+        st = device_extras(&x, e);
     x.kids = st ? NULL : psched__calloc(2 * (size_t)D, sizeof(okey *));
     if (!st && !x.kids)
         st = PSCHED_ENOMEM_FAIL();
@@ -1283,6 +1523,7 @@ static psched_status run_pass(psched__devsearch *ds)
         x.ulo += x.lo[e];
         x.uhi += x.hi[e];
     }
+    set_unplaced(&x, run->count, x.uhi, UINT32_MAX);
     return search(&x);
 }
 

@@ -50,6 +50,11 @@ typedef struct psched__devsearch {
     /* out */
     size_t nodes, options;
     bool complete; /* the enumeration ended: no partition beats `best` (within 1e-9) */
+    /* a lower bound of every partition's step time (within 1e-9; 0: none):
+     * when the search stopped early, the least bound of the subtrees it has
+     * not searched and the best (every partition outside them is slower
+     * than the best) */
+    double bound;
 } psched__devsearch;
 
 /* Whether the device search applies: one chain, a run, the plain cost
@@ -74,5 +79,9 @@ PSCHED_INTERNAL size_t psched__devsearch_test_proofs(void);
  * thread. */
 PSCHED_INTERNAL void psched__devsearch_test_slice(size_t nodes);
 PSCHED_INTERNAL size_t psched__devsearch_test_resumes(void);
+/* Test hooks: every pass stops after `nodes` evaluations (0: off); the
+ * last pass's bound (psched__devsearch.bound). */
+PSCHED_INTERNAL void psched__devsearch_test_stop(size_t nodes);
+PSCHED_INTERNAL double psched__devsearch_test_bound(void);
 
 #endif
