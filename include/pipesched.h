@@ -1381,7 +1381,9 @@ PSCHED_API psched_status psched_partition_to_torchtitan(const psched_partition_r
  */
 typedef struct psched_search_options {
     uint32_t version;  /**< #PSCHED_SEARCH_OPTIONS_VERSION */
-    double time_limit; /**< seconds for each candidate's partition, > 0 */
+    double time_limit; /**< seconds for each candidate's partition, > 0 (the
+                            time candidates leave goes to a second round of
+                            those not proven: see psched_plan_search()) */
     uint32_t flags;    /**< #PSCHED_PARTITION_ALLOW_EMPTY */
 } psched_search_options;
 
@@ -1398,7 +1400,15 @@ typedef struct psched_search_result psched_search_result;
  * Every candidate schedule is tried with every chunk count v in {1, 2, 4}
  * its generator accepts (only the plan's v when it is not 0), and each
  * (schedule, v) is partitioned with the ILP method (psched_partition()),
- * given @p options->time_limit seconds. Each alternative is then measured
+ * given @p options->time_limit seconds. The time the candidates did not
+ * use (time_limit per candidate), at most as long as that first round
+ * took, then goes to a second round: each alternative that fits but is not
+ * proven optimal is partitioned again (the most chunks first, then the
+ * smallest gap), given what is left, at most 5 time_limit, while that is
+ * more than 1.5 time_limit; the faster or better proven result is kept
+ * (vocabulary-parallel variants are not run again). The whole call so
+ * takes at most about twice the first round and never more than
+ * time_limit per candidate. Each alternative is then measured
  * by the simulator: makespan, bubble ratio and peak memory (parameters
  * plus the simulated activation peak, the largest over devices), and
  * compared with Megatron's even split of the same schedule.

@@ -1218,9 +1218,12 @@ static double count_bound(const certify *c)
     return lo;
 }
 
-/* The device search's op budget: this many times the certificate's (a
+/* The device search's op budget: this many times PSCHED__CERTIFY_OPS (a
  * node evaluates the whole order once; LLaMA-70B at v = 4 needs 15 000 to
- * 55 000 nodes of 6 144 ops). */
+ * 55 000 nodes of 6 144 ops), in the planner too, where the time limit
+ * bounds it (the planner's smaller certificate budget capped it at about
+ * a second, whatever the time: Gemma2-9B's interleaved at v = 4 was not
+ * proven in 5 s). */
 #define DEVSEARCH_OPS_FACTOR 256
 /* shares of the time left: the first pass (half: with the second
  * resuming it, the LLaMA-70B interleaved v = 4 search fits the planner's
@@ -1283,7 +1286,7 @@ static bool device_certify(certify *c, double share, bool *unfinished)
         ds.hi = hi;
         ds.base = base;
         ds.until = psched__now() + share * fmax(0, pb->deadline - psched__now());
-        ds.ops_budget = DEVSEARCH_OPS_FACTOR * pb->certify_ops;
+        ds.ops_budget = DEVSEARCH_OPS_FACTOR * PSCHED__CERTIFY_OPS;
         ds.best = c->best;
         ds.best_sol = &c->best_sol;
         ds.consider = device_consider;

@@ -25,6 +25,7 @@ struct psched_search_result {
     search_alt *alts;
     size_t count, cap;
     double solve_time;
+    size_t attempts;   /* partitions run (each given the time limit) */
     char dropped[256]; /* the first refusal not kept as an alternative */
     char sched_first[256]; /* the current schedule's first refusal */
 };
@@ -127,6 +128,7 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
     a.vocab = vocab;
     a.order = r->count;
     a.error = psched__partition(model, plan, name, &po, true, true, &a.partition);
+    r->attempts++;
     *taken = a.error == PSCHED_OK || (a.error != PSCHED_EINVAL && a.error != PSCHED_ENOMEM) || keep;
     if (a.error == PSCHED_ENOMEM || !*taken) {
         if (a.error == PSCHED_EINVAL && !r->dropped[0])
@@ -274,6 +276,97 @@ static psched_status search_schedule(const psched_model *model, const psched_pla
     return PSCHED_OK;
 }
 
+/* Whether partition b (found, optimal or feasible) is better than a:
+ * faster, or as fast and proven (or with a smaller gap). */
+static bool better(const psched_partition_result *a, const psched_partition_result *b)
+{
+    psched_solve_status sb = psched_partition_status(b);
+    double ma = psched_partition_makespan(a), mb = psched_partition_makespan(b);
+    if ((sb != PSCHED_SOLVE_OPTIMAL && sb != PSCHED_SOLVE_FEASIBLE) || !(mb <= ma * (1 + 1e-12)))
+        return false;
+    if (mb < ma * (1 - 1e-12))
+        return true;
+    bool pa = psched_partition_status(a) == PSCHED_SOLVE_OPTIMAL;
+    bool pb = sb == PSCHED_SOLVE_OPTIMAL;
+    if (pa != pb)
+        return pb;
+    return !pa && psched_partition_gap(b) < psched_partition_gap(a);
+}
+
+/* The second round's order: the most chunks first (the most stages, so
+ * the least time per stage in the first round), then the smallest gap
+ * (the likeliest to be closed). */
+static bool runs_before(const search_alt *a, const search_alt *b)
+{
+    if (a->chunks != b->chunks)
+        return a->chunks > b->chunks;
+    double ga = psched_partition_gap(a->partition), gb = psched_partition_gap(b->partition);
+    return ga < gb || (ga == gb && a->order < b->order);
+}
+
+/* The time the first round's candidates did not use (each was given
+ * time_limit), at most as long as the first round took, goes to those
+ * that fit but are not proven optimal, again, in runs_before()'s order,
+ * each given what is left, at most 5 time_limit, while that is more than
+ * 1.5 time_limit
+ * (Gemma2-9B's interleaved and interleaved-zb at v = 4 and 60 GB: not
+ * proven in 1 s, proven in 2-3 s). The faster or better proven of the
+ * two results is kept. (Vocabulary-parallel variants are left: they
+ * partition another model.) */
+static psched_status second_round(const psched_model *model, const psched_plan *plan,
+                                  const psched_search_options *o, psched_search_result *r,
+                                  double t0)
+{
+    double now = seconds();
+    double until = fmin(t0 + (double)r->attempts * o->time_limit, now + (now - t0));
+    size_t *idx = psched__calloc(r->count + 1, sizeof *idx), n = 0;
+    if (!idx)
+        return PSCHED_ENOMEM_FAIL();
+    for (size_t i = 0; i < r->count; i++) {
+        const search_alt *a = &r->alts[i];
+        if (!a->error && a->fits && !a->vocab &&
+            psched_partition_status(a->partition) == PSCHED_SOLVE_FEASIBLE)
+            idx[n++] = i;
+    }
+    /* runs_before()'s order (insertion sort: a few candidates) */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && runs_before(&r->alts[idx[j]], &r->alts[idx[j - 1]]); j--) {
+            size_t t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+    psched_status st = PSCHED_OK;
+    for (size_t k = 0; !st && k < n; k++) {
+        double share = fmin(until - seconds(), 5 * o->time_limit);
+        if (!(share > 1.5 * o->time_limit))
+            break;
+        search_alt *a = &r->alts[idx[k]];
+        psched_plan *pl = NULL;
+        st = psched_plan_clone(plan, &pl);
+        if (!st)
+            st = psched_plan_set_chunks(pl, a->chunks);
+        psched_partition_options po = PSCHED_PARTITION_OPTIONS_INIT;
+        po.time_limit = share;
+        po.flags = o->flags;
+        psched_partition_result *again = NULL;
+        if (!st)
+            st = psched__partition(model, pl, a->schedule, &po, true, true, &again);
+        psched_plan_destroy(pl);
+        if (st == PSCHED_ENOMEM)
+            break;
+        st = PSCHED_OK; /* the first result stands */
+        if (again && better(a->partition, again)) {
+            psched_partition_result_destroy(a->partition);
+            a->partition = again;
+            again = NULL;
+            measure(a, psched_plan_memory_limit(plan));
+        }
+        psched_partition_result_destroy(again);
+    }
+    psched__dealloc(idx);
+    return st;
+}
+
 /* Fitting first by makespan, then misfits by the memory they need, then
  * failures; candidate order breaks ties. */
 static int rank(const search_alt *a)
@@ -378,6 +471,8 @@ psched_status psched_plan_search(const psched_model *model, const psched_plan *p
         const char *name = schedules ? schedules[i] : psched_generator_at(i)->name;
         st = search_schedule(model, plan, name, schedules != NULL, o, r);
     }
+    if (!st)
+        st = second_round(model, plan, o, r, t0);
     if (st) {
         psched_search_result_destroy(r);
         return st;

@@ -613,8 +613,10 @@ def plan_search(model: Model, plan: _Plan,
                 time_limit: float = 1.0, allow_empty: bool = False) -> SearchResult:
     """The fastest plan that fits: every schedule (or those named) × v in
     {1, 2, 4} (only plan.chunks when it is not 0) × partition × recompute,
-    each partition given `time_limit` seconds, simulated and ranked. The
-    memory limit is plan.mem_limit (bytes)."""
+    each partition given `time_limit` seconds (the time candidates leave goes
+    to a second round of those not proven optimal, at most as long as the
+    first), simulated and ranked. The memory limit is plan.mem_limit
+    (bytes)."""
     _check_plan(model, plan)
     lib = _c()
     names = None
