@@ -1405,8 +1405,8 @@ typedef struct psched_search_result psched_search_result;
  * took, then goes to a second round: each alternative that fits but is not
  * proven optimal is partitioned again (the most chunks first, then the
  * smallest gap), given what is left, at most 5 time_limit, while that is
- * more than 1.5 time_limit; the faster or better proven result is kept
- * (vocabulary-parallel variants are not run again). The whole call so
+ * more than 1.5 time_limit; the faster or better proven result is kept.
+ * The whole call so
  * takes at most about twice the first round and never more than
  * time_limit per candidate. Each alternative is then measured
  * by the simulator: makespan, bubble ratio and peak memory (parameters

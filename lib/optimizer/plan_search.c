@@ -311,8 +311,8 @@ static bool runs_before(const search_alt *a, const search_alt *b)
  * 1.5 time_limit
  * (Gemma2-9B's interleaved and interleaved-zb at v = 4 and 60 GB: not
  * proven in 1 s, proven in 2-3 s). The faster or better proven of the
- * two results is kept. (Vocabulary-parallel variants are left: they
- * partition another model.) */
+ * two results is kept (a vocabulary-parallel variant's model is made
+ * again). */
 static psched_status second_round(const psched_model *model, const psched_plan *plan,
                                   const psched_search_options *o, psched_search_result *r,
                                   double t0)
@@ -324,7 +324,7 @@ static psched_status second_round(const psched_model *model, const psched_plan *
         return PSCHED_ENOMEM_FAIL();
     for (size_t i = 0; i < r->count; i++) {
         const search_alt *a = &r->alts[i];
-        if (!a->error && a->fits && !a->vocab &&
+        if (!a->error && a->fits &&
             psched_partition_status(a->partition) == PSCHED_SOLVE_FEASIBLE)
             idx[n++] = i;
     }
@@ -341,8 +341,14 @@ static psched_status second_round(const psched_model *model, const psched_plan *
         if (!(share > 1.5 * o->time_limit))
             break;
         search_alt *a = &r->alts[idx[k]];
-        psched_plan *pl = NULL;
-        st = psched_plan_clone(plan, &pl);
+        /* a vocabulary-parallel variant partitions its own model */
+        psched_model *vm = NULL;
+        psched_plan *vp = NULL, *pl = NULL;
+        if (a->vocab)
+            st = vocab_variant(model, plan, a->vocab, &vm, &vp);
+        if (!st && a->vocab && !vm)
+            continue;
+        st = st ? st : psched_plan_clone(a->vocab ? vp : plan, &pl);
         if (!st)
             st = psched_plan_set_chunks(pl, a->chunks);
         psched_partition_options po = PSCHED_PARTITION_OPTIONS_INIT;
@@ -350,8 +356,11 @@ static psched_status second_round(const psched_model *model, const psched_plan *
         po.flags = o->flags;
         psched_partition_result *again = NULL;
         if (!st)
-            st = psched__partition(model, pl, a->schedule, &po, true, true, &again);
+            st = psched__partition(a->vocab ? vm : model, pl, a->schedule, &po, true, true,
+                                   &again);
         psched_plan_destroy(pl);
+        psched_plan_destroy(vp);
+        psched_model_destroy(vm);
         if (st == PSCHED_ENOMEM)
             break;
         st = PSCHED_OK; /* the first result stands */
