@@ -1384,8 +1384,13 @@ typedef struct psched_search_options {
     double time_limit; /**< seconds for each candidate's partition, > 0 (the
                             time candidates leave goes to a second round of
                             those not proven: see psched_plan_search()) */
-    uint32_t flags;    /**< #PSCHED_PARTITION_ALLOW_EMPTY */
+    uint32_t flags;    /**< #PSCHED_PARTITION_ALLOW_EMPTY, #PSCHED_SEARCH_ONE_ROUND */
 } psched_search_options;
+
+/** Search flag: no second round (psched_plan_search()); each candidate
+ *  gets time_limit once, so the call takes about half as long (the choice
+ *  for autotuning loops). */
+#define PSCHED_SEARCH_ONE_ROUND 0x100u
 
 /** Default search options: 1 s per candidate, no empty stages. */
 #define PSCHED_SEARCH_OPTIONS_INIT { PSCHED_SEARCH_OPTIONS_VERSION, 1.0, 0u }
@@ -1405,8 +1410,8 @@ typedef struct psched_search_result psched_search_result;
  * took, then goes to a second round: each alternative that fits but is not
  * proven optimal is partitioned again (the most chunks first, then the
  * smallest gap), given what is left, at most 5 time_limit, while that is
- * more than 1.5 time_limit; the faster or better proven result is kept.
- * The whole call so
+ * more than 1.5 time_limit; the faster or better proven result is kept
+ * (#PSCHED_SEARCH_ONE_ROUND: none). The whole call so
  * takes at most about twice the first round and never more than
  * time_limit per candidate. Each alternative is then measured
  * by the simulator: makespan, bubble ratio and peak memory (parameters

@@ -875,6 +875,9 @@ class TestInput(CliCase):
         d = json.loads(self.ok("plan", *shape, "--schedules", "1f1b", "--mem-limit", "1e9",
                                "--microbatch-weights", "1,1,1,4", "--format", "json"))
         self.assertEqual(d["alternatives"][0]["makespan"], 132)
+        once = json.loads(self.ok("plan", *shape, "--schedules", "1f1b", "--mem-limit", "1e9",
+                                  "--microbatch-weights", "1,1,1,4", "--one-round", "--json"))
+        self.assertEqual(once["alternatives"][0]["makespan"], 132)
         for cmd in ("partition", "plan"):
             with self.subTest(command=cmd):
                 pick = ["--schedule" if cmd == "partition" else "--schedules", "1f1b"]

@@ -773,6 +773,17 @@ static void test_plan_search_reports_misfits_with_their_memory(void)
     CHECK_EQ_INT(psched_plan_search(model, plan, unknown, 1, NULL, &r), PSCHED_ENOTFOUND);
     CHECK_EQ_INT(psched_plan_search(model, plan, names, 0, NULL, &r), PSCHED_EINVAL);
     psched_search_options o = PSCHED_SEARCH_OPTIONS_INIT;
+    /* one round: the same answer (proven in the first round anyway) */
+    o.flags = PSCHED_SEARCH_ONE_ROUND;
+    CHECK_OK(psched_plan_search(model, plan, names, 1, &o, &r));
+    CHECK_EQ_INT(psched_search_count(r), 1);
+    CHECK_EQ_INT(psched_search_status(r, 0), PSCHED_SOLVE_INFEASIBLE);
+    CHECK_EQ_DBL(psched_partition_min_memory(psched_search_partition(r, 0)), 10);
+    psched_search_result_destroy(r);
+    o.flags = 0x200; /* no such flag */
+    CHECK_EQ_INT(psched_plan_search(model, plan, names, 1, &o, &r), PSCHED_EINVAL);
+    CHECK(strstr(psched_last_error(), "0x200") != NULL);
+    o.flags = 0;
     o.time_limit = 0;
     CHECK_EQ_INT(psched_plan_search(model, plan, names, 1, &o, &r), PSCHED_EINVAL);
     psched_plan_destroy(plan);

@@ -837,6 +837,12 @@ class TestOptimizer(Case):
         self.assertEqual(next(a for a in alts if a.schedule == "1f1b").makespan, 60)
         self.assertIs(r.best, alts[0])
         self.assertLess(r.best.makespan, 60)
+        # one round: every candidate is proven in it here, so the same ranking
+        with pipesched.Plan(devices=2, microbatches=4, mem_limit=1e9) as plan:
+            once = pipesched.plan_search(m, plan, ["1f1b", "interleaved", "dualpipe"],
+                                         one_round=True)
+        self.assertEqual([(a.schedule, a.chunks, a.makespan, a.status) for a in once.alternatives],
+                         [(a.schedule, a.chunks, a.makespan, a.status) for a in alts])
 
     def test_plan_search_equals_the_command_line_when_proven(self):
         # The same plan, stage for stage, from C (the CLI) and from Python

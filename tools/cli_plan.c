@@ -30,6 +30,8 @@ const char cli_help_plan[] =
     "  --time-limit S        seconds for each candidate's partition (1); the time\n"
     "                        they leave goes to those not proven optimal, again\n"
     "  --allow-empty         a stage may receive no layer\n"
+    "  --one-round           no second round for the candidates not proven\n"
+    "                        (about half the time: for autotuning loops)\n"
     "  --json                print one JSON object: solve_time, memory_limit,\n"
     "                        best (index of the best alternative or null),\n"
     "                        alternatives [{rank, schedule, chunks, vocab, fits, status,\n"
@@ -125,6 +127,8 @@ static int parse(int argc, char **argv, int first, plan_opts *o)
             o->json = true;
         } else if (strcmp(a, "--allow-empty") == 0) {
             o->options.flags |= PSCHED_PARTITION_ALLOW_EMPTY;
+        } else if (strcmp(a, "--one-round") == 0) {
+            o->options.flags |= PSCHED_SEARCH_ONE_ROUND;
         } else {
             char name[CLI_FLAG_NAME];
             const char *value;

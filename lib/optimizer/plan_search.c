@@ -120,7 +120,7 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
     }
     psched_partition_options po = PSCHED_PARTITION_OPTIONS_INIT;
     po.time_limit = o->time_limit;
-    po.flags = o->flags;
+    po.flags = o->flags & PSCHED_PARTITION_ALLOW_EMPTY;
     search_alt a;
     memset(&a, 0, sizeof a);
     snprintf(a.schedule, sizeof a.schedule, "%s", name);
@@ -148,7 +148,7 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
         a.makespan = a.bubble = a.peak = a.even = a.need = NAN;
     } else {
         measure(&a, psched_plan_memory_limit(base));
-        st = even_makespan(model, plan, name, o->flags, &a.even);
+        st = even_makespan(model, plan, name, o->flags & PSCHED_PARTITION_ALLOW_EMPTY, &a.even);
     }
     psched_plan_destroy(plan);
     if (!st)
@@ -353,7 +353,7 @@ static psched_status second_round(const psched_model *model, const psched_plan *
             st = psched_plan_set_chunks(pl, a->chunks);
         psched_partition_options po = PSCHED_PARTITION_OPTIONS_INIT;
         po.time_limit = share;
-        po.flags = o->flags;
+        po.flags = o->flags & PSCHED_PARTITION_ALLOW_EMPTY;
         psched_partition_result *again = NULL;
         if (!st)
             st = psched__partition(a->vocab ? vm : model, pl, a->schedule, &po, true, true,
@@ -423,7 +423,7 @@ static psched_status check_search(const psched_model *model, const psched_plan *
     if (!(o->time_limit > 0) || !isfinite(o->time_limit))
         return psched_fail(PSCHED_EINVAL, "search time limit (%g s) must be finite and > 0",
                            o->time_limit);
-    if (o->flags & ~PSCHED_PARTITION_ALLOW_EMPTY)
+    if (o->flags & ~(PSCHED_PARTITION_ALLOW_EMPTY | PSCHED_SEARCH_ONE_ROUND))
         return psched_fail(PSCHED_EINVAL, "search flags (0x%x) has unknown bits", o->flags);
     if (psched_model_layers(model) == 0)
         return psched_fail(PSCHED_EINVAL, "the model has no layer");
@@ -480,7 +480,7 @@ psched_status psched_plan_search(const psched_model *model, const psched_plan *p
         const char *name = schedules ? schedules[i] : psched_generator_at(i)->name;
         st = search_schedule(model, plan, name, schedules != NULL, o, r);
     }
-    if (!st)
+    if (!st && !(o->flags & PSCHED_SEARCH_ONE_ROUND))
         st = second_round(model, plan, o, r, t0);
     if (st) {
         psched_search_result_destroy(r);

@@ -35,6 +35,7 @@ RECOMPUTE = ("none", "selective", "full")
 METHODS = ("ilp", "dp", "even", "even-accounted", "dp-time")
 _STATUS = ("optimal", "feasible", "infeasible")
 _ALLOW_EMPTY = 0x1
+_ONE_ROUND = 0x100
 _PARTITION_OPTIONS_VERSION = 1
 _SEARCH_OPTIONS_VERSION = 1
 _TRANSFORMER_VERSION = 2
@@ -610,13 +611,14 @@ class SearchResult:
 
 def plan_search(model: Model, plan: _Plan,
                 schedules: _t.Union[str, _t.Sequence[str], None] = None,
-                time_limit: float = 1.0, allow_empty: bool = False) -> SearchResult:
+                time_limit: float = 1.0, allow_empty: bool = False,
+                one_round: bool = False) -> SearchResult:
     """The fastest plan that fits: every schedule (or those named) × v in
     {1, 2, 4} (only plan.chunks when it is not 0) × partition × recompute,
     each partition given `time_limit` seconds (the time candidates leave goes
     to a second round of those not proven optimal, at most as long as the
-    first), simulated and ranked. The memory limit is plan.mem_limit
-    (bytes)."""
+    first; one_round=True skips it, about half the time), simulated and
+    ranked. The memory limit is plan.mem_limit (bytes)."""
     _check_plan(model, plan)
     lib = _c()
     names = None
@@ -628,7 +630,8 @@ def plan_search(model: Model, plan: _Plan,
         names = (ctypes.c_char_p * len(encoded))(*encoded)
         count = len(encoded)
     opts = _SearchOptions(_SEARCH_OPTIONS_VERSION, _real("time_limit", time_limit),
-                          _ALLOW_EMPTY if allow_empty else 0)
+                          (_ALLOW_EMPTY if allow_empty else 0) |
+                          (_ONE_ROUND if one_round else 0))
     out = ctypes.c_void_p()
     with _using(model, plan) as (m, p):
         _check(lib.psched_plan_search(m, p, names, count, ctypes.byref(opts),
