@@ -1408,7 +1408,7 @@ typedef struct psched_search_result psched_search_result;
  * given @p options->time_limit seconds. The time the candidates did not
  * use (time_limit per candidate), at most as long as that first round
  * took, then goes to a second round: each alternative that fits but is not
- * proven optimal is partitioned again (the most chunks first, then the
+ * proven optimal is partitioned again as psched_partition() would (the most chunks first, then the
  * smallest gap), given what is left, at most 5 time_limit, while that is
  * more than 1.5 time_limit; the faster or better proven result is kept
  * (#PSCHED_SEARCH_ONE_ROUND: none). The whole call so

@@ -817,17 +817,20 @@ static void leaf(dsctx *x, double mine)
     ds->best = fmin(ds->best, best);
 }
 
-/* Whether option opt of device e, with `total` run layers, costs at least
- * as much on every stage (f, b and w) as one of the options cut at this
- * node and holds no more layers: its bound, the step time with the same
- * other stages and at least as many layers left to them (whose least
- * work set_unplaced() and share_bound() count), can only be larger, so
- * it is cut too without evaluating it. */
-static bool dominated(const dsctx *x, uint32_t e, const uint32_t *opt, uint32_t total,
-                      const uint32_t *const *cutset, const uint32_t *cut_total, size_t ncut)
+/* Whether option opt of device e costs at least as much on every stage
+ * (f, b and w) as one of the options of its group cut at this node (the
+ * second phase: every other device's costs and work still to come are the
+ * same for both): its bound, the step time with the same other stages,
+ * can only be larger, so it is cut too without evaluating it. (Not in the
+ * first phase: a group's bound also counts the work its assignments and
+ * the layers it leaves to the others force, which a group with costlier
+ * fastest configurations need not force; comparing groups holding
+ * different layer counts once cut the grid's L = 32 interleaved optimum.) */
+static bool dominated(const dsctx *x, uint32_t e, const uint32_t *opt,
+                      const uint32_t *const *cutset, size_t ncut)
 {
     for (size_t q = 0; q < ncut; q++) {
-        bool all = total <= cut_total[q];
+        bool all = true;
         for (uint32_t j = 0; j < x->nst[e] && all; j++) {
             const cfg *a = &x->cfgs[cutset[q][j]], *b = &x->cfgs[opt[j]];
             all = a->f <= b->f && a->b <= b->b && a->w <= b->w;
@@ -852,7 +855,6 @@ static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool counts, bool last, 
     uint32_t vd = x->nst[e];
     size_t nk = 0, ncut = 0;
     const uint32_t *cutset[DEVSEARCH_DOMINATORS];
-    uint32_t cut_total[DEVSEARCH_DOMINATORS];
     size_t from = counts ? 0 : x->group[e], to = counts ? x->nopt[e] : x->gend[e][from];
     for (size_t o = from; o < to && !x->stop && nk < enough; o = counts ? x->gend[e][o] : o + 1) {
         double cut = ds->best * (1 - DEVSEARCH_TOL);
@@ -869,7 +871,7 @@ static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool counts, bool last, 
         if (ds->base[e] + x->m * (x->opt_work[e][o] - x->end_work[e]) >= cut)
             continue;
         const uint32_t *opt = counts ? x->gmin[e] + o * vd : x->opt[e] + o * vd;
-        if (dominated(x, e, opt, x->opt_total[e][o], cutset, cut_total, ncut))
+        if (!counts && dominated(x, e, opt, cutset, ncut))
             continue;
         set_device(x, e, opt);
         set_ext(x, e, counts ? x->gx[e] + (vd + 2) * o : NULL);
@@ -885,8 +887,7 @@ static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool counts, bool last, 
                 leaf(x, lb);
             else
                 out[nk++] = (okey){lb, (uint32_t)o};
-        } else if (ncut < DEVSEARCH_DOMINATORS) {
-            cut_total[ncut] = x->opt_total[e][o];
+        } else if (!counts && ncut < DEVSEARCH_DOMINATORS) {
             cutset[ncut++] = opt;
         }
         set_device(x, e, counts ? NULL : x->gmin[e] + x->group[e] * vd);

@@ -308,11 +308,11 @@ static bool runs_before(const search_alt *a, const search_alt *b)
  * time_limit), at most as long as the first round took, goes to those
  * that fit but are not proven optimal, again, in runs_before()'s order,
  * each given what is left, at most 5 time_limit, while that is more than
- * 1.5 time_limit
- * (Gemma2-9B's interleaved and interleaved-zb at v = 4 and 60 GB: not
- * proven in 1 s, proven in 2-3 s). The faster or better proven of the
- * two results is kept (a vocabulary-parallel variant's model is made
- * again). */
+ * 1.5 time_limit, with psched_partition()'s budgets rather than the first
+ * round's smaller ones (Gemma2-9B's interleaved and interleaved-zb at
+ * v = 4 and 60 GB: not proven in 1 s, proven in 2-4 s). The faster or
+ * better proven of the two results is kept (a vocabulary-parallel
+ * variant's model is made again). */
 static psched_status second_round(const psched_model *model, const psched_plan *plan,
                                   const psched_search_options *o, psched_search_result *r,
                                   double t0)
@@ -356,8 +356,8 @@ static psched_status second_round(const psched_model *model, const psched_plan *
         po.flags = o->flags & PSCHED_PARTITION_ALLOW_EMPTY;
         psched_partition_result *again = NULL;
         if (!st)
-            st = psched__partition(a->vocab ? vm : model, pl, a->schedule, &po, true, true,
-                                   &again);
+            st = psched__partition(a->vocab ? vm : model, pl, a->schedule, &po, true, false,
+                                   &again); /* as psched_partition() would, in its time */
         psched_plan_destroy(pl);
         psched_plan_destroy(vp);
         psched_model_destroy(vm);
