@@ -99,6 +99,8 @@ typedef struct dsctx {
      * xat per op the index of its value. */
     uint32_t *xat, *xoff;
     uint32_t *first; /* per device: its first op */
+    uint32_t *share; /* share_bound(): per device, run layers above lo */
+    double *start;   /* share_bound(): per device, first op's start + present work */
     double *rem0;    /* per device: its work at the present costs (evaluate()) */
     uint32_t *brank; /* per stage: how many of its device's stages start
                         their backward before it */
@@ -246,6 +248,8 @@ static psched_status build_dag(dsctx *x)
     x->xoff = psched__calloc((size_t)p + 1, sizeof(uint32_t));
     x->first = psched__calloc((size_t)p + 1, sizeof(uint32_t));
     x->rem0 = psched__calloc((size_t)p + 1, sizeof(double));
+    x->share = psched__calloc((size_t)p + 1, sizeof(uint32_t));
+    x->start = psched__calloc((size_t)p + 1, sizeof(double));
     x->brank = psched__calloc((size_t)S + 1, sizeof(uint32_t));
     bool *begun = psched__calloc((size_t)S + 1, sizeof(bool));
     x->units = psched__calloc(3 * (size_t)S + 1, sizeof(double));
@@ -258,7 +262,7 @@ static psched_status build_dag(dsctx *x)
     int32_t *succ_x = psched__calloc(n + 1, sizeof(int32_t));
     psched_status st = PSCHED_OK;
     if (n > INT32_MAX / 2 || !x->pd || !x->px || !x->lat || !x->i1 || !x->i2 || !topo ||
-        !x->end || !x->dev || !x->xat || !x->ext || !x->xoff || !x->first || !x->rem0 || !x->brank || !begun || !x->units || !x->rem || !ops || !devof || !at || !indeg || !succ_dev || !succ_x)
+        !x->end || !x->dev || !x->xat || !x->ext || !x->xoff || !x->first || !x->rem0 || !x->share || !x->start || !x->brank || !begun || !x->units || !x->rem || !ops || !devof || !at || !indeg || !succ_dev || !succ_x)
         st = PSCHED_ENOMEM_FAIL();
     if (!st && p != x->D)
         st = PSCHED_EINVAL; /* not this problem's plan: the caller gives up */
@@ -726,24 +730,43 @@ static psched_status device_extras(dsctx *x, uint32_t e)
 static void set_ext(dsctx *x, uint32_t e, const double *v);
 
 /* After an evaluate() that ran to its end: a bound of every completion
- * where `left` run layers go to the k devices without counts (but
- * `skip`): one of them holds at least ceil(left / k), so the least over
- * them of its first op's start plus its least work with as many. */
+ * where `left` run layers go to the devices without counts (but `skip`).
+ * Such a device u holding n of them ends no earlier than its first op's
+ * start plus its least work with n, f_u(n), which does not fall as n
+ * rises; so the step time is at least the least, over the ways to share
+ * `left` within the devices' ranges, of the largest f_u(n_u): adding the
+ * layers one at a time where f rises least finds it. */
 static double share_bound(const dsctx *x, uint32_t left, uint32_t skip)
 {
-    uint32_t k = 0;
-    for (uint32_t u = 0; u < x->D; u++)
-        k += u != skip && x->group[u] == UINT32_MAX;
-    if (!k)
-        return 0;
-    uint32_t share = left / k + (left % k != 0);
-    double lb = INFINITY;
+    double lb = 0;
+    uint32_t placed = 0;
     for (uint32_t u = 0; u < x->D; u++) {
-        if (u == skip || x->group[u] != UINT32_MAX || share > x->hi[u])
+        x->share[u] = 0;
+        if (u == skip || x->group[u] != UINT32_MAX)
             continue;
-        uint32_t n = share > x->lo[u] ? share : x->lo[u], f = x->first[u];
-        double start = x->end[f] - (x->cost[x->i1[f]] + x->cost[x->i2[f]]);
-        lb = fmin(lb, start + x->rem0[u] + x->ux[u][(size_t)(n - x->lo[u]) * (x->nst[u] + 2)]);
+        uint32_t f = x->first[u];
+        x->start[u] = x->end[f] - (x->cost[x->i1[f]] + x->cost[x->i2[f]]) + x->rem0[u];
+        lb = fmax(lb, x->start[u] + x->ux[u][0]); /* at its fewest */
+        placed += x->lo[u];
+    }
+    if (placed > left)
+        return INFINITY; /* the ranges cannot hold it (scan() filters this) */
+    for (uint32_t k = placed; k < left; k++) {
+        uint32_t best = UINT32_MAX;
+        double next = INFINITY;
+        for (uint32_t u = 0; u < x->D; u++) {
+            if (u == skip || x->group[u] != UINT32_MAX || x->lo[u] + x->share[u] >= x->hi[u])
+                continue;
+            double v = x->start[u] + x->ux[u][(size_t)(x->share[u] + 1) * (x->nst[u] + 2)];
+            if (v < next) {
+                next = v;
+                best = u;
+            }
+        }
+        if (best == UINT32_MAX)
+            return INFINITY;
+        x->share[best]++;
+        lb = fmax(lb, next);
     }
     return lb;
 }
@@ -1011,6 +1034,8 @@ static void free_ctx(dsctx *x)
     psched__dealloc(x->xoff);
     psched__dealloc(x->first);
     psched__dealloc(x->rem0);
+    psched__dealloc(x->share);
+    psched__dealloc(x->start);
     psched__dealloc(x->brank);
     for (uint32_t e = 0; x->ux && e < x->D; e++)
         psched__dealloc(x->ux[e]);
