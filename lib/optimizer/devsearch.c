@@ -375,9 +375,11 @@ static psched_status build_dag(dsctx *x)
     return st;
 }
 
-/* The step time of the order at x->cost (the simulator's longest path),
- * or, as soon as it is sure to reach `cut`, a lower bound of it at least
- * `cut`: an op's end plus the time of its device's ops after it. */
+/* A bound of every completion of the node: the step time of the order at
+ * x->cost (the simulator's longest path; at a leaf, where ext is 0, that
+ * is the bound), at least each op's end plus the time of its device's ops
+ * after it and the work still to come (ext); as soon as that reaches
+ * `cut`, that value. */
 static double evaluate(dsctx *x, double cut)
 {
     double mk = 0;

@@ -25,7 +25,11 @@
  * step time of a fixed order never falls when a stage's cost rises, so
  * that bounds every completion. It sees what the averaged bounds miss: a
  * device placed with stages of 2 and 3 layers delays the devices around
- * it in the simulated order itself. */
+ * it in the simulated order itself. Each op's end plus its device's later
+ * ops counts too the work every completion still gives that device (the
+ * recompute its memory forces, the layers the others leave it), and the
+ * devices without counts share the layers left at the least largest end.
+ * Stopped early, the search's bound is its open subtrees' least. */
 typedef struct psched__devsearch {
     /* in */
     const psched__problem *pb;
