@@ -100,8 +100,8 @@ typedef struct dsctx {
     uint32_t *xat, *xoff;
     uint32_t *first; /* per device: its first op */
     uint32_t *share; /* share_bound(): per device, run layers above lo */
-    double *start;   /* share_bound(): per device, first op's start + present work */
-    double *rem0;    /* per device: its work at the present costs (evaluate()) */
+    double *start;   /* share_bound(): per device, first op's start + low */
+    double *low;     /* per device: its work with every stage at its least cost */
     uint32_t *brank; /* per stage: how many of its device's stages start
                         their backward before it */
     double *ext;
@@ -247,7 +247,7 @@ static psched_status build_dag(dsctx *x)
     x->ext = psched__calloc((size_t)S + 2 * (size_t)p + 1, sizeof(double));
     x->xoff = psched__calloc((size_t)p + 1, sizeof(uint32_t));
     x->first = psched__calloc((size_t)p + 1, sizeof(uint32_t));
-    x->rem0 = psched__calloc((size_t)p + 1, sizeof(double));
+    x->low = psched__calloc((size_t)p + 1, sizeof(double));
     x->share = psched__calloc((size_t)p + 1, sizeof(uint32_t));
     x->start = psched__calloc((size_t)p + 1, sizeof(double));
     x->brank = psched__calloc((size_t)S + 1, sizeof(uint32_t));
@@ -262,7 +262,7 @@ static psched_status build_dag(dsctx *x)
     int32_t *succ_x = psched__calloc(n + 1, sizeof(int32_t));
     psched_status st = PSCHED_OK;
     if (n > INT32_MAX / 2 || !x->pd || !x->px || !x->lat || !x->i1 || !x->i2 || !topo ||
-        !x->end || !x->dev || !x->xat || !x->ext || !x->xoff || !x->first || !x->rem0 || !x->share || !x->start || !x->brank || !begun || !x->units || !x->rem || !ops || !devof || !at || !indeg || !succ_dev || !succ_x)
+        !x->end || !x->dev || !x->xat || !x->ext || !x->xoff || !x->first || !x->low || !x->share || !x->start || !x->brank || !begun || !x->units || !x->rem || !ops || !devof || !at || !indeg || !succ_dev || !succ_x)
         st = PSCHED_ENOMEM_FAIL();
     if (!st && p != x->D)
         st = PSCHED_EINVAL; /* not this problem's plan: the caller gives up */
@@ -390,7 +390,6 @@ static double evaluate(dsctx *x, double cut)
         x->rem[x->pb->device_of[s]] += x->units[3 * s] * c[3 * s] +
                                        x->units[3 * s + 1] * c[3 * s + 1] +
                                        x->units[3 * s + 2] * c[3 * s + 2];
-    memcpy(x->rem0, x->rem, x->D * sizeof *x->rem0);
     double margin = cut * (1 + 1e-12);
     /* ops in topological order (relabel); the sentinel n ends at 0 */
     const int32_t *pd = x->pd, *px = x->px;
@@ -644,7 +643,20 @@ static psched_status compositions(optgen *g, uint32_t j, uint32_t left)
 
 /* ---- the search ---- */
 
-static void set_device(dsctx *x, uint32_t e, const uint32_t *o)
+/* Device e's ext values (v: NULL for none). */
+static void set_ext(dsctx *x, uint32_t e, const double *v)
+{
+    size_t w = x->nst[e] + 2;
+    if (v)
+        memcpy(x->ext + x->xoff[e], v, w * sizeof *v);
+    else
+        memset(x->ext + x->xoff[e], 0, w * sizeof *v);
+}
+
+/* Device e's stage costs at configurations o (NULL: each stage's least
+ * cost) and the work still to come that its node adds (v, its ext values;
+ * NULL: none). */
+static void set_device(dsctx *x, uint32_t e, const uint32_t *o, const double *v)
 {
     for (uint32_t j = 0; j < x->nst[e]; j++) {
         uint32_t s = x->stages_of[e][j];
@@ -653,6 +665,7 @@ static void set_device(dsctx *x, uint32_t e, const uint32_t *o)
         x->cost[3 * s + 1] = c ? c->b : x->minc[3 * s + 1];
         x->cost[3 * s + 2] = c ? c->w : x->minc[3 * s + 2];
     }
+    set_ext(x, e, v);
 }
 
 /* Device e's ext values (xoff) as if its stages cost opt's
@@ -714,6 +727,7 @@ static psched_status device_extras(dsctx *x, uint32_t e)
         }
     }
     device_work(x, e, NULL, v);
+    x->low[e] = v[0];
     for (size_t k = span; k-- > 0;) {
         for (size_t q = 0; q < w; q++) {
             if (k + 1 < span)
@@ -727,9 +741,6 @@ static psched_status device_extras(dsctx *x, uint32_t e)
     psched__dealloc(gl);
     return PSCHED_OK;
 }
-
-/* Device e's ext values (v: NULL for none, its options' costs set). */
-static void set_ext(dsctx *x, uint32_t e, const double *v);
 
 /* After an evaluate() that ran to its end: a bound of every completion
  * where `left` run layers go to the devices without counts (but `skip`).
@@ -747,7 +758,8 @@ static double share_bound(const dsctx *x, uint32_t left, uint32_t skip)
         if (u == skip || x->group[u] != UINT32_MAX)
             continue;
         uint32_t f = x->first[u];
-        x->start[u] = x->end[f] - (x->cost[x->i1[f]] + x->cost[x->i2[f]]) + x->rem0[u];
+        /* without counts its stages are at their least costs */
+        x->start[u] = x->end[f] - (x->cost[x->i1[f]] + x->cost[x->i2[f]]) + x->low[u];
         lb = fmax(lb, x->start[u] + x->ux[u][0]); /* at its fewest */
         placed += x->lo[u];
     }
@@ -786,16 +798,6 @@ static void set_unplaced(dsctx *x, uint32_t left, uint32_t uhi, uint32_t skip)
                      : need > (int64_t)x->lo[u] ? (uint32_t)need : x->lo[u];
         set_ext(x, u, x->ux[u] + (size_t)(n - x->lo[u]) * (x->nst[u] + 2));
     }
-}
-
-/* Device e's ext values (v: NULL for none, its options' costs set). */
-static void set_ext(dsctx *x, uint32_t e, const double *v)
-{
-    size_t w = x->nst[e] + 2;
-    if (v)
-        memcpy(x->ext + x->xoff[e], v, w * sizeof *v);
-    else
-        memset(x->ext + x->xoff[e], 0, w * sizeof *v);
 }
 
 /* The partition of the chosen options into x->sol. */
@@ -898,8 +900,7 @@ static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool counts, bool last, 
         const uint32_t *opt = counts ? x->gmin[e] + o * vd : x->opt[e] + o * vd;
         if (!counts && dominated(x, e, opt, cutset, ncut))
             continue;
-        set_device(x, e, opt);
-        set_ext(x, e, counts ? x->gx[e] + (vd + 2) * o : NULL);
+        set_device(x, e, opt, counts ? x->gx[e] + (vd + 2) * o : NULL);
         if (counts)
             set_unplaced(x, left - x->opt_total[e][o], x->uhi - x->hi[e], e);
         x->chosen[e] = (uint32_t)o;
@@ -915,9 +916,9 @@ static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool counts, bool last, 
         } else if (!counts && ncut < DEVSEARCH_DOMINATORS) {
             cutset[ncut++] = opt;
         }
-        set_device(x, e, counts ? NULL : x->gmin[e] + x->group[e] * vd);
-        if (!counts)
-            set_ext(x, e, x->gx[e] + (vd + 2) * (size_t)x->group[e]);
+        /* back at its least costs (its ext: set_unplaced() below) or its group's */
+        set_device(x, e, counts ? NULL : x->gmin[e] + x->group[e] * vd,
+                   counts ? NULL : x->gx[e] + (vd + 2) * (size_t)x->group[e]);
         if (x->ops > ds->ops_budget || ((ds->nodes & 15) == 0 && psched__now() > ds->until) ||
             (test_stop && ds->nodes >= test_stop))
             x->stop = true;
@@ -997,18 +998,16 @@ static void dfs(dsctx *x, uint32_t depth, uint32_t left, bool resume)
         x->chosen[be] = o;
         if (counts) {
             x->group[be] = o;
-            set_device(x, be, x->gmin[be] + (size_t)o * vd);
-            set_ext(x, be, x->gx[be] + (vd + 2) * (size_t)o);
+            set_device(x, be, x->gmin[be] + (size_t)o * vd, x->gx[be] + (vd + 2) * (size_t)o);
             set_unplaced(x, left - x->opt_total[be][o], x->uhi, UINT32_MAX);
             dfs(x, depth + 1, left - x->opt_total[be][o], into);
             x->group[be] = UINT32_MAX;
-            set_device(x, be, NULL);
+            set_device(x, be, NULL, NULL); /* its ext: set_unplaced() below */
         } else {
-            set_device(x, be, x->opt[be] + (size_t)o * vd);
-            set_ext(x, be, NULL);
+            set_device(x, be, x->opt[be] + (size_t)o * vd, NULL);
             dfs(x, depth + 1, left, into);
-            set_device(x, be, x->gmin[be] + (size_t)x->group[be] * vd);
-            set_ext(x, be, x->gx[be] + (vd + 2) * (size_t)x->group[be]);
+            set_device(x, be, x->gmin[be] + (size_t)x->group[be] * vd,
+                       x->gx[be] + (vd + 2) * (size_t)x->group[be]);
         }
     }
     if (counts) {
@@ -1035,7 +1034,7 @@ static void free_ctx(dsctx *x)
     psched__dealloc(x->ext);
     psched__dealloc(x->xoff);
     psched__dealloc(x->first);
-    psched__dealloc(x->rem0);
+    psched__dealloc(x->low);
     psched__dealloc(x->share);
     psched__dealloc(x->start);
     psched__dealloc(x->brank);
@@ -1547,7 +1546,7 @@ static psched_status run_pass(psched__devsearch *ds)
         return st;
     }
     for (uint32_t e = 0; e < D; e++) {
-        set_device(&x, e, NULL); /* every stage at its least cost */
+        set_device(&x, e, NULL, NULL); /* every stage at its least cost */
         x.ulo += x.lo[e];
         x.uhi += x.hi[e];
     }

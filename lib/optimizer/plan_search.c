@@ -25,7 +25,6 @@ struct psched_search_result {
     search_alt *alts;
     size_t count, cap;
     double solve_time;
-    size_t attempts;   /* partitions run (each given the time limit) */
     char dropped[256]; /* the first refusal not kept as an alternative */
     char sched_first[256]; /* the current schedule's first refusal */
 };
@@ -128,7 +127,6 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
     a.vocab = vocab;
     a.order = r->count;
     a.error = psched__partition(model, plan, name, &po, true, true, &a.partition);
-    r->attempts++;
     *taken = a.error == PSCHED_OK || (a.error != PSCHED_EINVAL && a.error != PSCHED_ENOMEM) || keep;
     if (a.error == PSCHED_ENOMEM || !*taken) {
         if (a.error == PSCHED_EINVAL && !r->dropped[0])
@@ -304,8 +302,8 @@ static bool runs_before(const search_alt *a, const search_alt *b)
     return ga < gb || (ga == gb && a->order < b->order);
 }
 
-/* The time the first round's candidates did not use (each was given
- * time_limit), at most as long as the first round took, goes to those
+/* The time the first round's candidates (its alternatives) did not use
+ * (each was given time_limit), at most as long as the first round took, goes to those
  * that fit but are not proven optimal, again, in runs_before()'s order,
  * each given what is left, at most 5 time_limit, while that is more than
  * 1.5 time_limit, with psched_partition()'s budgets rather than the first
@@ -318,7 +316,7 @@ static psched_status second_round(const psched_model *model, const psched_plan *
                                   double t0)
 {
     double now = seconds();
-    double until = fmin(t0 + (double)r->attempts * o->time_limit, now + (now - t0));
+    double until = fmin(t0 + (double)r->count * o->time_limit, now + (now - t0));
     size_t *idx = psched__calloc(r->count + 1, sizeof *idx), n = 0;
     if (!idx)
         return PSCHED_ENOMEM_FAIL();
