@@ -1218,7 +1218,13 @@ class TestOptimizer(CliCase):
         self.assertAlmostEqual(d["makespan"], one_f_one_b_makespan([6.1, 5, 5, 4.6]), places=9)
         self.assertAlmostEqual(d["makespan"], 179.1, places=9)
         self.assertAlmostEqual(d["even_makespan"], 242.7, places=9)
-        self.assertEqual([s["count"] for s in d["stages"]], [7, 5, 5, 1])
+        # two splits tie at the optimum: emb+6 | 5 | 5 | head and emb+6 | 6 |
+        # 4 | head (this event simulation gives 179.1 for both; every other
+        # split of the 18 layers is slower); either is right
+        counts = [s["count"] for s in d["stages"]]
+        self.assertIn(counts, ([7, 5, 5, 1], [7, 6, 4, 1]))
+        times = [0.1 + counts[0] - 1, counts[1], counts[2], 4.6]
+        self.assertAlmostEqual(one_f_one_b_makespan(times), 179.1, places=9)
         self.assertEqual(d["stages"][3]["recompute"], {"none": 1, "selective": 0, "full": 0})
         self.assertEqual(len(d["devices"]), 4)
 

@@ -772,9 +772,10 @@ class TestOptimizer(Case):
     def test_head_heavy_model_beats_even(self):
         # Embedding 0.1, 16 layers of 1, head 4.6 (each of F, B, W); p = 4,
         # m = 8, 1f1b. Even: emb+4 | 4 | 4 | 4+head, makespan 12.1 + 8·25.8 +
-        # 24.2 = 242.7; best: emb+6 | 5 | 5 | head, 179.1 (tests/test_cli.py
-        # derives it with its own 1F1B event simulation; the balanced
-        # emb+5 | 5 | 5 | 1+head gives 15.1 + 8·16.8 + 30.2 = 179.7).
+        # 24.2 = 242.7; best: emb+6 | 5 | 5 | head and emb+6 | 6 | 4 | head,
+        # both 179.1 (tests/test_cli.py derives them with its own 1F1B event
+        # simulation; the balanced emb+5 | 5 | 5 | 1+head gives 15.1 +
+        # 8·16.8 + 30.2 = 179.7).
         m = pipesched.Model()
         self.addCleanup(m.close)
         m.add_layers("embedding", 1, 0.1, 0.1, 0.1, 1, 1)
@@ -786,7 +787,7 @@ class TestOptimizer(Case):
         self.assertAlmostEqual(even.makespan, 242.7, places=9)
         self.assertAlmostEqual(best.makespan, 179.1, places=9)
         self.assertEqual(best.status, "optimal")
-        self.assertEqual([s.count for s in best.stages], [7, 5, 5, 1])
+        self.assertIn([s.count for s in best.stages], ([7, 5, 5, 1], [7, 6, 4, 1]))
         self.assertEqual(best.plan.stage_cost(3), (4.6, 4.6, 4.6))
         self.assertEqual(best.recompute, ["none"] * 18)
 

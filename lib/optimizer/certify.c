@@ -61,6 +61,8 @@ typedef struct certify {
     uint32_t *lens;          /* per depth: range lengths in the order tried */
     double extra_sum;        /* recompute time of the partial partition */
     size_t ops, budget, simulated, nodes;
+    double ends; /* the last simulation's sum over devices of their last op's end */
+    bool dev_dove; /* the device search's last pass ended after its dive (devsearch.h) */
     bool stopped;            /* budget or deadline */
     psched_status st;
     /* the critical-path bound (pathbound.c), when it holds */
@@ -223,8 +225,15 @@ static psched_status simulate_solution(certify *c, const psched__solution *sol, 
         st = psched_simulate(run, run == sched ? NULL : c->work, &rep);
     if (!st) {
         *makespan = psched_report_makespan(rep);
-        for (uint32_t d = 0; d < c->pb->plan_devices; d++)
-            c->ops += psched_schedule_op_count(run, d);
+        c->ends = 0;
+        for (uint32_t d = 0; d < c->pb->plan_devices; d++) {
+            size_t n = psched_schedule_op_count(run, d);
+            double end = 0;
+            if (n)
+                psched_report_op_times(rep, d, n - 1, 1, NULL, &end);
+            c->ends += end;
+            c->ops += n;
+        }
         c->simulated++;
     }
     if (!st && c->use_paths) {
@@ -936,6 +945,8 @@ typedef struct improver {
     certify *c;
     psched__solution x, y; /* the descent's partition, a neighbour */
     double x_time;         /* x's simulated step time */
+    double x_ends;         /* x's sum over devices of their last op's end */
+    double best_ends;      /* the best's (the same key breaks its ties) */
     psched__evaluation ev;
     double until;
     size_t ops_cap;
@@ -975,6 +986,45 @@ static bool transfer(const psched__problem *pb, const psched__solution *x, psche
     return true;
 }
 
+/* y = x with one layer moved from range a to range b carrying its
+ * recompute kind, every other range keeping its kinds (in transfer() the
+ * layers between shift one range over with their kinds, which changes the
+ * kinds, and so the memory, of every range between). false when range a
+ * cannot give one, a layer would get a kind its group lacks, or y is
+ * transfer()'s. */
+static bool transfer_kinds(const psched__problem *pb, const psched__solution *x,
+                           psched__solution *y, uint32_t a, uint32_t b)
+{
+    if (!transfer(pb, x, y, a, b))
+        return false;
+    bool differs = false;
+    for (uint32_t t = 0; t < pb->stages; t++) {
+        const uint8_t *from = x->choice + x->first[t];
+        uint8_t *to = y->choice + y->first[t];
+        uint32_t n = x->count[t];
+        if (t == a) { /* loses the layer at b's side */
+            if (a < b)
+                n--;
+            else
+                from++, n--;
+        }
+        uint32_t at = 0;
+        if (t == b && a < b)
+            to[at++] = x->choice[x->first[a] + x->count[a] - 1];
+        for (uint32_t k = 0; k < n; k++)
+            to[at++] = from[k];
+        if (t == b && a > b)
+            to[at++] = x->choice[x->first[a]];
+    }
+    for (uint32_t l = 0; l < pb->layers; l++) {
+        if (!psched__layer_group(pb, l)->variant[y->choice[l]].present)
+            return false;
+        /* transfer() keeps every layer's kind */
+        differs = differs || y->choice[l] != x->choice[l];
+    }
+    return differs;
+}
+
 /* Simulate y when it fits; when faster than x it becomes x (and the best
  * when faster than that). */
 static bool improve_try(improver *im)
@@ -989,12 +1039,19 @@ static bool improve_try(improver *im)
         c->st = st;
         return false;
     }
-    if (!(mk < im->x_time * (1 - 1e-12)))
+    /* faster, or as fast with the devices ending earlier in all: where
+     * several devices are critical (a binding memory limit, every device
+     * at the step time) no single move shortens the step, and without the
+     * second key the descent stops on that plateau */
+    if (!(mk < im->x_time * (1 - 1e-12) ||
+          (mk <= im->x_time && c->ends < im->x_ends * (1 - 1e-12))))
         return false;
     psched__solution_copy(c->pb, &im->y, &im->x);
     im->x_time = mk;
-    if (mk < c->best) {
+    im->x_ends = c->ends;
+    if (mk < c->best || (mk <= c->best && c->ends < im->best_ends)) {
         c->best = mk;
+        im->best_ends = c->ends;
         psched__solution_copy(c->pb, &im->y, &c->best_sol);
     }
     return true;
@@ -1008,6 +1065,8 @@ static int pair_class(const psched__problem *pb, uint32_t a, uint32_t b)
     return a + 1 == b || b + 1 == a ? 1 : 2;
 }
 
+static bool swap_kinds(improver *im);
+
 /* First-improvement descent from x; classes 0 .. last of pairs. */
 static void descend(improver *im, int last)
 {
@@ -1018,8 +1077,12 @@ static void descend(improver *im, int last)
         for (int k = 0; k <= last && !improve_over(im); k++)
             for (uint32_t a = 0; a < pb->stages && !improve_over(im); a++)
                 for (uint32_t b = 0; b < pb->stages && !improve_over(im); b++)
-                    if (a != b && pair_class(pb, a, b) == k && transfer(pb, &im->x, &im->y, a, b))
-                        moved = improve_try(im) || moved;
+                    if (a != b && pair_class(pb, a, b) == k) {
+                        if (transfer(pb, &im->x, &im->y, a, b) && improve_try(im))
+                            moved = true;
+                        else if (transfer_kinds(pb, &im->x, &im->y, a, b))
+                            moved = improve_try(im) || moved;
+                    }
         /* recompute kinds: per range, the first layer of each (group,
          * kind) stands for the others (their costs are the same) */
         for (uint32_t s = 0; s < pb->stages && !improve_over(im); s++) {
@@ -1040,7 +1103,49 @@ static void descend(improver *im, int last)
                 }
             }
         }
+        if (pb->stages > pb->devices)
+            moved = swap_kinds(im) || moved;
     }
+}
+
+/* Kind swaps: two layers of one group on different ranges of one device
+ * exchange their recompute kinds (the device's memory and work stay; the
+ * recompute moves to another chunk's range). First improvement over
+ * every pair of ranges of a device and every pair of kinds; per range the
+ * first layer of each (group, kind) stands for the others. */
+static bool swap_kinds(improver *im)
+{
+    const psched__problem *pb = im->c->pb;
+    bool moved = false;
+    for (uint32_t a = 0; a < pb->stages && !improve_over(im); a++)
+        for (uint32_t b = a + 1; b < pb->stages && !improve_over(im); b++) {
+            if (pb->device_of[a] != pb->device_of[b])
+                continue;
+            uint32_t ia = im->x.first[a], na = im->x.count[a];
+            for (uint32_t la = ia; la < ia + na && !improve_over(im); la++) {
+                bool seen = false;
+                for (uint32_t e = ia; e < la && !seen; e++)
+                    seen = pb->group_of[e] == pb->group_of[la] &&
+                           im->x.choice[e] == im->x.choice[la];
+                uint32_t ib = im->x.first[b], nb = im->x.count[b];
+                for (uint32_t lb = ib; !seen && lb < ib + nb && !improve_over(im); lb++) {
+                    if (pb->group_of[lb] != pb->group_of[la] ||
+                        im->x.choice[lb] == im->x.choice[la])
+                        continue;
+                    bool dup = false;
+                    for (uint32_t e = ib; e < lb && !dup; e++)
+                        dup = pb->group_of[e] == pb->group_of[lb] &&
+                              im->x.choice[e] == im->x.choice[lb];
+                    if (dup)
+                        continue;
+                    psched__solution_copy(pb, &im->x, &im->y);
+                    im->y.choice[la] = im->x.choice[lb];
+                    im->y.choice[lb] = im->x.choice[la];
+                    moved = improve_try(im) || moved;
+                }
+            }
+        }
+    return moved;
 }
 
 /* One random move between ranges of one device (of neighbouring ranges
@@ -1070,8 +1175,16 @@ static bool kick_move(improver *im)
 /* The descent restarts from the best. */
 static void from_best(improver *im)
 {
-    psched__solution_copy(im->c->pb, &im->c->best_sol, &im->x);
-    im->x_time = im->c->best;
+    certify *c = im->c;
+    psched__solution_copy(c->pb, &c->best_sol, &im->x);
+    im->x_time = c->best;
+    /* its devices' ends, the second key */
+    double mk;
+    psched_status st = simulate_solution(c, &im->x, &mk, NULL);
+    if (st)
+        c->st = st;
+    im->x_ends = st ? INFINITY : c->ends;
+    im->best_ends = fmin(im->best_ends, im->x_ends);
 }
 
 static void improve(certify *c)
@@ -1087,6 +1200,7 @@ static void improve(certify *c)
     size_t ops_before = c->ops;
     im.ops_cap = c->ops + (c->budget > PSCHED__CERTIFY_OPS ? c->budget : PSCHED__CERTIFY_OPS);
     im.rng = 0x9e3779b97f4a7c15u;
+    im.best_ends = INFINITY;
     psched_status st = psched__solution_init(&im.x, pb->stages, pb->layers);
     if (!st)
         st = psched__solution_init(&im.y, pb->stages, pb->layers);
@@ -1108,7 +1222,7 @@ static void improve(certify *c)
             moved = kick_move(&im) || moved;
         /* the kicked partition is the descent's start whatever its time */
         psched__solution_copy(pb, &im.x, &im.y);
-        im.x_time = INFINITY;
+        im.x_time = im.x_ends = INFINITY;
         if (moved && improve_try(&im))
             descend(&im, kick_class);
         if (c->best < before)
@@ -1297,6 +1411,7 @@ static bool device_certify(certify *c, double share, bool *unfinished)
         if (st && !c->st)
             c->st = st;
         proven = !st && ds.complete;
+        c->dev_dove = !st && ds.dove;
         *unfinished = !st && !ds.complete && ds.nodes > 0;
         if (!st)
             c->dev_lb = fmax(c->dev_lb, ds.bound);
@@ -1453,8 +1568,20 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         bool dev_again = false;
         if (!st && !test_no_device_search)
             dev_proven = device_certify(&c, DEVSEARCH_FIRST_SHARE, &dev_again);
-        double before_run = c.best;
         st = st ? st : c.st;
+        if (!st && !dev_proven && c.dev_dove) {
+            /* the dive's partition is a new start for the local search
+             * (LLaMA-70B looped-bfs at v = 4 and 60 GB: 2169.44 -> 2165.8,
+             * the optimum, which the search's root bound then proves at
+             * once), then the search itself */
+            if (!test_no_improve && !test_improve_only)
+                improve(&c);
+            st = c.st;
+            if (!st)
+                dev_proven = device_certify(&c, DEVSEARCH_FIRST_SHARE, &dev_again);
+            st = st ? st : c.st;
+        }
+        double before_run = c.best;
         if (!st && !dev_proven && psched__paths_applies(c.work, c.ref)) {
             st = psched__paths_init(&c.paths, pb);
             if (!st)

@@ -54,6 +54,9 @@ typedef struct psched__devsearch {
     /* out */
     size_t nodes, options;
     bool complete; /* the enumeration ended: no partition beats `best` (within 1e-9) */
+    bool dove;     /* the pass ended after its first dive (depth first by rising
+                      bound, a fixed count of nodes) found a faster partition;
+                      the next pass searches from the root */
     /* a lower bound of every partition's step time (within 1e-9; 0: none):
      * when the search stopped early, the least bound of the subtrees it has
      * not searched and the best (every partition outside them is slower
