@@ -31,6 +31,7 @@ typedef struct brute {
     psched_plan *plan; /* p, m, v; costs written per candidate */
     uint32_t cut[17];
     uint8_t choice[10];
+    uint8_t grp[10];       /* each layer's group in the model (random_instance) */
     double best, lean;
     long sims;
     bool uniform;          /* layers 1 .. L-2 one group (random_instance) */
@@ -193,8 +194,10 @@ static psched_model *random_instance(brute *o)
             x.has[2] = true, x.act[2] = 1, x.extra[2] = f;
             CHECK_OK(psched_model_set_recompute(model, g, PSCHED_RECOMPUTE_FULL, 1, f));
         }
-        for (uint32_t k = 0; k < n; k++)
+        for (uint32_t k = 0; k < n; k++) {
+            o->grp[l] = (uint8_t)g;
             o->lay[l++] = x;
+        }
         left -= n;
     }
     return model;
@@ -621,19 +624,27 @@ static psched_model *run_model(uint32_t layers)
  * starts from the solver's and the baselines' best and has to find the
  * fastest) and the device search in passes of `slice` nodes, each resuming
  * the last (0: one pass). True when the device search proved the result. */
-static bool partition_by_device_search(const psched_model *model, const psched_plan *plan,
-                                       const char *name, size_t slice,
-                                       psched_partition_result **r)
+static bool partition_by_method(const psched_model *model, const psched_plan *plan,
+                                const char *name, size_t slice, psched_partition_method method,
+                                psched_partition_result **r)
 {
     size_t before = psched__devsearch_test_proofs();
     psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
     opt.time_limit = 86400; /* the budgets end it, not the clock */
+    opt.method = method;
     psched__certify_test_no_improve(true);
     psched__devsearch_test_slice(slice);
     CHECK_OK(psched_partition(model, plan, name, &opt, r));
     psched__devsearch_test_slice(0);
     psched__certify_test_no_improve(false);
     return psched__devsearch_test_proofs() == before + 1;
+}
+
+static bool partition_by_device_search(const psched_model *model, const psched_plan *plan,
+                                       const char *name, size_t slice,
+                                       psched_partition_result **r)
+{
+    return partition_by_method(model, plan, name, slice, PSCHED_PARTITION_ILP, r);
 }
 
 /* The device search on a mid-size run (p = 2, v = 4: 8 stages, an
@@ -648,6 +659,7 @@ static void test_device_search_mid_size_matches_the_enumeration(void)
 {
     static const char *const names[] = {"interleaved", "interleaved-zb"};
     psched_model *model = run_model(14);
+    size_t dives = psched__devsearch_test_dives();
     for (int k = 0; k < 4; k++) {
         const char *name = names[k % 2];
         psched_plan *plan = NULL;
@@ -718,8 +730,24 @@ static void test_device_search_mid_size_matches_the_enumeration(void)
                    k < 2 ? 0 : 0.25, mk, evaluated, sliced ? "resumed passes" : "one pass");
             psched_partition_result_destroy(r);
         }
+        /* from the stage DP's partition (the dp method), with a dive of 300
+         * nodes: where the dive finds a faster partition its pass ends and
+         * the certificate searches again from the root */
+        psched_partition_result *r = NULL;
+        psched__devsearch_test_dive(300);
+        bool proven = partition_by_method(model, plan, name, 0, PSCHED_PARTITION_DP, &r);
+        psched__devsearch_test_dive(0);
+        if (psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE) {
+            CHECK(proven);
+            CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
+            CHECK(fabs(psched_partition_makespan(r) - best) <= 1e-9 * best);
+        }
+        psched_partition_result_destroy(r);
         psched_plan_destroy(plan);
     }
+    printf("# %zu dives found a faster partition and ended their pass\n",
+           psched__devsearch_test_dives() - dives);
+    CHECK(psched__devsearch_test_dives() > dives);
     psched_model_destroy(model);
 }
 
@@ -780,7 +808,9 @@ static void vectors_stage(vectors *q, uint32_t s, uint32_t left)
  * enumerates every count vector (C(19, 15) = 3 876) through
  * psched_partition_evaluate(); with the local search off, psched_partition()
  * must equal the fastest that fits, proven by the device search, in one
- * pass and in resumed passes; stopped after a few evaluations, the
+ * pass, in resumed passes and after a dive of 50 nodes (which finds
+ * nothing faster here: the search then starts from the root in the same
+ * pass); stopped after a few evaluations, the
  * search's bound of what it has not searched may not exceed it. (Caught a
  * dominance rule that compared
  * options holding different layer counts once the bound counted the
@@ -818,9 +848,12 @@ static void test_device_search_four_devices_matches_the_enumeration(void)
             CHECK(q.fitting > 0 && q.fitting < q.evaluated);
             CHECK_OK(psched_plan_set_memory_limit(plan, q.limit));
         }
-        for (int sliced = 0; sliced < 2; sliced++) {
+        /* in one pass, in resumed passes, and after a short dive */
+        for (int sliced = 0; sliced < 3; sliced++) {
             psched_partition_result *r = NULL;
-            CHECK(partition_by_device_search(model, plan, q.name, sliced ? 25 : 0, &r));
+            psched__devsearch_test_dive(sliced == 2 ? 50 : 0);
+            CHECK(partition_by_device_search(model, plan, q.name, sliced == 1 ? 25 : 0, &r));
+            psched__devsearch_test_dive(0);
             double mk = psched_partition_makespan(r);
             CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
             if (!(fabs(mk - q.best) <= 1e-9 * q.best))
@@ -854,6 +887,7 @@ static void test_device_search_four_devices_matches_the_enumeration(void)
     }
     printf("# stopped early: %d of 40 runs with a bound from listed subtrees\n", listed);
     CHECK(listed >= 12);
+
     psched_model_destroy(model);
 }
 
@@ -1025,25 +1059,31 @@ static void test_dualpipe_matches_the_brute_force(void)
  * its answer must be a local optimum that the test checks itself, over
  * the brute force's own split and memory model. Every partition one move
  * away (one layer from any range to any other, the layers between
- * shifting one range over with their recompute choices; or one layer's
- * recompute kind changed) that fits the limit simulates no faster, and the
+ * shifting one range over with their recompute choices, or with the
+ * moved layer carrying its kind and every other range keeping its kinds;
+ * one layer's recompute kind changed; two layers of one group on ranges of
+ * one device exchanging kinds) that fits the limit simulates no faster, and the
  * answer is no slower than the even split when that fits, and the bound
  * it reports (no search ran) is at most the brute force's best. Random
  * small instances, identical runs and mixed layers, v = 1, 2 and 4,
- * DualPipe. */
+ * DualPipe, and looped-bfs with identical runs (BFS holds every
+ * micro-batch, so the limit binds and where the recompute sits matters:
+ * without the kind exchanges 3 of them end one exchange away from a
+ * faster partition). */
 static void test_local_search_ends_at_a_local_optimum(void)
 {
     static const struct {
         const char *name;
         uint32_t v, p;
     } kinds[] = {{"1f1b", 1, 4},        {"interleaved", 2, 2}, {"interleaved", 4, 2},
-                 {"interleaved-zb", 4, 2}, {"v-zb", 2, 2},     {"dualpipe", 2, 4}};
+                 {"interleaved-zb", 4, 2}, {"v-zb", 2, 2},     {"dualpipe", 2, 4},
+                 {"looped-bfs", 4, 2}, {"looped-bfs", 2, 2}, {"looped-bfs", 2, 4}};
     rng_state = 20261126;
     int cases = 0;
     long neighbours = 0;
     psched__certify_test_improve_only(true);
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
-        for (int t = 0; t < 8; t++) {
+        for (int t = 0; t < (k >= 6 ? 24 : 8); t++) {
             brute o;
             memset(&o, 0, sizeof o);
             o.name = kinds[k].name;
@@ -1055,7 +1095,7 @@ static void test_local_search_ends_at_a_local_optimum(void)
             o.m = o.p * (1 + rnd(3));
             if (strcmp(o.name, "dualpipe") == 0)
                 o.m = 2 * o.p + 2 * rnd(2);
-            o.uniform = rnd(2) == 0;
+            o.uniform = rnd(2) == 0 || k >= 6;
             psched_model *model = NULL;
             psched_plan *plan = NULL;
             if (!brute_instance(&o, 20000, &model, &plan))
@@ -1130,6 +1170,82 @@ static void test_local_search_ends_at_a_local_optimum(void)
                         }
                     }
                     o.choice[l] = choice0[l];
+                }
+            }
+            /* range a gives one layer to range b carrying its kind, every
+             * other range keeping its kinds (the layers between shift, their
+             * kinds stay with their ranges) */
+            for (uint32_t a = 0; a < o.R; a++) {
+                for (uint32_t b = 0; b < o.R; b++) {
+                    if (a == b || count[a] < 2)
+                        continue;
+                    uint8_t lists[16][10];
+                    uint32_t len[16];
+                    for (uint32_t q = 0; q < o.R; q++) {
+                        len[q] = count[q];
+                        memcpy(lists[q], choice0 + cut0[q], count[q]);
+                    }
+                    uint8_t moved = a < b ? lists[a][len[a] - 1] : lists[a][0];
+                    if (a > b)
+                        memmove(lists[a], lists[a] + 1, len[a] - 1);
+                    len[a]--;
+                    if (a < b) {
+                        memmove(lists[b] + 1, lists[b], len[b]);
+                        lists[b][0] = moved;
+                    } else {
+                        lists[b][len[b]] = moved;
+                    }
+                    len[b]++;
+                    bool valid = true;
+                    for (uint32_t q = 0, l = 0; q < o.R; q++) {
+                        o.cut[q] = l;
+                        for (uint32_t i = 0; i < len[q]; i++, l++) {
+                            o.choice[l] = lists[q][i];
+                            valid = valid && o.lay[l].has[o.choice[l]];
+                        }
+                    }
+                    if (valid && brute_memory(&o) <= o.limit * (1 + 1e-12)) {
+                        neighbours++;
+                        double n = brute_simulate(&o);
+                        if (n < mk * (1 - 1e-9)) {
+                            fprintf(stderr, "%s p=%u v=%u m=%u L=%u: moving a layer with its "
+                                    "kind from range %u to %u gives %g < %g\n", o.name, o.p,
+                                    o.v, o.m, o.L, a, b, n, mk);
+                            local = false;
+                        }
+                    }
+                    memcpy(o.cut, cut0, sizeof cut0);
+                    memcpy(o.choice, choice0, sizeof choice0);
+                }
+            }
+            /* two layers of one group on ranges of one device exchange
+             * their kinds (with two chains a range sits on two devices) */
+            for (uint32_t a = 0; a < o.R; a++) {
+                for (uint32_t b = a + 1; b < o.R; b++) {
+                    bool same = false;
+                    for (uint32_t sa = a; sa < o.S; sa += o.R)
+                        for (uint32_t sb = b; sb < o.S; sb += o.R)
+                            same = same || o.device_of[sa] == o.device_of[sb];
+                    if (!same)
+                        continue;
+                    for (uint32_t la = cut0[a]; la < cut0[a + 1]; la++)
+                        for (uint32_t lb = cut0[b]; lb < cut0[b + 1]; lb++) {
+                            if (o.grp[la] != o.grp[lb] || choice0[la] == choice0[lb])
+                                continue;
+                            o.choice[la] = choice0[lb];
+                            o.choice[lb] = choice0[la];
+                            if (brute_memory(&o) <= o.limit * (1 + 1e-12)) {
+                                neighbours++;
+                                double n = brute_simulate(&o);
+                                if (n < mk * (1 - 1e-9)) {
+                                    fprintf(stderr, "%s p=%u v=%u m=%u L=%u: layers %u and %u "
+                                            "exchanging kinds give %g < %g\n", o.name, o.p,
+                                            o.v, o.m, o.L, la, lb, n, mk);
+                                    local = false;
+                                }
+                            }
+                            memcpy(o.choice, choice0, sizeof choice0);
+                        }
                 }
             }
             CHECK(local);

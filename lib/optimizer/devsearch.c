@@ -29,7 +29,8 @@
 /* options cut at a node that the next ones are compared against */
 #define DEVSEARCH_DOMINATORS 32
 
-static _Thread_local size_t test_proofs, test_slice, test_resumes, test_stop;
+static _Thread_local size_t test_proofs, test_slice, test_resumes, test_stop, test_dive,
+    test_dives;
 static _Thread_local double test_bound;
 
 size_t psched__devsearch_test_proofs(void)
@@ -55,6 +56,16 @@ void psched__devsearch_test_stop(size_t nodes)
 double psched__devsearch_test_bound(void)
 {
     return test_bound;
+}
+
+void psched__devsearch_test_dive(size_t nodes)
+{
+    test_dive = nodes;
+}
+
+size_t psched__devsearch_test_dives(void)
+{
+    return test_dives;
 }
 
 /* One way to fill a stage: its run layers per variant, the variant of its
@@ -1371,7 +1382,7 @@ static psched_status search(dsctx *x)
         /* the dive: children by rising bound, DEVSEARCH_DIVE_NODES nodes */
         double before = ds->best;
         x->dived = x->diving = true;
-        x->dive_until = ds->nodes + DEVSEARCH_DIVE_NODES;
+        x->dive_until = ds->nodes + (test_dive ? test_dive : DEVSEARCH_DIVE_NODES);
         dfs(x, 0, ds->run->count, false);
         x->diving = false;
         bool limits = x->st || x->mismatch || x->ops > ds->ops_budget ||
@@ -1386,6 +1397,7 @@ static psched_status search(dsctx *x)
             for (uint32_t d = 0; d < 2 * x->D; d++)
                 x->lvl[d].valid = false;
             x->stop = ds->dove = ds->best < before;
+            test_dives += ds->dove;
         }
         /* else stopped inside the dive: its lists are complete (in another
          * order) and the next pass resumes them */

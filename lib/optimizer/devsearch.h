@@ -90,5 +90,9 @@ PSCHED_INTERNAL size_t psched__devsearch_test_resumes(void);
  * last pass's bound (psched__devsearch.bound). */
 PSCHED_INTERNAL void psched__devsearch_test_stop(size_t nodes);
 PSCHED_INTERNAL double psched__devsearch_test_bound(void);
+/* Test hooks: the dive's nodes (0: DEVSEARCH_DIVE_NODES); the passes on
+ * this thread that ended after their dive found a faster partition. */
+PSCHED_INTERNAL void psched__devsearch_test_dive(size_t nodes);
+PSCHED_INTERNAL size_t psched__devsearch_test_dives(void);
 
 #endif
