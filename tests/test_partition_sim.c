@@ -1070,6 +1070,22 @@ static void test_dualpipe_matches_the_brute_force(void)
  * micro-batch, so the limit binds and where the recompute sits matters:
  * without the kind exchanges 3 of them end one exchange away from a
  * faster partition). */
+/* A neighbour in o (its cut and choice): when it fits, it is simulated
+ * and must not beat mk; `what` names the move. */
+static bool no_faster_neighbour(brute *o, double mk, long *neighbours, const char *what)
+{
+    if (!(brute_memory(o) <= o->limit * (1 + 1e-12)))
+        return true;
+    (*neighbours)++;
+    double n = brute_simulate(o);
+    if (n < mk * (1 - 1e-9)) {
+        fprintf(stderr, "%s p=%u v=%u m=%u L=%u: %s gives %g < %g\n", o->name, o->p, o->v,
+                o->m, o->L, what, n, mk);
+        return false;
+    }
+    return true;
+}
+
 static void test_local_search_ends_at_a_local_optimum(void)
 {
     static const struct {
@@ -1142,16 +1158,9 @@ static void test_local_search_ends_at_a_local_optimum(void)
                     else
                         for (uint32_t x = b + 1; x <= a; x++)
                             o.cut[x]++;
-                    if (brute_memory(&o) <= o.limit * (1 + 1e-12)) {
-                        neighbours++;
-                        double n = brute_simulate(&o);
-                        if (n < mk * (1 - 1e-9)) {
-                            fprintf(stderr, "%s p=%u v=%u m=%u L=%u: moving a layer from "
-                                    "range %u to %u gives %g < %g\n", o.name, o.p, o.v, o.m,
-                                    o.L, a, b, n, mk);
-                            local = false;
-                        }
-                    }
+                    char what[96];
+                    snprintf(what, sizeof what, "moving a layer from range %u to %u", a, b);
+                    local = no_faster_neighbour(&o, mk, &neighbours, what) && local;
                     memcpy(o.cut, cut0, sizeof cut0);
                 }
             }
@@ -1160,15 +1169,9 @@ static void test_local_search_ends_at_a_local_optimum(void)
                     if (!o.lay[l].has[q] || q == choice0[l])
                         continue;
                     o.choice[l] = q;
-                    if (brute_memory(&o) <= o.limit * (1 + 1e-12)) {
-                        neighbours++;
-                        double n = brute_simulate(&o);
-                        if (n < mk * (1 - 1e-9)) {
-                            fprintf(stderr, "%s p=%u v=%u m=%u L=%u: layer %u with kind %u "
-                                    "gives %g < %g\n", o.name, o.p, o.v, o.m, o.L, l, q, n, mk);
-                            local = false;
-                        }
-                    }
+                    char what[96];
+                    snprintf(what, sizeof what, "layer %u with kind %u", l, q);
+                    local = no_faster_neighbour(&o, mk, &neighbours, what) && local;
                     o.choice[l] = choice0[l];
                 }
             }
@@ -1204,16 +1207,11 @@ static void test_local_search_ends_at_a_local_optimum(void)
                             valid = valid && o.lay[l].has[o.choice[l]];
                         }
                     }
-                    if (valid && brute_memory(&o) <= o.limit * (1 + 1e-12)) {
-                        neighbours++;
-                        double n = brute_simulate(&o);
-                        if (n < mk * (1 - 1e-9)) {
-                            fprintf(stderr, "%s p=%u v=%u m=%u L=%u: moving a layer with its "
-                                    "kind from range %u to %u gives %g < %g\n", o.name, o.p,
-                                    o.v, o.m, o.L, a, b, n, mk);
-                            local = false;
-                        }
-                    }
+                    char what[96];
+                    snprintf(what, sizeof what, "moving a layer with its kind from range %u to %u",
+                             a, b);
+                    if (valid)
+                        local = no_faster_neighbour(&o, mk, &neighbours, what) && local;
                     memcpy(o.cut, cut0, sizeof cut0);
                     memcpy(o.choice, choice0, sizeof choice0);
                 }
@@ -1234,16 +1232,10 @@ static void test_local_search_ends_at_a_local_optimum(void)
                                 continue;
                             o.choice[la] = choice0[lb];
                             o.choice[lb] = choice0[la];
-                            if (brute_memory(&o) <= o.limit * (1 + 1e-12)) {
-                                neighbours++;
-                                double n = brute_simulate(&o);
-                                if (n < mk * (1 - 1e-9)) {
-                                    fprintf(stderr, "%s p=%u v=%u m=%u L=%u: layers %u and %u "
-                                            "exchanging kinds give %g < %g\n", o.name, o.p,
-                                            o.v, o.m, o.L, la, lb, n, mk);
-                                    local = false;
-                                }
-                            }
+                            char what[96];
+                            snprintf(what, sizeof what, "layers %u and %u exchanging kinds", la,
+                                     lb);
+                            local = no_faster_neighbour(&o, mk, &neighbours, what) && local;
                             memcpy(o.choice, choice0, sizeof choice0);
                         }
                 }
