@@ -6,8 +6,8 @@
  * Part 1, a grid: L in {32, 80, 128} layers (an embedding, L-2 transformer
  * layers with selective and full recomputation, a head), p in {4, 8, 16},
  * m = 4p, v = 1 (1f1b), v = 2 (interleaved: loop placement; v-zb: V
- * placement), v = 4 (interleaved, interleaved-zb) and dualpipe (two
- * chains), where the even split has a layer for every stage.
+ * placement), v = 4 (interleaved, interleaved-zb, looped-bfs) and dualpipe
+ * (two chains), where the even split has a layer for every stage.
  * --schedule and --chunks keep only those rows (and skip the planner). The memory limit is 60% of the largest device memory of the
  * even split without recomputation, so recomputation is needed. Columns:
  * solver status, solve time, objective, simulated makespan, the even
@@ -146,13 +146,16 @@ static void grid_row(uint32_t layers, uint32_t p, uint32_t v, const char *schedu
     psched_model_destroy(model);
 }
 
-/* The schedules benchmarked: v = 1, 2 (loop and V placement), 4 (loop)
- * and DualPipe's two chains (p ranges, each held by two devices). */
+/* The schedules benchmarked: v = 1, 2 (loop and V placement), 4 (loop:
+ * interleaved, interleaved-zb and looped-bfs, whose every micro-batch in
+ * flight makes recomputation bind) and DualPipe's two chains (p ranges,
+ * each held by two devices). */
 static const struct kind {
     uint32_t v, ranges_per_device;
     const char *schedule;
 } kinds[] = {{1, 1, "1f1b"},        {2, 2, "interleaved"},    {2, 2, "v-zb"},
-             {4, 4, "interleaved"}, {4, 4, "interleaved-zb"}, {2, 1, "dualpipe"}};
+             {4, 4, "interleaved"}, {4, 4, "interleaved-zb"}, {4, 4, "looped-bfs"},
+             {2, 1, "dualpipe"}};
 
 /* Whether a --schedule / --chunks filter keeps the kind. */
 static bool kept(const struct kind *k, const char *schedule, uint32_t chunks)
