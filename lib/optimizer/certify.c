@@ -1007,10 +1007,9 @@ static bool transfer_kinds(const psched__problem *pb, const psched__solution *x,
         uint8_t *to = y->choice + y->first[t];
         uint32_t n = x->count[t];
         if (t == a) { /* loses the layer at b's side */
-            if (a < b)
-                n--;
-            else
-                from++, n--;
+            n--;
+            if (a > b)
+                from++;
         }
         uint32_t at = 0;
         if (t == b && a < b)

@@ -1000,6 +1000,15 @@ static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool counts, bool last, 
     return nk;
 }
 
+/* Children by rising bound (the dive's order), ties by index. */
+static int okey_cmp(const void *a, const void *b)
+{
+    const okey *p = a, *q = b;
+    if (p->key != q->key)
+        return p->key < q->key ? -1 : 1;
+    return p->idx < q->idx ? -1 : p->idx > q->idx;
+}
+
 /* Depth `depth` of the search. First each device's counts (a group of
  * its options, the stages at the group's fastest configurations), then
  * each device's option within its group; `left` run layers for the
@@ -1015,14 +1024,6 @@ static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool counts, bool last, 
  * every recompute assignment of a count vector at once until every
  * device's counts are known. With `resume`, the depth's children are the
  * ones listed before the search stopped, from the one it stopped in. */
-static int okey_cmp(const void *a, const void *b)
-{
-    const okey *p = a, *q = b;
-    if (p->key != q->key)
-        return p->key < q->key ? -1 : 1;
-    return p->idx < q->idx ? -1 : p->idx > q->idx;
-}
-
 static void dfs(dsctx *x, uint32_t depth, uint32_t left, bool resume)
 {
     psched__devsearch *ds = x->ds;
