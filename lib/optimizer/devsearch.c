@@ -430,6 +430,13 @@ static psched_status build_dag(dsctx *x)
     return st;
 }
 
+/* The larger of two finite values: fmax() is a libm call on the hot loop
+ * (about a tenth of the search's time), and the costs are finite. */
+static inline double dmax(double a, double b)
+{
+    return a > b ? a : b;
+}
+
 /* A bound of every completion of the node: the step time of the order at
  * x->cost (the simulator's longest path; at a leaf, where ext is 0, that
  * is the bound), at least each op's end plus the time of its device's ops
@@ -456,7 +463,7 @@ static double evaluate(dsctx *x, double cut)
             if (a >= 0)
                 q = c[j1[a]] + c[j2[a]] + qv[a];
             if (b >= 0)
-                q = fmax(q, lt[b] + c[j1[b]] + c[j2[b]] + qv[b]);
+                q = dmax(q, lt[b] + c[j1[b]] + c[j2[b]] + qv[b]);
             qv[k] = q;
         }
         for (uint32_t d = 0; d < x->D; d++)
@@ -469,14 +476,14 @@ static double evaluate(dsctx *x, double cut)
     const double *lat = x->lat, *ext = x->ext;
     double *end = x->end, *rem = x->rem;
     for (size_t k = 0; k < x->n; k++) {
-        double s = fmax(end[pd[k]], end[px[k]] + lat[k]);
+        double s = dmax(end[pd[k]], end[px[k]] + lat[k]);
         double dur = c[i1[k]] + c[i2[k]];
         double e = s + dur;
         end[k] = e;
         /* the op's end and its device's work after it: the ops at their
          * present costs and what every completion adds (ext) */
         double left = (rem[dev[k]] -= dur) + ext[xat[k]] + x->qt[dev[k]];
-        mk = fmax(mk, e + left);
+        mk = dmax(mk, e + left);
         if (e + left > margin) {
             x->ops += k + 1;
             return e + left;
