@@ -887,7 +887,6 @@ static void test_device_search_four_devices_matches_the_enumeration(void)
     }
     printf("# stopped early: %d of 40 runs with a bound from listed subtrees\n", listed);
     CHECK(listed >= 12);
-
     psched_model_destroy(model);
 }
 
@@ -1054,22 +1053,6 @@ static void test_dualpipe_matches_the_brute_force(void)
     CHECK(tl.cases >= 25);
 }
 
-/* The local search that improves the incumbent (docs/optimizer.md,
- * "Local search"), alone (the test hook stops the certificate after it):
- * its answer must be a local optimum that the test checks itself, over
- * the brute force's own split and memory model. Every partition one move
- * away (one layer from any range to any other, the layers between
- * shifting one range over with their recompute choices, or with the
- * moved layer carrying its kind and every other range keeping its kinds;
- * one layer's recompute kind changed; two layers of one group on ranges of
- * one device exchanging kinds) that fits the limit simulates no faster, and the
- * answer is no slower than the even split when that fits, and the bound
- * it reports (no search ran) is at most the brute force's best. Random
- * small instances, identical runs and mixed layers, v = 1, 2 and 4,
- * DualPipe, and looped-bfs with identical runs (BFS holds every
- * micro-batch, so the limit binds and where the recompute sits matters:
- * without the kind exchanges 3 of them end one exchange away from a
- * faster partition). */
 /* A neighbour in o (its cut and choice): when it fits, it is simulated
  * and must not beat mk; `what` names the move. */
 static bool no_faster_neighbour(brute *o, double mk, long *neighbours, const char *what)
@@ -1086,6 +1069,22 @@ static bool no_faster_neighbour(brute *o, double mk, long *neighbours, const cha
     return true;
 }
 
+/* The local search that improves the incumbent (docs/optimizer.md,
+ * "Local search"), alone (the test hook stops the certificate after it):
+ * its answer must be a local optimum that the test checks itself, over
+ * the brute force's own split and memory model. Every partition one move
+ * away (one layer from any range to any other, the layers between
+ * shifting one range over with their recompute choices, or with the
+ * moved layer carrying its kind and every other range keeping its kinds;
+ * one layer's recompute kind changed; two layers of one group on ranges of
+ * one device exchanging kinds) that fits the limit simulates no faster, and the
+ * answer is no slower than the even split when that fits, and the bound
+ * it reports (no search ran) is at most the brute force's best. Random
+ * small instances, identical runs and mixed layers, v = 1, 2 and 4,
+ * DualPipe, and looped-bfs with identical runs (BFS holds every
+ * micro-batch, so the limit binds and where the recompute sits matters:
+ * without the kind exchanges 3 of them end one exchange away from a
+ * faster partition). */
 static void test_local_search_ends_at_a_local_optimum(void)
 {
     static const struct {

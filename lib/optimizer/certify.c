@@ -61,8 +61,6 @@ typedef struct certify {
     uint32_t *lens;          /* per depth: range lengths in the order tried */
     double extra_sum;        /* recompute time of the partial partition */
     size_t ops, budget, simulated, nodes;
-    double ends; /* the last simulation's sum over devices of their last op's end */
-    bool dev_dove; /* the device search's last pass ended after its dive (devsearch.h) */
     bool stopped;            /* budget or deadline */
     psched_status st;
     /* the critical-path bound (pathbound.c), when it holds */
@@ -208,8 +206,11 @@ static psched_status lib_add_newest(certify *c, const psched__solution *sol)
 
 static bool same_order(const psched_schedule *a, const psched_schedule *b, uint32_t devices);
 
+/* Simulate sol: its step time into *makespan, the sum over devices of
+ * their last op's end into *ends (NULL: not wanted; the local search's
+ * second key), the generated schedule into *keep (NULL: destroyed). */
 static psched_status simulate_solution(certify *c, const psched__solution *sol, double *makespan,
-                                       psched_schedule **keep)
+                                       double *ends, psched_schedule **keep)
 {
     psched_schedule *sched = NULL;
     psched_report *rep = NULL;
@@ -225,13 +226,15 @@ static psched_status simulate_solution(certify *c, const psched__solution *sol, 
         st = psched_simulate(run, run == sched ? NULL : c->work, &rep);
     if (!st) {
         *makespan = psched_report_makespan(rep);
-        c->ends = 0;
+        if (ends)
+            *ends = 0;
         for (uint32_t d = 0; d < c->pb->plan_devices; d++) {
             size_t n = psched_schedule_op_count(run, d);
             double end = 0;
-            if (n)
+            if (ends && n)
                 psched_report_op_times(rep, d, n - 1, 1, NULL, &end);
-            c->ends += end;
+            if (ends)
+                *ends += end;
             c->ops += n;
         }
         c->simulated++;
@@ -291,7 +294,7 @@ static psched_status order_is_fixed(certify *c, const psched__solution *sol, boo
     }
     psched_schedule *a = NULL, *b = NULL;
     double mk;
-    psched_status st = simulate_solution(c, sol, &mk, &a);
+    psched_status st = simulate_solution(c, sol, &mk, NULL, &a);
     psched_plan *unit = NULL;
     if (!st)
         st = psched_plan_clone(c->work, &unit);
@@ -310,7 +313,7 @@ static void consider(certify *c, const psched__solution *sol)
 {
     double mk = INFINITY;
     if (!c->st)
-        c->st = simulate_solution(c, sol, &mk, NULL);
+        c->st = simulate_solution(c, sol, &mk, NULL, NULL);
     if (!c->st)
         check_sound(c, sol, mk);
     if (!c->st && mk < c->best) {
@@ -689,7 +692,7 @@ static void path_root(certify *c, const psched__solution *const *candidates, siz
         if (!candidates[k] || !candidates[k]->found)
             continue;
         double mk;
-        st = simulate_solution(c, candidates[k], &mk, NULL);
+        st = simulate_solution(c, candidates[k], &mk, NULL, NULL);
         if (!st) {
             psched__paths_vector(pb, candidates[k], c->xbuf);
             st = psched__paths_add_cut(&c->paths, c->xbuf);
@@ -748,7 +751,7 @@ static void path_root(certify *c, const psched__solution *const *candidates, siz
         if (st)
             break;
         double mk;
-        st = simulate_solution(c, &x, &mk, NULL);
+        st = simulate_solution(c, &x, &mk, NULL, NULL);
         if (st || !c->use_paths)
             break;
         psched__paths_vector(pb, &x, c->xbuf);
@@ -892,7 +895,7 @@ static bool run_certify(certify *c)
             break;
         }
         double mk;
-        st = simulate_solution(c, &x, &mk, NULL);
+        st = simulate_solution(c, &x, &mk, NULL, NULL);
         if (st || !c->use_paths)
             break;
         bool fits = true;
@@ -990,17 +993,14 @@ static bool transfer(const psched__problem *pb, const psched__solution *x, psche
     return true;
 }
 
-/* y = x with one layer moved from range a to range b carrying its
- * recompute kind, every other range keeping its kinds (in transfer() the
- * layers between shift one range over with their kinds, which changes the
- * kinds, and so the memory, of every range between). false when range a
- * cannot give one, a layer would get a kind its group lacks, or y is
- * transfer()'s. */
-static bool transfer_kinds(const psched__problem *pb, const psched__solution *x,
-                           psched__solution *y, uint32_t a, uint32_t b)
+/* y = transfer(x, a, b) with the moved layer carrying its recompute kind
+ * and every other range keeping its kinds (transfer() shifts the layers
+ * between one range over with their kinds, which changes the kinds, and
+ * so the memory, of every range between): rewrites y's kinds. false when
+ * a layer would get a kind its group lacks or y's kinds stay transfer()'s. */
+static bool carry_kinds(const psched__problem *pb, const psched__solution *x,
+                        psched__solution *y, uint32_t a, uint32_t b)
 {
-    if (!transfer(pb, x, y, a, b))
-        return false;
     bool differs = false;
     for (uint32_t t = 0; t < pb->stages; t++) {
         const uint8_t *from = x->choice + x->first[t];
@@ -1028,6 +1028,17 @@ static bool transfer_kinds(const psched__problem *pb, const psched__solution *x,
     return differs;
 }
 
+/* Whether layer l is the first of range [from, l] with its group and
+ * kind in sol (the moves try it for the others: their costs are the same). */
+static bool first_of_kind(const psched__problem *pb, const psched__solution *sol, uint32_t from,
+                          uint32_t l)
+{
+    for (uint32_t e = from; e < l; e++)
+        if (pb->group_of[e] == pb->group_of[l] && sol->choice[e] == sol->choice[l])
+            return false;
+    return true;
+}
+
 /* Simulate y when it fits; when faster than x it becomes x (and the best
  * when faster than that). */
 static bool improve_try(improver *im)
@@ -1037,7 +1048,8 @@ static bool improve_try(improver *im)
     if (!psched__fits(c->pb, im->ev.max_mem))
         return false;
     double mk;
-    psched_status st = simulate_solution(c, &im->y, &mk, NULL);
+    double ends;
+    psched_status st = simulate_solution(c, &im->y, &mk, &ends, NULL);
     if (st) {
         c->st = st;
         return false;
@@ -1047,14 +1059,14 @@ static bool improve_try(improver *im)
      * at the step time) no single move shortens the step, and without the
      * second key the descent stops on that plateau */
     if (!(mk < im->x_time * (1 - 1e-12) ||
-          (mk <= im->x_time && c->ends < im->x_ends * (1 - 1e-12))))
+          (mk <= im->x_time && ends < im->x_ends * (1 - 1e-12))))
         return false;
     psched__solution_copy(c->pb, &im->y, &im->x);
     im->x_time = mk;
-    im->x_ends = c->ends;
-    if (mk < c->best || (mk <= c->best && c->ends < im->best_ends)) {
+    im->x_ends = ends;
+    if (mk < c->best || (mk <= c->best && ends < im->best_ends)) {
         c->best = mk;
-        im->best_ends = c->ends;
+        im->best_ends = ends;
         psched__solution_copy(c->pb, &im->y, &c->best_sol);
     }
     return true;
@@ -1066,49 +1078,6 @@ static int pair_class(const psched__problem *pb, uint32_t a, uint32_t b)
     if (pb->device_of[a] == pb->device_of[b])
         return 0;
     return a + 1 == b || b + 1 == a ? 1 : 2;
-}
-
-static bool swap_kinds(improver *im);
-
-/* First-improvement descent from x; classes 0 .. last of pairs. */
-static void descend(improver *im, int last)
-{
-    const psched__problem *pb = im->c->pb;
-    bool moved = true;
-    while (moved && !improve_over(im)) {
-        moved = false;
-        for (int k = 0; k <= last && !improve_over(im); k++)
-            for (uint32_t a = 0; a < pb->stages && !improve_over(im); a++)
-                for (uint32_t b = 0; b < pb->stages && !improve_over(im); b++)
-                    if (a != b && pair_class(pb, a, b) == k) {
-                        if (transfer(pb, &im->x, &im->y, a, b) && improve_try(im))
-                            moved = true;
-                        else if (transfer_kinds(pb, &im->x, &im->y, a, b))
-                            moved = improve_try(im) || moved;
-                    }
-        /* recompute kinds: per range, the first layer of each (group,
-         * kind) stands for the others (their costs are the same) */
-        for (uint32_t s = 0; s < pb->stages && !improve_over(im); s++) {
-            uint32_t i = im->x.first[s], n = im->x.count[s];
-            for (uint32_t l = i; l < i + n && !improve_over(im); l++) {
-                bool seen = false;
-                for (uint32_t e = i; e < l && !seen; e++)
-                    seen = pb->group_of[e] == pb->group_of[l] &&
-                           im->x.choice[e] == im->x.choice[l];
-                const psched__group *gr = psched__layer_group(pb, l);
-                for (uint8_t v = 0; !seen && v < PSCHED__RECOMPUTE_KINDS && !improve_over(im);
-                     v++) {
-                    if (!gr->variant[v].present || v == im->x.choice[l])
-                        continue;
-                    psched__solution_copy(pb, &im->x, &im->y);
-                    im->y.choice[l] = v;
-                    moved = improve_try(im) || moved;
-                }
-            }
-        }
-        if (pb->stages > pb->devices)
-            moved = swap_kinds(im) || moved;
-    }
 }
 
 /* Kind swaps: two layers of one group on different ranges of one device
@@ -1125,21 +1094,13 @@ static bool swap_kinds(improver *im)
             if (pb->device_of[a] != pb->device_of[b])
                 continue;
             uint32_t ia = im->x.first[a], na = im->x.count[a];
+            uint32_t ib = im->x.first[b], nb = im->x.count[b];
             for (uint32_t la = ia; la < ia + na && !improve_over(im); la++) {
-                bool seen = false;
-                for (uint32_t e = ia; e < la && !seen; e++)
-                    seen = pb->group_of[e] == pb->group_of[la] &&
-                           im->x.choice[e] == im->x.choice[la];
-                uint32_t ib = im->x.first[b], nb = im->x.count[b];
-                for (uint32_t lb = ib; !seen && lb < ib + nb && !improve_over(im); lb++) {
+                if (!first_of_kind(pb, &im->x, ia, la))
+                    continue;
+                for (uint32_t lb = ib; lb < ib + nb && !improve_over(im); lb++) {
                     if (pb->group_of[lb] != pb->group_of[la] ||
-                        im->x.choice[lb] == im->x.choice[la])
-                        continue;
-                    bool dup = false;
-                    for (uint32_t e = ib; e < lb && !dup; e++)
-                        dup = pb->group_of[e] == pb->group_of[lb] &&
-                              im->x.choice[e] == im->x.choice[lb];
-                    if (dup)
+                        im->x.choice[lb] == im->x.choice[la] || !first_of_kind(pb, &im->x, ib, lb))
                         continue;
                     psched__solution_copy(pb, &im->x, &im->y);
                     im->y.choice[la] = im->x.choice[lb];
@@ -1150,6 +1111,46 @@ static bool swap_kinds(improver *im)
         }
     return moved;
 }
+
+/* First-improvement descent from x; classes 0 .. last of pairs. */
+static void descend(improver *im, int last)
+{
+    const psched__problem *pb = im->c->pb;
+    bool moved = true;
+    while (moved && !improve_over(im)) {
+        moved = false;
+        for (int k = 0; k <= last && !improve_over(im); k++)
+            for (uint32_t a = 0; a < pb->stages && !improve_over(im); a++)
+                for (uint32_t b = 0; b < pb->stages && !improve_over(im); b++)
+                    if (a != b && pair_class(pb, a, b) == k &&
+                        transfer(pb, &im->x, &im->y, a, b)) {
+                        if (improve_try(im))
+                            moved = true;
+                        else if (carry_kinds(pb, &im->x, &im->y, a, b))
+                            moved = improve_try(im) || moved;
+                    }
+        /* recompute kinds: per range, the first layer of each (group,
+         * kind) stands for the others */
+        for (uint32_t s = 0; s < pb->stages && !improve_over(im); s++) {
+            uint32_t i = im->x.first[s], n = im->x.count[s];
+            for (uint32_t l = i; l < i + n && !improve_over(im); l++) {
+                bool seen = !first_of_kind(pb, &im->x, i, l);
+                const psched__group *gr = psched__layer_group(pb, l);
+                for (uint8_t v = 0; !seen && v < PSCHED__RECOMPUTE_KINDS && !improve_over(im);
+                     v++) {
+                    if (!gr->variant[v].present || v == im->x.choice[l])
+                        continue;
+                    psched__solution_copy(pb, &im->x, &im->y);
+                    im->y.choice[l] = v;
+                    moved = improve_try(im) || moved;
+                }
+            }
+        }
+        if (pb->stages > pb->devices)
+            moved = swap_kinds(im) || moved;
+    }
+}
+
 
 /* One random move between ranges of one device (of neighbouring ranges
  * when the device holds one) on x. */
@@ -1181,13 +1182,17 @@ static void from_best(improver *im)
     certify *c = im->c;
     psched__solution_copy(c->pb, &c->best_sol, &im->x);
     im->x_time = c->best;
-    /* its devices' ends, the second key */
-    double mk;
-    psched_status st = simulate_solution(c, &im->x, &mk, NULL);
-    if (st)
-        c->st = st;
-    im->x_ends = st ? INFINITY : c->ends;
-    im->best_ends = fmin(im->best_ends, im->x_ends);
+    /* its devices' ends, the second key: known once improve_try() set the
+     * best, simulated once for a best from before the local search */
+    if (!isfinite(im->best_ends)) {
+        double mk;
+        psched_status st = simulate_solution(c, &im->x, &mk, &im->best_ends, NULL);
+        if (st) {
+            c->st = st;
+            im->best_ends = INFINITY;
+        }
+    }
+    im->x_ends = im->best_ends;
 }
 
 static void improve(certify *c)
@@ -1352,7 +1357,7 @@ static psched_status device_consider(void *ctx, const psched__solution *sol, dou
                                      double *best)
 {
     certify *c = ctx;
-    psched_status st = simulate_solution(c, sol, makespan, NULL);
+    psched_status st = simulate_solution(c, sol, makespan, NULL, NULL);
     if (!st && *makespan < c->best) {
         c->best = *makespan;
         psched__solution_copy(c->pb, sol, &c->best_sol);
@@ -1366,10 +1371,12 @@ static psched_status device_consider(void *ctx, const psched__solution *sol, dou
  * layers, hi from the layer count bound at the best step time (a device
  * with more cannot be in a faster partition) and lo from the others' hi.
  * True when it proves the best optimal; *unfinished when it ran and
- * stopped early. At most `share` of the time left. */
-static bool device_certify(certify *c, double share, bool *unfinished)
+ * stopped early, *dove when its pass ended after a dive that found a
+ * faster partition (psched__devsearch.dove). At most `share` of the time
+ * left. */
+static bool device_certify(certify *c, double share, bool *unfinished, bool *dove)
 {
-    *unfinished = false;
+    *unfinished = *dove = false;
     psched__problem *pb = c->pb;
     if (!c->static_order || !isfinite(c->best) ||
         !psched__devsearch_applies(pb, c->work, c->static_order))
@@ -1414,7 +1421,7 @@ static bool device_certify(certify *c, double share, bool *unfinished)
         if (st && !c->st)
             c->st = st;
         proven = !st && ds.complete;
-        c->dev_dove = !st && ds.dove;
+        *dove = !st && ds.dove;
         *unfinished = !st && !ds.complete && ds.nodes > 0;
         if (!st)
             c->dev_lb = fmax(c->dev_lb, ds.bound);
@@ -1568,20 +1575,20 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
          * MILP, which often finds a much faster incumbent (Gemma2-9B), then
          * the device search again, resumed where it stopped (devsearch.h),
          * with three fifths of what is left */
-        bool dev_again = false;
+        bool dev_again = false, dove = false;
         if (!st && !test_no_device_search)
-            dev_proven = device_certify(&c, DEVSEARCH_FIRST_SHARE, &dev_again);
+            dev_proven = device_certify(&c, DEVSEARCH_FIRST_SHARE, &dev_again, &dove);
         st = st ? st : c.st;
-        if (!st && !dev_proven && c.dev_dove) {
+        if (!st && !dev_proven && dove) {
             /* the dive's partition is a new start for the local search
              * (LLaMA-70B looped-bfs at v = 4 and 60 GB: 2169.44 -> 2165.8,
              * the optimum, which the search's root bound then proves at
              * once), then the search itself */
-            if (!test_no_improve && !test_improve_only)
+            if (!test_no_improve)
                 improve(&c);
             st = c.st;
             if (!st)
-                dev_proven = device_certify(&c, DEVSEARCH_FIRST_SHARE, &dev_again);
+                dev_proven = device_certify(&c, DEVSEARCH_FIRST_SHARE, &dev_again, &dove);
             st = st ? st : c.st;
         }
         double before_run = c.best;
@@ -1605,7 +1612,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         st = st ? st : c.st;
         if (!st && !run_proven && !dev_proven && (dev_again || c.best < before_run) &&
             !test_no_device_search)
-            dev_proven = device_certify(&c, DEVSEARCH_SECOND_SHARE, &dev_again);
+            dev_proven = device_certify(&c, DEVSEARCH_SECOND_SHARE, &dev_again, &dove);
         st = st ? st : c.st;
         if (!st && c.have_mult && !run_proven && !dev_proven)
             st = path_library(&c);

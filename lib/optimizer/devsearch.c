@@ -119,10 +119,10 @@ typedef struct dsctx {
     /* The time after each device's last op, at least: the longest path
      * from its end to the step's end at the present costs (costs only rise
      * in a completion). Computed per evaluation by a backward pass over
-     * the ops from kmin, the earliest of the devices' last ops, on: per op
-     * its device successor and its cross successor (-1: none), the path
-     * after it (qv), per device its last op and that op's value (qt). */
-    int32_t *sdv, *sxv;
+     * the ops from kmin, the earliest of the devices' last ops, on: each
+     * op's path after it (qv) pushed to its two predecessors; per device
+     * its last op (the largest of its indices: its ops are a chain) and
+     * that op's value (qt). */
     double *qv, *qt;
     uint32_t *lastop;
     size_t kmin;
@@ -392,29 +392,18 @@ static psched_status build_dag(dsctx *x)
     if (!st)
         st = relabel(x, topo);
     if (!st) {
-        x->sdv = psched__calloc(n + 1, sizeof(int32_t));
-        x->sxv = psched__calloc(n + 1, sizeof(int32_t));
         x->qv = psched__calloc(n + 1, sizeof(double));
         x->qt = psched__calloc((size_t)p + 1, sizeof(double));
         x->lastop = psched__calloc((size_t)p + 1, sizeof(uint32_t));
-        if (!x->sdv || !x->sxv || !x->qv || !x->qt || !x->lastop)
+        if (!x->qv || !x->qt || !x->lastop)
             st = PSCHED_ENOMEM_FAIL();
     }
     if (!st) {
         for (size_t k = 0; k < n; k++)
-            x->sdv[k] = x->sxv[k] = -1;
-        for (size_t k = 0; k < n; k++) {
-            if ((size_t)x->pd[k] < n)
-                x->sdv[x->pd[k]] = (int32_t)k;
-            if ((size_t)x->px[k] < n)
-                x->sxv[x->px[k]] = (int32_t)k;
-        }
+            x->lastop[x->dev[k]] = (uint32_t)k;
         x->kmin = n;
-        for (size_t k = 0; k < n; k++)
-            if (x->sdv[k] < 0) {
-                x->lastop[x->dev[k]] = (uint32_t)k;
-                x->kmin = k < x->kmin ? k : x->kmin;
-            }
+        for (uint32_t d = 0; d < p; d++)
+            x->kmin = x->lastop[d] < x->kmin ? x->lastop[d] : x->kmin;
     }
     for (size_t k = 0; !st && k < n; k++)
         if (x->xat[k] == x->xoff[x->dev[k]])
@@ -453,18 +442,18 @@ static double evaluate(dsctx *x, double cut)
                                        x->units[3 * s + 1] * c[3 * s + 1] +
                                        x->units[3 * s + 2] * c[3 * s + 2];
     {
-        const int32_t *sd = x->sdv, *sx = x->sxv;
+        /* an op's successors come after it, so its value is complete when
+         * the pass reaches it; what it pushes below kmin (and to the
+         * sentinel n) is never read */
+        const int32_t *pd = x->pd, *px = x->px;
         const uint32_t *j1 = x->i1, *j2 = x->i2;
         const double *lt = x->lat;
         double *qv = x->qv;
+        memset(qv + x->kmin, 0, (x->n - x->kmin) * sizeof *qv);
         for (size_t k = x->n; k-- > x->kmin;) {
-            double q = 0;
-            int32_t a = sd[k], b = sx[k];
-            if (a >= 0)
-                q = c[j1[a]] + c[j2[a]] + qv[a];
-            if (b >= 0)
-                q = dmax(q, lt[b] + c[j1[b]] + c[j2[b]] + qv[b]);
-            qv[k] = q;
+            double t = qv[k] + c[j1[k]] + c[j2[k]];
+            qv[pd[k]] = dmax(qv[pd[k]], t);
+            qv[px[k]] = dmax(qv[px[k]], t + lt[k]);
         }
         for (uint32_t d = 0; d < x->D; d++)
             x->qt[d] = qv[x->lastop[d]];
@@ -1125,8 +1114,6 @@ static void free_ctx(dsctx *x)
     psched__dealloc(x->end);
     psched__dealloc(x->dev);
     psched__dealloc(x->xat);
-    psched__dealloc(x->sdv);
-    psched__dealloc(x->sxv);
     psched__dealloc(x->qv);
     psched__dealloc(x->qt);
     psched__dealloc(x->lastop);

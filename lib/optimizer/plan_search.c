@@ -102,6 +102,13 @@ static psched_status even_makespan(const psched_model *model, const psched_plan 
     return st == PSCHED_ENOMEM ? st : PSCHED_OK;
 }
 
+/* The search flags a partition takes (#PSCHED_SEARCH_ONE_ROUND is the
+ * search's own). */
+static uint32_t partition_flags(const psched_search_options *o)
+{
+    return o->flags & PSCHED_PARTITION_ALLOW_EMPTY;
+}
+
 /* Partition one (schedule, v). *taken says whether it became an
  * alternative: generator rejections (EINVAL) are not, unless `keep`. */
 static psched_status try_candidate(const psched_model *model, const psched_plan *base,
@@ -119,7 +126,7 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
     }
     psched_partition_options po = PSCHED_PARTITION_OPTIONS_INIT;
     po.time_limit = o->time_limit;
-    po.flags = o->flags & PSCHED_PARTITION_ALLOW_EMPTY;
+    po.flags = partition_flags(o);
     search_alt a;
     memset(&a, 0, sizeof a);
     snprintf(a.schedule, sizeof a.schedule, "%s", name);
@@ -146,7 +153,7 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
         a.makespan = a.bubble = a.peak = a.even = a.need = NAN;
     } else {
         measure(&a, psched_plan_memory_limit(base));
-        st = even_makespan(model, plan, name, o->flags & PSCHED_PARTITION_ALLOW_EMPTY, &a.even);
+        st = even_makespan(model, plan, name, partition_flags(o), &a.even);
     }
     psched_plan_destroy(plan);
     if (!st)
@@ -351,7 +358,7 @@ static psched_status second_round(const psched_model *model, const psched_plan *
             st = psched_plan_set_chunks(pl, a->chunks);
         psched_partition_options po = PSCHED_PARTITION_OPTIONS_INIT;
         po.time_limit = share;
-        po.flags = o->flags & PSCHED_PARTITION_ALLOW_EMPTY;
+        po.flags = partition_flags(o);
         psched_partition_result *again = NULL;
         if (!st)
             st = psched__partition(a->vocab ? vm : model, pl, a->schedule, &po, true, false,
