@@ -35,6 +35,8 @@ typedef struct brute {
     double best, lean;
     long sims;
     bool uniform;          /* layers 1 .. L-2 one group (random_instance) */
+    bool recompute;        /* with uniform: an embedding, a run with both recompute
+                              kinds, a head, and a limit close to the leanest */
     bool weighted;         /* random micro-batch weights, some below 1; no memory limit */
     double max_candidates; /* 0: 4000 */
 } brute;
@@ -176,6 +178,26 @@ static psched_model *random_instance(brute *o)
     /* uniform: a single first layer (or not), one run of identical layers,
      * a single last layer (or not) */
     bool head = o->uniform && rnd(4) != 0, tail = o->uniform && rnd(4) != 0;
+    if (o->recompute) {
+        /* the grid's shape (bench_partition) at random sizes */
+        double act = 3 + rnd(4), sel = 0.25 * (1 + rnd(2));
+        bf_layer e = {0.3, 0.3, 0.3, 4, {1, 0, 0}, {0, 0, 0}, {true, false, false}};
+        bf_layer r = {1, 1 + 0.5 * rnd(2), 1, 2, {act, act / 2, 0.5}, {0, sel, 1},
+                      {true, true, true}};
+        bf_layer h = {2, 2, 2, 8, {8, 0, 0}, {0, 0, 0}, {true, false, false}};
+        CHECK_OK(psched_model_add_layers(model, "embedding", 1, e.f, e.b, e.w, e.act[0], e.param));
+        CHECK_OK(psched_model_add_layers(model, "layer", o->L - 2, r.f, r.b, r.w, r.act[0],
+                                         r.param));
+        CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_SELECTIVE, r.act[1],
+                                            r.extra[1]));
+        CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_FULL, r.act[2], r.extra[2]));
+        CHECK_OK(psched_model_add_layers(model, "head", 1, h.f, h.b, h.w, h.act[0], h.param));
+        for (l = 0; l < o->L; l++) {
+            o->lay[l] = l == 0 ? e : l + 1 == o->L ? h : r;
+            o->grp[l] = l == 0 ? 0 : l + 1 == o->L ? 2 : 1;
+        }
+        left = 0;
+    }
     while (left) {
         uint32_t n = 1 + rnd(left < 3 ? left : 3);
         if (o->uniform)
@@ -242,6 +264,8 @@ static bool brute_instance(brute *o, double max_candidates, psched_model **model
     o->cut[0] = 0;
     brute_splits(o, 0, true);
     o->limit = rnd(3) == 0 ? INFINITY : o->lean * (1 + 0.1 * rnd(6));
+    if (o->recompute)
+        o->limit = o->lean * (1 + 0.05 * rnd(5));
     if (o->weighted) {
         /* the simulator scales micro-batch k's times by w_k; the brute
          * force simulates the same plan (its memory model counts every
@@ -735,7 +759,9 @@ static void test_device_search_mid_size_matches_the_enumeration(void)
          * the certificate searches again from the root */
         psched_partition_result *r = NULL;
         psched__devsearch_test_dive(300);
+        psched__devsearch_test_no_polish(true); /* else the polish finds it first */
         bool proven = partition_by_method(model, plan, name, 0, PSCHED_PARTITION_DP, &r);
+        psched__devsearch_test_no_polish(false);
         psched__devsearch_test_dive(0);
         if (psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE) {
             CHECK(proven);
@@ -1067,6 +1093,119 @@ static bool no_faster_neighbour(brute *o, double mk, long *neighbours, const cha
         return false;
     }
     return true;
+}
+
+/* Every recompute choice of the layers ls[i..n) (one device's; the rest
+ * as they are): none that fits the limit simulates faster than mk. */
+static bool device_choices(brute *o, const uint32_t *ls, uint32_t n, uint32_t i, double mk,
+                           long *tried)
+{
+    if (i == n) {
+        if (!(brute_memory(o) <= o->limit * (1 + 1e-12)))
+            return true;
+        (*tried)++;
+        double t = brute_simulate(o);
+        if (t < mk * (1 - 1e-9)) {
+            fprintf(stderr, "%s p=%u v=%u m=%u L=%u: a device's other choices give %g < %g\n",
+                    o->name, o->p, o->v, o->m, o->L, t, mk);
+            return false;
+        }
+        return true;
+    }
+    uint32_t l = ls[i];
+    uint8_t was = o->choice[l];
+    bool ok = true;
+    for (uint8_t r = 0; r < 3 && ok; r++) {
+        if (!o->lay[l].has[r])
+            continue;
+        o->choice[l] = r;
+        ok = device_choices(o, ls, n, i + 1, mk, tried);
+    }
+    o->choice[l] = was;
+    return ok;
+}
+
+/* The device search's polish (docs/optimizer.md, "The device search"):
+ * before its search from the root, each device's recompute assignment of
+ * the incumbent's layer counts is searched with every other device kept,
+ * until no device gains. Its answer (the test hook keeps it) must fit,
+ * simulate to the step time it reports, be no faster than the final
+ * partition, and be a device-wise optimum the test checks itself: for
+ * every device, every recompute choice of its layers (embedding and head
+ * included, the other devices' layers unchanged) that fits the limit
+ * simulates no faster. Random runs (an optional embedding, identical
+ * layers, an optional head), looped-bfs (every micro-batch in flight: the
+ * limit binds), interleaved and interleaved-zb at v = 4, 1f1b; half with
+ * the local search off, so the polish starts from the solver's partition. */
+static void test_device_search_polish_ends_at_a_device_optimum(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t v, p, lmin;
+    } kinds[] = {{"looped-bfs", 4, 2, 8},     {"looped-bfs", 2, 2, 6}, {"interleaved", 4, 2, 8},
+                 {"interleaved-zb", 4, 2, 8}, {"1f1b", 1, 4, 5}};
+    rng_state = 20261127;
+    int cases = 0, polished = 0;
+    long tried = 0;
+    size_t gains = psched__devsearch_test_polish_gains();
+    psched__certify_test_hooks(0, false);
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        for (int t = 0; t < 24; t++) {
+            brute o;
+            memset(&o, 0, sizeof o);
+            o.name = kinds[k].name;
+            o.v = kinds[k].v;
+            o.p = kinds[k].p;
+            o.L = kinds[k].lmin + rnd(3);
+            o.m = o.p * (1 + rnd(3));
+            o.uniform = true;
+            o.recompute = t % 3 != 2;
+            psched_model *model = NULL;
+            psched_plan *plan = NULL;
+            if (!brute_instance(&o, 12000, &model, &plan))
+                continue;
+            cases++;
+            psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+            opt.time_limit = 86400; /* the budgets end it */
+            opt.method = t % 3 ? PSCHED_PARTITION_DP : PSCHED_PARTITION_ILP;
+            psched_partition_result *r = NULL;
+            psched__certify_test_no_improve(t % 2 == 0);
+            psched__certify_test_slowest_start(t % 4 == 0);
+            CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
+            psched__certify_test_slowest_start(false);
+            psched__certify_test_no_improve(false);
+            uint32_t count[16];
+            uint8_t choice[10];
+            double mk = 0;
+            if (psched__devsearch_test_polished(count, o.S, choice, o.L, &mk)) {
+                polished++;
+                o.cut[0] = 0;
+                for (uint32_t s = 0; s < o.R; s++)
+                    o.cut[s + 1] = o.cut[s] + count[s];
+                CHECK(o.cut[o.R] == o.L);
+                memcpy(o.choice, choice, o.L);
+                CHECK(brute_memory(&o) <= o.limit * (1 + 1e-12));
+                double own = brute_simulate(&o);
+                CHECK(fabs(own - mk) <= 1e-9 * own);
+                CHECK(psched_partition_makespan(r) <= mk * (1 + 1e-9));
+                for (uint32_t d = 0; d < o.p; d++) {
+                    uint32_t ls[10], n = 0;
+                    for (uint32_t s = 0; s < o.R; s++)
+                        for (uint32_t l = o.cut[s]; o.device_of[s] == d && l < o.cut[s + 1]; l++)
+                            ls[n++] = l;
+                    CHECK(device_choices(&o, ls, n, 0, mk, &tried));
+                }
+            }
+            psched_partition_result_destroy(r);
+            brute_instance_free(&o, model, plan);
+        }
+    }
+    gains = psched__devsearch_test_polish_gains() - gains;
+    printf("# polish: %d of %d instances, %zu partitions kept, %ld device-wise "
+           "alternatives that fit simulated, none faster\n",
+           polished, cases, gains, tried);
+    CHECK(polished * 4 >= cases * 3);
+    CHECK(gains > 0);
 }
 
 /* The local search that improves the incumbent (docs/optimizer.md,
@@ -1538,6 +1677,7 @@ int main(void)
     RUN(test_device_search_mid_size_matches_the_enumeration);
     RUN(test_device_search_recompute_matches_the_enumeration);
     RUN(test_device_search_four_devices_matches_the_enumeration);
+    RUN(test_device_search_polish_ends_at_a_device_optimum);
     RUN(test_path_bound_is_sound);
     RUN(test_four_chunks_mid_size_proven);
     RUN(test_local_search_ends_at_a_local_optimum);

@@ -101,6 +101,7 @@ static _Thread_local bool test_improve_only;
 static _Thread_local bool test_regenerate;
 static _Thread_local bool test_no_device_search;
 static _Thread_local bool test_no_improve;
+static _Thread_local bool test_slowest_start;
 
 void psched__certify_test_no_device_search(bool off)
 {
@@ -110,6 +111,11 @@ void psched__certify_test_no_device_search(bool off)
 void psched__certify_test_no_improve(bool off)
 {
     test_no_improve = off;
+}
+
+void psched__certify_test_slowest_start(bool slowest)
+{
+    test_slowest_start = slowest;
 }
 
 void psched__certify_test_regenerate(bool always)
@@ -1532,10 +1538,25 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         }
     }
     /* Candidates first, the solver's first: ties keep it. */
+    size_t slowest = SIZE_MAX;
+    double slowest_time = -INFINITY;
     for (size_t k = 0; !st && k < count; k++) {
         if (!candidates[k] || !candidates[k]->found)
             continue;
+        if (test_slowest_start) {
+            double mk;
+            st = simulate_solution(&c, candidates[k], &mk, NULL, NULL);
+            if (!st && mk > slowest_time) {
+                slowest_time = mk;
+                slowest = k;
+            }
+            continue;
+        }
         consider(&c, candidates[k]);
+        st = c.st;
+    }
+    if (!st && slowest != SIZE_MAX) {
+        consider(&c, candidates[slowest]); /* test hook: from the slowest alone */
         st = c.st;
     }
     /* a better incumbent first: the bounds and the search start from it */

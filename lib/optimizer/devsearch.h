@@ -95,4 +95,19 @@ PSCHED_INTERNAL double psched__devsearch_test_bound(void);
 PSCHED_INTERNAL void psched__devsearch_test_dive(size_t nodes);
 PSCHED_INTERNAL size_t psched__devsearch_test_dives(void);
 
+/* Test hooks: the last polish on this thread (before a search from the
+ * root: each device's recompute assignment of the incumbent's counts
+ * searched with the others kept, then single layer moves, until neither
+ * gains): false when none ran to its end (or it has more stages or layers
+ * than the hook keeps, or than `stages` and `layers`); else its partition
+ * (per stage its layer count, per layer its recompute variant) and its
+ * step time. And the partitions the polishes on this thread kept (each
+ * faster than the last). */
+PSCHED_INTERNAL bool psched__devsearch_test_polished(uint32_t *count, uint32_t stages,
+                                                     uint8_t *choice, uint32_t layers,
+                                                     double *makespan);
+PSCHED_INTERNAL size_t psched__devsearch_test_polish_gains(void);
+/* Test hook: off = true skips the polish on this thread (the dive then
+ * starts from the incumbent as the certificate has it). */
+PSCHED_INTERNAL void psched__devsearch_test_no_polish(bool off);
 #endif

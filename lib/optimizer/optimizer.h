@@ -397,6 +397,10 @@ PSCHED_INTERNAL void psched__certify_test_no_device_search(bool off);
 /* Test hook: off = true skips the local search on this thread (the
  * search and the bounds start from the solver's and the baselines' best). */
 PSCHED_INTERNAL void psched__certify_test_no_improve(bool off);
+/* Test hook: the certificate starts from the slowest of the candidates
+ * alone instead of the fastest (the device search's polish then has
+ * something to do). */
+PSCHED_INTERNAL void psched__certify_test_slowest_start(bool slowest);
 
 /* ---- the result (result.c) ---- */
 
