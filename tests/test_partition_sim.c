@@ -1125,15 +1125,60 @@ static bool device_choices(brute *o, const uint32_t *ls, uint32_t n, uint32_t i,
     return ok;
 }
 
+/* The partitions one run layer away on device d (from one of its stages
+ * to another, every other stage as recorded: count[] per stage, choice[]
+ * per layer), each with every recompute choice of d's layers: none that
+ * fits simulates faster than mk. */
+static bool device_moves(brute *o, const uint32_t *count, const uint8_t *choice, uint32_t d,
+                         double mk, long *tried)
+{
+    bool head = o->grp[0] != o->grp[1], tail = o->grp[o->L - 1] != o->grp[o->L - 2];
+    uint32_t S = o->R;
+    bool ok = true;
+    for (uint32_t j = 0; j < S && ok; j++) {
+        for (uint32_t k = 0; k < S && ok; k++) {
+            if (j == k || o->device_of[j] != d || o->device_of[k] != d)
+                continue;
+            uint32_t ends = (j == 0 && head) + (j == S - 1 && tail);
+            if (count[j] <= ends || count[j] == 1)
+                continue; /* no run layer to give, or the stage would be empty */
+            uint32_t ls[10], n = 0, from = 0;
+            o->cut[0] = 0;
+            for (uint32_t s = 0; s < S; s++) {
+                uint32_t c = count[s] - (s == j) + (s == k);
+                o->cut[s + 1] = o->cut[s] + c;
+                for (uint32_t l = o->cut[s]; l < o->cut[s + 1]; l++) {
+                    if (o->device_of[s] == d) {
+                        o->choice[l] = 0; /* every choice of d's layers below */
+                        ls[n++] = l;
+                    } else {
+                        o->choice[l] = choice[from + (l - o->cut[s])];
+                    }
+                }
+                from += count[s];
+            }
+            ok = device_choices(o, ls, n, 0, mk, tried);
+        }
+    }
+    return ok;
+}
+
 /* The device search's polish (docs/optimizer.md, "The device search"):
  * before its search from the root, each device's recompute assignment of
  * the incumbent's layer counts is searched with every other device kept,
- * until no device gains. Its answer (the test hook keeps it) must fit,
- * simulate to the step time it reports, be no faster than the final
- * partition, and be a device-wise optimum the test checks itself: for
- * every device, every recompute choice of its layers (embedding and head
- * included, the other devices' layers unchanged) that fits the limit
- * simulates no faster. Random runs (an optional embedding, identical
+ * then single run layers move between stages (each device at every option
+ * of its new counts), until neither gains. Its answer (the test hook
+ * keeps it) must fit, simulate to the step time it reports, be no faster
+ * than the final partition, and be a device-wise optimum the test checks
+ * itself: for every device, every recompute choice of its layers
+ * (embedding and head included, the other devices' layers unchanged), and
+ * every move of one run layer between two of its stages with every
+ * recompute choice of its layers, that fits the limit simulates no
+ * faster. (Moves between two devices try one device's options with the
+ * other at its least work: a descent, not an optimum the test can state;
+ * the brute-force tests check the answers they lead to.) Checked to fail
+ * when the polish skips a group's last option, stops after one sweep, or
+ * skips the moves within a device. Random runs (an optional embedding, identical
  * layers, an optional head), looped-bfs (every micro-batch in flight: the
  * limit binds), interleaved and interleaved-zb at v = 4, 1f1b; half with
  * the local search off, so the polish starts from the solver's partition. */
@@ -1195,6 +1240,8 @@ static void test_device_search_polish_ends_at_a_device_optimum(void)
                             ls[n++] = l;
                     CHECK(device_choices(&o, ls, n, 0, mk, &tried));
                 }
+                for (uint32_t d = 0; d < o.p; d++)
+                    CHECK(device_moves(&o, count, choice, d, mk, &tried));
             }
             psched_partition_result_destroy(r);
             brute_instance_free(&o, model, plan);

@@ -1426,6 +1426,20 @@ static bool polish_try(dsctx *x, uint32_t e, size_t o)
     return kept;
 }
 
+/* Device a at each option of its group ga with device b (another, or a
+ * itself) at the least work of its group gb: true at the first kept. */
+static bool polish_pair(dsctx *x, uint32_t a, size_t ga, uint32_t b, size_t gb)
+{
+    if (b != a) {
+        x->chosen[b] = (uint32_t)least_work(x, b, gb);
+        set_device(x, b, x->opt[b] + (size_t)x->chosen[b] * x->nst[b], NULL);
+    }
+    for (size_t o = ga; o < x->gend[a][ga] && !x->stop; o++)
+        if (polish_try(x, a, o))
+            return true;
+    return false;
+}
+
 /* The polish's second move: one run layer from stage j of device e to
  * stage k of device f (the same device or another), each device moved to
  * its new counts' group: first e at each option of its group with f at
@@ -1459,27 +1473,10 @@ static bool polish_counts(dsctx *x, size_t *gs)
                     if (ge == SIZE_MAX || gf == SIZE_MAX)
                         continue;
                     uint32_t was_e = x->chosen[e], was_f = x->chosen[f];
-                    if (f != e) {
-                        x->chosen[f] = (uint32_t)least_work(x, f, gf);
-                        set_device(x, f, x->opt[f] + (size_t)x->chosen[f] * vf, NULL);
-                    }
-                    for (size_t o = ge; o < x->gend[e][ge] && !x->stop; o++) {
-                        if (polish_try(x, e, o)) {
-                            gs[e] = ge;
-                            gs[f] = gf;
-                            return true;
-                        }
-                    }
-                    if (f != e) {
-                        x->chosen[e] = (uint32_t)least_work(x, e, ge);
-                        set_device(x, e, x->opt[e] + (size_t)x->chosen[e] * ve, NULL);
-                        for (size_t o = gf; o < x->gend[f][gf] && !x->stop; o++) {
-                            if (polish_try(x, f, o)) {
-                                gs[e] = ge;
-                                gs[f] = gf;
-                                return true;
-                            }
-                        }
+                    if (polish_pair(x, e, ge, f, gf) || (f != e && polish_pair(x, f, gf, e, ge))) {
+                        gs[e] = ge;
+                        gs[f] = gf;
+                        return true;
                     }
                     x->chosen[e] = was_e;
                     x->chosen[f] = was_f;
@@ -1493,17 +1490,21 @@ static bool polish_counts(dsctx *x, size_t *gs)
 }
 
 /* Before the search, a descent over whole devices' recompute assignments
- * (the polish): each device holds the incumbent's counts at the fastest
+ * (the polish): each device holds the incumbent's counts at the first
  * option of their group that is no slower on any stage (the options are
  * the minimal assignments that fit, so one is), then, device by device,
  * each other option of that group with every other device as it is, kept
  * when the order's step time falls (leaf(): the simulator confirms it);
- * sweeps until one gains nothing. One layer's kind or an exchange of two
- * (the local search's moves) cannot reach an assignment where a device
- * frees memory on one chunk to run another without recompute:
- * looped-bfs at v = 4 on the grid's L = 80, p = 16 went from 1266.6 to
- * the optimum, 1256.6, which the search otherwise found after 224 000
- * nodes. Its evaluations count in the ops budget, not in the nodes. */
+ * when a sweep gains nothing, single layer moves (polish_counts()), and
+ * the sweeps again, until neither gains. One layer's kind or an exchange
+ * of two (the local search's moves) cannot reach an assignment where a
+ * device recomputes more on one chunk to run another without recompute,
+ * nor move a layer to another device with both devices' recompute chosen
+ * again: looped-bfs at v = 4 on the grid's L = 80 went from 1266.6 to the
+ * optimum, 1256.6, at p = 16 (the search otherwise found it after 224 000
+ * nodes) and from 1160.6 to the optimum, 1138.6, at p = 8 (7 million
+ * nodes did not find it). Its evaluations count in the ops budget, not in
+ * the nodes. */
 static void polish(dsctx *x)
 {
     psched__devsearch *ds = x->ds;
