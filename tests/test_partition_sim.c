@@ -1176,9 +1176,12 @@ static bool device_moves(brute *o, const uint32_t *count, const uint8_t *choice,
  * recompute choice of its layers, that fits the limit simulates no
  * faster. (Moves between two devices try one device's options with the
  * other at its least work: a descent, not an optimum the test can state;
- * the brute-force tests check the answers they lead to.) Checked to fail
- * when the polish skips a group's last option, stops after one sweep, or
- * skips the moves within a device. Random runs (an optional embedding, identical
+ * the brute-force tests check the answers they lead to.) A third run with
+ * the options cap at 1: the search does not start and the polish runs
+ * alone, making its groups itself. Checked to fail when the polish skips
+ * a group's last option, stops after one sweep, skips the moves within a
+ * device, or makes a group without its last option. Random runs (an
+ * optional embedding, identical
  * layers, an optional head), looped-bfs (every micro-batch in flight: the
  * limit binds), interleaved and interleaved-zb at v = 4, 1f1b; half with
  * the local search off, so the polish starts from the solver's partition. */
@@ -1190,7 +1193,7 @@ static void test_device_search_polish_ends_at_a_device_optimum(void)
     } kinds[] = {{"looped-bfs", 4, 2, 8},     {"looped-bfs", 2, 2, 6}, {"interleaved", 4, 2, 8},
                  {"interleaved-zb", 4, 2, 8}, {"1f1b", 1, 4, 5}};
     rng_state = 20261127;
-    int cases = 0, polished = 0;
+    int cases = 0, polished = 0, capped = 0;
     long tried = 0;
     size_t gains = psched__devsearch_test_polish_gains();
     psched__certify_test_hooks(0, false);
@@ -1216,14 +1219,22 @@ static void test_device_search_polish_ends_at_a_device_optimum(void)
             psched_partition_result *r = NULL;
             psched__certify_test_no_improve(t % 2 == 0);
             psched__certify_test_slowest_start(t % 4 == 0);
+            /* a third with the options over the cap: no search, the
+             * polish alone, making its groups itself */
+            size_t proofs = psched__devsearch_test_proofs();
+            psched__devsearch_test_options_cap(t % 3 == 1 ? 1 : 0);
             CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
+            psched__devsearch_test_options_cap(0);
             psched__certify_test_slowest_start(false);
             psched__certify_test_no_improve(false);
+            if (t % 3 == 1)
+                CHECK(psched__devsearch_test_proofs() == proofs);
             uint32_t count[16];
             uint8_t choice[10];
             double mk = 0;
             if (psched__devsearch_test_polished(count, o.S, choice, o.L, &mk)) {
                 polished++;
+                capped += t % 3 == 1;
                 o.cut[0] = 0;
                 for (uint32_t s = 0; s < o.R; s++)
                     o.cut[s + 1] = o.cut[s] + count[s];
@@ -1248,10 +1259,11 @@ static void test_device_search_polish_ends_at_a_device_optimum(void)
         }
     }
     gains = psched__devsearch_test_polish_gains() - gains;
-    printf("# polish: %d of %d instances, %zu partitions kept, %ld device-wise "
-           "alternatives that fit simulated, none faster\n",
-           polished, cases, gains, tried);
+    printf("# polish: %d of %d instances (%d of them over the options cap), %zu partitions "
+           "kept, %ld device-wise alternatives that fit simulated, none faster\n",
+           polished, cases, capped, gains, tried);
     CHECK(polished * 4 >= cases * 3);
+    CHECK(capped * 5 >= cases);
     CHECK(gains > 0);
 }
 

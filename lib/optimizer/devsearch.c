@@ -28,6 +28,9 @@
 #define DEVSEARCH_DIVE_NODES 20000
 /* options cut at a node that the next ones are compared against */
 #define DEVSEARCH_DOMINATORS 32
+/* Options of one group the polish makes, at most (beyond it that move is
+ * skipped) */
+#define POLISH_GROUP_MAX ((size_t)1 << 16)
 
 static _Thread_local size_t test_proofs, test_slice, test_resumes, test_stop, test_dive,
     test_dives;
@@ -38,6 +41,7 @@ static _Thread_local double test_bound;
 #define TEST_POLISH_STAGES 64
 #define TEST_POLISH_LAYERS 256
 static _Thread_local bool test_polish_ran, test_no_polish;
+static _Thread_local size_t test_options_cap;
 static _Thread_local uint32_t test_polish_count[TEST_POLISH_STAGES];
 static _Thread_local uint8_t test_polish_choice[TEST_POLISH_LAYERS];
 static _Thread_local double test_polish_time;
@@ -76,6 +80,11 @@ void psched__devsearch_test_dive(size_t nodes)
 size_t psched__devsearch_test_dives(void)
 {
     return test_dives;
+}
+
+void psched__devsearch_test_options_cap(size_t options)
+{
+    test_options_cap = options;
 }
 
 void psched__devsearch_test_no_polish(bool off)
@@ -203,6 +212,9 @@ typedef struct dsctx {
     okey **kids;              /* per depth: its children's bounds (2D depths) */
     size_t ops;
     size_t dive_until; /* the dive stops at this node count */
+    bool capped;       /* the options passed DEVSEARCH_OPTIONS_MAX */
+    const uint32_t *pcfg; /* the polish's partition: per stage its configuration
+                             (write_solution() reads it while set) */
     bool stop, mismatch;
     bool diving, dived; /* in the dive (search()); it ran */
     psched_status st;
@@ -615,12 +627,22 @@ static psched_status stage_cfgs(dsctx *x, uint32_t s, uint32_t count)
 
 /* ---- a device's options ---- */
 
+/* One group's options, made on demand (the polish): per option its
+ * stages' configuration indices (vd each) and its work. */
+typedef struct glist {
+    uint32_t *opt;
+    double *work;
+    size_t n, cap;
+} glist;
+
 typedef struct optgen {
     dsctx *x;
     uint32_t e, vd, total;
     uint32_t counts[64];
     size_t idx[64];
     double minmem_after[65];
+    glist *out; /* NULL: into the device's table (x->opt) */
+    bool over;  /* out passed POLISH_GROUP_MAX */
 } optgen;
 
 static size_t cfg_len(const dsctx *x, uint32_t s, uint32_t c)
@@ -634,11 +656,54 @@ static const cfg *cfg_of(const dsctx *x, uint32_t s, uint32_t c, size_t i)
     return &x->cfgs[x->cfg_at[s][c - x->cmin[s]] + i];
 }
 
+/* g's present option: its stages' configuration indices into v; returns
+ * its work. */
+static double option_cfgs(const optgen *g, uint32_t *v)
+{
+    const dsctx *x = g->x;
+    double work = 0;
+    for (uint32_t j = 0; j < g->vd; j++) {
+        uint32_t s = x->stages_of[g->e][j];
+        size_t ci = x->cfg_at[s][g->counts[j] - x->cmin[s]] + g->idx[j];
+        v[j] = (uint32_t)ci;
+        work += x->cfgs[ci].f + x->cfgs[ci].b + x->cfgs[ci].w;
+    }
+    return work;
+}
+
+static psched_status emit_listed(optgen *g)
+{
+    glist *l = g->out;
+    uint32_t vd = g->vd;
+    if (l->n >= POLISH_GROUP_MAX) {
+        g->over = true;
+        return PSCHED_OK;
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        uint32_t *t = psched__reallocarray(l->opt, cap * vd, sizeof *t);
+        if (!t)
+            return PSCHED_ENOMEM_FAIL();
+        l->opt = t;
+        double *w = psched__reallocarray(l->work, cap, sizeof *w);
+        if (!w)
+            return PSCHED_ENOMEM_FAIL();
+        l->work = w;
+        l->cap = cap;
+    }
+    l->work[l->n] = option_cfgs(g, l->opt + l->n * vd);
+    l->n++;
+    return PSCHED_OK;
+}
+
 static psched_status emit_option(optgen *g)
 {
     dsctx *x = g->x;
     uint32_t e = g->e, vd = g->vd;
-    if (x->total_opts >= DEVSEARCH_OPTIONS_MAX) {
+    if (g->out)
+        return emit_listed(g);
+    if (x->total_opts >= (test_options_cap ? test_options_cap : DEVSEARCH_OPTIONS_MAX)) {
+        x->capped = true;
         x->stop = true;
         return PSCHED_OK;
     }
@@ -660,15 +725,8 @@ static psched_status emit_option(optgen *g)
     }
     size_t o = x->nopt[e]++;
     x->total_opts++;
-    double work = 0;
-    for (uint32_t j = 0; j < vd; j++) {
-        uint32_t s = x->stages_of[e][j];
-        size_t ci = x->cfg_at[s][g->counts[j] - x->cmin[s]] + g->idx[j];
-        x->opt[e][o * vd + j] = (uint32_t)ci;
-        work += x->cfgs[ci].f + x->cfgs[ci].b + x->cfgs[ci].w;
-    }
     x->opt_total[e][o] = g->total;
-    x->opt_work[e][o] = work;
+    x->opt_work[e][o] = option_cfgs(g, x->opt[e] + o * vd);
     return PSCHED_OK;
 }
 
@@ -681,7 +739,7 @@ static psched_status antichain(optgen *g, uint32_t j, double mem)
 {
     dsctx *x = g->x;
     double cap = x->pb->limit * (1 + 1e-12);
-    if (x->stop)
+    if (x->stop || g->over)
         return PSCHED_OK;
     if (j == g->vd) {
         if (mem > cap)
@@ -700,7 +758,7 @@ static psched_status antichain(optgen *g, uint32_t j, double mem)
     uint32_t s = x->stages_of[g->e][j];
     size_t len = cfg_len(x, s, g->counts[j]);
     psched_status st = PSCHED_OK;
-    for (size_t i = 0; !st && i < len && !x->stop; i++) {
+    for (size_t i = 0; !st && i < len && !x->stop && !g->over; i++) {
         double mj = cfg_of(x, s, g->counts[j], i)->mem;
         if (mem + mj + g->minmem_after[j + 1] > cap)
             continue;
@@ -712,25 +770,30 @@ static psched_status antichain(optgen *g, uint32_t j, double mem)
     return st;
 }
 
+/* Per stage j of g's counts, the least memory of the stages from j on
+ * (their leanest configurations); false when a stage has none. */
+static bool memory_floor(optgen *g)
+{
+    const dsctx *x = g->x;
+    g->minmem_after[g->vd] = 0;
+    for (uint32_t k = g->vd; k-- > 0;) {
+        uint32_t s = x->stages_of[g->e][k];
+        size_t len = cfg_len(x, s, g->counts[k]);
+        if (!len)
+            return false;
+        g->minmem_after[k] = g->minmem_after[k + 1] + cfg_of(x, s, g->counts[k], len - 1)->mem;
+    }
+    return true;
+}
+
 /* Every split of `left` layers over the device's stages j.. */
 static psched_status compositions(optgen *g, uint32_t j, uint32_t left)
 {
     dsctx *x = g->x;
     if (x->stop)
         return PSCHED_OK;
-    if (j == g->vd) {
-        if (left)
-            return PSCHED_OK;
-        g->minmem_after[g->vd] = 0;
-        for (uint32_t k = g->vd; k-- > 0;) {
-            uint32_t s = x->stages_of[g->e][k];
-            size_t len = cfg_len(x, s, g->counts[k]);
-            if (!len)
-                return PSCHED_OK;
-            g->minmem_after[k] = g->minmem_after[k + 1] + cfg_of(x, s, g->counts[k], len - 1)->mem;
-        }
-        return antichain(g, 0, 0);
-    }
+    if (j == g->vd)
+        return left || !memory_floor(g) ? PSCHED_OK : antichain(g, 0, 0);
     uint32_t s = x->stages_of[g->e][j];
     psched_status st = PSCHED_OK;
     for (uint32_t c = x->cmin[s]; !st && c <= x->cmax[s] && c <= left; c++) {
@@ -909,7 +972,8 @@ static void write_solution(dsctx *x)
         uint32_t e = pb->device_of[s], j = 0;
         while (x->stages_of[e][j] != s)
             j++;
-        const cfg *c = &x->cfgs[x->opt[e][(size_t)x->chosen[e] * x->nst[e] + j]];
+        const cfg *c = &x->cfgs[x->pcfg ? x->pcfg[s]
+                                        : x->opt[e][(size_t)x->chosen[e] * x->nst[e] + j]];
         bool head = s == 0 && run->head, tail = s == x->S - 1 && run->tail;
         x->sol.first[s] = at;
         x->sol.count[s] = c->count + head + tail;
@@ -1375,80 +1439,157 @@ static bool narrow(dsctx *x)
     return true;
 }
 
-/* The first option of device e's group whose counts are counts[] (per
- * stage of e), or SIZE_MAX when it has none (none fits, or narrow() left
- * that count out). */
-static size_t group_of_counts(const dsctx *x, uint32_t e, const uint32_t *counts)
+/* ---- the polish ---- */
+
+/* The polish's state: per stage its configuration (x->pcfg while it
+ * runs), per device the options of its present counts, and a move's two
+ * groups. The groups are made on demand (make_group()), so the polish
+ * also runs where the devices' options pass DEVSEARCH_OPTIONS_MAX and the
+ * search does not start. */
+typedef struct polisher {
+    dsctx *x;
+    uint32_t *cfg;
+    glist *cur;
+    glist a, b;
+} polisher;
+
+static void glist_free(glist *l)
 {
-    uint32_t vd = x->nst[e];
-    for (size_t g = 0; g < x->nopt[e]; g = x->gend[e][g]) {
-        uint32_t j = 0;
-        while (j < vd && x->cfgs[x->opt[e][g * vd + j]].count == counts[j])
-            j++;
-        if (j == vd)
-            return g;
-    }
-    return SIZE_MAX;
+    psched__dealloc(l->opt);
+    psched__dealloc(l->work);
 }
 
-/* The option of group g of device e with the least work. */
-static size_t least_work(const dsctx *x, uint32_t e, size_t g)
+/* Device e's options with counts[] (per stage of e) into out: false when
+ * a count is outside its stage's range, none fits, or they pass
+ * POLISH_GROUP_MAX. */
+static bool make_group(dsctx *x, uint32_t e, const uint32_t *counts, glist *out)
 {
-    size_t pick = g;
-    for (size_t o = g + 1; o < x->gend[e][g]; o++)
-        if (x->opt_work[e][o] < x->opt_work[e][pick])
+    optgen g;
+    memset(&g, 0, sizeof g);
+    g.x = x;
+    g.e = e;
+    g.vd = x->nst[e];
+    g.out = out;
+    out->n = 0;
+    for (uint32_t j = 0; j < g.vd; j++) {
+        uint32_t s = x->stages_of[e][j];
+        if (counts[j] < x->cmin[s] || counts[j] > x->cmax[s])
+            return false;
+        g.counts[j] = counts[j];
+        g.total += counts[j];
+    }
+    if (!memory_floor(&g))
+        return false;
+    psched_status st = antichain(&g, 0, 0);
+    if (st && !x->st) {
+        x->st = st;
+        x->stop = true;
+    }
+    if (st || g.over || !out->n)
+        return false;
+    /* by rising work, ties in the order made (the table's order within a
+     * group, sort_options(): insertion, the groups are small) */
+    uint32_t vd = g.vd, v[64];
+    for (size_t i = 1; i < out->n; i++) {
+        double w = out->work[i];
+        memcpy(v, out->opt + i * vd, vd * sizeof *v);
+        size_t k = i;
+        for (; k > 0 && out->work[k - 1] > w; k--) {
+            out->work[k] = out->work[k - 1];
+            memcpy(out->opt + k * vd, out->opt + (k - 1) * vd, vd * sizeof *v);
+        }
+        out->work[k] = w;
+        memcpy(out->opt + k * vd, v, vd * sizeof *v);
+    }
+    return true;
+}
+
+/* Device e's present configurations (per stage of e) into v. */
+static void present(const polisher *q, uint32_t e, uint32_t *v)
+{
+    for (uint32_t j = 0; j < q->x->nst[e]; j++)
+        v[j] = q->cfg[q->x->stages_of[e][j]];
+}
+
+/* Device e at configurations v, kept as its present ones. */
+static void put(polisher *q, uint32_t e, const uint32_t *v)
+{
+    for (uint32_t j = 0; j < q->x->nst[e]; j++)
+        q->cfg[q->x->stages_of[e][j]] = v[j];
+    set_device(q->x, e, v, NULL);
+}
+
+/* The index of l's option with the least work. */
+static size_t least_work(const glist *l)
+{
+    size_t pick = 0;
+    for (size_t o = 1; o < l->n; o++)
+        if (l->work[o] < l->work[pick])
             pick = o;
     return pick;
 }
 
-/* The polish's step: device e at option o, the others as they are; kept
- * (leaf(): the simulator confirms it) when the step time falls, else e
- * back at its chosen option. True when kept. */
-static bool polish_try(dsctx *x, uint32_t e, size_t o)
+/* The polish's step: device e at configurations v (work: their work), the
+ * others as they are; kept (leaf(): the simulator confirms it) when the
+ * step time falls, else e back at its present ones. True when kept. */
+static bool polish_try(polisher *q, uint32_t e, const uint32_t *v, double work)
 {
+    dsctx *x = q->x;
     psched__devsearch *ds = x->ds;
-    uint32_t vd = x->nst[e];
-    set_device(x, e, x->opt[e] + o * vd, NULL);
-    double cut = ds->best * (1 - DEVSEARCH_TOL), mk = evaluate(x, cut);
+    double cut = ds->best * (1 - DEVSEARCH_TOL);
     bool kept = false;
-    if (mk < cut) {
-        uint32_t was = x->chosen[e];
-        x->chosen[e] = (uint32_t)o;
-        leaf(x, mk);
-        kept = ds->best < cut;
-        test_polish_gains += kept;
-        if (!kept)
-            x->chosen[e] = was; /* the simulator disagreed: no claim follows */
+    /* its own work alone (scan()'s first test) */
+    if (ds->base[e] + x->m * (work - x->end_work[e]) < cut) {
+        uint32_t was[64];
+        present(q, e, was);
+        set_device(x, e, v, NULL);
+        double mk = evaluate(x, cut);
+        if (mk < cut) {
+            put(q, e, v);
+            leaf(x, mk);
+            kept = ds->best < cut;
+            test_polish_gains += kept;
+            if (!kept)
+                put(q, e, was); /* the simulator disagreed: no claim follows */
+        } else {
+            set_device(x, e, was, NULL);
+        }
     }
-    set_device(x, e, x->opt[e] + (size_t)x->chosen[e] * vd, NULL);
     if (x->ops > ds->ops_budget || psched__now() > ds->until)
         x->stop = true;
     return kept;
 }
 
-/* Device a at each option of its group ga with device b (another, or a
- * itself) at the least work of its group gb: true at the first kept. */
-static bool polish_pair(dsctx *x, uint32_t a, size_t ga, uint32_t b, size_t gb)
+/* Device a at each option of la with device b (another, or a itself) at
+ * lb's least work: true at the first kept. */
+static bool polish_pair(polisher *q, uint32_t a, const glist *la, uint32_t b, const glist *lb)
 {
-    if (b != a) {
-        x->chosen[b] = (uint32_t)least_work(x, b, gb);
-        set_device(x, b, x->opt[b] + (size_t)x->chosen[b] * x->nst[b], NULL);
-    }
-    for (size_t o = ga; o < x->gend[a][ga] && !x->stop; o++)
-        if (polish_try(x, a, o))
+    dsctx *x = q->x;
+    if (b != a)
+        put(q, b, lb->opt + least_work(lb) * x->nst[b]);
+    for (size_t o = 0; o < la->n && !x->stop; o++)
+        if (polish_try(q, a, la->opt + o * x->nst[a], la->work[o]))
             return true;
     return false;
 }
 
-/* The polish's second move: one run layer from stage j of device e to
- * stage k of device f (the same device or another), each device moved to
- * its new counts' group: first e at each option of its group with f at
- * its least work, then f at each of its with e at its least work (both
- * at once would be the product of the groups). True at the first that
- * is faster, kept (gs[] its groups). */
-static bool polish_counts(dsctx *x, size_t *gs)
+static void glist_swap(glist *a, glist *b)
 {
-    uint32_t ce[64], cf[64];
+    glist t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* The polish's second move: one run layer from stage j of device e to
+ * stage k of device f (the same device or another), each device at its
+ * new counts' options: first e at each of its with f at its least work,
+ * then f at each of its with e at its least work (both at once would be
+ * the product of the groups). True at the first that is faster, kept
+ * (q->cur its groups). */
+static bool polish_counts(polisher *q)
+{
+    dsctx *x = q->x;
+    uint32_t ce[64], cf[64], we[64], wf[64];
     for (uint32_t e = 0; e < x->D && !x->stop; e++) {
         uint32_t ve = x->nst[e];
         for (uint32_t j = 0; j < ve && !x->stop; j++) {
@@ -1457,10 +1598,16 @@ static bool polish_counts(dsctx *x, size_t *gs)
                 for (uint32_t k = 0; k < vf && !x->stop; k++) {
                     if (f == e && k == j)
                         continue;
-                    for (uint32_t q = 0; q < ve; q++)
-                        ce[q] = x->cfgs[x->opt[e][(size_t)x->chosen[e] * ve + q]].count;
-                    for (uint32_t q = 0; q < vf; q++)
-                        cf[q] = x->cfgs[x->opt[f][(size_t)x->chosen[f] * vf + q]].count;
+                    if (psched__now() > x->ds->until) {
+                        x->stop = true; /* a move's groups may take long to make */
+                        break;
+                    }
+                    present(q, e, we);
+                    present(q, f, wf);
+                    for (uint32_t i = 0; i < ve; i++)
+                        ce[i] = x->cfgs[we[i]].count;
+                    for (uint32_t i = 0; i < vf; i++)
+                        cf[i] = x->cfgs[wf[i]].count;
                     if (!ce[j])
                         continue;
                     ce[j]--;
@@ -1468,20 +1615,17 @@ static bool polish_counts(dsctx *x, size_t *gs)
                         ce[k]++;
                     else
                         cf[k]++;
-                    size_t ge = group_of_counts(x, e, ce);
-                    size_t gf = f == e ? ge : group_of_counts(x, f, cf);
-                    if (ge == SIZE_MAX || gf == SIZE_MAX)
+                    if (!make_group(x, e, ce, &q->a) || (f != e && !make_group(x, f, cf, &q->b)))
                         continue;
-                    uint32_t was_e = x->chosen[e], was_f = x->chosen[f];
-                    if (polish_pair(x, e, ge, f, gf) || (f != e && polish_pair(x, f, gf, e, ge))) {
-                        gs[e] = ge;
-                        gs[f] = gf;
+                    if (polish_pair(q, e, &q->a, f, f == e ? &q->a : &q->b) ||
+                        (f != e && polish_pair(q, f, &q->b, e, &q->a))) {
+                        glist_swap(&q->cur[e], &q->a);
+                        if (f != e)
+                            glist_swap(&q->cur[f], &q->b);
                         return true;
                     }
-                    x->chosen[e] = was_e;
-                    x->chosen[f] = was_f;
-                    set_device(x, e, x->opt[e] + (size_t)was_e * ve, NULL);
-                    set_device(x, f, x->opt[f] + (size_t)was_f * vf, NULL);
+                    put(q, e, we);
+                    put(q, f, wf);
                 }
             }
         }
@@ -1503,11 +1647,13 @@ static bool polish_counts(dsctx *x, size_t *gs)
  * again: looped-bfs at v = 4 on the grid's L = 80 went from 1266.6 to the
  * optimum, 1256.6, at p = 16 (the search otherwise found it after 224 000
  * nodes) and from 1160.6 to the optimum, 1138.6, at p = 8 (7 million
- * nodes did not find it). It stops at the pass's time or after the
- * search's op budget of evaluated ops (its own; the search's count
- * starts after it), and its evaluations are not nodes. Uncapped beyond
- * that: a share of the pass (a quarter) left L = 128, p = 16 interleaved
- * slower (1879.1 against 1877.35) and its gap larger. */
+ * nodes did not find it). Its groups are made on demand, so it also runs
+ * where the options pass DEVSEARCH_OPTIONS_MAX (then alone: L = 80,
+ * p = 4 interleaved, 1149.1 -> 1114.15). It stops at the pass's time or
+ * after the search's op budget of evaluated ops (its own; the search's
+ * count starts after it), and its evaluations are not nodes. Uncapped
+ * beyond that: a share of the pass (a quarter) left L = 128, p = 16
+ * interleaved slower (1879.1 against 1877.35) and its gap larger. */
 static void polish(dsctx *x)
 {
     psched__devsearch *ds = x->ds;
@@ -1516,42 +1662,36 @@ static void polish(dsctx *x)
     uint32_t D = x->D, S = x->S;
     if (!bs || !bs->found || test_no_polish)
         return;
-    size_t *gs = psched__calloc(D, sizeof(size_t));
+    polisher q;
+    memset(&q, 0, sizeof q);
+    q.x = x;
+    q.cfg = psched__calloc(S, sizeof(uint32_t));
+    q.cur = psched__calloc(D, sizeof(glist));
     double *xv = psched__calloc(3 * (size_t)S + D, sizeof(double));
-    if (!gs || !xv) {
-        psched__dealloc(gs);
-        psched__dealloc(xv);
-        return; /* a descent only: the search runs without it */
-    }
-    psched__paths_vector(x->pb, bs, xv);
-    bool all = true;
+    bool all = q.cfg && q.cur && xv;
+    if (all)
+        psched__paths_vector(x->pb, bs, xv);
+    x->pcfg = q.cfg;
     for (uint32_t e = 0; e < D && all; e++) {
-        uint32_t vd = x->nst[e];
-        size_t pick = SIZE_MAX;
-        for (size_t g = 0; g < x->nopt[e] && pick == SIZE_MAX; g = x->gend[e][g]) {
-            bool same = true;
-            for (uint32_t j = 0; j < vd && same; j++) {
-                uint32_t s = x->stages_of[e][j];
-                uint32_t want = bs->count[s] - (s == 0 && run->head) - (s == S - 1 && run->tail);
-                same = x->cfgs[x->opt[e][g * vd + j]].count == want;
-            }
-            for (size_t o = g; same && o < x->gend[e][g] && pick == SIZE_MAX; o++) {
-                bool faster = true;
-                for (uint32_t j = 0; j < vd && faster; j++) {
-                    uint32_t s = x->stages_of[e][j];
-                    faster = x->cfgs[x->opt[e][o * vd + j]].b <= xv[3 * (size_t)s + 1];
-                }
-                if (faster) {
-                    pick = o;
-                    gs[e] = g;
-                }
-            }
+        uint32_t vd = x->nst[e], want[64];
+        for (uint32_t j = 0; j < vd; j++) {
+            uint32_t s = x->stages_of[e][j];
+            want[j] = bs->count[s] - (s == 0 && run->head) - (s == S - 1 && run->tail);
         }
-        all = pick != SIZE_MAX;
-        x->chosen[e] = (uint32_t)pick;
+        all = make_group(x, e, want, &q.cur[e]);
+        size_t pick = SIZE_MAX;
+        for (size_t o = 0; all && o < q.cur[e].n && pick == SIZE_MAX; o++) {
+            bool faster = true;
+            for (uint32_t j = 0; j < vd && faster; j++)
+                faster = x->cfgs[q.cur[e].opt[o * vd + j]].b <=
+                         xv[3 * (size_t)x->stages_of[e][j] + 1];
+            if (faster)
+                pick = o;
+        }
+        all = all && pick != SIZE_MAX;
+        if (all)
+            put(&q, e, q.cur[e].opt + pick * vd);
     }
-    for (uint32_t e = 0; all && e < D; e++)
-        set_device(x, e, x->opt[e] + (size_t)x->chosen[e] * x->nst[e], NULL);
     if (all) {
         double cut = ds->best * (1 - DEVSEARCH_TOL), mk = evaluate(x, cut);
         if (mk < cut) {
@@ -1561,12 +1701,16 @@ static void polish(dsctx *x)
     }
     for (bool gained = all; gained && !x->stop;) {
         gained = false;
-        for (uint32_t e = 0; e < D && !x->stop; e++)
-            for (size_t o = gs[e]; o < x->gend[e][gs[e]] && !x->stop; o++)
-                if (o != x->chosen[e])
-                    gained = polish_try(x, e, o) || gained;
+        for (uint32_t e = 0; e < D && !x->stop; e++) {
+            uint32_t vd = x->nst[e], now[64];
+            for (size_t o = 0; o < q.cur[e].n && !x->stop; o++) {
+                present(&q, e, now);
+                if (memcmp(now, q.cur[e].opt + o * vd, vd * sizeof *now) != 0)
+                    gained = polish_try(&q, e, q.cur[e].opt + o * vd, q.cur[e].work[o]) || gained;
+            }
+        }
         if (!gained && !x->stop)
-            gained = polish_counts(x, gs);
+            gained = polish_counts(&q);
     }
     test_polish_ran = all && !x->stop && x->S <= TEST_POLISH_STAGES &&
                       x->pb->layers <= TEST_POLISH_LAYERS;
@@ -1576,7 +1720,13 @@ static void polish(dsctx *x)
         memcpy(test_polish_choice, x->sol.choice, x->pb->layers * sizeof *test_polish_choice);
         test_polish_time = ds->best;
     }
-    psched__dealloc(gs);
+    x->pcfg = NULL;
+    for (uint32_t e = 0; q.cur && e < D; e++)
+        glist_free(&q.cur[e]);
+    glist_free(&q.a);
+    glist_free(&q.b);
+    psched__dealloc(q.cur);
+    psched__dealloc(q.cfg);
     psched__dealloc(xv);
 }
 
@@ -1804,7 +1954,14 @@ static psched_status run_pass(psched__devsearch *ds)
         }
     }
     ds->options = x.total_opts;
-    if (st || x.stop) {
+    if (!st && x.stop && x.capped) {
+        /* too many options for the search; the polish makes its groups
+         * itself (every stage's configurations are listed) */
+        x.stop = false;
+        polish(&x);
+        st = x.st;
+    }
+    if (st || x.stop || x.capped) {
         free_ctx(&x);
         return st;
     }

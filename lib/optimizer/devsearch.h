@@ -107,6 +107,10 @@ PSCHED_INTERNAL bool psched__devsearch_test_polished(uint32_t *count, uint32_t s
                                                      uint8_t *choice, uint32_t layers,
                                                      double *makespan);
 PSCHED_INTERNAL size_t psched__devsearch_test_polish_gains(void);
+/* Test hook: the options of all devices the search takes, at most (0:
+ * DEVSEARCH_OPTIONS_MAX); beyond it the search does not start and the
+ * polish runs alone, making its groups itself. */
+PSCHED_INTERNAL void psched__devsearch_test_options_cap(size_t options);
 /* Test hook: off = true skips the polish on this thread (the dive then
  * starts from the incumbent as the certificate has it). */
 PSCHED_INTERNAL void psched__devsearch_test_no_polish(bool off);
