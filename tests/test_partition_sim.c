@@ -538,24 +538,29 @@ static void test_four_chunks_match_the_brute_force(void)
     CHECK(tl.cases >= 24);
 }
 
-/* One random instance of an optional embedding, one run of lmin to
+/* o for one random instance of an optional embedding, one run of lmin to
  * lmin + 2 identical layers and an optional head (random_instance), m a
- * multiple of p (even and at least 2p for DualPipe), against the brute
- * force (run_instance). */
+ * multiple of p (even and at least 2p for DualPipe). */
+static void identical_brute(brute *o, const char *name, uint32_t v, uint32_t p, uint32_t lmin)
+{
+    memset(o, 0, sizeof *o);
+    o->name = name;
+    o->v = v;
+    o->p = p;
+    o->L = lmin + rnd(3); /* at most 10 (brute.lay) */
+    o->m = p * (1 + rnd(3));
+    if (strcmp(name, "dualpipe") == 0)
+        o->m = 2 * p + 2 * rnd(2);
+    o->uniform = true;
+    o->max_candidates = 12000;
+}
+
+/* One such instance against the brute force (run_instance). */
 static void run_identical_instance(const char *name, uint32_t v, uint32_t p, uint32_t lmin,
                                    tally *tl)
 {
     brute o;
-    memset(&o, 0, sizeof o);
-    o.name = name;
-    o.v = v;
-    o.p = p;
-    o.L = lmin + rnd(3); /* at most 10 (brute.lay) */
-    o.m = p * (1 + rnd(3));
-    if (strcmp(name, "dualpipe") == 0)
-        o.m = 2 * p + 2 * rnd(2);
-    o.uniform = true;
-    o.max_candidates = 12000;
+    identical_brute(&o, name, v, p, lmin);
     run_instance(&o, tl);
 }
 
@@ -1200,13 +1205,7 @@ static void test_device_search_polish_ends_at_a_device_optimum(void)
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         for (int t = 0; t < 24; t++) {
             brute o;
-            memset(&o, 0, sizeof o);
-            o.name = kinds[k].name;
-            o.v = kinds[k].v;
-            o.p = kinds[k].p;
-            o.L = kinds[k].lmin + rnd(3);
-            o.m = o.p * (1 + rnd(3));
-            o.uniform = true;
+            identical_brute(&o, kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin);
             o.recompute = t % 3 != 2;
             psched_model *model = NULL;
             psched_plan *plan = NULL;

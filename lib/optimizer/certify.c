@@ -1157,7 +1157,6 @@ static void descend(improver *im, int last)
     }
 }
 
-
 /* One random move between ranges of one device (of neighbouring ranges
  * when the device holds one) on x. */
 static bool kick_move(improver *im)

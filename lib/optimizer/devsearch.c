@@ -212,7 +212,6 @@ typedef struct dsctx {
     okey **kids;              /* per depth: its children's bounds (2D depths) */
     size_t ops;
     size_t dive_until; /* the dive stops at this node count */
-    bool capped;       /* the options passed DEVSEARCH_OPTIONS_MAX */
     const uint32_t *pcfg; /* the polish's partition: per stage its configuration
                              (write_solution() reads it while set) */
     bool stop, mismatch;
@@ -696,14 +695,19 @@ static psched_status emit_listed(optgen *g)
     return PSCHED_OK;
 }
 
+/* The options of all devices the search takes, at most. */
+static size_t options_max(void)
+{
+    return test_options_cap ? test_options_cap : DEVSEARCH_OPTIONS_MAX;
+}
+
 static psched_status emit_option(optgen *g)
 {
     dsctx *x = g->x;
     uint32_t e = g->e, vd = g->vd;
     if (g->out)
         return emit_listed(g);
-    if (x->total_opts >= (test_options_cap ? test_options_cap : DEVSEARCH_OPTIONS_MAX)) {
-        x->capped = true;
+    if (x->total_opts >= options_max()) {
         x->stop = true;
         return PSCHED_OK;
     }
@@ -1451,6 +1455,9 @@ typedef struct polisher {
     uint32_t *cfg;
     glist *cur;
     glist a, b;
+    okey *keys;    /* make_group()'s sort: its options by work, */
+    uint32_t *tmp; /* and their configurations in that order */
+    size_t scratch;
 } polisher;
 
 static void glist_free(glist *l)
@@ -1459,11 +1466,13 @@ static void glist_free(glist *l)
     psched__dealloc(l->work);
 }
 
-/* Device e's options with counts[] (per stage of e) into out: false when
- * a count is outside its stage's range, none fits, or they pass
- * POLISH_GROUP_MAX. */
-static bool make_group(dsctx *x, uint32_t e, const uint32_t *counts, glist *out)
+/* Device e's options with counts[] (per stage of e) into out, by rising
+ * work, ties in the order made (the table's order within a group,
+ * sort_options()): false when a count is outside its stage's range, none
+ * fits, or they pass POLISH_GROUP_MAX. */
+static bool make_group(polisher *q, uint32_t e, const uint32_t *counts, glist *out)
 {
+    dsctx *x = q->x;
     optgen g;
     memset(&g, 0, sizeof g);
     g.x = x;
@@ -1481,26 +1490,33 @@ static bool make_group(dsctx *x, uint32_t e, const uint32_t *counts, glist *out)
     if (!memory_floor(&g))
         return false;
     psched_status st = antichain(&g, 0, 0);
+    size_t n = out->n, vd = g.vd;
+    if (!st && n > q->scratch) {
+        okey *k = psched__reallocarray(q->keys, n, sizeof *k);
+        if (k)
+            q->keys = k;
+        uint32_t *t = k ? psched__reallocarray(q->tmp, n * vd, sizeof *t) : NULL;
+        if (t) {
+            q->tmp = t;
+            q->scratch = n;
+        } else {
+            st = PSCHED_ENOMEM_FAIL();
+        }
+    }
     if (st && !x->st) {
         x->st = st;
         x->stop = true;
     }
-    if (st || g.over || !out->n)
+    if (st || g.over || !n)
         return false;
-    /* by rising work, ties in the order made (the table's order within a
-     * group, sort_options(): insertion, the groups are small) */
-    uint32_t vd = g.vd, v[64];
-    for (size_t i = 1; i < out->n; i++) {
-        double w = out->work[i];
-        memcpy(v, out->opt + i * vd, vd * sizeof *v);
-        size_t k = i;
-        for (; k > 0 && out->work[k - 1] > w; k--) {
-            out->work[k] = out->work[k - 1];
-            memcpy(out->opt + k * vd, out->opt + (k - 1) * vd, vd * sizeof *v);
-        }
-        out->work[k] = w;
-        memcpy(out->opt + k * vd, v, vd * sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        q->keys[i] = (okey){out->work[i], (uint32_t)i};
+    qsort(q->keys, n, sizeof *q->keys, okey_cmp);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(q->tmp + i * vd, out->opt + (size_t)q->keys[i].idx * vd, vd * sizeof *q->tmp);
+        out->work[i] = q->keys[i].key;
     }
+    memcpy(out->opt, q->tmp, n * vd * sizeof *q->tmp);
     return true;
 }
 
@@ -1615,9 +1631,9 @@ static bool polish_counts(polisher *q)
                         ce[k]++;
                     else
                         cf[k]++;
-                    if (!make_group(x, e, ce, &q->a) || (f != e && !make_group(x, f, cf, &q->b)))
+                    if (!make_group(q, e, ce, &q->a) || (f != e && !make_group(q, f, cf, &q->b)))
                         continue;
-                    if (polish_pair(q, e, &q->a, f, f == e ? &q->a : &q->b) ||
+                    if (polish_pair(q, e, &q->a, f, &q->b) ||
                         (f != e && polish_pair(q, f, &q->b, e, &q->a))) {
                         glist_swap(&q->cur[e], &q->a);
                         if (f != e)
@@ -1678,7 +1694,7 @@ static void polish(dsctx *x)
             uint32_t s = x->stages_of[e][j];
             want[j] = bs->count[s] - (s == 0 && run->head) - (s == S - 1 && run->tail);
         }
-        all = make_group(x, e, want, &q.cur[e]);
+        all = make_group(&q, e, want, &q.cur[e]);
         size_t pick = SIZE_MAX;
         for (size_t o = 0; all && o < q.cur[e].n && pick == SIZE_MAX; o++) {
             bool faster = true;
@@ -1725,6 +1741,8 @@ static void polish(dsctx *x)
         glist_free(&q.cur[e]);
     glist_free(&q.a);
     glist_free(&q.b);
+    psched__dealloc(q.keys);
+    psched__dealloc(q.tmp);
     psched__dealloc(q.cur);
     psched__dealloc(q.cfg);
     psched__dealloc(xv);
@@ -1954,14 +1972,16 @@ static psched_status run_pass(psched__devsearch *ds)
         }
     }
     ds->options = x.total_opts;
-    if (!st && x.stop && x.capped) {
+    /* stopped at the cap (not in the configurations: they are all listed) */
+    bool capped = x.stop && x.total_opts >= options_max();
+    if (!st && capped) {
         /* too many options for the search; the polish makes its groups
-         * itself (every stage's configurations are listed) */
+         * itself */
         x.stop = false;
         polish(&x);
         st = x.st;
     }
-    if (st || x.stop || x.capped) {
+    if (st || x.stop || capped) {
         free_ctx(&x);
         return st;
     }
