@@ -1186,10 +1186,10 @@ static bool device_moves(brute *o, const uint32_t *count, const uint8_t *choice,
  * alone, making its groups itself. Checked to fail when the polish skips
  * a group's last option, stops after one sweep, skips the moves within a
  * device, or makes a group without its last option. Random runs (an
- * optional embedding, identical
- * layers, an optional head), looped-bfs (every micro-batch in flight: the
- * limit binds), interleaved and interleaved-zb at v = 4, 1f1b; half with
- * the local search off, so the polish starts from the solver's partition. */
+ * optional embedding, identical layers, an optional head), looped-bfs
+ * (every micro-batch in flight: the limit binds), interleaved and
+ * interleaved-zb at v = 4, 1f1b; half with the local search off, so the
+ * polish starts from the solver's partition. */
 static void test_device_search_polish_ends_at_a_device_optimum(void)
 {
     static const struct {
