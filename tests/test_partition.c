@@ -826,6 +826,18 @@ static void test_time_limit_still_returns_a_plan(void)
  * when cut short, not claim it optimal. 3,000 layers: the full searches
  * need far more reads than the limit allows. Real seconds are measured by
  * bench/bench_partition.c --scale. */
+/* n identical layers (bench_partition --scale's) with selective and full
+ * recomputation */
+static psched_model *recompute_layers(uint32_t n)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", n, 1, 1, 1, 4, 10));
+    CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
+    CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_FULL, 0.5, 1));
+    return model;
+}
+
 static double fake_now;
 static long fake_reads;
 static double fake_clock(void)
@@ -836,11 +848,7 @@ static double fake_clock(void)
 
 static void test_every_method_stops_at_the_deadline(void)
 {
-    psched_model *model = NULL;
-    CHECK_OK(psched_model_create(&model));
-    CHECK_OK(psched_model_add_layers(model, "layer", 3000, 1, 1, 1, 4, 10));
-    CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
-    CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_FULL, 0.5, 1));
+    psched_model *model = recompute_layers(3000);
     static const struct {
         const char *schedule;
         uint32_t v;
@@ -1014,6 +1022,50 @@ static void test_no_time_for_the_milp_keeps_the_lean_witness(void)
     CHECK(seeded > 40);
 }
 
+/* A MILP lists at most the columns whose setup fits its share of the
+ * time left (0.75, 0.3 with more than two chunks, at 4e-5 s a column),
+ * never all of them and then refuses them: bench_partition --scale 1000
+ * at v = 4 and 1 s took up to 2.5 s and 0.9 GB listing millions. With the
+ * clock frozen the time left is the limit: 0.02 s gives 150 columns with
+ * more than two chunks, far fewer than 24 layers have (over 2 000 at
+ * v = 3 and 4); the result is still a fitting partition. */
+static void test_milp_lists_only_the_columns_it_has_time_for(void)
+{
+    if (!psched__have_glpk())
+        return;
+    psched_model *model = recompute_layers(24);
+    static const struct {
+        const char *schedule;
+        uint32_t v;
+        size_t cap;
+    } runs[] = {{"interleaved", 4, 150}, {"looped-bfs", 4, 150}, {"interleaved-zb", 3, 150}};
+    for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+        double limit = 2 * 24 * 10 / 2.0; /* twice the even parameter share */
+        psched_plan *plan = make_plan(2, 4, runs[k].v, limit);
+        psched_partition_options o = opts(PSCHED_PARTITION_ILP);
+        o.time_limit = 0.02;
+        bool cut = false;
+        psched__milp_test_most_columns(&cut); /* reset */
+        psched_partition_result *r = NULL;
+        psched__set_test_clock(frozen_clock);
+        psched_status st = psched_partition(model, plan, runs[k].schedule, &o, &r);
+        psched__set_test_clock(NULL);
+        CHECK_OK(st);
+        size_t most = psched__milp_test_most_columns(&cut);
+        printf("# %s v=%u: %zu columns listed at most%s\n", runs[k].schedule, runs[k].v, most,
+               cut ? ", stopped at the cap" : "");
+        CHECK(cut);
+        CHECK(most <= runs[k].cap);
+        if (!st) {
+            CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
+            check_fits(r, 2, limit);
+        }
+        psched_partition_result_destroy(r);
+        psched_plan_destroy(plan);
+    }
+    psched_model_destroy(model);
+}
+
 /* Issue 12 item 6: a search over every registered schedule of a model
  * with fewer layers than devices names the cause in every alternative
  * not "no plan fits the memory limit" with an empty table (or only
@@ -1108,6 +1160,7 @@ int main(void)
     RUN(test_plan_search_reports_misfits_with_their_memory);
     RUN(test_time_limit_still_returns_a_plan);
     RUN(test_every_method_stops_at_the_deadline);
+    RUN(test_milp_lists_only_the_columns_it_has_time_for);
     RUN(test_no_time_for_the_milp_keeps_the_lean_witness);
     RUN(test_partition_with_an_overlap_saving);
     RUN(test_plan_search_names_fewer_layers_than_devices);

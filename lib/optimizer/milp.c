@@ -14,9 +14,23 @@
  * keeps its seed (feasible) or an unknown minimum. docs/optimizer.md. */
 #define SETUP_SECONDS_PER_COLUMN 4e-5
 
-static bool setup_fits(size_t columns, double seconds)
+static _Thread_local size_t test_most_columns;
+static _Thread_local bool test_columns_cut;
+
+size_t psched__milp_test_most_columns(bool *cut)
 {
-    return (double)columns * SETUP_SECONDS_PER_COLUMN <= seconds;
+    size_t most = test_most_columns;
+    *cut = test_columns_cut;
+    test_most_columns = 0;
+    test_columns_cut = false;
+    return most;
+}
+
+/* The most columns whose setup fits in `seconds`. */
+static size_t columns_max(double seconds)
+{
+    double n = floor(seconds / SETUP_SECONDS_PER_COLUMN);
+    return n < (double)SIZE_MAX / 2 ? (size_t)n : SIZE_MAX / 2;
 }
 
 /* Seconds left before the call's deadline, at least 1 ms so that a
@@ -26,18 +40,28 @@ static double time_left(const psched__problem *pb)
     return fmax(1e-3, pb->deadline - psched__now());
 }
 
+/* Columns, at most `max`: listing more would take longer than the MILP
+ * may (its setup is what bounds them; L = 1 000 layers at v = 4 has tens
+ * of millions of columns, about 1 GB, before they were counted and refused),
+ * so `over` is set instead and the MILP is not started. */
 typedef struct column_list {
     psched__column *v;
-    size_t n, cap;
+    size_t n, cap, max;
+    bool over;
 } column_list;
 
 static psched_status column_push(column_list *c, psched__column col)
 {
+    if (c->n >= c->max) {
+        c->over = test_columns_cut = true;
+        return PSCHED_OK;
+    }
     psched__column *v = psched__grow(c->v, &c->cap, c->n, sizeof *c->v, 256);
     if (!v)
         return PSCHED_ENOMEM_FAIL();
     c->v = v;
     c->v[c->n++] = col;
+    test_most_columns = c->n > test_most_columns ? c->n : test_most_columns;
     return PSCHED_OK;
 }
 
@@ -89,7 +113,7 @@ static psched_status stage_columns(psched__problem *pb, uint32_t s, uint32_t i, 
                 continue;
             any = true;
             psched_status st = column_push(out, col);
-            if (st)
+            if (st || out->over)
                 return st;
         }
         if (!any && pb->chunks > 1 && param + pb->inflight[s] * front[nf - 1].act > pb->limit)
@@ -104,7 +128,7 @@ static psched_status build_columns(psched__problem *pb, double tau_max, column_l
         uint32_t i_lo = pb->allow_empty ? 0 : s, i_hi = s == 0 ? 0 : pb->layers;
         for (uint32_t i = i_lo; i <= i_hi; i++) {
             psched_status st = stage_columns(pb, s, i, tau_max, out);
-            if (st)
+            if (st || out->over)
                 return st;
         }
     }
@@ -165,7 +189,14 @@ psched_status psched__solve_ilp(psched__problem *pb, psched__evaluation *ev, con
             tau_max = (seed_objective - pb->kappa * pb->time_total) / (pb->microbatches - 1.0);
         tau_max += 1e-9 * fmax(1, fabs(tau_max));
     }
-    column_list cols = {0};
+    /* Three quarters of what is left: the MILP only proposes a partition
+     * for the estimate; the certificate (certify.c), which decides the
+     * status for the simulated step time, searches in the last quarter
+     * (enough for the instances it can prove). With more than two chunks
+     * the certificate's critical-path bound needs the time more than GLPK
+     * does: three tenths. */
+    double share = pb->chunks > 2 ? 0.3 : 0.75;
+    column_list cols = {.max = columns_max(share * time_left(pb))};
     int32_t *chosen = psched__calloc(pb->stages, sizeof *chosen);
     int32_t *seed_cols = psched__calloc(pb->stages, sizeof *seed_cols);
     if (!st && (!chosen || !seed_cols))
@@ -180,15 +211,9 @@ psched_status psched__solve_ilp(psched__problem *pb, psched__evaluation *ev, con
         bool found = false;
         double bound = -INFINITY;
         res->gap = NAN;
-        /* Three quarters of what is left: the MILP only proposes a
-         * partition for the estimate; the certificate (certify.c), which
-         * decides the status for the simulated step time, searches in the
-         * last quarter (enough for the instances it can prove). With more
-         * than two chunks the certificate's critical-path bound needs the
-         * time more than GLPK does: three tenths. */
-        double share = (pb->chunks > 2 ? 0.3 : 0.75) * time_left(pb);
-        if (setup_fits(cols.n, share))
-            st = psched__milp_solve(&in, share, chosen, &found, &res->optimal, &bound);
+        if (!cols.over)
+            st = psched__milp_solve(&in, share * time_left(pb), chosen, &found, &res->optimal,
+                                    &bound);
         res->optimal = res->optimal && !pb->thinned;
         if (!st && found) {
             solution_from_columns(pb, &cols, chosen, sol);
@@ -223,17 +248,18 @@ psched_status psched__milp_min_memory(const psched__problem *pb, double *out)
     *out = NAN;
     if (!psched__have_glpk() || psched__expired(pb))
         return PSCHED_OK;
-    column_list cols = {0};
+    double share = time_left(pb) / 3;
+    column_list cols = {.max = columns_max(share)};
     st = PSCHED_OK;
-    for (uint32_t s = 0; !st && s < pb->stages; s++) {
-        for (uint32_t i = pb->allow_empty ? 0 : s; !st && i <= (s == 0 ? 0 : pb->layers); i++) {
+    for (uint32_t s = 0; !st && !cols.over && s < pb->stages; s++) {
+        for (uint32_t i = pb->allow_empty ? 0 : s; !st && !cols.over && i <= (s == 0 ? 0 : pb->layers); i++) {
             uint32_t rest = pb->stages - 1 - s, left = pb->layers - i;
             uint32_t lo = pb->allow_empty ? 0 : 1, hi = left;
             if (!pb->allow_empty)
                 hi = left >= rest ? left - rest : 0;
             if (s == pb->stages - 1)
                 lo = left;
-            for (uint32_t len = lo; !st && len <= hi; len++) {
+            for (uint32_t len = lo; !st && !cols.over && len <= hi; len++) {
                 double act = pb->minact_prefix[i + len] - pb->minact_prefix[i];
                 st = column_push(&cols, (psched__column){s, i, len, -1, 0,
                                                          psched__range_param(pb, i, len) +
@@ -249,8 +275,8 @@ psched_status psched__milp_min_memory(const psched__problem *pb, double *out)
                            INFINITY, 0, 0, 0, true, NULL};
         bool found = false, optimal = false;
         double bound = 0;
-        if (setup_fits(cols.n, time_left(pb) / 3))
-            st = psched__milp_solve(&in, time_left(pb) / 3, chosen, &found, &optimal, &bound);
+        if (!cols.over)
+            st = psched__milp_solve(&in, share, chosen, &found, &optimal, &bound);
         /* Only a proven minimum may declare a limit infeasible. */
         if (!st && found && optimal) {
             double *mem = psched__calloc(pb->devices, sizeof *mem);

@@ -346,6 +346,10 @@ PSCHED_INTERNAL psched_status psched__solve_ilp(psched__problem *pb, psched__eva
                                                 double seed_objective, psched__solution *sol,
                                                 psched__ilp_outcome *res);
 PSCHED_INTERNAL psched_status psched__milp_min_memory(const psched__problem *pb, double *out);
+/* Test hook: the most columns a MILP of this thread listed since the last
+ * call, and in *cut whether a list stopped at its cap (the columns whose
+ * setup fits the MILP's share of the time left); both are reset. */
+PSCHED_INTERNAL size_t psched__milp_test_most_columns(bool *cut);
 
 /* ---- the certificate for the simulated step time (certify.c) ---- */
 
