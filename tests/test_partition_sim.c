@@ -617,7 +617,8 @@ static void test_device_search_matches_the_brute_force(void)
         const char *name;
         uint32_t v, p, lmin;
     } kinds[] = {{"interleaved", 4, 2, 8}, {"interleaved-zb", 4, 2, 8}, {"interleaved", 2, 2, 6},
-                 {"looped-bfs", 2, 2, 6},  {"v-zb", 2, 2, 6},           {"1f1b", 1, 4, 5}};
+                 {"looped-bfs", 2, 2, 6},  {"v-zb", 2, 2, 6},           {"1f1b", 1, 4, 5},
+                 {"dualpipe", 2, 4, 5},    {"dualpipe", 2, 2, 4}};
     rng_state = 20261129;
     tally tl = {0};
     psched__certify_test_hooks(0, false);

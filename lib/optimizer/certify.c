@@ -1273,7 +1273,7 @@ static void improve(certify *c)
 static double count_base(const certify *c, psched__run *run, double *base, uint32_t *need)
 {
     const psched__problem *pb = c->pb;
-    if (pb->chains != 1 || !psched__run_shape(pb, run))
+    if (!psched__run_shape(pb, run))
         return 0;
     uint32_t L = pb->layers, S = pb->stages, D = pb->devices;
     double m = pb->microbatches * pb->wmin; /* every micro-batch weighs at least wmin */

@@ -136,6 +136,20 @@ typedef struct dsctx {
     psched__devsearch *ds;
     const psched__problem *pb;
     uint32_t S, D;
+    /* The order's own stages and devices (the plan's): with one chain S
+     * and D; with two (DualPipe, folded: problem.c) 2S plan stages, plan
+     * stage t holding range t mod S, and 2D devices, device d and its
+     * mirror 2D - 1 - d holding pair d's two ranges (both device d's
+     * ranges: a device of the search is both). The DAG, its costs and the
+     * work still to come are the plan's; the options, bounds of the count
+     * phase and the partition the problem's. */
+    uint32_t SP, P;
+    uint32_t *pdev;  /* per plan stage: its device */
+    uint32_t *pst;   /* per plan device d: its plan stages (nst of its pair)
+                        from poff[d], */
+    uint32_t *poff;
+    uint32_t *pjat;  /* and per plan stage: the index of its range among its
+                        search device's stages */
     double m;
     /* the order's DAG: per op, its device predecessor, its input across
      * stages and that input's latency, and two indices into the cost
@@ -224,7 +238,7 @@ bool psched__devsearch_applies(const psched__problem *pb, const psched_plan *pla
                                const psched_schedule *order)
 {
     psched__run run;
-    if (!order || pb->chains != 1 || !psched__run_shape(pb, &run) ||
+    if (!order || pb->chains > 2 || !psched__run_shape(pb, &run) ||
         !psched__paths_applies(plan, order))
         return false;
     const psched_plan *sp = psched_schedule_plan(order);
@@ -233,8 +247,8 @@ bool psched__devsearch_applies(const psched__problem *pb, const psched_plan *pla
         for (size_t i = 0; i < n; i++) {
             psched_op op;
             psched_schedule_ops(order, d, i, 1, &op, sizeof op);
-            if (op.flags)
-                return false;
+            if (op.flags & ~(unsigned)PSCHED_OP_OVERLAP_NEXT)
+                return false; /* an overlapped pair is one unit (build_dag()) */
         }
     }
     return true;
@@ -303,9 +317,42 @@ static psched_status build_dag(dsctx *x)
 {
     const psched_schedule *order = x->ds->order;
     const psched_plan *sp = psched_schedule_plan(order);
-    uint32_t S = x->S, p = psched_plan_devices(sp), mbs = psched_plan_microbatches(sp);
+    uint32_t S = x->SP, p = x->P, mbs = psched_plan_microbatches(sp);
+    uint32_t chain = x->SP / x->pb->chains; /* stages of one chain */
     double comm = psched_plan_comm(sp);
-    size_t n = psched_schedule_total_ops(order), cells = (size_t)S * mbs;
+    size_t nops = psched_schedule_total_ops(order), cells = (size_t)S * mbs, pairs = 0;
+    psched_op *ops = psched__calloc(nops + 1, sizeof *ops);
+    size_t *opoff = psched__calloc((size_t)p + 1, sizeof *opoff);
+    if (!ops || !opoff || psched_plan_devices(sp) != p) {
+        psched__dealloc(ops);
+        psched__dealloc(opoff);
+        return ops && opoff ? PSCHED_EINVAL : PSCHED_ENOMEM_FAIL();
+    }
+    psched_status st = PSCHED_OK;
+    for (uint32_t d = 0; !st && d < p; d++) {
+        opoff[d + 1] = opoff[d] + psched_schedule_op_count(order, d);
+        st = psched_schedule_ops(order, d, 0, opoff[d + 1] - opoff[d], ops + opoff[d],
+                                 sizeof *ops);
+    }
+    /* An overlapped pair (DualPipe's F&B: the first op flagged) runs as one
+     * unit: it starts once both inputs are ready and both end together
+     * (the simulator's execute.c, without an overlap saving). As nodes: a
+     * zero-time one waiting for the second op's input, then the two ops
+     * one after the other, the first's output read at the second's end. */
+    for (uint32_t d = 0; !st && d < p; d++) {
+        for (size_t i = opoff[d]; i < opoff[d + 1]; i++) {
+            if (!ops[i].flags)
+                continue;
+            if (ops[i].flags != PSCHED_OP_OVERLAP_NEXT || i + 1 >= opoff[d + 1] ||
+                ops[i + 1].flags) {
+                st = PSCHED_EINVAL; /* not a pair */
+                break;
+            }
+            pairs++;
+            i++;
+        }
+    }
+    size_t n = nops + pairs;
     x->n = n;
     x->pd = psched__calloc(n + 1, sizeof(int32_t));
     x->px = psched__calloc(n + 1, sizeof(int32_t));
@@ -326,70 +373,114 @@ static psched_status build_dag(dsctx *x)
     bool *begun = psched__calloc((size_t)S + 1, sizeof(bool));
     x->units = psched__calloc(3 * (size_t)S + 1, sizeof(double));
     x->rem = psched__calloc((size_t)p + 1, sizeof(double));
-    psched_op *ops = psched__calloc(n + 1, sizeof *ops);
-    uint32_t *devof = psched__calloc(n + 1, sizeof(uint32_t));
+    x->pdev = psched__calloc((size_t)S + 1, sizeof(uint32_t));
+    x->pjat = psched__calloc((size_t)S + 1, sizeof(uint32_t));
+    x->pst = psched__calloc((size_t)S + 1, sizeof(uint32_t));
+    x->poff = psched__calloc((size_t)p + 1, sizeof(uint32_t));
+    uint32_t *pcount = psched__calloc((size_t)p + 1, sizeof(uint32_t));
+    int32_t *src = psched__calloc(n + 1, sizeof(int32_t)); /* per node: its op (-1: a wait) */
+    int32_t *inp = psched__calloc(n + 1, sizeof(int32_t)); /* the op whose input it waits for */
     int32_t *at = psched__calloc(2 * cells + 1, sizeof(int32_t));
     uint32_t *indeg = psched__calloc(n + 1, sizeof(uint32_t));
     int32_t *succ_dev = psched__calloc(n + 1, sizeof(int32_t));
     int32_t *succ_x = psched__calloc(n + 1, sizeof(int32_t));
-    psched_status st = PSCHED_OK;
-    if (n > INT32_MAX / 2 || !x->pd || !x->px || !x->lat || !x->i1 || !x->i2 || !topo ||
-        !x->end || !x->dev || !x->xat || !x->ext || !x->xoff || !x->first || !x->low || !x->share || !x->start || !x->brank || !begun || !x->units || !x->rem || !ops || !devof || !at || !indeg || !succ_dev || !succ_x)
+    int32_t *succ_y = psched__calloc(n + 1, sizeof(int32_t));
+    if (!st && (n > INT32_MAX / 2 || !x->pd || !x->px || !x->lat || !x->i1 || !x->i2 || !topo ||
+                !x->end || !x->dev || !x->xat || !x->ext || !x->xoff || !x->first || !x->low ||
+                !x->share || !x->start || !x->brank || !begun || !x->units || !x->rem ||
+                !x->pdev || !x->pjat || !x->pst || !x->poff || !pcount || !src || !inp || !at ||
+                !indeg || !succ_dev || !succ_x || !succ_y))
         st = PSCHED_ENOMEM_FAIL();
-    if (!st && p != x->D)
+    if (!st && (psched_plan_stages(sp) != S || p != x->D * x->pb->chains ||
+                S % x->pb->chains || mbs % x->pb->chains))
         st = PSCHED_EINVAL; /* not this problem's plan: the caller gives up */
+    for (size_t i = 0; !st && i < nops; i++)
+        if (ops[i].stage >= S || ops[i].microbatch >= mbs || ops[i].kind > PSCHED_OP_BW)
+            st = PSCHED_EINVAL; /* not this plan's order: the caller gives up */
+    /* each plan stage's device (the plan's map), and each plan device's
+     * stages: its pair's ranges once each, in plan stage order */
+    for (uint32_t t = 0; !st && t < S; t++) {
+        uint32_t d = psched_plan_stage_device(sp, t), r = t % x->S;
+        uint32_t e = x->pb->device_of[r];
+        if (d >= p || (d != e && d != p - 1 - e)) {
+            st = PSCHED_EINVAL; /* a range off its pair's devices */
+            break;
+        }
+        x->pdev[t] = d;
+        uint32_t j = 0;
+        while (x->stages_of[e][j] != r)
+            j++;
+        x->pjat[t] = j;
+        pcount[d]++;
+    }
+    for (uint32_t d = 0; !st && d < p; d++) {
+        if (pcount[d] != x->nst[d < x->D ? d : p - 1 - d]) {
+            st = PSCHED_EINVAL; /* a device without its pair's ranges */
+            break;
+        }
+        x->poff[d + 1] = x->poff[d] + pcount[d];
+        for (uint32_t t = 0, k = 0; t < S; t++)
+            if (x->pdev[t] == d)
+                x->pst[x->poff[d] + k++] = t;
+    }
+    /* the nodes, device by device */
     size_t g = 0;
     for (uint32_t d = 0; !st && d < p; d++) {
-        size_t k = psched_schedule_op_count(order, d);
-        st = psched_schedule_ops(order, d, 0, k, ops + g, sizeof *ops);
         uint32_t started = 0; /* the device's stages with a backward so far */
-        x->xoff[d + 1] = x->xoff[d] + x->nst[d] + 2;
-        for (size_t i = 0; !st && i < k; i++, g++) {
-            devof[g] = d;
-            x->dev[g] = d;
-            x->pd[g] = i ? (int32_t)(g - 1) : -1;
-            uint32_t s = ops[g].stage;
-            if (ops[g].kind != PSCHED_OP_F && s < S && !begun[s]) {
-                begun[s] = true;
-                x->brank[s] = started++;
+        x->xoff[d + 1] = x->xoff[d] + x->nst[d < x->D ? d : p - 1 - d] + 2;
+        for (size_t i = opoff[d]; i < opoff[d + 1]; i++) {
+            bool pair = ops[i].flags != 0, head = g == 0 || x->dev[g - 1] != d;
+            if (pair) {
+                /* the unit's wait for its second op's input */
+                x->dev[g] = d;
+                x->pd[g] = head ? -1 : (int32_t)(g - 1);
+                src[g] = -1;
+                inp[g] = (int32_t)(i + 1);
+                x->xat[g] = x->xoff[d] + (head ? 0 : 1 + started);
+                head = false;
+                g++;
             }
-            x->xat[g] = x->xoff[d] + (i == 0 ? 0 : 1 + started);
+            for (size_t u = i; u <= i + pair; u++, g++) {
+                uint32_t s = ops[u].stage;
+                if (ops[u].kind != PSCHED_OP_F && !begun[s]) {
+                    begun[s] = true;
+                    x->brank[s] = started++;
+                }
+                x->dev[g] = d;
+                x->pd[g] = head && u == i ? -1 : (int32_t)(g - 1);
+                src[g] = (int32_t)u;
+                inp[g] = u == i ? (int32_t)i : -1; /* the second's: the wait node's */
+                x->xat[g] = x->xoff[d] + (head && u == i ? 0 : 1 + started);
+            }
+            i += pair;
         }
     }
     for (size_t c = 0; !st && c < 2 * cells; c++)
         at[c] = -1;
-    for (size_t i = 0; !st && i < n; i++) {
-        const psched_op *o = &ops[i];
-        if (o->stage >= S || o->microbatch >= mbs) {
-            st = PSCHED_EINVAL; /* not this plan's order: the caller gives up */
-            break;
-        }
+    for (size_t k = 0; !st && k < n; k++) {
+        x->i1[k] = x->i2[k] = 3 * S; /* the zero slot */
+        if (src[k] < 0)
+            continue;
+        const psched_op *o = &ops[src[k]];
         size_t s3 = 3 * (size_t)o->stage;
-        x->i2[i] = 3 * S; /* the zero slot */
-        switch (o->kind) {
-        case PSCHED_OP_F:
-            x->i1[i] = (uint32_t)s3;
-            break;
-        case PSCHED_OP_B:
-            x->i1[i] = (uint32_t)s3 + 1;
-            break;
-        case PSCHED_OP_W:
-            x->i1[i] = (uint32_t)s3 + 2;
-            break;
-        default: /* BW: b + w */
-            x->i1[i] = (uint32_t)s3 + 1;
-            x->i2[i] = (uint32_t)s3 + 2;
-            x->units[s3 + 2] += 1;
-        }
-        x->units[x->i1[i]] += 1;
+        x->i1[k] = (uint32_t)s3 + (o->kind == PSCHED_OP_F ? 0 : o->kind == PSCHED_OP_W ? 2 : 1);
+        if (o->kind == PSCHED_OP_BW)
+            x->i2[k] = (uint32_t)s3 + 2; /* b + w */
+        x->units[x->i1[k]] += 1;
+        if (x->i2[k] != 3 * S)
+            x->units[x->i2[k]] += 1;
+        /* a pair's first op: its output at the unit's end, the next node's */
         if (o->kind != PSCHED_OP_W)
-            at[2 * ((size_t)o->microbatch * S + o->stage) + (o->kind != PSCHED_OP_F)] = (int32_t)i;
+            at[2 * ((size_t)o->microbatch * S + o->stage) + (o->kind != PSCHED_OP_F)] =
+                (int32_t)(k + (o->flags != 0));
     }
-    for (size_t i = 0; !st && i < n; i++) {
-        const psched_op *o = &ops[i];
-        x->px[i] = -1;
-        bool has_in = o->kind == PSCHED_OP_F ? o->stage != 0
-                      : o->kind != PSCHED_OP_W && o->stage != S - 1;
+    for (size_t k = 0; !st && k < n; k++) {
+        x->px[k] = -1;
+        if (inp[k] < 0)
+            continue;
+        const psched_op *o = &ops[inp[k]];
+        bool has_in = o->kind == PSCHED_OP_F ? o->stage % chain != 0
+                      : o->kind != PSCHED_OP_W && o->stage % chain != chain - 1;
         if (has_in) {
             uint32_t in = o->kind == PSCHED_OP_F ? o->stage - 1 : o->stage + 1;
             int32_t h = at[2 * ((size_t)o->microbatch * S + in) + (o->kind != PSCHED_OP_F)];
@@ -397,24 +488,27 @@ static psched_status build_dag(dsctx *x)
                 st = PSCHED_EINVAL; /* an input the order lacks */
                 break;
             }
-            x->px[i] = h;
-            x->lat[i] = devof[h] != devof[i] ? comm : 0;
+            x->px[k] = h;
+            x->lat[k] = x->dev[h] != x->dev[k] ? comm : 0;
         }
     }
-    /* Kahn: each op has at most two predecessors and two successors */
+    /* Kahn: each node has at most two predecessors and three successors
+     * (the next on its device; the readers of its output: two at a pair's
+     * second node, which carries both ops' outputs) */
     for (size_t i = 0; !st && i < n; i++)
-        succ_dev[i] = succ_x[i] = -1;
+        succ_dev[i] = succ_x[i] = succ_y[i] = -1;
     for (size_t i = 0; !st && i < n; i++) {
         if (x->pd[i] >= 0) {
             succ_dev[x->pd[i]] = (int32_t)i;
             indeg[i]++;
         }
         if (x->px[i] >= 0) {
-            if (succ_x[x->px[i]] >= 0) {
-                st = PSCHED_EINVAL; /* two ops read one input: not this DAG */
+            int32_t *slot = succ_x[x->px[i]] < 0 ? &succ_x[x->px[i]] : &succ_y[x->px[i]];
+            if (*slot >= 0) {
+                st = PSCHED_EINVAL; /* more readers than outputs: not this DAG */
                 break;
             }
-            succ_x[x->px[i]] = (int32_t)i;
+            *slot = (int32_t)i;
             indeg[i]++;
         }
     }
@@ -424,8 +518,8 @@ static psched_status build_dag(dsctx *x)
             topo[tail++] = (uint32_t)i;
     while (!st && head < tail) {
         uint32_t i = topo[head++];
-        int32_t nx[2] = {succ_dev[i], succ_x[i]};
-        for (int k = 0; k < 2; k++)
+        int32_t nx[3] = {succ_dev[i], succ_x[i], succ_y[i]};
+        for (int k = 0; k < 3; k++)
             if (nx[k] >= 0 && --indeg[nx[k]] == 0)
                 topo[tail++] = (uint32_t)nx[k];
     }
@@ -452,12 +546,16 @@ static psched_status build_dag(dsctx *x)
             x->first[x->dev[k]] = (uint32_t)k;
     psched__dealloc(topo);
     psched__dealloc(ops);
-    psched__dealloc(devof);
+    psched__dealloc(opoff);
+    psched__dealloc(src);
+    psched__dealloc(inp);
     psched__dealloc(at);
     psched__dealloc(indeg);
     psched__dealloc(succ_dev);
     psched__dealloc(succ_x);
+    psched__dealloc(succ_y);
     psched__dealloc(begun);
+    psched__dealloc(pcount);
     return st;
 }
 
@@ -477,12 +575,11 @@ static double evaluate(dsctx *x, double cut)
 {
     double mk = 0;
     const double *c = x->cost;
-    for (uint32_t d = 0; d < x->D; d++)
+    for (uint32_t d = 0; d < x->P; d++)
         x->rem[d] = 0;
-    for (uint32_t s = 0; s < x->S; s++)
-        x->rem[x->pb->device_of[s]] += x->units[3 * s] * c[3 * s] +
-                                       x->units[3 * s + 1] * c[3 * s + 1] +
-                                       x->units[3 * s + 2] * c[3 * s + 2];
+    for (uint32_t s = 0; s < x->SP; s++)
+        x->rem[x->pdev[s]] += x->units[3 * s] * c[3 * s] + x->units[3 * s + 1] * c[3 * s + 1] +
+                              x->units[3 * s + 2] * c[3 * s + 2];
     {
         /* an op's successors come after it, so its value is complete when
          * the pass reaches it; what it pushes below kmin (and to the
@@ -497,7 +594,7 @@ static double evaluate(dsctx *x, double cut)
             qv[pd[k]] = dmax(qv[pd[k]], t);
             qv[px[k]] = dmax(qv[px[k]], t + lt[k]);
         }
-        for (uint32_t d = 0; d < x->D; d++)
+        for (uint32_t d = 0; d < x->P; d++)
             x->qt[d] = qv[x->lastop[d]];
     }
     double margin = cut * (1 + 1e-12);
@@ -813,10 +910,13 @@ static psched_status compositions(optgen *g, uint32_t j, uint32_t left)
 static void set_ext(dsctx *x, uint32_t e, const double *v)
 {
     size_t w = x->nst[e] + 2;
-    if (v)
-        memcpy(x->ext + x->xoff[e], v, w * sizeof *v);
-    else
-        memset(x->ext + x->xoff[e], 0, w * sizeof *v);
+    for (uint32_t k = 0; k < x->pb->chains; k++) {
+        uint32_t d = k ? x->P - 1 - e : e; /* its plan devices */
+        if (v)
+            memcpy(x->ext + x->xoff[d], v, w * sizeof *v);
+        else
+            memset(x->ext + x->xoff[d], 0, w * sizeof *v);
+    }
 }
 
 /* Device e's stage costs at configurations o (NULL: each stage's least
@@ -827,9 +927,11 @@ static void set_device(dsctx *x, uint32_t e, const uint32_t *o, const double *v)
     for (uint32_t j = 0; j < x->nst[e]; j++) {
         uint32_t s = x->stages_of[e][j];
         const cfg *c = o ? &x->cfgs[o[j]] : NULL;
-        x->cost[3 * s] = c ? c->f : x->minc[3 * s];
-        x->cost[3 * s + 1] = c ? c->b : x->minc[3 * s + 1];
-        x->cost[3 * s + 2] = c ? c->w : x->minc[3 * s + 2];
+        for (uint32_t t = s; t < x->SP; t += x->S) { /* the range's plan stages */
+            x->cost[3 * t] = c ? c->f : x->minc[3 * s];
+            x->cost[3 * t + 1] = c ? c->b : x->minc[3 * s + 1];
+            x->cost[3 * t + 2] = c ? c->w : x->minc[3 * s + 2];
+        }
     }
     set_ext(x, e, v);
 }
@@ -841,16 +943,26 @@ static void set_device(dsctx *x, uint32_t e, const uint32_t *o, const double *v)
 static void device_work(const dsctx *x, uint32_t e, const uint32_t *opt, double *v)
 {
     uint32_t vd = x->nst[e];
-    memset(v, 0, (vd + 2) * sizeof *v);
-    for (uint32_t j = 0; j < vd; j++) {
-        uint32_t s = x->stages_of[e][j];
-        size_t s3 = 3 * (size_t)s;
-        const cfg *c = opt ? &x->cfgs[opt[j]] : NULL;
-        double bw = x->units[s3 + 1] * (c ? c->b : x->minc[s3 + 1]) +
-                    x->units[s3 + 2] * (c ? c->w : x->minc[s3 + 2]);
-        v[0] += x->units[s3] * (c ? c->f : x->minc[s3]) + bw;
-        for (uint32_t q = 0; q <= x->brank[s]; q++)
-            v[1 + q] += bw; /* in class q's rest while fewer than its rank started */
+    double u[66];
+    for (uint32_t k = 0; k < x->pb->chains; k++) {
+        /* each of its plan devices (two chains: the least of the two, a
+         * bound of both) */
+        uint32_t d = k ? x->P - 1 - e : e;
+        double *a = k ? u : v;
+        memset(a, 0, (vd + 2) * sizeof *a);
+        for (uint32_t i = x->poff[d]; i < x->poff[d + 1]; i++) {
+            uint32_t t = x->pst[i], j = x->pjat[t];
+            size_t s3 = 3 * (size_t)x->stages_of[e][j], t3 = 3 * (size_t)t;
+            const cfg *c = opt ? &x->cfgs[opt[j]] : NULL;
+            double bw = x->units[t3 + 1] * (c ? c->b : x->minc[s3 + 1]) +
+                        x->units[t3 + 2] * (c ? c->w : x->minc[s3 + 2]);
+            a[0] += x->units[t3] * (c ? c->f : x->minc[s3]) + bw;
+            for (uint32_t q = 0; q <= x->brank[t]; q++)
+                a[1 + q] += bw; /* in class q's rest while fewer than its rank started */
+        }
+        if (k)
+            for (uint32_t q = 0; q < vd + 2; q++)
+                v[q] = fmin(v[q], u[q]);
     }
 }
 
@@ -923,9 +1035,14 @@ static double share_bound(const dsctx *x, uint32_t left, uint32_t skip)
         x->share[u] = 0;
         if (u == skip || x->group[u] != UINT32_MAX)
             continue;
-        uint32_t f = x->first[u];
-        /* without counts its stages are at their least costs */
-        x->start[u] = x->end[f] - (x->cost[x->i1[f]] + x->cost[x->i2[f]]) + x->low[u] + x->qt[u];
+        /* without counts its stages are at their least costs; its plan
+         * devices each start, do that work and end before the step does */
+        x->start[u] = 0;
+        for (uint32_t k = 0; k < x->pb->chains; k++) {
+            uint32_t d = k ? x->P - 1 - u : u, f = x->first[d];
+            x->start[u] = dmax(x->start[u], x->end[f] - (x->cost[x->i1[f]] + x->cost[x->i2[f]]) +
+                                                x->low[u] + x->qt[d]);
+        }
         lb = fmax(lb, x->start[u] + x->ux[u][0]); /* at its fewest */
         placed += x->lo[u];
     }
@@ -1228,6 +1345,10 @@ static void free_ctx(dsctx *x)
     psched__dealloc(x->ux);
     psched__dealloc(x->units);
     psched__dealloc(x->rem);
+    psched__dealloc(x->pdev);
+    psched__dealloc(x->pjat);
+    psched__dealloc(x->pst);
+    psched__dealloc(x->poff);
     psched__dealloc(x->lo);
     psched__dealloc(x->hi);
     psched__dealloc(x->cost);
@@ -1862,9 +1983,11 @@ static psched_status run_pass(psched__devsearch *ds)
     x.pb = pb;
     x.S = pb->stages;
     x.D = pb->devices;
+    x.SP = pb->plan_stages;
+    x.P = pb->plan_devices;
     x.m = pb->microbatches * pb->wmin;
     uint32_t S = x.S, D = x.D;
-    x.cost = psched__calloc(3 * (size_t)S + 1, sizeof(double));
+    x.cost = psched__calloc(3 * (size_t)x.SP + 1, sizeof(double));
     x.minc = psched__calloc(3 * (size_t)S + 1, sizeof(double));
     x.cmin = psched__calloc(S, sizeof(uint32_t));
     x.cmax = psched__calloc(S, sizeof(uint32_t));
@@ -2003,9 +2126,10 @@ static psched_status run_pass(psched__devsearch *ds)
             return PSCHED_ENOMEM_FAIL();
         }
         psched__paths_vector(pb, ds->best_sol, xv);
-        memcpy(x.cost, xv, 3 * (size_t)S * sizeof(double));
+        for (uint32_t t = 0; t < x.SP; t++) /* each range's plan stages */
+            memcpy(x.cost + 3 * (size_t)t, xv + 3 * (size_t)(t % S), 3 * sizeof(double));
         psched__dealloc(xv);
-        x.cost[3 * S] = 0;
+        x.cost[3 * (size_t)x.SP] = 0;
         double mine = evaluate(&x, INFINITY);
         /* the DAG must be the simulator's: the incumbent's step time */
         if (!(fabs(mine - ds->best) <= 1e-9 * fmax(1, ds->best))) {
