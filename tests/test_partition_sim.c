@@ -638,6 +638,53 @@ static void test_device_search_matches_the_brute_force(void)
     CHECK(proofs * 4 >= (size_t)tl.cases * 3);
 }
 
+/* The device search on DualPipe's two chains stopped early (after 1, 2,
+ * 4, 8 and 16 nodes): the bound of what it has not searched and the bound the
+ * partition reports (the layer count bound now counts the mirrored pairs
+ * too) never exceed the brute force's fastest partition. p = 2 and 4
+ * (5-7 and 7-9 layers), identical runs, memory limits and comm latency at
+ * random, the local search off. */
+static void test_device_search_bound_holds_for_two_chains(void)
+{
+    rng_state = 20261130;
+    int cases = 0, listed = 0;
+    psched__certify_test_hooks(0, false);
+    for (int t = 0; t < 36; t++) {
+        brute o;
+        identical_brute(&o, "dualpipe", 2, t % 3 ? 4 : 2, t % 3 ? 7 : 5);
+        psched_model *model = NULL;
+        psched_plan *plan = NULL;
+        if (!brute_instance(&o, 4000, &model, &plan))
+            continue;
+        cases++;
+        for (size_t stop = 1; stop <= 16; stop *= 2) {
+            psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+            opt.time_limit = 86400;
+            psched_partition_result *r = NULL;
+            psched__certify_test_no_improve(true); /* the search has to find it */
+            psched__devsearch_test_stop(stop);
+            CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
+            psched__devsearch_test_stop(0);
+            psched__certify_test_no_improve(false);
+            double bound = psched__devsearch_test_bound(), mk = psched_partition_makespan(r);
+            double reported = mk * (1 - psched_partition_gap(r));
+            if (!(bound <= o.best * (1 + 1e-9)) || !(reported <= o.best * (1 + 1e-9)))
+                fprintf(stderr, "dualpipe p=%u m=%u L=%u limit %g stop %zu: bounds %g, %g, "
+                        "best %g\n", o.p, o.m, o.L, o.limit, stop, bound, reported, o.best);
+            CHECK(bound <= o.best * (1 + 1e-9));
+            CHECK(reported <= o.best * (1 + 1e-9));
+            CHECK(mk >= o.best * (1 - 1e-9));
+            listed += bound > 0 && bound < mk * (1 - 1e-9);
+            psched_partition_result_destroy(r);
+        }
+        brute_instance_free(&o, model, plan);
+    }
+    printf("# two chains stopped early: %d instances, %d with a bound from listed subtrees\n",
+           cases, listed);
+    CHECK(cases >= 30);
+    CHECK(listed >= 12);
+}
+
 /* An embedding, `layers` identical layers and a head (the mid-size runs
  * below). */
 static psched_model *run_model(uint32_t layers)
@@ -1733,6 +1780,7 @@ int main(void)
     RUN(test_weighted_microbatches_match_the_brute_force);
     RUN(test_identical_layers_match_the_brute_force);
     RUN(test_device_search_matches_the_brute_force);
+    RUN(test_device_search_bound_holds_for_two_chains);
     RUN(test_device_search_mid_size_matches_the_enumeration);
     RUN(test_device_search_recompute_matches_the_enumeration);
     RUN(test_device_search_four_devices_matches_the_enumeration);

@@ -65,6 +65,8 @@ size_t psched__devsearch_test_resumes(void)
 void psched__devsearch_test_stop(size_t nodes)
 {
     test_stop = nodes;
+    if (nodes)
+        test_bound = 0;
 }
 
 double psched__devsearch_test_bound(void)
@@ -254,6 +256,18 @@ bool psched__devsearch_applies(const psched__problem *pb, const psched_plan *pla
     return true;
 }
 
+/* Device e's k-th plan device (k < chains): e itself, then its mirror. */
+static inline uint32_t plan_device(const dsctx *x, uint32_t e, uint32_t k)
+{
+    return k ? x->P - 1 - e : e;
+}
+
+/* The device of the search that plan device d belongs to. */
+static inline uint32_t search_device(const dsctx *x, uint32_t d)
+{
+    return d < x->D ? d : x->P - 1 - d;
+}
+
 /* Number the ops by their topological position, so that the evaluation
  * reads every array in order; a missing predecessor becomes the sentinel
  * n, whose end stays 0. */
@@ -402,7 +416,7 @@ static psched_status build_dag(dsctx *x)
     for (uint32_t t = 0; !st && t < S; t++) {
         uint32_t d = psched_plan_stage_device(sp, t), r = t % x->S;
         uint32_t e = x->pb->device_of[r];
-        if (d >= p || (d != e && d != p - 1 - e)) {
+        if (d >= p || search_device(x, d) != e) {
             st = PSCHED_EINVAL; /* a range off its pair's devices */
             break;
         }
@@ -414,7 +428,7 @@ static psched_status build_dag(dsctx *x)
         pcount[d]++;
     }
     for (uint32_t d = 0; !st && d < p; d++) {
-        if (pcount[d] != x->nst[d < x->D ? d : p - 1 - d]) {
+        if (pcount[d] != x->nst[search_device(x, d)]) {
             st = PSCHED_EINVAL; /* a device without its pair's ranges */
             break;
         }
@@ -427,7 +441,7 @@ static psched_status build_dag(dsctx *x)
     size_t g = 0;
     for (uint32_t d = 0; !st && d < p; d++) {
         uint32_t started = 0; /* the device's stages with a backward so far */
-        x->xoff[d + 1] = x->xoff[d] + x->nst[d < x->D ? d : p - 1 - d] + 2;
+        x->xoff[d + 1] = x->xoff[d] + x->nst[search_device(x, d)] + 2;
         for (size_t i = opoff[d]; i < opoff[d + 1]; i++) {
             bool pair = ops[i].flags != 0, head = g == 0 || x->dev[g - 1] != d;
             if (pair) {
@@ -911,7 +925,7 @@ static void set_ext(dsctx *x, uint32_t e, const double *v)
 {
     size_t w = x->nst[e] + 2;
     for (uint32_t k = 0; k < x->pb->chains; k++) {
-        uint32_t d = k ? x->P - 1 - e : e; /* its plan devices */
+        uint32_t d = plan_device(x, e, k);
         if (v)
             memcpy(x->ext + x->xoff[d], v, w * sizeof *v);
         else
@@ -947,7 +961,7 @@ static void device_work(const dsctx *x, uint32_t e, const uint32_t *opt, double 
     for (uint32_t k = 0; k < x->pb->chains; k++) {
         /* each of its plan devices (two chains: the least of the two, a
          * bound of both) */
-        uint32_t d = k ? x->P - 1 - e : e;
+        uint32_t d = plan_device(x, e, k);
         double *a = k ? u : v;
         memset(a, 0, (vd + 2) * sizeof *a);
         for (uint32_t i = x->poff[d]; i < x->poff[d + 1]; i++) {
@@ -1039,7 +1053,7 @@ static double share_bound(const dsctx *x, uint32_t left, uint32_t skip)
          * devices each start, do that work and end before the step does */
         x->start[u] = 0;
         for (uint32_t k = 0; k < x->pb->chains; k++) {
-            uint32_t d = k ? x->P - 1 - u : u, f = x->first[d];
+            uint32_t d = plan_device(x, u, k), f = x->first[d];
             x->start[u] = dmax(x->start[u], x->end[f] - (x->cost[x->i1[f]] + x->cost[x->i2[f]]) +
                                                 x->low[u] + x->qt[d]);
         }

@@ -87,7 +87,8 @@ PSCHED_INTERNAL size_t psched__devsearch_test_proofs(void);
 PSCHED_INTERNAL void psched__devsearch_test_slice(size_t nodes);
 PSCHED_INTERNAL size_t psched__devsearch_test_resumes(void);
 /* Test hooks: every pass stops after `nodes` evaluations (0: off); the
- * last pass's bound (psched__devsearch.bound). */
+ * last search's bound (psched__devsearch.bound; 0 when none ran since a
+ * stop was last set, not cleared). */
 PSCHED_INTERNAL void psched__devsearch_test_stop(size_t nodes);
 PSCHED_INTERNAL double psched__devsearch_test_bound(void);
 /* Test hooks: the dive's nodes (0: DEVSEARCH_DIVE_NODES); the passes on
