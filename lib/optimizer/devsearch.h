@@ -29,7 +29,10 @@
  * ops counts too the work every completion still gives that device (the
  * recompute its memory forces, the layers the others leave it), and the
  * devices without counts share the layers left at the least largest end.
- * Stopped early, the search's bound is its open subtrees' least. */
+ * Stopped early, the search's bound is its open subtrees' least. With
+ * DualPipe's two chains (folded: pb's stages are the p ranges, its devices
+ * the mirrored pairs) a device of the search is a pair and the order's DAG
+ * the plan's own, each range's costs on both chains' stages. */
 typedef struct psched__devsearch {
     /* in */
     const psched__problem *pb;
@@ -64,8 +67,9 @@ typedef struct psched__devsearch {
     double bound;
 } psched__devsearch;
 
-/* Whether the device search applies: one chain, a run, the plain cost
- * model and compute ops with no flags in `order`. */
+/* Whether the device search applies: one chain or DualPipe's two (the
+ * folded problem), a run, the plain cost model and compute ops in `order`
+ * with no flag but an overlapped pair's. */
 PSCHED_INTERNAL bool psched__devsearch_applies(const psched__problem *pb,
                                                const psched_plan *plan,
                                                const psched_schedule *order);
