@@ -1352,10 +1352,14 @@ static double count_bound(const certify *c)
  * a second, whatever the time: Gemma2-9B's interleaved at v = 4 was not
  * proven in 5 s). */
 #define DEVSEARCH_OPS_FACTOR 256
-/* shares of the time left: the first pass (half: with the second
- * resuming it, the LLaMA-70B interleaved v = 4 search fits the planner's
- * 1 s per candidate; 35% did not), and the second (after the run MILP) */
-#define DEVSEARCH_FIRST_SHARE 0.5
+/* shares of the time left: the first pass (with the second resuming it,
+ * the LLaMA-70B interleaved v = 4 search fits the planner's 1 s per
+ * candidate; 35% did not; 70% rather than half since the ninth pass:
+ * DualPipe at L = 80, p = 8 on the grid, proven in 2.6 s at a 20 s limit,
+ * was not at 5 s with half and is in 2.8 s with 70%; no benchmark row is
+ * slower),
+ * and the second (after the run MILP) */
+#define DEVSEARCH_FIRST_SHARE 0.7
 #define DEVSEARCH_SECOND_SHARE 0.6
 
 static psched_status device_consider(void *ctx, const psched__solution *sol, double *makespan,
@@ -1590,7 +1594,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
             st = psched_generate(c.work, name, &c.ref);
         if (!st && pb->chains == 1)
             st = find_tails(&c);
-        /* the device search first with half the time (it proves
+        /* the device search first with 70% of the time (it proves
          * LLaMA-70B's v = 4 candidates in under a second), then the run
          * MILP, which often finds a much faster incumbent (Gemma2-9B), then
          * the device search again, resumed where it stopped (devsearch.h),
