@@ -1352,13 +1352,12 @@ static double count_bound(const certify *c)
  * a second, whatever the time: Gemma2-9B's interleaved at v = 4 was not
  * proven in 5 s). */
 #define DEVSEARCH_OPS_FACTOR 256
-/* shares of the time left: the first pass (with the second resuming it,
- * the LLaMA-70B interleaved v = 4 search fits the planner's 1 s per
- * candidate; 35% did not; 70% rather than half since the ninth pass:
- * DualPipe at L = 80, p = 8 on the grid, proven in 2.6 s at a 20 s limit,
- * was not at 5 s with half and is in 2.8 s with 70%; no benchmark row is
- * slower),
- * and the second (after the run MILP) */
+/* Shares of the time left: the first pass and the second (after the run
+ * MILP), which resumes it. With them the LLaMA-70B interleaved v = 4
+ * search fits the planner's 1 s per candidate (a first share of 35% did
+ * not). The first is 70% rather than half since the ninth pass: DualPipe
+ * at L = 80, p = 8 on the grid, proven in 2.6 s at a 20 s limit, was not
+ * at 5 s with half and is in 2.8 s with 70%; no benchmark row is slower. */
 #define DEVSEARCH_FIRST_SHARE 0.7
 #define DEVSEARCH_SECOND_SHARE 0.6
 

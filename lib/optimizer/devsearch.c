@@ -265,7 +265,7 @@ static inline uint32_t plan_device(const dsctx *x, uint32_t e, uint32_t k)
 /* The device of the search that plan device d belongs to. */
 static inline uint32_t search_device(const dsctx *x, uint32_t d)
 {
-    return d < x->D ? d : x->P - 1 - d;
+    return psched__pair_of(x->pb, d);
 }
 
 /* Number the ops by their topological position, so that the evaluation
@@ -781,27 +781,44 @@ static double option_cfgs(const optgen *g, uint32_t *v)
     return work;
 }
 
+/* Room for option n in a list of options: configurations (vd each), work
+ * and, unless NULL, totals, all doubled together from 64 when n reaches
+ * *cap (which is then updated). */
+static psched_status grow_options(uint32_t **opt, double **work, uint32_t **total, size_t n,
+                                  size_t *cap, uint32_t vd)
+{
+    if (n < *cap)
+        return PSCHED_OK;
+    size_t c = *cap ? 2 * *cap : 64;
+    uint32_t *t = psched__reallocarray(*opt, c * vd, sizeof *t);
+    if (!t)
+        return PSCHED_ENOMEM_FAIL();
+    *opt = t;
+    double *w = psched__reallocarray(*work, c, sizeof *w);
+    if (!w)
+        return PSCHED_ENOMEM_FAIL();
+    *work = w;
+    if (total) {
+        uint32_t *u = psched__reallocarray(*total, c, sizeof *u);
+        if (!u)
+            return PSCHED_ENOMEM_FAIL();
+        *total = u;
+    }
+    *cap = c;
+    return PSCHED_OK;
+}
+
 static psched_status emit_listed(optgen *g)
 {
     glist *l = g->out;
-    uint32_t vd = g->vd;
     if (l->n >= POLISH_GROUP_MAX) {
         g->over = true;
         return PSCHED_OK;
     }
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        uint32_t *t = psched__reallocarray(l->opt, cap * vd, sizeof *t);
-        if (!t)
-            return PSCHED_ENOMEM_FAIL();
-        l->opt = t;
-        double *w = psched__reallocarray(l->work, cap, sizeof *w);
-        if (!w)
-            return PSCHED_ENOMEM_FAIL();
-        l->work = w;
-        l->cap = cap;
-    }
-    l->work[l->n] = option_cfgs(g, l->opt + l->n * vd);
+    psched_status st = grow_options(&l->opt, &l->work, NULL, l->n, &l->cap, g->vd);
+    if (st)
+        return st;
+    l->work[l->n] = option_cfgs(g, l->opt + l->n * g->vd);
     l->n++;
     return PSCHED_OK;
 }
@@ -822,22 +839,10 @@ static psched_status emit_option(optgen *g)
         x->stop = true;
         return PSCHED_OK;
     }
-    if (x->nopt[e] == x->opt_cap[e]) {
-        size_t cap = x->opt_cap[e] ? 2 * x->opt_cap[e] : 64;
-        uint32_t *t = psched__reallocarray(x->opt[e], cap * vd, sizeof *t);
-        if (!t)
-            return PSCHED_ENOMEM_FAIL();
-        x->opt[e] = t;
-        uint32_t *u = psched__reallocarray(x->opt_total[e], cap, sizeof *u);
-        if (!u)
-            return PSCHED_ENOMEM_FAIL();
-        x->opt_total[e] = u;
-        double *w = psched__reallocarray(x->opt_work[e], cap, sizeof *w);
-        if (!w)
-            return PSCHED_ENOMEM_FAIL();
-        x->opt_work[e] = w;
-        x->opt_cap[e] = cap;
-    }
+    psched_status st = grow_options(&x->opt[e], &x->opt_work[e], &x->opt_total[e], x->nopt[e],
+                                    &x->opt_cap[e], vd);
+    if (st)
+        return st;
     size_t o = x->nopt[e]++;
     x->total_opts++;
     x->opt_total[e][o] = g->total;

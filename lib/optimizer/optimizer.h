@@ -128,6 +128,16 @@ static inline uint32_t psched__range_of(const psched__problem *pb, uint32_t s)
     return pb->chains == 2 ? s % pb->stages : s;
 }
 
+/* The problem device (the mirrored pair with two chains) plan device d
+ * belongs to: d itself with one chain; with two, d or p - 1 - d, whichever
+ * is in the first half (the pair's index). Range r, chain 0's stage r on
+ * plan device r, is on pair psched__pair_of(pb, r). */
+static inline uint32_t psched__pair_of(const psched__problem *pb, uint32_t d)
+{
+    uint32_t p = pb->plan_devices;
+    return pb->chains == 2 && d >= p / 2 ? p - 1 - d : d;
+}
+
 static inline double psched__range_time(const psched__problem *pb, uint32_t i, uint32_t len)
 {
     return pb->time_prefix[i + len] - pb->time_prefix[i];

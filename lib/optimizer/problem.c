@@ -205,7 +205,7 @@ static psched_status fold_chains(psched__problem *pb)
         return PSCHED_ENOMEM_FAIL();
     for (uint32_t r = 0; r < p; r++) {
         pb->inflight[r] = fmax(pb->plan_inflight[r], pb->plan_inflight[p + r]);
-        pb->device_of[r] = r < p / 2 ? r : p - 1 - r;
+        pb->device_of[r] = psched__pair_of(pb, r);
     }
     pb->stages = p;
     pb->devices = p / 2;
