@@ -1633,6 +1633,126 @@ static void test_layer_count_bound_by_hand(void)
     psched_partition_result_destroy(r);
 }
 
+/* The layer count bound with the recompute a binding limit forces, by
+ * hand: 6 identical layers (f = b = w = 1, so t = 3; activations 4,
+ * parameters 1; full recompute keeps 0.5 for +1 on B), 1f1b, p = 2, m = 4,
+ * limit 10. Device 0 holds 2 micro-batches in flight, device 1 one. With
+ * n layers device 0 has 10 - n for 2·(their activations): per layer at
+ * most a = (10 - n)/(2n), and the cheapest mix of none (4, +0) and full
+ * (0.5, +1) averaging a costs (4 - a)/3.5 per layer. Device 1 holds a
+ * layer per micro-batch, a = (10 - n)/n, and starts after the F of device
+ * 0's layers and ends before their BW (1F1B fuses B and W: 3 per layer).
+ * Split [3, 3]: device 0 a = 7/6, 17/21 per layer, 4·(9 + 17/7) = 320/7 =
+ * 45.71; device 1 a = 7/3, 10/21 per layer, 9 + 4·(9 + 10/7) = 355/7 =
+ * 50.71. [4, 2]: device 0 a = 3/4, 4·(12 + 4·13/14) = 62.9; [2, 4]: device
+ * 1 6 + 4·(12 + 4·5/7) = 65.4. So no split is faster than 355/7. Without
+ * the recompute the bound was 37 (device 1: its start, the F of one
+ * layer, plus 4·9). (The true best holds all three of device 0's layers at
+ * full: the mix is a relaxation.) With the certificate stopped after its
+ * local search, the reported bound is the count bound. */
+static void test_layer_count_bound_counts_forced_recompute(void)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", 6, 1, 1, 1, 4, 1));
+    CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_FULL, 0.5, 1));
+    psched_plan *plan = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, 2));
+    CHECK_OK(psched_plan_set_microbatches(plan, 4));
+    CHECK_OK(psched_plan_set_memory_limit(plan, 10));
+    psched_partition_result *r = NULL;
+    psched__certify_test_improve_only(true);
+    CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
+    psched__certify_test_improve_only(false);
+    double want = 355.0 / 7, mk = psched_partition_makespan(r);
+    CHECK(fabs(psched__certify_test_count_bound() - want) <= 1e-9 * want);
+    CHECK(mk >= 48);
+    CHECK(fabs(mk * (1 - psched_partition_gap(r)) - want) <= 1e-9 * want);
+    psched_partition_result_destroy(r);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
+/* The layer count bound where device e holds stage e alone (v = 1), by
+ * hand: its start is the F of every layer before it and its tail the
+ * backward of every layer before it (one per stage before). 6 identical
+ * layers (f = b = w = 1), 1f1b, p = 2, m = 4, no limit: device 0 with n
+ * layers takes 12n, device 1 n + 12(6 - n) + 2n (the F of device 0's
+ * layers first, their BW last); the least of the larger is at n = 3: 45,
+ * which is [3, 3]'s step time ((m + p - 1)·9): proven by the bound alone.
+ * With one layer per earlier stage it was 37 (1 + 36), and the shared
+ * work gives 36. */
+static void test_layer_count_bound_starts_after_the_layers_before(void)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", 6, 1, 1, 1, 4, 1));
+    psched_plan *plan = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, 2));
+    CHECK_OK(psched_plan_set_microbatches(plan, 4));
+    psched_partition_result *r = NULL;
+    psched__certify_test_improve_only(true);
+    CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
+    psched__certify_test_improve_only(false);
+    double mk = psched_partition_makespan(r);
+    CHECK(fabs(psched__certify_test_count_bound() - 45) <= 1e-9 * 45);
+    CHECK_EQ_DBL(mk, 45);
+    CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_OPTIMAL);
+    psched_partition_result_destroy(r);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
+/* Soundness of the layer count bound with forced recompute: random
+ * identical runs with selective and full recompute under limits close to
+ * the leanest fit (the grid's shape), 1f1b, zb-h1, interleaved, v-zb and
+ * DualPipe, the certificate stopped after its local search so the count
+ * bound is computed alone: it never exceeds the brute force's fastest
+ * fitting partition. */
+static void test_layer_count_bound_is_sound_under_recompute(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t v, p, lmin;
+    } kinds[] = {{"1f1b", 1, 2, 5},        {"1f1b", 1, 4, 5}, {"zb-h1", 1, 3, 5},
+                 {"interleaved", 2, 2, 6}, {"v-zb", 2, 2, 6}, {"dualpipe", 2, 4, 5}};
+    rng_state = 20261127;
+    int cases = 0, raised = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        for (int t = 0; t < 12; t++) {
+            brute o;
+            identical_brute(&o, kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin);
+            o.recompute = true;
+            psched_model *model = NULL;
+            psched_plan *plan = NULL;
+            if (!brute_instance(&o, 12000, &model, &plan))
+                continue;
+            cases++;
+            psched_partition_result *r = NULL;
+            psched__certify_test_improve_only(true);
+            CHECK_OK(psched_partition(model, plan, o.name, NULL, &r));
+            psched__certify_test_improve_only(false);
+            double bound = psched__certify_test_count_bound();
+            if (!(bound <= o.best * (1 + 1e-9)))
+                fprintf(stderr, "%s p=%u m=%u L=%u limit %g: count bound %g above the best %g\n",
+                        o.name, o.p, o.m, o.L, o.limit, bound, o.best);
+            CHECK(bound <= o.best * (1 + 1e-9));
+            CHECK(psched_partition_makespan(r) * (1 - psched_partition_gap(r)) <=
+                  o.best * (1 + 1e-9));
+            /* the work bound: every device at most its share */
+            raised += bound > o.m * (o.L - 2) * 3.0 / o.p;
+            psched_partition_result_destroy(r);
+            brute_instance_free(&o, model, plan);
+        }
+    }
+    printf("# count bound with recompute: %d instances, %d above the run's even work share\n",
+           cases, raised);
+    CHECK(cases >= 50);
+    CHECK(raised >= cases / 4);
+}
+
 /* The step time the optimizer reports is simulated with the plan's
  * micro-batch weights (issue 18 item 3). 8 identical layers (1, 1, 1) on
  * 1F1B p = 2, m = 4: the split is [4, 4], stage times F 4, BW 8; unit
@@ -1776,6 +1896,9 @@ int main(void)
 {
     RUN(test_three_identical_layers_take_the_faster_tie);
     RUN(test_layer_count_bound_by_hand);
+    RUN(test_layer_count_bound_counts_forced_recompute);
+    RUN(test_layer_count_bound_starts_after_the_layers_before);
+    RUN(test_layer_count_bound_is_sound_under_recompute);
     RUN(test_partition_step_time_uses_the_microbatch_weights);
     RUN(test_partition_matches_the_simulated_brute_force);
     RUN(test_four_chunks_match_the_brute_force);

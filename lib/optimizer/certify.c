@@ -86,6 +86,8 @@ typedef struct certify {
     int64_t *tail_stage;     /* per device: the stage of its last op when that is a
                                 backward (the stages before it run their backward
                                 after it), else -1; NULL when unknown */
+    bool tail_w;             /* the order has no B op: each backward after a
+                                device's last op is a BW (b + w) */
     void *dev_state;         /* the device search stopped early, to resume (devsearch.h) */
     double dev_lb;           /* the device search's bound when it stopped early (0: none;
                                 the reference order's, as path_lb) */
@@ -102,6 +104,7 @@ static _Thread_local bool test_regenerate;
 static _Thread_local bool test_no_device_search;
 static _Thread_local bool test_no_improve;
 static _Thread_local bool test_slowest_start;
+static _Thread_local double test_count_bound;
 
 void psched__certify_test_no_device_search(bool off)
 {
@@ -116,6 +119,11 @@ void psched__certify_test_no_improve(bool off)
 void psched__certify_test_slowest_start(bool slowest)
 {
     test_slowest_start = slowest;
+}
+
+double psched__certify_test_count_bound(void)
+{
+    return test_count_bound;
 }
 
 void psched__certify_test_regenerate(bool always)
@@ -439,9 +447,10 @@ static double partial_bound(certify *c)
  * goes to one device: Σ n_e < L - j (or n_e below its stages left) cuts
  * the node. d is the device of the stage just placed (its start and
  * work include it: start_d, work_d). */
-/* Each device's last op in the reference order: a B or BW of stage t is
- * followed by the B of every earlier stage for its micro-batch. */
-static psched_status find_tails(certify *c)
+/* Each device's last op in `order` (the reference order, or the order
+ * of every partition): a B or BW of stage t is followed by the B of every
+ * earlier stage for its micro-batch. */
+static psched_status find_tails(certify *c, const psched_schedule *order)
 {
     const psched__problem *pb = c->pb;
     c->tail_stage = psched__calloc(pb->devices, sizeof(int64_t));
@@ -449,13 +458,34 @@ static psched_status find_tails(certify *c)
         return PSCHED_ENOMEM_FAIL();
     for (uint32_t e = 0; e < pb->devices; e++) {
         c->tail_stage[e] = -1;
-        size_t n = psched_schedule_op_count(c->ref, e);
+        size_t n = psched_schedule_op_count(order, e);
         psched_op op;
-        if (n && psched_schedule_ops(c->ref, e, n - 1, 1, &op, sizeof op) == PSCHED_OK &&
+        if (n && psched_schedule_ops(order, e, n - 1, 1, &op, sizeof op) == PSCHED_OK &&
             (op.kind == PSCHED_OP_B || op.kind == PSCHED_OP_BW))
             c->tail_stage[e] = op.stage;
     }
+    c->tail_w = true;
+    for (uint32_t e = 0; e < pb->devices && c->tail_w; e++) {
+        size_t n = psched_schedule_op_count(order, e);
+        for (size_t i = 0; i < n && c->tail_w; i++) {
+            psched_op op;
+            c->tail_w = psched_schedule_ops(order, e, i, 1, &op, sizeof op) == PSCHED_OK &&
+                        op.kind != PSCHED_OP_B;
+        }
+    }
     return PSCHED_OK;
+}
+
+/* The backward time of the layers before layer n, each micro-batch at the
+ * lightest weight: their B, with their W when the order runs them fused
+ * (c->tail_w). */
+static double tail_time(const certify *c, uint32_t n)
+{
+    const psched__problem *pb = c->pb;
+    double b = pb->b_prefix[n];
+    if (c->tail_w)
+        b = pb->time_prefix[n] - pb->f_prefix[n];
+    return pb->wmin * b;
 }
 
 /* Σ b of the layers before stage t's first (a lower bound while stage t
@@ -466,7 +496,7 @@ static double tail_of(const certify *c, uint32_t e, uint32_t s, uint32_t i, uint
         return 0;
     uint32_t t = (uint32_t)c->tail_stage[e];
     uint32_t first = t < s ? c->cur.first[t] : t == s ? i : j;
-    return c->pb->wmin * c->pb->b_prefix[first];
+    return tail_time(c, first);
 }
 
 static bool count_cut(const certify *c, uint32_t s, uint32_t i, uint32_t j, uint32_t d,
@@ -1253,95 +1283,267 @@ static void improve(certify *c)
 }
 
 /* The layer count bound as a value (for the gap), where the layers
- * between the first and the last are identical (psched__run_shape) and
- * one chain runs them. Device e holds a whole number n_e of the run's
- * layers; it runs all its ops after its start and before its tail, so
- * every partition takes at least start_e + m·(n_e·t + fixed_e) + tail_e,
- * with t the run layer's time without recompute (recompute only adds),
- * fixed_e the first and last layers' on e (the same), start_e the F of the layers before
- * e's first stage (at least one per earlier stage: f_prefix[k_e]), and
- * tail_e the B of the layers before its tail stage (tail_of). The least T
- * at which the counts each device can hold, floor((T - start_e - tail_e -
- * m·fixed_e) / (m·t)), cover the run (and each of e's stages that must
- * hold a run layer gets one) bounds every partition's step time: the
- * rounding is what the averaged bounds miss (LLaMA-70B at v = 4: every
- * device holds exactly 10 of the 80 layers). 0 when it does not apply. */
-/* Per device e, a lower bound of its step time without its run layers
- * (start, tail, m x its layers outside the run) into base[e], and the
- * stages that need a run layer into need[e]; returns t, the run layer's
- * time without recompute (0 when the count bound does not apply). */
-static double count_base(const certify *c, psched__run *run, double *base, uint32_t *need)
+ * between the first and the last are identical (psched__run_shape). Device
+ * e holds a whole number n_e of the run's layers; it runs all its ops
+ * after its start and before its tail, so every partition takes at least
+ * start_e + m·(n_e·t + fixed_e + r_e(n_e)) + tail_e, with t the run
+ * layer's time without recompute, fixed_e the first and last layers' on e
+ * (without recompute), start_e the F of the layers before e's first stage
+ * (at least one per earlier stage: f_prefix[k_e]), tail_e the B of the
+ * layers before its tail stage (tail_of), and r_e(n) the least recompute
+ * time n run layers need to fit e's memory: e's memory is at least its
+ * parameters, the first and last layers' at their leanest, and the run
+ * layers' activations times the fewest micro-batches any of e's stages
+ * holds, so the run layers' activations per micro-batch are at most a
+ * budget A_e(n), and no mix of recompute variants with that much costs
+ * less than n·h(A_e(n)/n), h the lower convex hull of the run layer's
+ * (activations, extra time) variants (the fractional choice, a relaxation
+ * of the per-layer one). The least T at which the counts each device can
+ * hold cover the run (and each of e's stages that must hold a run layer
+ * gets one; with one chain and device e holding stage e alone, the start
+ * and tail from every layer before e, chain_fits()) bounds every
+ * partition's step time: the rounding is what the
+ * averaged bounds miss (LLaMA-70B at v = 4: every device holds exactly 10
+ * of the 80 layers), the recompute what they do at a binding limit (1 000
+ * identical layers of 1F1B at twice the even parameter share: the first
+ * device keeps p micro-batches and has to recompute most of its layers). */
+typedef struct counts {
+    psched__run run;
+    double t, m;      /* the run layer's time without recompute; m·wmin */
+    double param;     /* the run layer's parameters */
+    double act[PSCHED__RECOMPUTE_KINDS], extra[PSCHED__RECOMPUTE_KINDS];
+    uint32_t kinds;   /* its variants */
+    double *base;     /* per device: start + tail + m·fixed */
+    uint32_t *need;   /* per device: its stages that need a run layer */
+    double *mfix;     /* per device: memory of its layers outside the run, at least */
+    double *nin;      /* per device: fewest micro-batches in flight of its stages */
+    /* one chain with device e holding stage e alone (1F1B and the other
+     * v = 1 schedules): start and tail from the layers before e (chain_base()) */
+    bool chain;
+    double *fixed;    /* per device: m x its layers outside the run */
+} counts;
+
+static void counts_free(counts *k)
+{
+    psched__dealloc(k->base);
+    psched__dealloc(k->need);
+    psched__dealloc(k->mfix);
+    psched__dealloc(k->nin);
+    psched__dealloc(k->fixed);
+}
+
+/* The parts above that do not depend on T; false (k freed) when the
+ * bound does not apply. */
+static bool counts_init(const certify *c, counts *k)
 {
     const psched__problem *pb = c->pb;
-    if (!psched__run_shape(pb, run))
-        return 0;
+    memset(k, 0, sizeof *k);
+    if (!psched__run_shape(pb, &k->run))
+        return false;
     uint32_t L = pb->layers, S = pb->stages, D = pb->devices;
-    double m = pb->microbatches * pb->wmin; /* every micro-batch weighs at least wmin */
+    k->m = pb->microbatches * pb->wmin; /* every micro-batch weighs at least wmin */
     /* times without recompute: every layer has that variant, and the
      * others only add time */
-    double t = psched__range_time(pb, run->first, 1);
+    k->t = psched__range_time(pb, k->run.first, 1);
+    k->param = psched__range_param(pb, k->run.first, 1);
     double ends[2] = {psched__range_time(pb, 0, 1), psched__range_time(pb, L - 1, 1)};
-    if (!(t > 0))
-        return 0;
-    bool *seen = psched__calloc(D, sizeof(bool));
-    if (!seen)
-        return 0;
-    for (uint32_t e = 0; e < D; e++) {
-        base[e] = 0;
-        need[e] = 0;
+    if (!(k->t > 0))
+        return false;
+    const psched__group *g = &pb->model->groups[pb->group_of[k->run.first]];
+    for (uint32_t v = 0; v < PSCHED__RECOMPUTE_KINDS; v++) {
+        if (!g->variant[v].present)
+            continue;
+        k->act[k->kinds] = g->variant[v].act;
+        k->extra[k->kinds++] = g->variant[v].extra;
     }
+    k->base = psched__calloc(D, sizeof(double));
+    k->need = psched__calloc(D, sizeof(uint32_t));
+    k->mfix = psched__calloc(D, sizeof(double));
+    k->nin = psched__calloc(D, sizeof(double));
+    k->fixed = psched__calloc(D, sizeof(double));
+    bool *seen = psched__calloc(D, sizeof(bool));
+    if (!k->base || !k->need || !k->mfix || !k->nin || !k->fixed || !seen || !k->kinds) {
+        psched__dealloc(seen);
+        counts_free(k);
+        return false;
+    }
+    for (uint32_t e = 0; e < D; e++)
+        k->nin[e] = INFINITY;
     for (uint32_t s = 0; s < S; s++) {
         uint32_t e = pb->device_of[s];
         if (!seen[e]) {
             seen[e] = true;
-            base[e] += pb->wmin * pb->f_prefix[s]; /* one layer per earlier stage */
+            k->base[e] += pb->wmin * pb->f_prefix[s]; /* one layer per earlier stage */
             if (c->tail_stage && c->tail_stage[e] >= 0)
-                base[e] += pb->wmin * pb->b_prefix[c->tail_stage[e]];
+                k->base[e] += tail_time(c, (uint32_t)c->tail_stage[e]);
         }
-        if (s == 0 && run->head)
-            base[e] += m * ends[0];
-        if (s == S - 1 && run->tail)
-            base[e] += m * ends[1];
-        need[e] += !((s == 0 && run->head) || (s == S - 1 && run->tail));
+        bool head = s == 0 && k->run.head, tail = s == S - 1 && k->run.tail;
+        for (int i = 0; i < 2; i++) {
+            uint32_t l = i ? L - 1 : 0;
+            if (!(i ? tail : head))
+                continue;
+            k->base[e] += k->m * ends[i];
+            k->fixed[e] += k->m * ends[i];
+            k->mfix[e] += psched__range_param(pb, l, 1) + pb->inflight[s] *
+                          (pb->minact_prefix[l + 1] - pb->minact_prefix[l]);
+        }
+        k->need[e] += !(head || tail);
+        k->nin[e] = fmin(k->nin[e], pb->inflight[s]);
     }
     psched__dealloc(seen);
-    return t;
+    k->chain = pb->chains == 1 && S == D;
+    for (uint32_t s = 0; s < S && k->chain; s++)
+        k->chain = pb->device_of[s] == s &&
+                   !(c->tail_stage && c->tail_stage[s] >= 0 && (uint32_t)c->tail_stage[s] != s);
+    return true;
+}
+
+/* With k->chain: device e's start and tail when the stages before it hold
+ * `before` run layers (and the first layer, when outside the run): the F
+ * of all of them, and, when its last op is its stage's backward, their B
+ * (each micro-batch at the lightest weight), and its fixed layers. */
+static double chain_base(const counts *k, const certify *c, uint32_t e, uint32_t before)
+{
+    const psched__problem *pb = c->pb;
+    uint32_t n = (e > 0 && k->run.head) + before;
+    double b = pb->wmin * pb->f_prefix[n] + k->fixed[e];
+    if (c->tail_stage && c->tail_stage[e] >= 0)
+        b += tail_time(c, n);
+    return b;
+}
+
+/* The least extra time per layer of a mix of the run layer's variants
+ * whose activations average at most a (INFINITY: none). */
+static double counts_hull(const counts *k, double a)
+{
+    double h = INFINITY;
+    for (uint32_t i = 0; i < k->kinds; i++) {
+        if (k->act[i] <= a) {
+            h = fmin(h, k->extra[i]);
+            continue;
+        }
+        for (uint32_t j = 0; j < k->kinds; j++) {
+            if (k->act[j] > a)
+                continue;
+            /* i at share q, j at 1 - q, averaging exactly a */
+            double q = (a - k->act[j]) / (k->act[i] - k->act[j]);
+            h = fmin(h, q * k->extra[i] + (1 - q) * k->extra[j]);
+        }
+    }
+    return h;
+}
+
+/* Device e's least step time with n run layers (INFINITY: they cannot
+ * fit its memory). */
+static double counts_time(const counts *k, const psched__problem *pb, uint32_t e, double base,
+                          uint32_t n)
+{
+    double r = 0;
+    if (isfinite(pb->limit)) {
+        double room = pb->limit * (1 + 1e-9) - k->mfix[e] - n * k->param;
+        if (room < 0)
+            return INFINITY;
+        if (n > 0 && k->nin[e] > 0 && isfinite(k->nin[e])) {
+            double h = counts_hull(k, room / k->nin[e] / n);
+            if (!isfinite(h))
+                return INFINITY;
+            r = n * h;
+        } else if (n > 0) {
+            r = n * counts_hull(k, INFINITY);
+        }
+    }
+    return base + k->m * (n * k->t + r);
+}
+
+/* The most run layers device e can hold within T (-1: none, not even 0):
+ * counts_time() does not fall as n rises. */
+static int64_t counts_most(const counts *k, const psched__problem *pb, uint32_t e, double base,
+                           double T)
+{
+    if (!(counts_time(k, pb, e, base, 0) <= T))
+        return -1;
+    uint32_t lo = 0, hi = k->run.count; /* time(lo) <= T */
+    if (counts_time(k, pb, e, base, hi) <= T)
+        return hi;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (counts_time(k, pb, e, base, mid) <= T)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* With k->chain: whether counts n_e (each at least need_e, summing to the
+ * run) exist whose devices each fit T with the start and tail the layers
+ * before them give (chain_base()). The sums of the first e counts that
+ * can be reached form an interval [lo, hi]: from prefix q device e can
+ * take need_e to most(q) layers, most() does not rise with q, and q +
+ * most(q) does not fall (a layer more before e costs it at most
+ * wmin·(f + b + w) <= m·t, the time of a layer of its own), so the next
+ * interval is [lo + need_e, q* + most(q*)], q* the largest q <= hi with
+ * most(q) >= need_e. */
+static bool chain_fits(const counts *k, const certify *c, double T)
+{
+    const psched__problem *pb = c->pb;
+    uint32_t lo = 0, hi = 0;
+    for (uint32_t e = 0; e < pb->devices; e++) {
+        int64_t need = k->need[e];
+        if (counts_most(k, pb, e, chain_base(k, c, e, lo), T) < need)
+            return false;
+        uint32_t a = lo, b = hi; /* most(a) >= need; find the largest such q */
+        while (b > a) {
+            uint32_t mid = a + (b - a + 1) / 2;
+            if (counts_most(k, pb, e, chain_base(k, c, e, mid), T) >= need)
+                a = mid;
+            else
+                b = mid - 1;
+        }
+        int64_t top = a + counts_most(k, pb, e, chain_base(k, c, e, a), T);
+        lo += (uint32_t)need;
+        hi = top > (int64_t)k->run.count ? k->run.count : (uint32_t)top;
+        if (lo > k->run.count)
+            return false;
+    }
+    return lo <= k->run.count && k->run.count <= hi;
 }
 
 static double count_bound(const certify *c)
 {
     const psched__problem *pb = c->pb;
     uint32_t D = pb->devices;
-    double m = pb->microbatches * pb->wmin;
-    psched__run run;
-    double *base = psched__calloc(D, sizeof(double));
-    uint32_t *need = psched__calloc(D, sizeof(uint32_t));
-    double t = base && need ? count_base(c, &run, base, need) : 0;
-    if (!(t > 0)) {
-        psched__dealloc(base);
-        psched__dealloc(need);
+    counts k;
+    if (!counts_init(c, &k))
         return 0;
-    }
     /* feasibility grows with T: bisect between a T that fits nothing and
-     * one that fits everything; the answer is the largest T seen short */
-    double lo = 0, hi = 0;
+     * one that fits everything (or, when nothing fits in any, any T: the
+     * answer is the largest T seen short) */
+    double lo = 0, hi = 0, most = 0;
+    for (uint32_t v = 0; v < k.kinds; v++)
+        most = fmax(most, k.extra[v]);
     for (uint32_t e = 0; e < D; e++)
-        hi = fmax(hi, base[e] + m * t * run.count);
+        hi = fmax(hi, k.base[e] + k.m * (k.t + most) * k.run.count +
+                          pb->wmin * (pb->f_prefix[pb->layers] + pb->b_prefix[pb->layers]));
     for (int it = 0; it < 100 && hi - lo > 1e-12 * hi; it++) {
         double T = 0.5 * (lo + hi), held = 0;
         bool ok = true;
-        for (uint32_t e = 0; e < D && ok; e++) {
-            double n = floor((T - base[e]) / (m * t));
-            ok = n >= need[e];
-            held += fmin(n, run.count);
+        if (k.chain) {
+            ok = chain_fits(&k, c, T);
+            held = k.run.count;
         }
-        if (ok && held >= run.count)
+        for (uint32_t e = 0; e < D && ok && !k.chain; e++) {
+            int64_t n = counts_most(&k, pb, e, k.base[e], T);
+            ok = n >= (int64_t)k.need[e];
+            held += (double)n;
+        }
+        if (ok && held >= k.run.count)
             hi = T;
         else
             lo = T;
     }
-    psched__dealloc(base);
-    psched__dealloc(need);
+    counts_free(&k);
+    test_count_bound = lo;
     return lo;
 }
 
@@ -1390,33 +1592,31 @@ static bool device_certify(certify *c, double share, bool *unfinished, bool *dov
         !psched__devsearch_applies(pb, c->work, c->static_order))
         return false;
     uint32_t D = pb->devices;
-    double m = pb->microbatches * pb->wmin;
-    psched__run run;
-    double *base = psched__calloc(D, sizeof(double));
-    uint32_t *need = psched__calloc(D, sizeof(uint32_t));
+    counts k;
     uint32_t *lo = psched__calloc(D, sizeof(uint32_t));
     uint32_t *hi = psched__calloc(D, sizeof(uint32_t));
-    double t = base && need && lo && hi ? count_base(c, &run, base, need) : 0;
-    bool proven = false;
-    if (t > 0) {
+    bool proven = false, have = lo && hi && counts_init(c, &k);
+    if (have) {
+        /* a device with more (its recompute included) cannot be in a
+         * faster partition */
         double sum_hi = 0;
         for (uint32_t e = 0; e < D; e++) {
-            double n = floor((c->best * (1 + 1e-9) - base[e]) / (m * t));
-            hi[e] = n <= 0 ? 0 : n >= run.count ? run.count : (uint32_t)n;
+            int64_t n = counts_most(&k, pb, e, k.base[e], c->best * (1 + 1e-9));
+            hi[e] = n <= 0 ? 0 : (uint32_t)n;
             sum_hi += hi[e];
         }
         for (uint32_t e = 0; e < D; e++) {
             double others = sum_hi - hi[e];
-            lo[e] = others >= run.count ? 0 : run.count - (uint32_t)others;
+            lo[e] = others >= k.run.count ? 0 : k.run.count - (uint32_t)others;
         }
         psched__devsearch ds;
         memset(&ds, 0, sizeof ds);
         ds.pb = pb;
-        ds.run = &run;
+        ds.run = &k.run;
         ds.order = c->static_order;
         ds.lo = lo;
         ds.hi = hi;
-        ds.base = base;
+        ds.base = k.base;
         ds.until = psched__now() + share * fmax(0, pb->deadline - psched__now());
         ds.ops_budget = DEVSEARCH_OPS_FACTOR * PSCHED__CERTIFY_OPS;
         ds.best = c->best;
@@ -1434,8 +1634,8 @@ static bool device_certify(certify *c, double share, bool *unfinished, bool *dov
         if (!st)
             c->dev_lb = fmax(c->dev_lb, ds.bound);
     }
-    psched__dealloc(base);
-    psched__dealloc(need);
+    if (have)
+        counts_free(&k);
     psched__dealloc(lo);
     psched__dealloc(hi);
     return proven;
@@ -1477,6 +1677,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     certify c;
     memset(&c, 0, sizeof c);
     memset(out, 0, sizeof *out);
+    test_count_bound = 0;
     c.pb = pb;
     c.name = name;
     c.best = INFINITY;
@@ -1592,7 +1793,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         if (!st)
             st = psched_generate(c.work, name, &c.ref);
         if (!st && pb->chains == 1)
-            st = find_tails(&c);
+            st = find_tails(&c, c.ref);
         /* the device search first with 70% of the time (it proves
          * LLaMA-70B's v = 4 candidates in under a second), then the run
          * MILP, which often finds a much faster incumbent (Gemma2-9B), then
@@ -1647,6 +1848,11 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         search(&c, 0, 0, 0);
         st = c.st;
     }
+    /* the tails for the count bound where the critical-path pass did not
+     * run (too large a table): every partition's order's */
+    if (!st && c.best_sol.found && fixed && !c.order_changed && !c.tail_stage &&
+        c.static_order && pb->chains == 1)
+        st = find_tails(&c, c.static_order);
     if (!st && c.best_sol.found) {
         psched__solution_copy(pb, &c.best_sol, sol);
         out->makespan = c.best;

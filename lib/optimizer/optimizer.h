@@ -415,6 +415,9 @@ PSCHED_INTERNAL void psched__certify_test_no_improve(bool off);
  * alone instead of the fastest (the device search's polish then has
  * something to do). */
 PSCHED_INTERNAL void psched__certify_test_slowest_start(bool slowest);
+/* Test hook: the layer count bound of the last certificate on this thread
+ * (0: it did not apply or was not computed). */
+PSCHED_INTERNAL double psched__certify_test_count_bound(void);
 
 /* ---- the result (result.c) ---- */
 
