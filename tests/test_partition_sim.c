@@ -1705,6 +1705,55 @@ static void test_layer_count_bound_starts_after_the_layers_before(void)
     psched_model_destroy(model);
 }
 
+/* The balanced-count candidate (certify.c, count_candidate()) where no
+ * solver has time: a clock that jumps 1 000 s at every read, so every
+ * deadline has passed. 6 identical layers (f = b = w = 1, activations 4,
+ * parameters 1, full recompute 0.5 for +1), 1f1b, p = 2, m = 4, limit 10.
+ * Balanced counts: [3, 3] (the per-micro-batch times with the least
+ * recompute their memory allows: [3, 3] 11.43 and 10.43, [4, 2] 15.71,
+ * [2, 4] 14.86). Device 0 keeps 2 micro-batches: 3 + 2·(activations) <=
+ * 10 leaves 3.5, so all three at full (1.5); device 1 keeps one: 7, one
+ * layer without recompute and two at full (5). Stages F 3, BW 9 and F 3,
+ * BW 8. 1F1B by hand: d0 F0 [0,3] F1 [3,6]; d1 F0 [3,6] BW0 [6,14] F1
+ * [14,17] BW1 [17,25]; d0 BW0 [14,23] F2 [23,26] BW1 [26,35] F3 [35,38];
+ * d1 F2 [26,29] BW2 [29,37] F3 [38,41] BW3 [41,49]; d0 BW2 [38,47] BW3
+ * [49,58]: 58. The even split (one recompute choice for all: full on both)
+ * takes 60 (device 1's BW 9 too). */
+static double jumping_now;
+static double jumping_clock(void)
+{
+    return jumping_now += 1000;
+}
+
+static void test_balanced_counts_when_no_solver_has_time(void)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", 6, 1, 1, 1, 4, 1));
+    CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_FULL, 0.5, 1));
+    psched_plan *plan = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, 2));
+    CHECK_OK(psched_plan_set_microbatches(plan, 4));
+    CHECK_OK(psched_plan_set_memory_limit(plan, 10));
+    psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+    psched_partition_result *r = NULL, *e = NULL;
+    psched__set_test_clock(jumping_clock);
+    CHECK_OK(psched_partition(model, plan, "1f1b", &opt, &r));
+    opt.method = PSCHED_PARTITION_EVEN;
+    CHECK_OK(psched_partition(model, plan, "1f1b", &opt, &e));
+    psched__set_test_clock(NULL);
+    CHECK_EQ_DBL(psched_partition_makespan(e), 60);
+    CHECK_EQ_DBL(psched_partition_makespan(r), 58);
+    uint32_t count = 0;
+    CHECK_OK(psched_partition_stage(r, 0, NULL, &count, NULL, NULL));
+    CHECK_EQ_INT(count, 3);
+    psched_partition_result_destroy(r);
+    psched_partition_result_destroy(e);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
 /* Soundness of the layer count bound with forced recompute: random
  * identical runs with selective and full recompute under limits close to
  * the leanest fit (the grid's shape), 1f1b, zb-h1, interleaved, v-zb and
@@ -1898,6 +1947,7 @@ int main(void)
     RUN(test_layer_count_bound_by_hand);
     RUN(test_layer_count_bound_counts_forced_recompute);
     RUN(test_layer_count_bound_starts_after_the_layers_before);
+    RUN(test_balanced_counts_when_no_solver_has_time);
     RUN(test_layer_count_bound_is_sound_under_recompute);
     RUN(test_partition_step_time_uses_the_microbatch_weights);
     RUN(test_partition_matches_the_simulated_brute_force);
