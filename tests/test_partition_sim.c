@@ -1633,6 +1633,30 @@ static void test_layer_count_bound_by_hand(void)
     psched_partition_result_destroy(r);
 }
 
+/* 6 identical layers (f = b = w = 1, activations 4, parameters 1), with
+ * full recompute (0.5 for +1 on B) when `full`. */
+static psched_model *six_layers(bool full)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "layer", 6, 1, 1, 1, 4, 1));
+    if (full)
+        CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_FULL, 0.5, 1));
+    return model;
+}
+
+/* p = 2, m = 4 and a memory limit (INFINITY: none). */
+static psched_plan *two_devices_four_microbatches(double limit)
+{
+    psched_plan *plan = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, 2));
+    CHECK_OK(psched_plan_set_microbatches(plan, 4));
+    if (isfinite(limit))
+        CHECK_OK(psched_plan_set_memory_limit(plan, limit));
+    return plan;
+}
+
 /* The layer count bound with the recompute a binding limit forces, by
  * hand: 6 identical layers (f = b = w = 1, so t = 3; activations 4,
  * parameters 1; full recompute keeps 0.5 for +1 on B), 1f1b, p = 2, m = 4,
@@ -1652,15 +1676,8 @@ static void test_layer_count_bound_by_hand(void)
  * local search, the reported bound is the count bound. */
 static void test_layer_count_bound_counts_forced_recompute(void)
 {
-    psched_model *model = NULL;
-    CHECK_OK(psched_model_create(&model));
-    CHECK_OK(psched_model_add_layers(model, "layer", 6, 1, 1, 1, 4, 1));
-    CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_FULL, 0.5, 1));
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, 2));
-    CHECK_OK(psched_plan_set_microbatches(plan, 4));
-    CHECK_OK(psched_plan_set_memory_limit(plan, 10));
+    psched_model *model = six_layers(true);
+    psched_plan *plan = two_devices_four_microbatches(10);
     psched_partition_result *r = NULL;
     psched__certify_test_improve_only(true);
     CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
@@ -1685,13 +1702,8 @@ static void test_layer_count_bound_counts_forced_recompute(void)
  * work gives 36. */
 static void test_layer_count_bound_starts_after_the_layers_before(void)
 {
-    psched_model *model = NULL;
-    CHECK_OK(psched_model_create(&model));
-    CHECK_OK(psched_model_add_layers(model, "layer", 6, 1, 1, 1, 4, 1));
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, 2));
-    CHECK_OK(psched_plan_set_microbatches(plan, 4));
+    psched_model *model = six_layers(false);
+    psched_plan *plan = two_devices_four_microbatches(INFINITY);
     psched_partition_result *r = NULL;
     psched__certify_test_improve_only(true);
     CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
@@ -1727,15 +1739,8 @@ static double jumping_clock(void)
 
 static void test_balanced_counts_when_no_solver_has_time(void)
 {
-    psched_model *model = NULL;
-    CHECK_OK(psched_model_create(&model));
-    CHECK_OK(psched_model_add_layers(model, "layer", 6, 1, 1, 1, 4, 1));
-    CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_FULL, 0.5, 1));
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, 2));
-    CHECK_OK(psched_plan_set_microbatches(plan, 4));
-    CHECK_OK(psched_plan_set_memory_limit(plan, 10));
+    psched_model *model = six_layers(true);
+    psched_plan *plan = two_devices_four_microbatches(10);
     psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
     psched_partition_result *r = NULL, *e = NULL;
     psched__set_test_clock(jumping_clock);
