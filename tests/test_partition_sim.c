@@ -1759,6 +1759,79 @@ static void test_balanced_counts_when_no_solver_has_time(void)
     psched_model_destroy(model);
 }
 
+/* The balanced-count candidate with several stages per device (each
+ * device's layers split evenly over its stages, its recompute moved one
+ * variant leaner where that saves the most memory per extra time) on
+ * random runs with selective and full recompute under limits close to the
+ * leanest fit (interleaved and interleaved-zb at v = 2 and 4, v-zb,
+ * looped-bfs): it fits the limit by the brute force's memory rule, its
+ * step time there is no faster than the brute force's best, and it is
+ * often faster than every baseline (the even splits, each with one
+ * recompute kind for every layer, and the time-balanced split). */
+static void test_balanced_counts_with_chunks_fit_and_beat_the_baselines(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t v, p, lmin;
+    } kinds[] = {{"interleaved", 2, 2, 6},    {"interleaved-zb", 2, 2, 6},
+                 {"v-zb", 2, 2, 6},           {"looped-bfs", 2, 2, 6},
+                 {"interleaved", 4, 2, 8},    {"interleaved-zb", 4, 2, 8}};
+    static const psched_partition_method baselines[] = {
+        PSCHED_PARTITION_EVEN, PSCHED_PARTITION_EVEN_ACCOUNTED, PSCHED_PARTITION_DP_TIME};
+    rng_state = 20261126;
+    int cases = 0, made = 0, beat = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        for (int t = 0; t < 12; t++) {
+            brute o;
+            identical_brute(&o, kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin);
+            o.recompute = true;
+            psched_model *model = NULL;
+            psched_plan *plan = NULL;
+            if (!brute_instance(&o, 12000, &model, &plan))
+                continue;
+            cases++;
+            psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+            opt.time_limit = 86400;
+            psched_partition_result *r = NULL;
+            psched__certify_test_improve_only(true);
+            CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
+            psched__certify_test_improve_only(false);
+            uint32_t count[16];
+            uint8_t choice[10];
+            if (psched__certify_test_candidate(count, o.S, choice, o.L)) {
+                made++;
+                o.cut[0] = 0;
+                for (uint32_t s = 0; s < o.R; s++)
+                    o.cut[s + 1] = o.cut[s] + count[s];
+                CHECK(o.cut[o.R] == o.L);
+                memcpy(o.choice, choice, o.L);
+                CHECK(brute_memory(&o) <= o.limit * (1 + 1e-12));
+                double own = brute_simulate(&o);
+                CHECK(own >= o.best * (1 - 1e-9));
+                CHECK(psched_partition_makespan(r) <= own * (1 + 1e-9));
+                double base = INFINITY;
+                for (size_t b = 0; b < sizeof baselines / sizeof *baselines; b++) {
+                    psched_partition_result *e = NULL;
+                    opt.method = baselines[b];
+                    if (psched_partition(model, plan, o.name, &opt, &e) == PSCHED_OK &&
+                        psched_partition_status(e) != PSCHED_SOLVE_INFEASIBLE)
+                        base = fmin(base, psched_partition_makespan(e));
+                    psched_partition_result_destroy(e);
+                }
+                beat += own < base * (1 - 1e-9);
+            }
+            psched_partition_result_destroy(r);
+            brute_instance_free(&o, model, plan);
+        }
+    }
+    printf("# balanced counts with chunks: %d instances, %d candidates, %d faster than every "
+           "baseline\n",
+           cases, made, beat);
+    CHECK(cases >= 40);
+    CHECK(made * 4 >= cases * 3);
+    CHECK(beat * 2 >= made);
+}
+
 /* Soundness of the layer count bound with forced recompute: random
  * identical runs with selective and full recompute under limits close to
  * the leanest fit (the grid's shape), 1f1b, zb-h1, interleaved, v-zb and
@@ -1953,6 +2026,7 @@ int main(void)
     RUN(test_layer_count_bound_counts_forced_recompute);
     RUN(test_layer_count_bound_starts_after_the_layers_before);
     RUN(test_balanced_counts_when_no_solver_has_time);
+    RUN(test_balanced_counts_with_chunks_fit_and_beat_the_baselines);
     RUN(test_layer_count_bound_is_sound_under_recompute);
     RUN(test_partition_step_time_uses_the_microbatch_weights);
     RUN(test_partition_matches_the_simulated_brute_force);

@@ -105,6 +105,12 @@ static _Thread_local bool test_no_device_search;
 static _Thread_local bool test_no_improve;
 static _Thread_local bool test_slowest_start;
 static _Thread_local double test_count_bound;
+/* the last balanced-count candidate (count_candidate()), when small */
+#define TEST_CAND_STAGES 64
+#define TEST_CAND_LAYERS 256
+static _Thread_local bool test_cand_made;
+static _Thread_local uint32_t test_cand_count[TEST_CAND_STAGES];
+static _Thread_local uint8_t test_cand_choice[TEST_CAND_LAYERS];
 
 void psched__certify_test_no_device_search(bool off)
 {
@@ -124,6 +130,16 @@ void psched__certify_test_slowest_start(bool slowest)
 double psched__certify_test_count_bound(void)
 {
     return test_count_bound;
+}
+
+bool psched__certify_test_candidate(uint32_t *count, uint32_t stages, uint8_t *choice,
+                                    uint32_t layers)
+{
+    if (!test_cand_made || stages > TEST_CAND_STAGES || layers > TEST_CAND_LAYERS)
+        return false;
+    memcpy(count, test_cand_count, stages * sizeof *count);
+    memcpy(choice, test_cand_choice, layers * sizeof *choice);
+    return true;
 }
 
 void psched__certify_test_regenerate(bool always)
@@ -1558,111 +1574,224 @@ static double count_bound(const certify *c)
     return lo;
 }
 
-/* n run layers of device e's one stage s at the least extra time whose
- * memory fits, the first and last layers (when on it) at their leanest:
- * the variants by rising extra time, as many layers as fit at the
- * fastest for each count of the slowest (three kinds at most) into
- * choice; false when none fits. */
-static bool count_mix(const counts *k, const certify *c, uint32_t s, uint32_t first, uint32_t n,
-                      uint8_t *choice)
+/* The balanced-count candidate's recompute: the run layer's variants on
+ * the lower convex hull of (activations, extra time), by falling
+ * activations (rising extra), and per stage its run layers at each hull
+ * point (scratch). */
+typedef struct mixer {
+    const counts *k;
+    const certify *c;
+    uint8_t hull[PSCHED__RECOMPUTE_KINDS];
+    double act[PSCHED__RECOMPUTE_KINDS], extra[PSCHED__RECOMPUTE_KINDS];
+    uint32_t nh;
+    uint32_t *cnt; /* per stage: its run layers */
+    uint32_t *at;  /* per stage s and hull point h: [s·nh + h] */
+} mixer;
+
+static bool mixer_init(mixer *x, const counts *k, const certify *c)
 {
     const psched__problem *pb = c->pb;
     const psched__group *g = &pb->model->groups[pb->group_of[k->run.first]];
-    uint8_t kind[PSCHED__RECOMPUTE_KINDS];
-    uint32_t nk = 0;
-    for (uint8_t v = 0; v < PSCHED__RECOMPUTE_KINDS; v++)
-        if (g->variant[v].present)
-            kind[nk++] = v;
-    for (uint32_t i = 1; i < nk; i++) /* by rising extra */
-        for (uint32_t j = i; j > 0 && g->variant[kind[j]].extra < g->variant[kind[j - 1]].extra; j--) {
-            uint8_t t = kind[j];
-            kind[j] = kind[j - 1];
-            kind[j - 1] = t;
+    memset(x, 0, sizeof *x);
+    x->k = k;
+    x->c = c;
+    uint8_t v[PSCHED__RECOMPUTE_KINDS];
+    uint32_t n = 0;
+    for (uint8_t q = 0; q < PSCHED__RECOMPUTE_KINDS; q++)
+        if (g->variant[q].present)
+            v[n++] = q;
+    for (uint32_t i = 1; i < n; i++) /* by falling activations, then rising extra */
+        for (uint32_t j = i; j > 0; j--) {
+            const psched__variant *a = &g->variant[v[j - 1]], *b = &g->variant[v[j]];
+            if (a->act > b->act || (a->act == b->act && a->extra <= b->extra))
+                break;
+            uint8_t t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
         }
-    /* memory: the stage's parameters, its ends' leanest activations */
-    uint32_t L = pb->layers, len = n + (s == 0 && k->run.head) + (s == pb->stages - 1 && k->run.tail);
-    uint32_t at = s == 0 ? 0 : first;
-    double fixed_act = 0;
-    if (s == 0 && k->run.head)
-        fixed_act += pb->minact_prefix[1] - pb->minact_prefix[0];
-    if (s == pb->stages - 1 && k->run.tail)
-        fixed_act += pb->minact_prefix[L] - pb->minact_prefix[L - 1];
-    double budget = pb->inflight[s] > 0
-                        ? (pb->limit * (1 + 1e-12) - psched__range_param(pb, at, len)) /
-                                  pb->inflight[s] -
-                              fixed_act
-                        : INFINITY;
-    const psched__variant *v0 = &g->variant[kind[0]];
-    const psched__variant *v1 = nk > 1 ? &g->variant[kind[1]] : v0;
-    const psched__variant *v2 = nk > 2 ? &g->variant[kind[2]] : v1;
-    double best = INFINITY;
-    uint32_t bx[3] = {0, 0, 0};
-    for (uint32_t x2 = 0; x2 <= (nk > 2 ? n : 0); x2++) {
-        uint32_t r = n - x2;
-        double room = budget - x2 * v2->act;
-        /* x0 at v0, r - x0 at v1: the most x0 that fits */
-        uint32_t x0;
-        if (r * v0->act <= room)
-            x0 = r;
-        else if (nk < 2 || v0->act <= v1->act || r * v1->act > room)
+    for (uint32_t i = 0; i < n; i++) {
+        const psched__variant *a = &g->variant[v[i]];
+        while (x->nh && a->extra <= x->extra[x->nh - 1] && a->act <= x->act[x->nh - 1])
+            x->nh--; /* as fast with fewer activations: the last is beaten */
+        while (x->nh >= 2) {
+            /* the last point above the chord from the one before to a */
+            double a0 = x->act[x->nh - 2], e0 = x->extra[x->nh - 2];
+            double a1 = x->act[x->nh - 1], e1 = x->extra[x->nh - 1];
+            if ((e1 - e0) * (a0 - a->act) < (a->extra - e0) * (a0 - a1))
+                break;
+            x->nh--;
+        }
+        if (x->nh && a->act >= x->act[x->nh - 1])
             continue;
-        else
-            x0 = (uint32_t)floor((room - r * v1->act) / (v0->act - v1->act));
-        x0 = x0 > r ? r : x0;
-        double t = (r - x0) * v1->extra + x2 * v2->extra;
-        if (t < best) {
-            best = t;
-            bx[0] = x0;
-            bx[1] = r - x0;
-            bx[2] = x2;
-        }
+        x->hull[x->nh] = v[i];
+        x->act[x->nh] = a->act;
+        x->extra[x->nh++] = a->extra;
     }
-    if (!isfinite(best))
-        return false;
-    uint32_t l = at;
-    if (s == 0 && k->run.head)
-        choice[l++] = psched__lean_kind(&pb->model->groups[pb->group_of[0]]);
-    for (int q = 0; q < 3; q++)
-        for (uint32_t i = 0; i < bx[q]; i++)
-            choice[l++] = kind[q < (int)nk ? q : (int)nk - 1];
-    if (s == pb->stages - 1 && k->run.tail)
-        choice[l++] = psched__lean_kind(&pb->model->groups[pb->group_of[L - 1]]);
-    return true;
+    x->cnt = psched__calloc(pb->stages, sizeof(uint32_t));
+    x->at = psched__calloc((size_t)pb->stages * PSCHED__RECOMPUTE_KINDS, sizeof(uint32_t));
+    return x->nh && x->cnt && x->at;
 }
 
-/* A partition with balanced stage times (one chain, a stage per device,
- * a run of identical layers, a memory limit): the counts whose per-micro-
- * batch time, with the least recompute their memory needs
- * (counts_time() without start and tail), has the least largest (the
- * slowest stage paces a 1F1B-like order), trimmed where the sum passes
- * the run at the slowest; each device's recompute the cheapest mix that
- * fits (count_mix()). At scale, where the solvers' tables do not fit the
- * time, it is far faster than their partitions (1 000 layers of 1F1B at
- * 1 s: 16 000 against the even split's 19 500, which had full recompute
- * everywhere). Considered like a candidate. */
+static void mixer_free(mixer *x)
+{
+    psched__dealloc(x->cnt);
+    psched__dealloc(x->at);
+}
+
+/* Device e's n run layers split over its stages (at most one apart, the
+ * larger shares on the stages with the fewest micro-batches in flight)
+ * and their recompute: every layer at the fastest hull point, then,
+ * while the device's memory passes the limit, layers moved one hull point
+ * leaner where that saves the most memory per extra time (the stage's
+ * in-flight count times the activations saved), as many at once as the
+ * excess needs. Returns the extra time per micro-batch (INFINITY: no fit,
+ * or a stage that needs a run layer gets none), x->cnt and x->at set. */
+static double mixer_mix(mixer *x, uint32_t e, uint32_t n);
+
+static double mixer_device(mixer *x, uint32_t e, uint32_t n)
+{
+    const psched__problem *pb = x->c->pb;
+    uint32_t S = pb->stages, nst = 0;
+    for (uint32_t s = 0; s < S; s++)
+        nst += pb->device_of[s] == e;
+    uint32_t each = nst ? n / nst : 0, more = nst ? n % nst : 0;
+    for (uint32_t s = 0; s < S; s++)
+        if (pb->device_of[s] == e)
+            x->cnt[s] = each;
+    for (; more > 0; more--) {
+        uint32_t best = S;
+        for (uint32_t s = S; s-- > 0;)
+            if (pb->device_of[s] == e && x->cnt[s] == each &&
+                (best == S || pb->inflight[s] < pb->inflight[best]))
+                best = s;
+        x->cnt[best]++;
+    }
+    double extra = mixer_mix(x, e, n);
+    if (isfinite(extra) || nst < 2)
+        return extra;
+    /* no fit: the leanest split instead, one layer on each stage that
+     * needs one and the rest on the stage with the fewest in flight */
+    uint32_t lean = S, left = n;
+    for (uint32_t s = 0; s < S; s++) {
+        if (pb->device_of[s] != e)
+            continue;
+        bool ends = (s == 0 && x->k->run.head) || (s == S - 1 && x->k->run.tail);
+        x->cnt[s] = !ends && left ? 1 : 0;
+        left -= x->cnt[s];
+        if (lean == S || pb->inflight[s] < pb->inflight[lean])
+            lean = s;
+    }
+    x->cnt[lean] += left;
+    return mixer_mix(x, e, n);
+}
+
+/* The recompute of device e's n run layers on its stages' counts x->cnt
+ * (mixer_device()). */
+static double mixer_mix(mixer *x, uint32_t e, uint32_t n)
+{
+    const psched__problem *pb = x->c->pb;
+    const counts *k = x->k;
+    uint32_t S = pb->stages, nh = x->nh;
+    double mem = k->mfix[e] + n * k->param, extra = 0;
+    for (uint32_t s = 0; s < S; s++) {
+        if (pb->device_of[s] != e)
+            continue;
+        bool ends = (s == 0 && k->run.head) || (s == S - 1 && k->run.tail);
+        if (!x->cnt[s] && !ends)
+            return INFINITY;
+        memset(x->at + (size_t)s * nh, 0, nh * sizeof *x->at);
+        x->at[(size_t)s * nh] = x->cnt[s];
+        mem += pb->inflight[s] * x->cnt[s] * x->act[0];
+    }
+    double excess = mem - pb->limit * (1 + 1e-12);
+    while (excess > 0) {
+        uint32_t bs = S, bh = 0;
+        double ratio = -1;
+        for (uint32_t s = 0; s < S; s++) {
+            if (pb->device_of[s] != e)
+                continue;
+            for (uint32_t h = 0; h + 1 < nh; h++) {
+                if (!x->at[(size_t)s * nh + h])
+                    continue;
+                double save = pb->inflight[s] * (x->act[h] - x->act[h + 1]);
+                double r = save / fmax(x->extra[h + 1] - x->extra[h], 1e-300);
+                if (save > 0 && r > ratio) {
+                    ratio = r;
+                    bs = s;
+                    bh = h;
+                }
+                break; /* its leaner points save less per time (convex) */
+            }
+        }
+        if (bs == S)
+            return INFINITY;
+        uint32_t *from = &x->at[(size_t)bs * nh + bh];
+        double save = pb->inflight[bs] * (x->act[bh] - x->act[bh + 1]);
+        double want = ceil(excess / save);
+        uint32_t q = want < *from ? (uint32_t)want : *from;
+        *from -= q;
+        from[1] += q;
+        excess -= q * save;
+        extra += q * (x->extra[bh + 1] - x->extra[bh]);
+    }
+    return extra;
+}
+
+static double mixer_time(mixer *x, uint32_t e, uint32_t n)
+{
+    return x->k->fixed[e] + x->k->m * (n * x->k->t + mixer_device(x, e, n));
+}
+
+/* The most run layers (at least `need`) device e holds within T, -1 when
+ * not even that many (the time rising with n, nearly: a binary search). */
+static int64_t mixer_most(mixer *x, uint32_t e, double T)
+{
+    uint32_t lo = x->k->need[e], hi = x->k->run.count;
+    if (lo > hi || !(mixer_time(x, e, lo) <= T))
+        return -1;
+    if (mixer_time(x, e, hi) <= T)
+        return hi;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (mixer_time(x, e, mid) <= T)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A partition with balanced devices (one chain, a run of identical layers
+ * between the first and the last, a memory limit): the run layers per
+ * device whose per-micro-batch time with its recompute (mixer_device())
+ * has the least largest (the slowest device paces the order), trimmed
+ * where their sum passes the run at the slowest; each device's layers
+ * split evenly over its stages. At scale, where the solvers' tables do not
+ * fit the time, it is far faster than their partitions (1 000 layers of
+ * 1F1B at 1 s: 15 772 against the even split's 19 500, which had full
+ * recompute everywhere). Considered like a candidate. */
 static void count_candidate(certify *c)
 {
     const psched__problem *pb = c->pb;
     counts k;
     if (pb->chains != 1 || !isfinite(pb->limit) || !counts_init(c, &k))
         return;
-    uint32_t D = pb->devices;
+    uint32_t D = pb->devices, S = pb->stages, L = pb->layers;
     uint32_t *n = psched__calloc((size_t)D + 1, sizeof(uint32_t));
+    mixer x;
     psched__solution sol;
     memset(&sol, 0, sizeof sol);
-    double lo = 0, hi = 0, most = 0;
-    for (uint32_t v = 0; v < k.kinds; v++)
-        most = fmax(most, k.extra[v]);
-    for (uint32_t e = 0; e < D; e++)
-        hi = fmax(hi, k.fixed[e] + k.m * (k.t + most) * k.run.count);
-    bool ok = n && k.chain;
-    for (int it = 0; ok && it < 100 && hi - lo > 1e-12 * hi; it++) {
+    bool ok = mixer_init(&x, &k, c) && n;
+    double lo = 0, hi = 0;
+    for (uint32_t e = 0; ok && e < D; e++)
+        hi = fmax(hi, k.fixed[e] + k.m * (k.t + x.extra[x.nh - 1]) * k.run.count);
+    for (int it = 0; ok && it < 60 && hi - lo > 1e-9 * hi; it++) {
         double T = 0.5 * (lo + hi), held = 0;
         bool fit = true;
         for (uint32_t e = 0; e < D && fit; e++) {
-            int64_t most_e = counts_most(&k, pb, e, k.fixed[e], T);
-            fit = most_e >= (int64_t)k.need[e];
-            held += (double)most_e;
+            int64_t most = mixer_most(&x, e, T);
+            fit = most >= 0;
+            held += (double)most;
         }
         if (fit && held >= k.run.count)
             hi = T;
@@ -1671,9 +1800,9 @@ static void count_candidate(certify *c)
     }
     uint64_t held = 0;
     for (uint32_t e = 0; ok && e < D; e++) {
-        int64_t most_e = counts_most(&k, pb, e, k.fixed[e], hi);
-        ok = most_e >= (int64_t)k.need[e];
-        n[e] = ok ? (uint32_t)most_e : 0;
+        int64_t most = mixer_most(&x, e, hi);
+        ok = most >= 0;
+        n[e] = ok ? (uint32_t)most : 0;
         held += n[e];
     }
     ok = ok && held >= k.run.count;
@@ -1682,7 +1811,7 @@ static void count_candidate(certify *c)
         uint32_t at = D;
         double slowest = -INFINITY;
         for (uint32_t e = 0; e < D; e++) {
-            double t = counts_time(&k, pb, e, k.fixed[e], n[e]);
+            double t = mixer_time(&x, e, n[e]);
             if (n[e] > k.need[e] && t > slowest) {
                 slowest = t;
                 at = e;
@@ -1692,17 +1821,55 @@ static void count_candidate(certify *c)
         if (ok)
             n[at]--;
     }
-    ok = ok && psched__solution_init(&sol, pb->stages, pb->layers) == PSCHED_OK;
-    for (uint32_t e = 0, at = k.run.head; ok && e < D; e++) {
-        sol.first[e] = e == 0 ? 0 : at;
-        sol.count[e] = n[e] + (e == 0 && k.run.head) + (e == D - 1 && k.run.tail);
-        ok = count_mix(&k, c, e, at, n[e], sol.choice);
-        at += n[e];
+    ok = ok && psched__solution_init(&sol, S, L) == PSCHED_OK;
+    /* each device's split and recompute into its stages' slots of x */
+    uint32_t *cnt = ok ? psched__calloc(S, sizeof(uint32_t)) : NULL;
+    uint32_t *at = ok ? psched__calloc((size_t)S * x.nh, sizeof(uint32_t)) : NULL;
+    ok = ok && cnt && at;
+    for (uint32_t e = 0; ok && e < D; e++) {
+        ok = isfinite(mixer_device(&x, e, n[e]));
+        for (uint32_t s = 0; ok && s < S; s++) {
+            if (pb->device_of[s] != e)
+                continue;
+            cnt[s] = x.cnt[s];
+            memcpy(at + (size_t)s * x.nh, x.at + (size_t)s * x.nh, x.nh * sizeof *at);
+        }
     }
+    for (uint32_t s = 0, l = 0; ok && s < S; s++) {
+        bool head = s == 0 && k.run.head, tail = s == S - 1 && k.run.tail;
+        sol.first[s] = l;
+        sol.count[s] = cnt[s] + head + tail;
+        if (head)
+            sol.choice[l++] = psched__lean_kind(&pb->model->groups[pb->group_of[0]]);
+        for (uint32_t h = 0; h < x.nh; h++)
+            for (uint32_t i = 0; i < at[(size_t)s * x.nh + h]; i++)
+                sol.choice[l++] = x.hull[h];
+        if (tail)
+            sol.choice[l++] = psched__lean_kind(&pb->model->groups[pb->group_of[L - 1]]);
+        ok = l <= L && (s + 1 < S || l == L);
+    }
+    /* the problem's own memory rule, as every candidate meets it */
+    psched__evaluation ev;
+    memset(&ev, 0, sizeof ev);
     if (ok) {
         sol.found = true;
-        consider(c, &sol);
+        ok = psched__evaluation_init(pb, &ev) == PSCHED_OK;
+        if (ok)
+            psched__evaluate(pb, &sol, &ev);
+        ok = ok && psched__fits(pb, ev.max_mem);
+        psched__evaluation_free(&ev);
     }
+    if (ok) {
+        consider(c, &sol);
+        if (S <= TEST_CAND_STAGES && L <= TEST_CAND_LAYERS) {
+            test_cand_made = true;
+            memcpy(test_cand_count, sol.count, S * sizeof *sol.count);
+            memcpy(test_cand_choice, sol.choice, L * sizeof *sol.choice);
+        }
+    }
+    psched__dealloc(cnt);
+    psched__dealloc(at);
+    mixer_free(&x);
     counts_free(&k);
     psched__solution_free(&sol);
     psched__dealloc(n);
@@ -1839,6 +2006,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     memset(&c, 0, sizeof c);
     memset(out, 0, sizeof *out);
     test_count_bound = 0;
+    test_cand_made = false;
     c.pb = pb;
     c.name = name;
     c.best = INFINITY;

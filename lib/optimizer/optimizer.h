@@ -418,6 +418,12 @@ PSCHED_INTERNAL void psched__certify_test_slowest_start(bool slowest);
 /* Test hook: the layer count bound of the last certificate on this thread
  * (0: it did not apply or was not computed). */
 PSCHED_INTERNAL double psched__certify_test_count_bound(void);
+/* Test hook: the balanced-count candidate of the last certificate on this
+ * thread (per stage its layer count, per layer its recompute kind); false
+ * when it made none (or it has more stages or layers than the hook keeps,
+ * or than `stages` and `layers`). */
+PSCHED_INTERNAL bool psched__certify_test_candidate(uint32_t *count, uint32_t stages,
+                                                    uint8_t *choice, uint32_t layers);
 
 /* ---- the result (result.c) ---- */
 
