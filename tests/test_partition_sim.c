@@ -1759,6 +1759,17 @@ static void test_balanced_counts_when_no_solver_has_time(void)
     psched_model_destroy(model);
 }
 
+/* A run with selective and full recompute under a limit close to the
+ * leanest fit (random_instance(), the grid's shape) of the given kind;
+ * false when it has too many candidates for the brute force. */
+static bool recompute_instance(brute *o, const char *name, uint32_t v, uint32_t p, uint32_t lmin,
+                               psched_model **model, psched_plan **plan)
+{
+    identical_brute(o, name, v, p, lmin);
+    o->recompute = true;
+    return brute_instance(o, 12000, model, plan);
+}
+
 /* The balanced-count candidate with several stages per device (each
  * device's layers split evenly over its stages, its recompute moved one
  * variant leaner where that saves the most memory per extra time) on
@@ -1783,11 +1794,10 @@ static void test_balanced_counts_with_chunks_fit_and_beat_the_baselines(void)
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         for (int t = 0; t < 12; t++) {
             brute o;
-            identical_brute(&o, kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin);
-            o.recompute = true;
             psched_model *model = NULL;
             psched_plan *plan = NULL;
-            if (!brute_instance(&o, 12000, &model, &plan))
+            if (!recompute_instance(&o, kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin,
+                                    &model, &plan))
                 continue;
             cases++;
             psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
@@ -1850,11 +1860,10 @@ static void test_layer_count_bound_is_sound_under_recompute(void)
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         for (int t = 0; t < 12; t++) {
             brute o;
-            identical_brute(&o, kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin);
-            o.recompute = true;
             psched_model *model = NULL;
             psched_plan *plan = NULL;
-            if (!brute_instance(&o, 12000, &model, &plan))
+            if (!recompute_instance(&o, kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin,
+                                    &model, &plan))
                 continue;
             cases++;
             psched_partition_result *r = NULL;
