@@ -1669,24 +1669,34 @@ static psched_plan *two_devices_four_microbatches(double limit)
  * Split [3, 3]: device 0 a = 7/6, 17/21 per layer, 4·(9 + 17/7) = 320/7 =
  * 45.71; device 1 a = 7/3, 10/21 per layer, 9 + 4·(9 + 10/7) = 355/7 =
  * 50.71. [4, 2]: device 0 a = 3/4, 4·(12 + 4·13/14) = 62.9; [2, 4]: device
- * 1 6 + 4·(12 + 4·5/7) = 65.4. So no split is faster than 355/7. Without
- * the recompute the bound was 37 (device 1: its start, the F of one
- * layer, plus 4·9). (The true best holds all three of device 0's layers at
- * full: the mix is a relaxation.) With the certificate stopped after its
- * local search, the reported bound is the count bound. */
+ * 1 6 + 4·(12 + 4·5/7) = 65.4. So no split is faster than 355/7 with
+ * the fractional mix (the count bound's above 256 layers per device; the
+ * hook sets that limit to 0 here). Whole layers (its own up to 256):
+ * [3, 3] device 0 fits all three at full (1.5 <= 3.5; one without is 5),
+ * +3, 4·12 = 48; device 1 one without and two at full (5 <= 7; two
+ * without is 8.5), +2, 9 + 4·11 = 53. [4, 2]: device 0 all at full (2 <=
+ * 3), 4·16 = 64; [2, 4]: device 1 one without and three at full (5.5 <=
+ * 6), 6 + 4·15 = 66. So 53. Without the recompute the bound was 37
+ * (device 1: its start, the F of one layer, plus 4·9). With the
+ * certificate stopped after its local search, the reported bound is the
+ * count bound. */
 static void test_layer_count_bound_counts_forced_recompute(void)
 {
     psched_model *model = six_layers(true);
     psched_plan *plan = two_devices_four_microbatches(10);
-    psched_partition_result *r = NULL;
-    psched__certify_test_improve_only(true);
-    CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
-    psched__certify_test_improve_only(false);
-    double want = 355.0 / 7, mk = psched_partition_makespan(r);
-    CHECK(fabs(psched__certify_test_count_bound() - want) <= 1e-9 * want);
-    CHECK(mk >= 48);
-    CHECK(fabs(mk * (1 - psched_partition_gap(r)) - want) <= 1e-9 * want);
-    psched_partition_result_destroy(r);
+    for (int whole = 0; whole < 2; whole++) {
+        psched_partition_result *r = NULL;
+        psched__certify_test_improve_only(true);
+        psched__certify_test_whole_max(whole ? UINT32_MAX : 0);
+        CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
+        psched__certify_test_whole_max(UINT32_MAX);
+        psched__certify_test_improve_only(false);
+        double want = whole ? 53 : 355.0 / 7, mk = psched_partition_makespan(r);
+        CHECK(fabs(psched__certify_test_count_bound() - want) <= 1e-9 * want);
+        CHECK(mk >= 53);
+        CHECK(fabs(mk * (1 - psched_partition_gap(r)) - want) <= 1e-9 * want);
+        psched_partition_result_destroy(r);
+    }
     psched_plan_destroy(plan);
     psched_model_destroy(model);
 }
@@ -1866,20 +1876,25 @@ static void test_layer_count_bound_is_sound_under_recompute(void)
                                     &model, &plan))
                 continue;
             cases++;
-            psched_partition_result *r = NULL;
-            psched__certify_test_improve_only(true);
-            CHECK_OK(psched_partition(model, plan, o.name, NULL, &r));
-            psched__certify_test_improve_only(false);
-            double bound = psched__certify_test_count_bound();
-            if (!(bound <= o.best * (1 + 1e-9)))
-                fprintf(stderr, "%s p=%u m=%u L=%u limit %g: count bound %g above the best %g\n",
-                        o.name, o.p, o.m, o.L, o.limit, bound, o.best);
-            CHECK(bound <= o.best * (1 + 1e-9));
-            CHECK(psched_partition_makespan(r) * (1 - psched_partition_gap(r)) <=
-                  o.best * (1 + 1e-9));
-            /* the work bound: every device at most its share */
-            raised += bound > o.m * (o.L - 2) * 3.0 / o.p;
-            psched_partition_result_destroy(r);
+            for (int whole = 0; whole < 2; whole++) {
+                /* the fractional recompute mix, then whole layers */
+                psched_partition_result *r = NULL;
+                psched__certify_test_improve_only(true);
+                psched__certify_test_whole_max(whole ? UINT32_MAX : 0);
+                CHECK_OK(psched_partition(model, plan, o.name, NULL, &r));
+                psched__certify_test_whole_max(UINT32_MAX);
+                psched__certify_test_improve_only(false);
+                double bound = psched__certify_test_count_bound();
+                if (!(bound <= o.best * (1 + 1e-9)))
+                    fprintf(stderr, "%s p=%u m=%u L=%u limit %g: count bound %g above the best %g\n",
+                            o.name, o.p, o.m, o.L, o.limit, bound, o.best);
+                CHECK(bound <= o.best * (1 + 1e-9));
+                CHECK(psched_partition_makespan(r) * (1 - psched_partition_gap(r)) <=
+                      o.best * (1 + 1e-9));
+                /* the work bound: every device at most its share */
+                raised += whole && bound > o.m * (o.L - 2) * 3.0 / o.p;
+                psched_partition_result_destroy(r);
+            }
             brute_instance_free(&o, model, plan);
         }
     }

@@ -105,6 +105,7 @@ static _Thread_local bool test_no_device_search;
 static _Thread_local bool test_no_improve;
 static _Thread_local bool test_slowest_start;
 static _Thread_local double test_count_bound;
+static _Thread_local uint32_t test_whole_max = UINT32_MAX; /* UINT32_MAX: COUNT_WHOLE_MAX */
 /* the last balanced-count candidate (count_candidate()), when small */
 #define TEST_CAND_STAGES 64
 #define TEST_CAND_LAYERS 256
@@ -130,6 +131,11 @@ void psched__certify_test_slowest_start(bool slowest)
 double psched__certify_test_count_bound(void)
 {
     return test_count_bound;
+}
+
+void psched__certify_test_whole_max(uint32_t layers)
+{
+    test_whole_max = layers;
 }
 
 bool psched__certify_test_candidate(uint32_t *count, uint32_t stages, uint8_t *choice,
@@ -1449,6 +1455,43 @@ static double counts_hull(const counts *k, double a)
     return h;
 }
 
+/* Up to this many run layers on a device the count bound takes each
+ * layer's recompute whole (counts_whole(): O(n) per device and T), beyond
+ * it the fractional mix (counts_hull()). */
+#define COUNT_WHOLE_MAX 256
+
+/* The least extra time of n run layers whose activations sum to at most
+ * `room` when each layer takes one variant (INFINITY: none fits): per
+ * count of the variant with the most extra time, the other two split at
+ * the most layers of the faster that fit (exact for three variants). */
+static double counts_whole(const counts *k, uint32_t n, double room)
+{
+    uint32_t o[PSCHED__RECOMPUTE_KINDS] = {0, 0, 0}, nk = k->kinds;
+    for (uint32_t i = 0; i < nk; i++)
+        o[i] = i;
+    for (uint32_t i = 1; i < nk; i++) /* by rising extra */
+        for (uint32_t j = i; j > 0 && k->extra[o[j]] < k->extra[o[j - 1]]; j--) {
+            uint32_t t = o[j];
+            o[j] = o[j - 1];
+            o[j - 1] = t;
+        }
+    uint32_t a = o[0], b = nk > 1 ? o[1] : o[0], z = nk > 2 ? o[2] : b;
+    double best = INFINITY;
+    for (uint32_t x2 = 0; x2 <= (nk > 2 ? n : 0); x2++) {
+        uint32_t r = n - x2;
+        double left = room - x2 * k->act[z];
+        double x0;
+        if (r * k->act[a] <= left)
+            x0 = r;
+        else if (k->act[a] <= k->act[b] || r * k->act[b] > left)
+            continue;
+        else
+            x0 = fmin(r, floor((left - r * k->act[b]) / (k->act[a] - k->act[b])));
+        best = fmin(best, (r - x0) * k->extra[b] + x2 * k->extra[z] + x0 * k->extra[a]);
+    }
+    return best;
+}
+
 /* Device e's least step time with n run layers (INFINITY: they cannot
  * fit its memory). */
 static double counts_time(const counts *k, const psched__problem *pb, uint32_t e, double base,
@@ -1464,6 +1507,10 @@ static double counts_time(const counts *k, const psched__problem *pb, uint32_t e
             if (!isfinite(h))
                 return INFINITY;
             r = n * h;
+            if (n <= (test_whole_max != UINT32_MAX ? test_whole_max : COUNT_WHOLE_MAX))
+                r = counts_whole(k, n, room / k->nin[e]);
+            if (!isfinite(r))
+                return INFINITY;
         } else if (n > 0) {
             r = n * counts_hull(k, INFINITY);
         }
@@ -2007,6 +2054,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     memset(out, 0, sizeof *out);
     test_count_bound = 0;
     test_cand_made = false;
+    psched__devsearch_test_forget();
     c.pb = pb;
     c.name = name;
     c.best = INFINITY;
@@ -2099,9 +2147,17 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         if (test_improve_only)
             c.stopped = true; /* the test checks the local search's answer alone */
     }
-    bool fixed = false, run_proven = false, dev_proven = false;
+    bool fixed = false, run_proven = false, dev_proven = false, count_proven = false;
     if (!st && c.best_sol.found)
         st = order_is_fixed(&c, &c.best_sol, &fixed);
+    /* The layer count bound first (cheap, its tails from every partition's
+     * order): where it reaches the best, the best is proven and nothing
+     * below runs (the grid's L = 80, p = 4 looped-bfs at v = 4: its device
+     * search has too many options to start) */
+    if (!st && c.best_sol.found && !c.tail_stage && c.static_order && pb->chains == 1)
+        st = find_tails(&c, c.static_order);
+    if (!st && c.best_sol.found && !pb->overlap && !test_improve_only)
+        count_proven = count_bound(&c) >= c.best * (1 - 1e-9);
     /* The solvers' frontiers stop at a bound of the estimate; the step
      * time's own: a stage whose m micro-batches alone take longer than the
      * best simulated time cannot be in a faster partition. */
@@ -2118,11 +2174,11 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     }
     /* the critical-path bound where it holds */
     if (!st && c.best_sol.found && fixed && !test_improve_only && !pb->truncated && c.best > 0 &&
-        (double)pb->stages * (double)pb->table_points <= PATH_DP_STEPS_MAX) {
+        !count_proven && (double)pb->stages * (double)pb->table_points <= PATH_DP_STEPS_MAX) {
         st = psched__write_costs(pb, &c.best_sol, c.work);
         if (!st)
             st = psched_generate(c.work, name, &c.ref);
-        if (!st && pb->chains == 1)
+        if (!st && pb->chains == 1 && !c.tail_stage)
             st = find_tails(&c, c.ref);
         /* the device search first with 70% of the time (it proves
          * LLaMA-70B's v = 4 candidates in under a second), then the run
@@ -2145,8 +2201,12 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
                 dev_proven = device_certify(&c, DEVSEARCH_FIRST_SHARE, &dev_again, &dove);
             st = st ? st : c.st;
         }
+        /* the device search's polish and dive may have found a faster
+         * partition: the count bound again */
+        if (!st && !dev_proven && !test_improve_only)
+            count_proven = count_bound(&c) >= c.best * (1 - 1e-9);
         double before_run = c.best;
-        if (!st && !dev_proven && psched__paths_applies(c.work, c.ref)) {
+        if (!st && !dev_proven && !count_proven && psched__paths_applies(c.work, c.ref)) {
             st = psched__paths_init(&c.paths, pb);
             if (!st)
                 st = psched__mult_init(&c.mult, pb, false);
@@ -2172,7 +2232,8 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
             st = path_library(&c);
     }
     /* its cuts charge every op its full time: not with an overlap saving */
-    if (!st && c.best_sol.found && !c.stopped && !run_proven && !dev_proven && !pb->overlap) {
+    if (!st && c.best_sol.found && !c.stopped && !run_proven && !dev_proven && !count_proven &&
+        !pb->overlap) {
         c.stopped = false;
         c.searching = true;
         search(&c, 0, 0, 0);

@@ -105,6 +105,11 @@ bool psched__devsearch_test_polished(uint32_t *count, uint32_t stages, uint8_t *
     return true;
 }
 
+void psched__devsearch_test_forget(void)
+{
+    test_polish_ran = false;
+}
+
 size_t psched__devsearch_test_polish_gains(void)
 {
     return test_polish_gains;

@@ -112,6 +112,9 @@ PSCHED_INTERNAL bool psched__devsearch_test_polished(uint32_t *count, uint32_t s
                                                      uint8_t *choice, uint32_t layers,
                                                      double *makespan);
 PSCHED_INTERNAL size_t psched__devsearch_test_polish_gains(void);
+/* Forgets the last polish (each certificate calls it first, so the hook
+ * never shows an earlier call's). */
+PSCHED_INTERNAL void psched__devsearch_test_forget(void);
 /* Test hook: the options of all devices the search takes, at most (0:
  * DEVSEARCH_OPTIONS_MAX); beyond it the search does not start and the
  * polish runs alone, making its groups itself. */

@@ -418,6 +418,10 @@ PSCHED_INTERNAL void psched__certify_test_slowest_start(bool slowest);
 /* Test hook: the layer count bound of the last certificate on this thread
  * (0: it did not apply or was not computed). */
 PSCHED_INTERNAL double psched__certify_test_count_bound(void);
+/* Test hook: the count bound takes each layer's recompute whole up to
+ * this many run layers per device (UINT32_MAX: its own limit, 256), the
+ * fractional mix beyond. */
+PSCHED_INTERNAL void psched__certify_test_whole_max(uint32_t layers);
 /* Test hook: the balanced-count candidate of the last certificate on this
  * thread (per stage its layer count, per layer its recompute kind); false
  * when it made none (or it has more stages or layers than the hook keeps,
