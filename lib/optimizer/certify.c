@@ -1343,6 +1343,9 @@ typedef struct counts {
      * v = 1 schedules): start and tail from the layers before e (chain_base()) */
     bool chain;
     double *fixed;    /* per device: m x its layers outside the run */
+    /* each layer's recompute whole up to this many run layers per device
+     * (counts_whole()), the fractional mix beyond */
+    uint32_t whole;
 } counts;
 
 static void counts_free(counts *k)
@@ -1507,7 +1510,7 @@ static double counts_time(const counts *k, const psched__problem *pb, uint32_t e
             if (!isfinite(h))
                 return INFINITY;
             r = n * h;
-            if (n <= (test_whole_max != UINT32_MAX ? test_whole_max : COUNT_WHOLE_MAX))
+            if (n <= k->whole)
                 r = counts_whole(k, n, room / k->nin[e]);
             if (!isfinite(r))
                 return INFINITY;
@@ -1614,6 +1617,7 @@ static double count_bound(const certify *c)
     counts k;
     if (!counts_init(c, &k))
         return 0;
+    k.whole = test_whole_max != UINT32_MAX ? test_whole_max : COUNT_WHOLE_MAX;
     double lo, hi;
     count_least(&k, c, &lo, &hi);
     counts_free(&k);
