@@ -1333,8 +1333,10 @@ typedef struct counts {
     psched__run run;
     double t, m;      /* the run layer's time without recompute; m·wmin */
     double param;     /* the run layer's parameters */
+    /* its variants by rising extra time (ties: fewer activations first) */
     double act[PSCHED__RECOMPUTE_KINDS], extra[PSCHED__RECOMPUTE_KINDS];
-    uint32_t kinds;   /* its variants */
+    uint8_t kind[PSCHED__RECOMPUTE_KINDS];
+    uint32_t kinds;
     double *base;     /* per device: start + tail + m·fixed */
     uint32_t *need;   /* per device: its stages that need a run layer */
     double *mfix;     /* per device: memory of its layers outside the run, at least */
@@ -1375,11 +1377,21 @@ static bool counts_init(const certify *c, counts *k)
     if (!(k->t > 0))
         return false;
     const psched__group *g = &pb->model->groups[pb->group_of[k->run.first]];
-    for (uint32_t v = 0; v < PSCHED__RECOMPUTE_KINDS; v++) {
+    for (uint8_t v = 0; v < PSCHED__RECOMPUTE_KINDS; v++) {
         if (!g->variant[v].present)
             continue;
-        k->act[k->kinds] = g->variant[v].act;
-        k->extra[k->kinds++] = g->variant[v].extra;
+        uint32_t j = k->kinds++;
+        for (; j > 0 && (k->extra[j - 1] > g->variant[v].extra ||
+                         (k->extra[j - 1] == g->variant[v].extra &&
+                          k->act[j - 1] > g->variant[v].act));
+             j--) {
+            k->act[j] = k->act[j - 1];
+            k->extra[j] = k->extra[j - 1];
+            k->kind[j] = k->kind[j - 1];
+        }
+        k->act[j] = g->variant[v].act;
+        k->extra[j] = g->variant[v].extra;
+        k->kind[j] = v;
     }
     k->base = psched__calloc(D, sizeof(double));
     k->need = psched__calloc(D, sizeof(uint32_t));
@@ -1469,16 +1481,7 @@ static double counts_hull(const counts *k, double a)
  * the most layers of the faster that fit (exact for three variants). */
 static double counts_whole(const counts *k, uint32_t n, double room)
 {
-    uint32_t o[PSCHED__RECOMPUTE_KINDS] = {0, 0, 0}, nk = k->kinds;
-    for (uint32_t i = 0; i < nk; i++)
-        o[i] = i;
-    for (uint32_t i = 1; i < nk; i++) /* by rising extra */
-        for (uint32_t j = i; j > 0 && k->extra[o[j]] < k->extra[o[j - 1]]; j--) {
-            uint32_t t = o[j];
-            o[j] = o[j - 1];
-            o[j - 1] = t;
-        }
-    uint32_t a = o[0], b = nk > 1 ? o[1] : o[0], z = nk > 2 ? o[2] : b;
+    uint32_t nk = k->kinds, a = 0, b = nk > 1 ? 1 : 0, z = nk > 2 ? 2 : b;
     double best = INFINITY;
     for (uint32_t x2 = 0; x2 <= (nk > 2 ? n : 0); x2++) {
         uint32_t r = n - x2;
@@ -1506,12 +1509,8 @@ static double counts_time(const counts *k, const psched__problem *pb, uint32_t e
         if (room < 0)
             return INFINITY;
         if (n > 0 && k->nin[e] > 0 && isfinite(k->nin[e])) {
-            double h = counts_hull(k, room / k->nin[e] / n);
-            if (!isfinite(h))
-                return INFINITY;
-            r = n * h;
-            if (n <= k->whole)
-                r = counts_whole(k, n, room / k->nin[e]);
+            double a = room / k->nin[e]; /* the run layers' activations, at most */
+            r = n <= k->whole ? counts_whole(k, n, a) : n * counts_hull(k, a / n);
             if (!isfinite(r))
                 return INFINITY;
         } else if (n > 0) {
@@ -1575,6 +1574,21 @@ static bool chain_fits(const counts *k, const certify *c, double T)
     return lo <= k->run.count && k->run.count <= hi;
 }
 
+/* Whether the most run layers each device holds within T, each on its
+ * own (start and tail at one layer per earlier stage), cover the run,
+ * each device getting the ones its stages need. */
+static bool counts_cover(const counts *k, const certify *c, double T)
+{
+    uint64_t held = 0;
+    for (uint32_t e = 0; e < c->pb->devices; e++) {
+        int64_t n = counts_most(k, c->pb, e, k->base[e], T);
+        if (n < (int64_t)k->need[e])
+            return false;
+        held += (uint64_t)n;
+    }
+    return held >= k->run.count;
+}
+
 /* The least T the counts fit (the count bound) by bisection: *lo short
  * of it (the bound), *hi fitting (or, when nothing fits in any, the
  * bisection's end). */
@@ -1585,25 +1599,13 @@ static void count_least(const counts *k, const certify *c, double *lo_out, doubl
     /* feasibility grows with T: bisect between a T that fits nothing and
      * one that fits everything (or, when nothing fits in any, any T: the
      * answer is the largest T seen short) */
-    double lo = 0, hi = 0, most = 0;
-    for (uint32_t v = 0; v < k->kinds; v++)
-        most = fmax(most, k->extra[v]);
+    double lo = 0, hi = 0, most = k->extra[k->kinds - 1];
     for (uint32_t e = 0; e < D; e++)
         hi = fmax(hi, k->base[e] + k->m * (k->t + most) * k->run.count +
                           pb->wmin * (pb->f_prefix[pb->layers] + pb->b_prefix[pb->layers]));
     for (int it = 0; it < 100 && hi - lo > 1e-12 * hi; it++) {
-        double T = 0.5 * (lo + hi), held = 0;
-        bool ok = true;
-        if (k->chain) {
-            ok = chain_fits(k, c, T);
-            held = k->run.count;
-        }
-        for (uint32_t e = 0; e < D && ok && !k->chain; e++) {
-            int64_t n = counts_most(k, pb, e, k->base[e], T);
-            ok = n >= (int64_t)k->need[e];
-            held += (double)n;
-        }
-        if (ok && held >= k->run.count)
+        double T = 0.5 * (lo + hi);
+        if (k->chain ? chain_fits(k, c, T) : counts_cover(k, c, T))
             hi = T;
         else
             lo = T;
@@ -1642,41 +1644,36 @@ typedef struct mixer {
 static bool mixer_init(mixer *x, const counts *k, const certify *c)
 {
     const psched__problem *pb = c->pb;
-    const psched__group *g = &pb->model->groups[pb->group_of[k->run.first]];
     memset(x, 0, sizeof *x);
     x->k = k;
     x->c = c;
-    uint8_t v[PSCHED__RECOMPUTE_KINDS];
-    uint32_t n = 0;
-    for (uint8_t q = 0; q < PSCHED__RECOMPUTE_KINDS; q++)
-        if (g->variant[q].present)
-            v[n++] = q;
-    for (uint32_t i = 1; i < n; i++) /* by falling activations, then rising extra */
-        for (uint32_t j = i; j > 0; j--) {
-            const psched__variant *a = &g->variant[v[j - 1]], *b = &g->variant[v[j]];
-            if (a->act > b->act || (a->act == b->act && a->extra <= b->extra))
-                break;
-            uint8_t t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
+    /* k's variants by falling activations, then rising extra */
+    uint32_t v[PSCHED__RECOMPUTE_KINDS], n = k->kinds;
     for (uint32_t i = 0; i < n; i++) {
-        const psched__variant *a = &g->variant[v[i]];
-        while (x->nh && a->extra <= x->extra[x->nh - 1] && a->act <= x->act[x->nh - 1])
+        uint32_t j = i;
+        for (; j > 0 && (k->act[v[j - 1]] < k->act[i] ||
+                         (k->act[v[j - 1]] == k->act[i] && k->extra[v[j - 1]] > k->extra[i]));
+             j--)
+            v[j] = v[j - 1];
+        v[j] = i;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        double act = k->act[v[i]], extra = k->extra[v[i]];
+        while (x->nh && extra <= x->extra[x->nh - 1] && act <= x->act[x->nh - 1])
             x->nh--; /* as fast with fewer activations: the last is beaten */
         while (x->nh >= 2) {
-            /* the last point above the chord from the one before to a */
+            /* the last point above the chord from the one before to this */
             double a0 = x->act[x->nh - 2], e0 = x->extra[x->nh - 2];
             double a1 = x->act[x->nh - 1], e1 = x->extra[x->nh - 1];
-            if ((e1 - e0) * (a0 - a->act) < (a->extra - e0) * (a0 - a1))
+            if ((e1 - e0) * (a0 - act) < (extra - e0) * (a0 - a1))
                 break;
             x->nh--;
         }
-        if (x->nh && a->act >= x->act[x->nh - 1])
+        if (x->nh && act >= x->act[x->nh - 1])
             continue;
-        x->hull[x->nh] = v[i];
-        x->act[x->nh] = a->act;
-        x->extra[x->nh++] = a->extra;
+        x->hull[x->nh] = k->kind[v[i]];
+        x->act[x->nh] = act;
+        x->extra[x->nh++] = extra;
     }
     x->cnt = psched__calloc(pb->stages, sizeof(uint32_t));
     x->at = psched__calloc((size_t)pb->stages * PSCHED__RECOMPUTE_KINDS, sizeof(uint32_t));
@@ -1873,27 +1870,18 @@ static void count_candidate(certify *c)
             n[at]--;
     }
     ok = ok && psched__solution_init(&sol, S, L) == PSCHED_OK;
-    /* each device's split and recompute into its stages' slots of x */
-    uint32_t *cnt = ok ? psched__calloc(S, sizeof(uint32_t)) : NULL;
-    uint32_t *at = ok ? psched__calloc((size_t)S * x.nh, sizeof(uint32_t)) : NULL;
-    ok = ok && cnt && at;
-    for (uint32_t e = 0; ok && e < D; e++) {
+    /* each device's split and recompute again (a device's call writes its
+     * own stages' slots of x only) */
+    for (uint32_t e = 0; ok && e < D; e++)
         ok = isfinite(mixer_device(&x, e, n[e]));
-        for (uint32_t s = 0; ok && s < S; s++) {
-            if (pb->device_of[s] != e)
-                continue;
-            cnt[s] = x.cnt[s];
-            memcpy(at + (size_t)s * x.nh, x.at + (size_t)s * x.nh, x.nh * sizeof *at);
-        }
-    }
     for (uint32_t s = 0, l = 0; ok && s < S; s++) {
         bool head = s == 0 && k.run.head, tail = s == S - 1 && k.run.tail;
         sol.first[s] = l;
-        sol.count[s] = cnt[s] + head + tail;
+        sol.count[s] = x.cnt[s] + head + tail;
         if (head)
             sol.choice[l++] = psched__lean_kind(&pb->model->groups[pb->group_of[0]]);
         for (uint32_t h = 0; h < x.nh; h++)
-            for (uint32_t i = 0; i < at[(size_t)s * x.nh + h]; i++)
+            for (uint32_t i = 0; i < x.at[(size_t)s * x.nh + h]; i++)
                 sol.choice[l++] = x.hull[h];
         if (tail)
             sol.choice[l++] = psched__lean_kind(&pb->model->groups[pb->group_of[L - 1]]);
@@ -1918,8 +1906,6 @@ static void count_candidate(certify *c)
             memcpy(test_cand_choice, sol.choice, L * sizeof *sol.choice);
         }
     }
-    psched__dealloc(cnt);
-    psched__dealloc(at);
     mixer_free(&x);
     counts_free(&k);
     psched__solution_free(&sol);
