@@ -599,6 +599,67 @@ static void test_identical_layers_match_the_brute_force(void)
     CHECK(!psched__have_glpk() || proofs >= 10);
 }
 
+/* The run MILP stopped before it proves an optimum (a test hook stops
+ * GLPK's search after 1 to 4 node selections, as its time limit does on
+ * the grid's large cases): the bound its tree proves (the largest open
+ * node bound seen, the incumbent, the incumbent's cut) must hold for every
+ * partition. The same identical-layer instances, the device search off,
+ * the certificate's own search cut after 1 to 10 nodes: the tree's bound
+ * and the reported bound (makespan x (1 - gap)) never exceed the brute
+ * force's fastest partition. */
+static void test_run_milp_stopped_tree_bound_is_sound(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t v, p, lmin;
+    } kinds[] = {{"interleaved", 4, 2, 8},    {"interleaved-zb", 4, 2, 8},
+                 {"interleaved", 2, 2, 6},    {"interleaved-zb", 2, 2, 6},
+                 {"1f1b", 1, 4, 5},           {"dualpipe", 2, 4, 5}};
+    if (!psched__have_glpk())
+        return; /* no MILP to stop */
+    rng_state = 20261127;
+    int cases = 0, trees = 0, tightest = 0;
+    psched__certify_test_no_device_search(true);
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        for (int t = 0; t < 30; t++) {
+            brute o;
+            identical_brute(&o, kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin);
+            psched_model *model = NULL;
+            psched_plan *plan = NULL;
+            if (!brute_instance(&o, 4000, &model, &plan))
+                continue;
+            psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+            opt.time_limit = 86400;
+            psched_partition_result *r = NULL;
+            psched__certify_test_hooks(1 + rnd(10), false);
+            psched__run_milp_test_selects(1 + rnd(4));
+            CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
+            psched__run_milp_test_selects(0);
+            psched__certify_test_hooks(0, false);
+            double tree = psched__certify_test_run_tree();
+            double mk = psched_partition_makespan(r), gap = psched_partition_gap(r);
+            double bound = mk * (1 - gap);
+            if (!(tree <= o.best * (1 + 1e-9)) || !(bound <= o.best * (1 + 1e-9)))
+                fprintf(stderr, "%s p=%u v=%u m=%u L=%u limit %g: tree %g, bound %g, best %g\n",
+                        o.name, o.p, o.v, o.m, o.L, o.limit, tree, bound, o.best);
+            CHECK(tree <= o.best * (1 + 1e-9));
+            CHECK(bound <= o.best * (1 + 1e-9));
+            CHECK(mk >= o.best * (1 - 1e-9));
+            cases++;
+            trees += tree > 0;
+            tightest += tree > 0 && tree >= bound * (1 - 1e-12);
+            psched_partition_result_destroy(r);
+            brute_instance_free(&o, model, plan);
+        }
+    }
+    psched__certify_test_no_device_search(false);
+    printf("# stopped run MILP: %d instances, %d with a tree bound, %d where it is the bound "
+           "reported\n",
+           cases, trees, tightest);
+    CHECK(cases >= 40);
+    CHECK(trees >= 10);
+}
+
 /* The device search (issue 17 item 5; devsearch.c): a run's per-stage
  * layer counts and recompute variants enumerated one device at a time,
  * each node bounded by the fixed order's step time with the stages not
@@ -2064,6 +2125,7 @@ int main(void)
     RUN(test_dualpipe_matches_the_brute_force);
     RUN(test_weighted_microbatches_match_the_brute_force);
     RUN(test_identical_layers_match_the_brute_force);
+    RUN(test_run_milp_stopped_tree_bound_is_sound);
     RUN(test_device_search_matches_the_brute_force);
     RUN(test_device_search_bound_holds_for_two_chains);
     RUN(test_device_search_mid_size_matches_the_enumeration);

@@ -627,10 +627,37 @@ static double layer_coef(const psched__problem *pb, const psched__paths *pp, siz
            c[3 * (size_t)s + 2] * w;
 }
 
+/* Branch-and-cut callback of the run MILP: the largest over the search of
+ * its open nodes' least bound (each a lower bound of every solution not
+ * yet cut off; the ones cut off are at least the incumbent), and the test
+ * hook's stop after a count of node selections. */
+typedef struct run_tree {
+    double open;    /* -INFINITY: no open node seen */
+    size_t selects; /* GLP_ISELECT calls */
+} run_tree;
+
+static _Thread_local size_t test_run_selects;
+
+void psched__run_milp_test_selects(size_t selects)
+{
+    test_run_selects = selects;
+}
+
+static void run_on_branch(glp_tree *tree, void *info)
+{
+    run_tree *t = info;
+    int best = glp_ios_best_node(tree);
+    if (best != 0)
+        t->open = fmax(t->open, glp_ios_node_bound(tree, best));
+    if (glp_ios_reason(tree) == GLP_ISELECT && test_run_selects &&
+        ++t->selects >= test_run_selects)
+        glp_ios_terminate(tree);
+}
+
 static psched_status run_milp_solve(const psched__problem *pb, const psched__paths *pp,
                                     const psched__run *run, const bool *use, double below,
                                     double until, psched__solution *sol, double *z,
-                                    bool *solved, bool *none)
+                                    bool *solved, bool *none, double *tree_bound)
 {
     uint32_t S = pb->stages, L = pb->layers, D = pb->devices;
     uint8_t rv[PSCHED__RECOMPUTE_KINDS], hv[PSCHED__RECOMPUTE_KINDS], tv[PSCHED__RECOMPUTE_KINDS];
@@ -748,9 +775,21 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
     io.gmi_cuts = GLP_ON;
     io.mir_cuts = GLP_ON;
     io.tm_lim = (int)fmin(fmax(1, (until - psched__now()) * 1000.0), 2e9);
+    run_tree tree = {-INFINITY, 0};
+    io.cb_func = run_on_branch;
+    io.cb_info = &tree;
     int rc = glp_intopt(lp, &io);
     *solved = rc == 0 && glp_mip_status(lp) == GLP_OPT;
     *none = (rc == 0 && glp_mip_status(lp) == GLP_NOFEAS) || rc == GLP_ENOPFS;
+    if ((rc == GLP_ETMLIM || rc == GLP_ESTOP) && isfinite(tree.open)) {
+        /* stopped: the optimum is in an open node (at least the largest
+         * least bound seen) or in one cut off (at least the incumbent it
+         * was cut against, which only falls), within GLPK's tolerances */
+        double b = tree.open;
+        if (glp_mip_status(lp) == GLP_FEAS)
+            b = fmin(b, glp_mip_obj_val(lp));
+        *tree_bound = fmin(b, below) * (1 - RUN_TREE_TOL);
+    }
     if (*solved) {
         *z = glp_mip_obj_val(lp);
         uint32_t a = 0;
@@ -789,9 +828,10 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
                                const psched__run *run, const bool *use, double below,
                                double until, psched__solution *sol, double *z, bool *solved,
-                               bool *none)
+                               bool *none, double *tree_bound)
 {
     *solved = *none = false;
+    *tree_bound = 0;
     lp_ctx ctx;
     if (setjmp(ctx.jump)) {
         glp_error_hook(NULL, NULL);
@@ -801,7 +841,8 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
     }
     glp_error_hook(on_lp_error, &ctx);
     glp_term_out(GLP_OFF);
-    psched_status st = run_milp_solve(pb, pp, run, use, below, until, sol, z, solved, none);
+    psched_status st =
+        run_milp_solve(pb, pp, run, use, below, until, sol, z, solved, none, tree_bound);
     glp_error_hook(NULL, NULL);
     glp_free_env();
     return st;
@@ -812,11 +853,17 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
                                const psched__run *run, const bool *use, double below,
                                double until, psched__solution *sol, double *z, bool *solved,
-                               bool *none)
+                               bool *none, double *tree_bound)
 {
     (void)pb, (void)pp, (void)run, (void)use, (void)below, (void)until, (void)sol, (void)z;
     *solved = *none = false;
+    *tree_bound = 0;
     return PSCHED_OK;
+}
+
+void psched__run_milp_test_selects(size_t selects)
+{
+    (void)selects;
 }
 
 #endif

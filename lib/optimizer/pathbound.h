@@ -124,16 +124,32 @@ PSCHED_INTERNAL bool psched__run_shape(const psched__problem *pb, psched__run *r
  * layers' time, below it too), into sol (its minimiser) and *z (GLPK's optimum,
  * a lower bound within its tolerances); *solved false when GLPK did not
  * prove an optimum by `until` (a psched__now() value) (or is absent); *none when GLPK proved
- * that no partition is below `below` over those paths. */
+ * that no partition is below `below` over those paths. When GLPK stopped
+ * first, *tree_bound gets what its search tree proves (0: nothing): the
+ * least of the largest open-node bound it saw, its incumbent and `below`,
+ * less RUN_TREE_TOL, a lower bound of every fitting partition's step
+ * time (those at `below` or more included). */
 PSCHED_INTERNAL psched_status psched__run_milp(const psched__problem *pb,
                                                const psched__paths *pp,
                                                const psched__run *run, const bool *use,
                                                double below, double until,
                                                psched__solution *sol, double *z, bool *solved,
-                                               bool *none);
+                                               bool *none, double *tree_bound);
+
+/* GLPK's relative tolerances (10^-7) with a margin: the stopped tree's
+ * bound is taken this fraction lower. */
+#define RUN_TREE_TOL 1e-6
+
+/* Test hook: GLPK's search stops after this many node selections (0: by
+ * the time limit only), this thread. */
+PSCHED_INTERNAL void psched__run_milp_test_selects(size_t selects);
 
 /* Test hook: partitions the run MILP proved optimal on this thread (since
  * psched__certify_test_hooks()). */
 PSCHED_INTERNAL size_t psched__certify_test_run_proofs(void);
+
+/* Test hook: the bound the last certificate took from a stopped run
+ * MILP's tree (0: none), this thread. */
+PSCHED_INTERNAL double psched__certify_test_run_tree(void);
 
 #endif
