@@ -564,6 +564,14 @@ static void run_identical_instance(const char *name, uint32_t v, uint32_t p, uin
     run_instance(&o, tl);
 }
 
+/* The run MILP's instance kinds (schedule, v, p, fewest layers): the two
+ * tests below. */
+static const struct {
+    const char *name;
+    uint32_t v, p, lmin;
+} run_kinds[] = {{"interleaved", 4, 2, 8}, {"interleaved-zb", 4, 2, 8}, {"interleaved", 2, 2, 6},
+                 {"interleaved-zb", 2, 2, 6}, {"1f1b", 1, 4, 5},       {"dualpipe", 2, 4, 5}};
+
 /* The run MILP (docs/optimizer.md, "Where v = 4 is proven"): models whose
  * layers between the first and the last are identical (an embedding, one
  * run, a head, each end optional), where the certificate's MILP over the
@@ -575,21 +583,16 @@ static void run_identical_instance(const char *name, uint32_t v, uint32_t p, uin
  * proves some of them itself. */
 static void test_identical_layers_match_the_brute_force(void)
 {
-    static const struct {
-        const char *name;
-        uint32_t v, p, lmin;
-    } kinds[] = {{"interleaved", 4, 2, 8},    {"interleaved-zb", 4, 2, 8},
-                 {"interleaved", 2, 2, 6},    {"interleaved-zb", 2, 2, 6},
-                 {"1f1b", 1, 4, 5},           {"dualpipe", 2, 4, 5}};
     rng_state = 20261128;
     tally tl = {0};
     psched__certify_test_hooks(0, false);
     /* the run MILP's own proofs: the device search, which runs first and
      * proves these itself, is off (its test is below) */
     psched__certify_test_no_device_search(true);
-    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+    for (size_t k = 0; k < sizeof run_kinds / sizeof *run_kinds; k++)
         for (int t = 0; t < 10; t++)
-            run_identical_instance(kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin, &tl);
+            run_identical_instance(run_kinds[k].name, run_kinds[k].v, run_kinds[k].p,
+                                   run_kinds[k].lmin, &tl);
     psched__certify_test_no_device_search(false);
     size_t proofs = psched__certify_test_run_proofs();
     printf("# identical layers: %d instances, %d proven optimal (%zu by the run MILP), %d "
@@ -609,21 +612,16 @@ static void test_identical_layers_match_the_brute_force(void)
  * force's fastest partition. */
 static void test_run_milp_stopped_tree_bound_is_sound(void)
 {
-    static const struct {
-        const char *name;
-        uint32_t v, p, lmin;
-    } kinds[] = {{"interleaved", 4, 2, 8},    {"interleaved-zb", 4, 2, 8},
-                 {"interleaved", 2, 2, 6},    {"interleaved-zb", 2, 2, 6},
-                 {"1f1b", 1, 4, 5},           {"dualpipe", 2, 4, 5}};
     if (!psched__have_glpk())
         return; /* no MILP to stop */
     rng_state = 20261127;
     int cases = 0, trees = 0, tightest = 0;
     psched__certify_test_no_device_search(true);
-    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+    for (size_t k = 0; k < sizeof run_kinds / sizeof *run_kinds; k++) {
         for (int t = 0; t < 30; t++) {
             brute o;
-            identical_brute(&o, kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin);
+            identical_brute(&o, run_kinds[k].name, run_kinds[k].v, run_kinds[k].p,
+                            run_kinds[k].lmin);
             psched_model *model = NULL;
             psched_plan *plan = NULL;
             if (!brute_instance(&o, 4000, &model, &plan))
