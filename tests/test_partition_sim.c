@@ -616,6 +616,7 @@ static void test_run_milp_stopped_tree_bound_is_sound(void)
         return; /* no MILP to stop */
     rng_state = 20261127;
     int cases = 0, trees = 0, tightest = 0;
+    size_t incumbents = 0;
     psched__certify_test_no_device_search(true);
     for (size_t k = 0; k < sizeof run_kinds / sizeof *run_kinds; k++) {
         for (int t = 0; t < 30; t++) {
@@ -631,8 +632,13 @@ static void test_run_milp_stopped_tree_bound_is_sound(void)
             psched_partition_result *r = NULL;
             psched__certify_test_hooks(1 + rnd(10), false);
             psched__run_milp_test_selects(1 + rnd(4));
+            /* half without the local search: the MILP's incumbent can then
+             * be faster than the solvers' partitions */
+            psched__certify_test_no_improve(t % 2 == 1);
             CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
+            psched__certify_test_no_improve(false);
             psched__run_milp_test_selects(0);
+            incumbents += psched__certify_test_run_incumbents();
             psched__certify_test_hooks(0, false);
             double tree = psched__certify_test_run_tree();
             double mk = psched_partition_makespan(r), gap = psched_partition_gap(r);
@@ -652,10 +658,87 @@ static void test_run_milp_stopped_tree_bound_is_sound(void)
     }
     psched__certify_test_no_device_search(false);
     printf("# stopped run MILP: %d instances, %d with a tree bound, %d where it is the bound "
-           "reported\n",
-           cases, trees, tightest);
+           "reported, %zu incumbents taken\n",
+           cases, trees, tightest, incumbents);
     CHECK(cases >= 40);
     CHECK(trees >= 10);
+}
+
+/* A run MILP stopped with an incumbent (issue 17 item 5, eleventh pass):
+ * GLPK's incumbent is a partition, simulated and kept when it fits and is
+ * faster. The grid's shape at L = 12, p = 2, interleaved v = 4, m = 8,
+ * memory limit 70% of the even split's largest device, GLPK stopped after
+ * 48 node selections, the local search and the device search off (so the
+ * partitions before the MILP are the solvers', the baselines' and the
+ * critical-path rounds'): the incumbent is taken (a test hook counts it),
+ * and the result is a real partition: psched_partition_evaluate() of its
+ * counts and recompute choices gives its makespan and it fits. */
+static void test_run_milp_stopped_incumbent_is_simulated(void)
+{
+    if (!psched__have_glpk())
+        return; /* no MILP */
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.2, 0.2, 0.2, 1, 40));
+    CHECK_OK(psched_model_add_layers(model, "layer", 10, 1, 1, 1, 4, 10));
+    CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
+    CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
+    CHECK_OK(psched_model_add_layers(model, "head", 1, 3, 3, 3, 8, 40));
+    psched_plan *plan = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, 2));
+    CHECK_OK(psched_plan_set_microbatches(plan, 8));
+    CHECK_OK(psched_plan_set_chunks(plan, 4));
+    psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+    opt.time_limit = 86400; /* the budgets and the hooks end it, not the clock */
+    opt.method = PSCHED_PARTITION_EVEN;
+    psched_partition_result *e = NULL;
+    CHECK_OK(psched_partition(model, plan, "interleaved", &opt, &e));
+    double most = 0;
+    for (uint32_t d = 0; d < 2; d++) {
+        double params, memory, peak;
+        CHECK_OK(psched_partition_device(e, d, &params, &memory, &peak));
+        most = fmax(most, memory);
+    }
+    double limit = 0.7 * most;
+    CHECK_OK(psched_plan_set_memory_limit(plan, limit));
+    opt.method = PSCHED_PARTITION_ILP;
+    psched_partition_result *r = NULL;
+    psched__certify_test_no_device_search(true);
+    psched__certify_test_no_improve(true);
+    psched__certify_test_hooks(5, false);
+    psched__run_milp_test_selects(48);
+    CHECK_OK(psched_partition(model, plan, "interleaved", &opt, &r));
+    size_t taken = psched__certify_test_run_incumbents();
+    psched__run_milp_test_selects(0);
+    psched__certify_test_hooks(0, false);
+    psched__certify_test_no_improve(false);
+    psched__certify_test_no_device_search(false);
+    CHECK(taken >= 1);
+    uint32_t counts[8];
+    psched_recompute rec[12];
+    for (uint32_t st = 0; st < 8; st++) {
+        uint32_t first;
+        CHECK_OK(psched_partition_stage(r, st, &first, &counts[st], NULL, NULL));
+    }
+    for (uint32_t l = 0; l < 12; l++)
+        rec[l] = psched_partition_layer_recompute(r, l);
+    psched_partition_result *x = NULL;
+    CHECK_OK(psched_partition_evaluate(model, plan, "interleaved", counts, 8, rec, &x));
+    double mk = psched_partition_makespan(r);
+    printf("# stopped run MILP's incumbent: %zu taken, step time %g (evaluated %g)\n", taken,
+           mk, psched_partition_makespan(x));
+    CHECK(fabs(psched_partition_makespan(x) - mk) <= 1e-9 * mk);
+    for (uint32_t d = 0; d < 2; d++) {
+        double params, memory, peak;
+        CHECK_OK(psched_partition_device(x, d, &params, &memory, &peak));
+        CHECK(memory <= limit * (1 + 1e-9));
+    }
+    psched_partition_result_destroy(x);
+    psched_partition_result_destroy(r);
+    psched_partition_result_destroy(e);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
 }
 
 /* The device search (issue 17 item 5; devsearch.c): a run's per-stage
@@ -2124,6 +2207,7 @@ int main(void)
     RUN(test_weighted_microbatches_match_the_brute_force);
     RUN(test_identical_layers_match_the_brute_force);
     RUN(test_run_milp_stopped_tree_bound_is_sound);
+    RUN(test_run_milp_stopped_incumbent_is_simulated);
     RUN(test_device_search_matches_the_brute_force);
     RUN(test_device_search_bound_holds_for_two_chains);
     RUN(test_device_search_mid_size_matches_the_enumeration);

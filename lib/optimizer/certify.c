@@ -100,6 +100,7 @@ static _Thread_local double test_worst = -INFINITY;
 static _Thread_local size_t test_checks;
 static _Thread_local size_t test_run_proofs;
 static _Thread_local double test_run_tree;
+static _Thread_local size_t test_run_incumbents;
 static _Thread_local bool test_improve_only;
 static _Thread_local bool test_regenerate;
 static _Thread_local bool test_no_device_search;
@@ -169,6 +170,11 @@ double psched__certify_test_run_tree(void)
     return test_run_tree;
 }
 
+size_t psched__certify_test_run_incumbents(void)
+{
+    return test_run_incumbents;
+}
+
 void psched__certify_test_hooks(size_t node_cap, bool check)
 {
     test_node_cap = node_cap;
@@ -176,6 +182,7 @@ void psched__certify_test_hooks(size_t node_cap, bool check)
     test_worst = -INFINITY;
     test_checks = 0;
     test_run_proofs = 0;
+    test_run_incumbents = 0;
 }
 
 double psched__certify_test_worst(size_t *checks)
@@ -908,6 +915,17 @@ static psched_status path_library(certify *c)
  * (the pool's paths are paths of every partition: the reference order is
  * checked on each simulation); the best is proven optimal when the
  * optimum reaches it. The paths only grow, so the optimum never falls. */
+/* Whether a partition of the run MILP fits every device's limit (GLPK's
+ * tolerances may let one a little over in); fills c->xbuf. */
+static bool run_fits(certify *c, const psched__solution *x)
+{
+    psched__paths_vector(c->pb, x, c->xbuf);
+    for (uint32_t d = 0; d < c->pb->devices; d++)
+        if (c->xbuf[3 * (size_t)c->pb->stages + d] > 1e-12)
+            return false;
+    return true;
+}
+
 static bool run_certify(certify *c)
 {
     psched__problem *pb = c->pb;
@@ -955,6 +973,16 @@ static bool run_certify(certify *c)
             c->path_lb = fmax(c->path_lb, tree);
             test_run_tree = fmax(test_run_tree, tree);
         }
+        if (!st && !solved && x.found) {
+            /* stopped with an incumbent: a partition, perhaps faster */
+            double mk;
+            st = simulate_solution(c, &x, &mk, NULL, NULL);
+            if (!st && c->use_paths && run_fits(c, &x) && mk < c->best) {
+                c->best = mk;
+                psched__solution_copy(pb, &x, &c->best_sol);
+                test_run_incumbents++;
+            }
+        }
         if (st || !solved)
             break;
         /* the optimum at the rounded minimiser, from the pool itself */
@@ -969,10 +997,7 @@ static bool run_certify(certify *c)
         st = simulate_solution(c, &x, &mk, NULL, NULL);
         if (st || !c->use_paths)
             break;
-        bool fits = true;
-        for (uint32_t d = 0; d < pb->devices; d++)
-            fits = fits && c->xbuf[3 * (size_t)pb->stages + d] <= 1e-12;
-        if (!fits)
+        if (!run_fits(c, &x))
             break; /* GLPK's tolerance let a partition over the limit in */
         if (mk < c->best) {
             c->best = mk;

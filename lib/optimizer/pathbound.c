@@ -790,8 +790,13 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
             b = fmin(b, glp_mip_obj_val(lp));
         *tree_bound = fmin(b, below) * (1 - RUN_TREE_TOL);
     }
-    if (*solved) {
-        *z = glp_mip_obj_val(lp);
+    /* the optimum, or where GLPK stopped first its incumbent (a
+     * partition the caller simulates) */
+    bool have = *solved || ((rc == GLP_ETMLIM || rc == GLP_ESTOP) &&
+                            glp_mip_status(lp) == GLP_FEAS);
+    if (have) {
+        if (*solved)
+            *z = glp_mip_obj_val(lp);
         uint32_t a = 0;
         for (uint32_t s = 0; s < S; s++) {
             sol->first[s] = a;
@@ -818,8 +823,8 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
             a = at;
         }
         /* the rounded counts must be a partition of every layer */
-        *solved = a == L && sol->count[S - 1] > 0;
-        sol->found = *solved;
+        sol->found = a == L && sol->count[S - 1] > 0;
+        *solved = *solved && sol->found;
     }
     glp_delete_prob(lp);
     return PSCHED_OK;
@@ -832,6 +837,7 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
 {
     *solved = *none = false;
     *tree_bound = 0;
+    sol->found = false;
     lp_ctx ctx;
     if (setjmp(ctx.jump)) {
         glp_error_hook(NULL, NULL);
@@ -855,9 +861,10 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
                                double until, psched__solution *sol, double *z, bool *solved,
                                bool *none, double *tree_bound)
 {
-    (void)pb, (void)pp, (void)run, (void)use, (void)below, (void)until, (void)sol, (void)z;
+    (void)pb, (void)pp, (void)run, (void)use, (void)below, (void)until, (void)z;
     *solved = *none = false;
     *tree_bound = 0;
+    sol->found = false;
     return PSCHED_OK;
 }
 

@@ -125,7 +125,8 @@ PSCHED_INTERNAL bool psched__run_shape(const psched__problem *pb, psched__run *r
  * a lower bound within its tolerances); *solved false when GLPK did not
  * prove an optimum by `until` (a psched__now() value) (or is absent); *none when GLPK proved
  * that no partition is below `below` over those paths. When GLPK stopped
- * first, *tree_bound gets what its search tree proves (0: nothing): the
+ * first, sol->found says whether its incumbent is in sol, and *tree_bound
+ * gets what its search tree proves (0: nothing): the
  * least of the largest open-node bound it saw, its incumbent and `below`,
  * less RUN_TREE_TOL, a lower bound of every fitting partition's step
  * time (those at `below` or more included). */
@@ -151,5 +152,9 @@ PSCHED_INTERNAL size_t psched__certify_test_run_proofs(void);
 /* Test hook: the bound the last certificate took from a stopped run
  * MILP's tree (0: none), this thread. */
 PSCHED_INTERNAL double psched__certify_test_run_tree(void);
+
+/* Test hook: stopped run MILPs whose incumbent became the best (since
+ * psched__certify_test_hooks()), this thread. */
+PSCHED_INTERNAL size_t psched__certify_test_run_incumbents(void);
 
 #endif
