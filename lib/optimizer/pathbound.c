@@ -627,6 +627,10 @@ static double layer_coef(const psched__problem *pb, const psched__paths *pp, siz
            c[3 * (size_t)s + 2] * w;
 }
 
+/* GLPK's relative tolerances (10^-7) with a margin: the stopped tree's
+ * bound is taken this fraction lower. */
+#define RUN_TREE_TOL 1e-6
+
 /* Branch-and-cut callback of the run MILP: the largest over the search of
  * its open nodes' least bound (each a lower bound of every solution not
  * yet cut off; the ones cut off are at least the incumbent), and the test
@@ -781,7 +785,8 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
     int rc = glp_intopt(lp, &io);
     *solved = rc == 0 && glp_mip_status(lp) == GLP_OPT;
     *none = (rc == 0 && glp_mip_status(lp) == GLP_NOFEAS) || rc == GLP_ENOPFS;
-    if ((rc == GLP_ETMLIM || rc == GLP_ESTOP) && isfinite(tree.open)) {
+    bool stopped = rc == GLP_ETMLIM || rc == GLP_ESTOP;
+    if (stopped && isfinite(tree.open)) {
         /* stopped: the optimum is in an open node (at least the largest
          * least bound seen) or in one cut off (at least the incumbent it
          * was cut against, which only falls), within GLPK's tolerances */
@@ -792,8 +797,7 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
     }
     /* the optimum, or where GLPK stopped first its incumbent (a
      * partition the caller simulates) */
-    bool have = *solved || ((rc == GLP_ETMLIM || rc == GLP_ESTOP) &&
-                            glp_mip_status(lp) == GLP_FEAS);
+    bool have = *solved || (stopped && glp_mip_status(lp) == GLP_FEAS);
     if (have) {
         if (*solved)
             *z = glp_mip_obj_val(lp);

@@ -128,7 +128,7 @@ PSCHED_INTERNAL bool psched__run_shape(const psched__problem *pb, psched__run *r
  * first, sol->found says whether its incumbent is in sol, and *tree_bound
  * gets what its search tree proves (0: nothing): the
  * least of the largest open-node bound it saw, its incumbent and `below`,
- * less RUN_TREE_TOL, a lower bound of every fitting partition's step
+ * less 10^-6 of it (GLPK's tolerances), a lower bound of every fitting partition's step
  * time (those at `below` or more included). */
 PSCHED_INTERNAL psched_status psched__run_milp(const psched__problem *pb,
                                                const psched__paths *pp,
@@ -136,10 +136,6 @@ PSCHED_INTERNAL psched_status psched__run_milp(const psched__problem *pb,
                                                double below, double until,
                                                psched__solution *sol, double *z, bool *solved,
                                                bool *none, double *tree_bound);
-
-/* GLPK's relative tolerances (10^-7) with a margin: the stopped tree's
- * bound is taken this fraction lower. */
-#define RUN_TREE_TOL 1e-6
 
 /* Test hook: GLPK's search stops after this many node selections (0: by
  * the time limit only), this thread. */
