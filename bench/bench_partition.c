@@ -20,6 +20,14 @@
  *
  * Output: Markdown tables (docs/optimizer.md publishes them).
  *
+ *   bench_partition --anneal S [--quick] [--time-limit S] [--schedule NAME]
+ *                   [--chunks V]
+ *
+ * An independent check of the grid's `feasible` rows: simulated annealing
+ * through the public API alone (psched_partition_evaluate()), S seconds
+ * from the optimizer's partition and S from the even split, against the
+ * optimizer's step time and bound (anneal_row()).
+ *
  *   bench_partition --scale L [--schedule NAME] [--chunks V] [--time-limit S]
  *
  * Scale: one partition of L identical layers (with selective and full
@@ -163,20 +171,37 @@ static bool kept(const struct kind *k, const char *schedule, uint32_t chunks)
     return (!schedule || strcmp(schedule, k->schedule) == 0) && (!chunks || chunks == k->v);
 }
 
-static void grid(bool quick, double time_limit, const char *schedule, uint32_t chunks)
+static void anneal_row(uint32_t layers, uint32_t p, uint32_t v, const char *schedule,
+                       double time_limit, double seconds);
+
+/* The grid's rows; with anneal > 0 (seconds per start) only the feasible
+ * ones, each with the annealing check (anneal_row()). */
+static void grid(bool quick, double time_limit, const char *schedule, uint32_t chunks,
+                 double anneal)
 {
     static const uint32_t layer_counts[] = {32, 80, 128}, devices[] = {4, 8, 16};
     size_t nl = quick ? 2 : 3, np = quick ? 2 : 3;
-    puts("| L | p | v | schedule | memory limit | status | solve time (s) | objective | "
-         "makespan | even makespan | speed-up |");
-    puts("|---|---|---|---|---|---|---|---|---|---|---|");
+    if (anneal > 0) {
+        puts("| L | p | v | schedule | gap | makespan | bound | annealed from it | "
+             "annealed from the even split |");
+        puts("|---|---|---|---|---|---|---|---|---|");
+    } else {
+        puts("| L | p | v | schedule | memory limit | status | solve time (s) | objective | "
+             "makespan | even makespan | speed-up |");
+        puts("|---|---|---|---|---|---|---|---|---|---|---|");
+    }
     for (size_t i = 0; i < nl; i++)
         for (size_t j = 0; j < np; j++)
             for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
                 if (kept(&kinds[k], schedule, chunks) &&
-                    layer_counts[i] - 2 >= devices[j] * kinds[k].ranges_per_device)
-                    grid_row(layer_counts[i], devices[j], kinds[k].v, kinds[k].schedule,
-                             time_limit);
+                    layer_counts[i] - 2 >= devices[j] * kinds[k].ranges_per_device) {
+                    if (anneal > 0)
+                        anneal_row(layer_counts[i], devices[j], kinds[k].v, kinds[k].schedule,
+                                   time_limit, anneal);
+                    else
+                        grid_row(layer_counts[i], devices[j], kinds[k].v, kinds[k].schedule,
+                                 time_limit);
+                }
 }
 
 static psched_model *load_profile(const char *dir, const char *name)
@@ -284,6 +309,167 @@ static double wall(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ---- an independent check (--anneal S) ----
+ *
+ * Simulated annealing over the partitions of a grid row, written only
+ * against the public API (psched_partition_evaluate() simulates each
+ * candidate): a move shifts the boundary between two neighbouring stages
+ * by one layer (no stage left empty) or gives one transformer layer
+ * another recompute variant; a candidate over the memory limit is
+ * rejected. It shares nothing with the optimizer's searches, so where it
+ * ends below the optimizer's partition that partition is not the best
+ * there is, and where it does not, a `feasible` row's gap is more likely
+ * the bound's than the partition's. */
+typedef struct anneal_run {
+    const psched_model *model;
+    const psched_plan *plan;
+    const char *schedule;
+    uint32_t stages, layers;
+    uint64_t rng;
+} anneal_run;
+
+static uint64_t anneal_next(anneal_run *a)
+{
+    a->rng ^= a->rng << 13; /* xorshift64: the same run every time */
+    a->rng ^= a->rng >> 7;
+    a->rng ^= a->rng << 17;
+    return a->rng;
+}
+
+/* The simulated step time, INFINITY when it does not fit (or the library
+ * refuses the partition). */
+static double anneal_eval(const anneal_run *a, const uint32_t *counts,
+                          const psched_recompute *rec)
+{
+    psched_partition_result *r = NULL;
+    if (psched_partition_evaluate(a->model, a->plan, a->schedule, counts, a->stages, rec, &r))
+        return INFINITY;
+    double mk = psched_partition_status(r) == PSCHED_SOLVE_FEASIBLE ? psched_partition_makespan(r)
+                                                                     : INFINITY;
+    psched_partition_result_destroy(r);
+    return mk;
+}
+
+/* Anneals from counts/rec (overwritten with the best found) for `seconds`;
+ * returns the best step time. The temperature falls linearly from 0.3% of
+ * the start's step time. */
+static double anneal(anneal_run *a, uint32_t *counts, psched_recompute *rec, double seconds)
+{
+    uint32_t S = a->stages, L = a->layers;
+    uint32_t *cc = malloc(S * sizeof *cc), *bc = malloc(S * sizeof *bc);
+    psched_recompute *cr = malloc(L * sizeof *cr), *br = malloc(L * sizeof *br);
+    if (!cc || !bc || !cr || !br) {
+        fprintf(stderr, "bench_partition: out of memory\n");
+        exit(1);
+    }
+    double cur = anneal_eval(a, counts, rec), best = cur;
+    memcpy(bc, counts, S * sizeof *bc);
+    memcpy(br, rec, L * sizeof *br);
+    double t0 = wall(), t0_temp = 0.003 * (isfinite(cur) ? cur : 1);
+    for (;;) {
+        double frac = (wall() - t0) / seconds;
+        if (frac >= 1)
+            break;
+        memcpy(cc, counts, S * sizeof *cc);
+        memcpy(cr, rec, L * sizeof *cr);
+        uint32_t moves = 1 + (uint32_t)(anneal_next(a) % 3);
+        for (uint32_t k = 0; k < moves; k++) {
+            uint64_t r = anneal_next(a);
+            if (r % 2) {
+                uint32_t s = (uint32_t)((r >> 1) % (S - 1));
+                bool right = (r >> 40) & 1; /* stage s's last layer to s + 1, or back */
+                if (right && cc[s] > 1) {
+                    cc[s]--;
+                    cc[s + 1]++;
+                } else if (!right && cc[s + 1] > 1) {
+                    cc[s + 1]--;
+                    cc[s]++;
+                }
+            } else {
+                /* a transformer layer (not the embedding or the head) */
+                uint32_t l = 1 + (uint32_t)((r >> 1) % (L - 2));
+                cr[l] = (psched_recompute)((r >> 40) % 3);
+            }
+        }
+        double v = anneal_eval(a, cc, cr);
+        double temp = t0_temp * (1 - frac) + 1e-9;
+        double u = (double)(anneal_next(a) >> 11) / 9007199254740992.0;
+        if (v < cur || (isfinite(v) && exp((cur - v) / temp) > u)) {
+            memcpy(counts, cc, S * sizeof *cc);
+            memcpy(rec, cr, L * sizeof *cr);
+            cur = v;
+            if (v < best) {
+                best = v;
+                memcpy(bc, cc, S * sizeof *bc);
+                memcpy(br, cr, L * sizeof *br);
+            }
+        }
+    }
+    memcpy(counts, bc, S * sizeof *bc);
+    memcpy(rec, br, L * sizeof *br);
+    free(cc);
+    free(bc);
+    free(cr);
+    free(br);
+    return best;
+}
+
+/* A result's counts and recompute choices. */
+static void read_partition(const psched_partition_result *r, uint32_t S, uint32_t L,
+                           uint32_t *counts, psched_recompute *rec)
+{
+    for (uint32_t s = 0; s < S; s++)
+        psched_partition_stage(r, s, NULL, &counts[s], NULL, NULL);
+    for (uint32_t l = 0; l < L; l++)
+        rec[l] = psched_partition_layer_recompute(r, l);
+}
+
+static void anneal_row(uint32_t layers, uint32_t p, uint32_t v, const char *schedule,
+                       double time_limit, double seconds)
+{
+    psched_model *model = grid_model(layers);
+    uint32_t m = 4 * p;
+    double limit = 0.6 * even_memory(model, p, m, v, schedule);
+    psched_plan *plan = make_plan(p, m, v, limit);
+    psched_partition_result *r = run(model, plan, schedule, PSCHED_PARTITION_ILP, time_limit);
+    psched_partition_result *e = run(model, plan, schedule, PSCHED_PARTITION_EVEN, time_limit);
+    if (!r || !e || psched_partition_status(r) != PSCHED_SOLVE_FEASIBLE) {
+        psched_partition_result_destroy(r); /* proven or infeasible: nothing to check */
+        psched_partition_result_destroy(e);
+        psched_plan_destroy(plan);
+        psched_model_destroy(model);
+        return;
+    }
+    uint32_t S = psched_partition_stages(r);
+    uint32_t *counts = malloc(S * sizeof *counts);
+    psched_recompute *rec = malloc(layers * sizeof *rec);
+    if (!counts || !rec) {
+        fprintf(stderr, "bench_partition: out of memory\n");
+        exit(1);
+    }
+    double mk = psched_partition_makespan(r), gap = psched_partition_gap(r);
+    anneal_run a = {model, plan, schedule, S, layers, 0x9e3779b97f4a7c15u};
+    read_partition(r, S, layers, counts, rec);
+    double from_it = anneal(&a, counts, rec, seconds);
+    /* the even split with every transformer layer fully recomputed (the
+     * least memory: it fits where any partition does) */
+    read_partition(e, S, layers, counts, rec);
+    for (uint32_t l = 1; l + 1 < layers; l++)
+        rec[l] = PSCHED_RECOMPUTE_FULL;
+    a.rng = 0x9e3779b97f4a7c15u;
+    double from_even = anneal(&a, counts, rec, seconds);
+    printf("| %u | %u | %u | %s | %.2f%% | %.6g | %.6g | %.6g (%+.2f%%) | %.6g (%+.2f%%) |\n",
+           layers, p, v, schedule, 100 * gap, mk, mk * (1 - gap), from_it,
+           100 * (from_it - mk) / mk, from_even, 100 * (from_even - mk) / mk);
+    fflush(stdout);
+    free(counts);
+    free(rec);
+    psched_partition_result_destroy(r);
+    psched_partition_result_destroy(e);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
 static int scale(uint32_t layers, const char *schedule, uint32_t v, double time_limit)
 {
     psched_model *model = NULL;
@@ -316,7 +502,7 @@ int main(int argc, char **argv)
     const char *scale_schedule = NULL;
     bool no_grid = false, no_profiles = false;
     bool quick = false;
-    double time_limit = 10;
+    double time_limit = 10, anneal = 0;
     const char *dir = "docs/examples";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
@@ -331,6 +517,12 @@ int main(int argc, char **argv)
             scale_schedule = argv[++i];
         } else if (strcmp(argv[i], "--chunks") == 0 && i + 1 < argc) {
             scale_chunks = (uint32_t)strtoul(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--anneal") == 0 && i + 1 < argc) {
+            anneal = strtod(argv[++i], NULL);
+            if (!(anneal > 0)) {
+                fprintf(stderr, "bench_partition: --anneal must be > 0 seconds\n");
+                return 2;
+            }
         } else if (strcmp(argv[i], "--no-grid") == 0) {
             no_grid = true;
         } else if (strcmp(argv[i], "--no-profiles") == 0) {
@@ -339,6 +531,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: bench_partition [--quick] [--time-limit S] [--profiles DIR]\n"
                             "           [--schedule NAME] [--chunks V] [--no-grid] "
                             "[--no-profiles]\n"
+                            "       bench_partition --anneal S [--quick] [--time-limit S] "
+                            "[--schedule NAME] [--chunks V]\n"
                             "       bench_partition --scale L [--schedule NAME] [--chunks V] "
                             "[--time-limit S]\n");
             return 2;
@@ -352,8 +546,12 @@ int main(int argc, char **argv)
         return scale(scale_layers, scale_schedule ? scale_schedule : "1f1b",
                      scale_chunks ? scale_chunks : 1, time_limit);
     printf("pipesched %s, time limit %g s per partition\n\n", psched_version(), time_limit);
+    if (anneal > 0) {
+        grid(quick, time_limit, scale_schedule, scale_chunks, anneal);
+        return 0;
+    }
     if (!no_grid)
-        grid(quick, time_limit, scale_schedule, scale_chunks);
+        grid(quick, time_limit, scale_schedule, scale_chunks, 0);
     if (!no_profiles)
         profiles(dir, quick, time_limit, scale_schedule, scale_chunks);
     return 0;
