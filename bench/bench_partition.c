@@ -363,6 +363,9 @@ static double anneal(anneal_run *a, uint32_t *counts, psched_recompute *rec, dou
         exit(1);
     }
     double cur = anneal_eval(a, counts, rec), best = cur;
+    if (!isfinite(cur))
+        fprintf(stderr, "bench_partition: %s: the start does not evaluate: %s\n", a->schedule,
+                psched_last_error());
     memcpy(bc, counts, S * sizeof *bc);
     memcpy(br, rec, L * sizeof *br);
     double t0 = wall(), t0_temp = 0.003 * (isfinite(cur) ? cur : 1);

@@ -1256,8 +1256,11 @@ PSCHED_API double psched_partition_bubble_ratio(const psched_partition_result *r
  * @param plan p, m, v (0: the schedule's default), memory limit, comm.
  * @param schedule generator name.
  * @param counts layers of each stage, @p stages entries summing to the
- *        model's layer count.
- * @param stages p·v of the schedule.
+ *        model's layer count. A schedule whose two chains hold the same
+ *        ranges (DualPipe: p ranges, each on a device and its mirror) takes
+ *        its ranges once, or twice as its results list them (2p entries,
+ *        entry t the range t mod p, summing to twice the layer count).
+ * @param stages p·v of the schedule (DualPipe: p, or 2p as above).
  * @param recompute per layer ::psched_recompute, or NULL for none; a layer
  *        may only use a variant its group has.
  * @param[out] out new result owned by the caller
@@ -1336,7 +1339,10 @@ PSCHED_API psched_status psched_partition_from_layout(const psched_model *model,
  * @param[out] length strlen of *text (may be NULL).
  * @return ::PSCHED_OK, ::PSCHED_EINFEASIBLE (no partition in the result),
  *         ::PSCHED_EINVAL (NULL argument, another model, an E or L group
- *         not first or last), ::PSCHED_ENOMEM.
+ *         not first or last), ::PSCHED_EUNSUPPORTED (a schedule whose two
+ *         chains hold every layer twice, DualPipe: a layout places each
+ *         layer once; dualpipev, one copy in a V, can be handed over),
+ *         ::PSCHED_ENOMEM.
  */
 PSCHED_API psched_status psched_partition_to_megatron(const psched_partition_result *result,
                                                       const psched_model *model, const char *map,

@@ -220,6 +220,66 @@ static const grammar_case grammar_cases[] = {
     {"E(tt|)*1,ttL", 4, 2, 1, 2, {3, 3}},
 };
 
+/* DualPipe's two chains hold the same ranges: its results list the p = 2
+ * ranges twice (plan stage t holds range t mod 2), and the ranges are
+ * given once or as listed, with the same result. With p = 2 each device
+ * holds both ranges (a device and its mirror), so every parameter: 100 +
+ * 8·10 + 5 = 185 on each. Megatron-LM's layout and torchtitan's module
+ * lists place each layer once: the emitters refuse the two copies. */
+static void test_evaluate_dualpipe_ranges_once_or_twice(void)
+{
+    psched_model *m = small_model(8);
+    psched_plan *plan = make_plan(2, 4, 2, INFINITY);
+    static const uint32_t once[] = {5, 5}, twice[] = {5, 5, 5, 5}, uneven[] = {5, 5, 4, 6},
+                          three[] = {4, 3, 3};
+    psched_partition_result *a = NULL, *b = NULL, *r = NULL;
+    CHECK_OK(psched_partition_evaluate(m, plan, "dualpipe", once, 2, NULL, &a));
+    CHECK_OK(psched_partition_evaluate(m, plan, "dualpipe", twice, 4, NULL, &b));
+    CHECK(a != NULL && b != NULL);
+    if (a && b) {
+        CHECK_EQ_INT(psched_partition_stages(a), 4);
+        CHECK_EQ_INT(psched_partition_stages(b), 4);
+        for (uint32_t t = 0; t < 4; t++) {
+            uint32_t fa = 99, ca = 99, fb = 99, cb = 99;
+            CHECK_OK(psched_partition_stage(a, t, &fa, &ca, NULL, NULL));
+            CHECK_OK(psched_partition_stage(b, t, &fb, &cb, NULL, NULL));
+            CHECK_EQ_INT(fa, t % 2 ? 5 : 0);
+            CHECK_EQ_INT(ca, 5);
+            CHECK_EQ_INT(fb, fa);
+            CHECK_EQ_INT(cb, ca);
+        }
+        CHECK(psched_partition_makespan(a) > 0);
+        CHECK_EQ_DBL(psched_partition_makespan(b), psched_partition_makespan(a));
+        for (uint32_t d = 0; d < 2; d++) {
+            double params = 0;
+            CHECK_OK(psched_partition_device(b, d, &params, NULL, NULL));
+            CHECK_EQ_DBL(params, 185);
+        }
+        char *text = (char *)"poison";
+        expect_fail(psched_partition_to_megatron(a, m, NULL, &text, NULL), PSCHED_EUNSUPPORTED,
+                    "two copies of the model");
+        CHECK(text == NULL);
+        text = (char *)"poison";
+        expect_fail(psched_partition_to_torchtitan(b, m, NULL, NULL, &text, NULL),
+                    PSCHED_EUNSUPPORTED, "dualpipev");
+        CHECK(text == NULL);
+    }
+    expect_fail(psched_partition_evaluate(m, plan, "dualpipe", uneven, 4, NULL, &r),
+                PSCHED_EINVAL, "stage 2 holds 4 layers and stage 0 5");
+    expect_fail(psched_partition_evaluate(m, plan, "dualpipe", three, 3, NULL, &r),
+                PSCHED_EINVAL, "3 stages given; schedule dualpipe with p = 2, v = 2 has 2 ranges");
+    /* twice the layers with one chain: the sum is wrong */
+    psched_plan *loop = make_plan(2, 4, 2, INFINITY);
+    expect_fail(psched_partition_evaluate(m, loop, "interleaved", twice, 4, NULL, &r),
+                PSCHED_EINVAL, "the stages hold 20 layers in all; the model has 10");
+    CHECK(r == NULL);
+    psched_partition_result_destroy(a);
+    psched_partition_result_destroy(b);
+    psched_plan_destroy(loop);
+    psched_plan_destroy(plan);
+    psched_model_destroy(m);
+}
+
 static void test_layout_grammar(void)
 {
     for (size_t i = 0; i < sizeof grammar_cases / sizeof *grammar_cases; i++) {
@@ -890,6 +950,7 @@ int main(void)
     RUN(test_evaluate_figures_and_fit);
     RUN(test_evaluate_recompute);
     RUN(test_evaluate_bad_arguments);
+    RUN(test_evaluate_dualpipe_ranges_once_or_twice);
     RUN(test_layout_grammar);
     RUN(test_layout_markers_without_embedding_or_head);
     RUN(test_layout_map_names_a_group);

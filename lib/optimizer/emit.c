@@ -30,6 +30,16 @@ static psched_status emitter_open(emitter *em, const psched_partition_result *r,
     if (r->layers != model->layer_count)
         return psched_fail(PSCHED_EINVAL, "the model has %u layers; the partition covers %u",
                            model->layer_count, r->layers);
+    uint64_t held = 0;
+    for (uint32_t s = 0; s < r->stages; s++)
+        held += r->count[s];
+    if (held != r->layers)
+        return psched_fail(PSCHED_EUNSUPPORTED,
+                           "schedule %s holds every layer on two devices (a device and its "
+                           "mirror: two copies of the model); a Megatron-LM layout and "
+                           "torchtitan's module lists place each layer once (dualpipev runs "
+                           "one copy in a V and can be handed over)",
+                           r->schedule);
     em->r = r;
     em->model = model;
     if (!(em->cls = psched__calloc(model->group_count ? model->group_count : 1, 1)))

@@ -191,7 +191,11 @@ psched_status psched__evaluate_given(const psched_model *model, const psched_pla
     uint64_t total = 0;
     for (uint32_t s = 0; s < stages; s++)
         total += counts[s];
-    if (total != model->layer_count)
+    /* a schedule with two chains over the same ranges (DualPipe) is given
+     * its ranges once, or twice as its results list them (plan stage t
+     * holds range t mod S): checked below once S is known */
+    bool twice = total == 2 * (uint64_t)model->layer_count && stages % 2 == 0;
+    if (total != model->layer_count && !twice)
         return psched_fail(PSCHED_EINVAL,
                            "the stages hold %llu layers in all; the model has %u",
                            (unsigned long long)total, model->layer_count);
@@ -208,10 +212,27 @@ psched_status psched__evaluate_given(const psched_model *model, const psched_pla
     pb.tau_max = INFINITY;
     pb.limit = limit;
     st = psched__probe_schedule(plan, schedule, &pb, &resolved);
+    if (!st && twice) {
+        if (pb.chains != 2 || stages != pb.plan_stages)
+            st = psched_fail(PSCHED_EINVAL, "the stages hold %llu layers in all; the model has %u",
+                             (unsigned long long)total, model->layer_count);
+        for (uint32_t t = pb.stages; !st && t < stages; t++)
+            if (counts[t] != counts[t % pb.stages])
+                st = psched_fail(PSCHED_EINVAL,
+                                 "stage %u holds %u layers and stage %u %u; schedule %s's two "
+                                 "chains hold the same ranges (stage t is range t mod %u)",
+                                 t, counts[t], t % pb.stages, counts[t % pb.stages], schedule,
+                                 pb.stages);
+        stages = pb.stages; /* the ranges, once */
+    }
     if (!st && stages != pb.stages)
         st = psched_fail(PSCHED_EINVAL,
-                         "%u stages given; schedule %s with p = %u, v = %u has %u stages", stages,
-                         schedule, pb.devices, pb.chunks, pb.stages);
+                         pb.chains == 2 ? "%u stages given; schedule %s with p = %u, v = %u has %u "
+                                          "ranges, each on two devices (give them once, or twice "
+                                          "as its results list them)"
+                                        : "%u stages given; schedule %s with p = %u, v = %u has "
+                                          "%u stages",
+                         stages, schedule, pb.plan_devices, pb.chunks, pb.stages);
     if (!st)
         st = psched__problem_layers(&pb, model);
     if (!st)
