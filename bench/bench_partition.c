@@ -125,15 +125,42 @@ static void print_status(const psched_partition_result *r)
         printf("%s", status_names[s]);
 }
 
+/* One grid case: its model, plan (m = 4p, the limit 60% of the even
+ * split's largest device without recomputation), the optimizer's result
+ * and the even split's. */
+typedef struct grid_case {
+    psched_model *model;
+    psched_plan *plan;
+    psched_partition_result *r, *e;
+    double limit;
+} grid_case;
+
+static grid_case grid_case_run(uint32_t layers, uint32_t p, uint32_t v, const char *schedule,
+                               double time_limit)
+{
+    grid_case g;
+    g.model = grid_model(layers);
+    g.limit = 0.6 * even_memory(g.model, p, 4 * p, v, schedule);
+    g.plan = make_plan(p, 4 * p, v, g.limit);
+    g.r = run(g.model, g.plan, schedule, PSCHED_PARTITION_ILP, time_limit);
+    g.e = run(g.model, g.plan, schedule, PSCHED_PARTITION_EVEN, time_limit);
+    return g;
+}
+
+static void grid_case_free(grid_case *g)
+{
+    psched_partition_result_destroy(g->r);
+    psched_partition_result_destroy(g->e);
+    psched_plan_destroy(g->plan);
+    psched_model_destroy(g->model);
+}
+
 static void grid_row(uint32_t layers, uint32_t p, uint32_t v, const char *schedule,
                      double time_limit)
 {
-    psched_model *model = grid_model(layers);
-    uint32_t m = 4 * p;
-    double limit = 0.6 * even_memory(model, p, m, v, schedule);
-    psched_plan *plan = make_plan(p, m, v, limit);
-    psched_partition_result *r = run(model, plan, schedule, PSCHED_PARTITION_ILP, time_limit);
-    psched_partition_result *e = run(model, plan, schedule, PSCHED_PARTITION_EVEN, time_limit);
+    grid_case g = grid_case_run(layers, p, v, schedule, time_limit);
+    const psched_partition_result *r = g.r, *e = g.e;
+    double limit = g.limit;
     double mk = makespan_if_found(r), even = makespan_if_found(e);
     printf("| %u | %u | %u | %s | %.4g | ", layers, p, v, schedule, limit);
     if (r) {
@@ -148,10 +175,7 @@ static void grid_row(uint32_t layers, uint32_t p, uint32_t v, const char *schedu
     else
         printf("does not fit | |\n");
     fflush(stdout);
-    psched_partition_result_destroy(r);
-    psched_partition_result_destroy(e);
-    psched_plan_destroy(plan);
-    psched_model_destroy(model);
+    grid_case_free(&g);
 }
 
 /* The schedules benchmarked: v = 1, 2 (loop and V placement), 4 (loop:
@@ -430,20 +454,20 @@ static void read_partition(const psched_partition_result *r, uint32_t S, uint32_
 static void anneal_row(uint32_t layers, uint32_t p, uint32_t v, const char *schedule,
                        double time_limit, double seconds)
 {
-    psched_model *model = grid_model(layers);
-    uint32_t m = 4 * p;
-    double limit = 0.6 * even_memory(model, p, m, v, schedule);
-    psched_plan *plan = make_plan(p, m, v, limit);
-    psched_partition_result *r = run(model, plan, schedule, PSCHED_PARTITION_ILP, time_limit);
-    psched_partition_result *e = run(model, plan, schedule, PSCHED_PARTITION_EVEN, time_limit);
+    grid_case g = grid_case_run(layers, p, v, schedule, time_limit);
+    const psched_partition_result *r = g.r, *e = g.e;
     if (!r || !e || psched_partition_status(r) != PSCHED_SOLVE_FEASIBLE) {
-        psched_partition_result_destroy(r); /* proven or infeasible: nothing to check */
-        psched_partition_result_destroy(e);
-        psched_plan_destroy(plan);
-        psched_model_destroy(model);
+        grid_case_free(&g); /* proven or infeasible: nothing to check */
         return;
     }
-    uint32_t S = psched_partition_stages(r);
+    uint32_t S = psched_partition_stages(r), held = 0;
+    for (uint32_t s = 0; s < S; s++) {
+        uint32_t c = 0;
+        psched_partition_stage(r, s, NULL, &c, NULL, NULL);
+        held += c;
+    }
+    if (held == 2 * layers)
+        S /= 2; /* DualPipe lists its ranges twice: anneal them once */
     uint32_t *counts = malloc(S * sizeof *counts);
     psched_recompute *rec = malloc(layers * sizeof *rec);
     if (!counts || !rec) {
@@ -451,7 +475,7 @@ static void anneal_row(uint32_t layers, uint32_t p, uint32_t v, const char *sche
         exit(1);
     }
     double mk = psched_partition_makespan(r), gap = psched_partition_gap(r);
-    anneal_run a = {model, plan, schedule, S, layers, 0x9e3779b97f4a7c15u};
+    anneal_run a = {g.model, g.plan, schedule, S, layers, 0x9e3779b97f4a7c15u};
     read_partition(r, S, layers, counts, rec);
     double from_it = anneal(&a, counts, rec, seconds);
     /* the even split with every transformer layer fully recomputed (the
@@ -467,10 +491,7 @@ static void anneal_row(uint32_t layers, uint32_t p, uint32_t v, const char *sche
     fflush(stdout);
     free(counts);
     free(rec);
-    psched_partition_result_destroy(r);
-    psched_partition_result_destroy(e);
-    psched_plan_destroy(plan);
-    psched_model_destroy(model);
+    grid_case_free(&g);
 }
 
 static int scale(uint32_t layers, const char *schedule, uint32_t v, double time_limit)
