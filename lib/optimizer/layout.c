@@ -188,17 +188,6 @@ psched_status psched__evaluate_given(const psched_model *model, const psched_pla
     if (!(limit > 0))
         return psched_fail(PSCHED_EINVAL, "memory limit (%g) must be > 0", limit);
     double t0 = psched__now();
-    uint64_t total = 0;
-    for (uint32_t s = 0; s < stages; s++)
-        total += counts[s];
-    /* a schedule with two chains over the same ranges (DualPipe) is given
-     * its ranges once, or twice as its results list them (plan stage t
-     * holds range t mod S): checked below once S is known */
-    bool twice = total == 2 * (uint64_t)model->layer_count && stages % 2 == 0;
-    if (total != model->layer_count && !twice)
-        return psched_fail(PSCHED_EINVAL,
-                           "the stages hold %llu layers in all; the model has %u",
-                           (unsigned long long)total, model->layer_count);
     psched_status st = choice ? check_choices(model, choice) : PSCHED_OK;
     if (st)
         return st;
@@ -212,10 +201,9 @@ psched_status psched__evaluate_given(const psched_model *model, const psched_pla
     pb.tau_max = INFINITY;
     pb.limit = limit;
     st = psched__probe_schedule(plan, schedule, &pb, &resolved);
-    if (!st && twice) {
-        if (pb.chains != 2 || stages != pb.plan_stages)
-            st = psched_fail(PSCHED_EINVAL, "the stages hold %llu layers in all; the model has %u",
-                             (unsigned long long)total, model->layer_count);
+    if (!st && pb.chains == 2 && stages == pb.plan_stages) {
+        /* two chains over the same ranges (DualPipe): the ranges twice, as
+         * its results list them (plan stage t holds range t mod S) */
         for (uint32_t t = pb.stages; !st && t < stages; t++)
             if (counts[t] != counts[t % pb.stages])
                 st = psched_fail(PSCHED_EINVAL,
@@ -233,6 +221,12 @@ psched_status psched__evaluate_given(const psched_model *model, const psched_pla
                                         : "%u stages given; schedule %s with p = %u, v = %u has "
                                           "%u stages",
                          stages, schedule, pb.plan_devices, pb.chunks, pb.stages);
+    uint64_t total = 0;
+    for (uint32_t s = 0; !st && s < stages; s++)
+        total += counts[s];
+    if (!st && total != model->layer_count)
+        st = psched_fail(PSCHED_EINVAL, "the stages hold %llu layers in all; the model has %u",
+                         (unsigned long long)total, model->layer_count);
     if (!st)
         st = psched__problem_layers(&pb, model);
     if (!st)
