@@ -1152,6 +1152,37 @@ class TestLayouts(CliCase):
         self.assertIn('pipeline_parallel_schedule = "PipelineScheduleSingle"\n'
                       'pipeline_parallel_schedule_csv = "zb-h1.csv"\n', text)
 
+    def test_plan_emit_passes_over_dualpipe_s_two_copies(self):
+        # 6 layers, p = 2, m = 8, memory to spare: DualPipe's two copies
+        # reach the work bound, (6 x 3 + 6) x 8 / 2 = 96, and rank first. A
+        # Megatron-LM layout or torchtitan's module lists place each layer
+        # once, so --emit hands over rank 2 and a comment names rank 1.
+        path = self.model(6)
+        shape = ["plan", "--model", path, "--devices", "2", "--microbatches", "8",
+                 "--mem-limit", "1000", "--schedules", "dualpipe,interleaved,1f1b"]
+        ranked = json.loads(self.ok(*shape, "--json"))["alternatives"]
+        self.assertEqual((ranked[0]["schedule"], ranked[0]["makespan"]), ("dualpipe", 96))
+        second = ranked[1]
+        self.assertNotEqual(second["schedule"], "dualpipe")
+        for framework, name in (("megatron", "Megatron-LM"), ("torchtitan", "torchtitan")):
+            with self.subTest(framework=framework):
+                lines = self.ok(*shape, "--emit", framework).splitlines()
+                self.assertEqual(
+                    lines[0], "# rank 1 (dualpipe, v = 2, step time 96) is faster but holds "
+                    f"every layer twice (two copies of the model), which {name} cannot place; "
+                    "this is rank 2, the fastest plan that fits and can be handed over")
+                self.assertIn(f"schedule {second['schedule']}, p = 2, "
+                              f"v = {second['chunks']}, m = 8", lines[1])
+        # The layout handed over is rank 2's plan: read back, its step time.
+        text = self.ok(*shape, "--emit", "megatron")
+        layout = re.search(r'layout "([^"]*)"', text).group(1)
+        back = json.loads(self.ok(*self.layout(path, 2, layout, schedule=second["schedule"]),
+                                  "--mem-limit", "1000", "--json"))
+        self.assertAlmostEqual(back["makespan"], second["makespan"], places=6)
+        # Only DualPipe fits the list: nothing can be handed over.
+        line = self.fails(2, *shape[:-1], "dualpipe", "--emit", "torchtitan")
+        self.assertIn("dualpipev runs one copy in a V and can be handed over", line)
+
     def test_layout_step_time_equals_the_optimizer_s(self):
         path = self.model(10)
         shape = ["--devices", "4", "--microbatches", "8", "--schedule", "1f1b",

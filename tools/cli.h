@@ -166,6 +166,9 @@ typedef struct cli_emit_flags {
 /* Consume one of the flags (true) and set *rc (CLI_USAGE, message printed). */
 bool cli_emit_flag(const char *command, cli_emit_flags *e, const char *flag, const char *value,
                    int *rc);
+/* The result as e->framework's text (psched_free()); the library's status. */
+psched_status cli_emit_text(const cli_emit_flags *e, const psched_partition_result *r,
+                            const psched_model *model, char **text, size_t *length);
 /* Print the result for e->framework; CLI_OK or the library's exit code. */
 int cli_emit(FILE *f, const cli_emit_flags *e, const psched_partition_result *r,
              const psched_model *model);

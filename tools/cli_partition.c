@@ -419,15 +419,20 @@ bool cli_emit_flag(const char *command, cli_emit_flags *e, const char *flag, con
     return true;
 }
 
+psched_status cli_emit_text(const cli_emit_flags *e, const psched_partition_result *r,
+                            const psched_model *model, char **text, size_t *length)
+{
+    return strcmp(e->framework, "megatron") == 0
+               ? psched_partition_to_megatron(r, model, e->map, text, length)
+               : psched_partition_to_torchtitan(r, model, e->map, e->fqn, text, length);
+}
+
 int cli_emit(FILE *f, const cli_emit_flags *e, const psched_partition_result *r,
              const psched_model *model)
 {
     char *text = NULL;
     size_t length = 0;
-    psched_status st = strcmp(e->framework, "megatron") == 0
-                           ? psched_partition_to_megatron(r, model, e->map, &text, &length)
-                           : psched_partition_to_torchtitan(r, model, e->map, e->fqn, &text,
-                                                            &length);
+    psched_status st = cli_emit_text(e, r, model, &text, &length);
     if (st)
         return cli_fail(st, "--emit");
     fwrite(text, 1, length, f);

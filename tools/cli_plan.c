@@ -42,7 +42,9 @@ const char cli_help_plan[] =
     "                        [...]} as in 'pipesched partition --json', or null\n"
     "  --format FMT          text (the default) or json (the same as --json)\n"
     "  --emit FRAMEWORK      print the best plan as megatron flags or a torchtitan\n"
-    "                        TOML snippet instead of the table\n"
+    "                        TOML snippet instead of the table (a faster plan\n"
+    "                        holding every layer twice, dualpipe, cannot be handed\n"
+    "                        over: a comment names it and the next is printed)\n"
     "  --layout-map C=GROUP,...\n"
     "                        layout letter of profile groups (defaults: embedding E,\n"
     "                        head/loss/output L, mtp m, others t)\n"
@@ -51,7 +53,8 @@ const char cli_help_plan[] =
     "\n"
     "Status: optimal (the partition is proven best for that schedule and v\n"
     "under the optimizer's model), feasible (time limit: gap shown), infeasible\n"
-    "(does not fit), error (the partitioner cannot handle it, e.g. dualpipe).\n"
+    "(does not fit), error (the generator accepts none of the chunk counts,\n"
+    "e.g. chimera with an odd number of devices).\n"
     "\n"
     "Exit status: 0 a plan fits, 1 nothing fits the memory limit, 2 bad usage.\n";
 
@@ -316,6 +319,39 @@ static void print_text(FILE *f, const plan_opts *o, const psched_search_result *
     fprintf(f, "\nsearch time %.3f s\n", psched_search_solve_time(r));
 }
 
+/* --emit: the fastest alternative that fits and that the framework can
+ * run. One holding every layer twice (DualPipe's two chains) cannot be
+ * handed over (PSCHED_EUNSUPPORTED); the next is, with a comment naming
+ * the faster ones passed over. */
+static int emit_best(FILE *f, const plan_opts *o, const psched_search_result *r,
+                     const psched_model *model)
+{
+    psched_status st = PSCHED_OK;
+    size_t n = psched_search_count(r);
+    for (size_t i = 0; i < n && psched_search_fits(r, i); i++) {
+        char *text = NULL;
+        size_t length = 0;
+        st = cli_emit_text(&o->emit, psched_search_partition(r, i), model, &text, &length);
+        if (st == PSCHED_EUNSUPPORTED)
+            continue;
+        if (st)
+            break;
+        for (size_t k = 0; k < i; k++)
+            fprintf(f,
+                    "# rank %zu (%s, v = %u, step time %.6g) is faster but holds every layer twice "
+                    "(two copies of the model), which %s cannot place; this is rank %zu, the "
+                    "fastest plan that fits and can be handed over\n",
+                    k + 1, psched_search_schedule(r, k), psched_search_chunks(r, k),
+                    psched_search_makespan(r, k),
+                    strcmp(o->emit.framework, "megatron") == 0 ? "Megatron-LM" : "torchtitan",
+                    i + 1);
+        fwrite(text, 1, length, f);
+        psched_free(text);
+        return CLI_OK;
+    }
+    return cli_fail(st, "--emit");
+}
+
 static int run(const plan_opts *o, psched_model *model)
 {
     psched_plan *plan = NULL;
@@ -336,7 +372,7 @@ static int run(const plan_opts *o, psched_model *model)
         if (rc == CLI_OK) {
             bool best = psched_search_count(r) > 0 && psched_search_fits(r, 0);
             if (o->emit.framework && best)
-                rc = cli_emit(out.f, &o->emit, psched_search_partition(r, 0), model);
+                rc = emit_best(out.f, o, r, model);
             else if (o->json)
                 print_json(out.f, o, r);
             else

@@ -549,8 +549,8 @@ class Alternative(_t.NamedTuple):
     "infeasible" or "error"; fits (within the memory limit); simulated
     makespan, bubble_ratio, peak_memory; even_makespan (Megatron's even
     split of the same schedule, None when it does not fit); error (the
-    library's message when the partitioner failed, e.g. for dualpipe's two
-    chains); partition (a Partition, None on error); vocab (the generator
+    library's message when the generator accepts none of the chunk counts,
+    e.g. chimera with an odd number of devices); partition (a Partition, None on error); vocab (the generator
     option vocab of a Vocabulary Parallelism candidate, 0 for a plain one)."""
     schedule: str
     chunks: int
