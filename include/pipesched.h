@@ -1341,7 +1341,9 @@ PSCHED_API psched_status psched_partition_from_layout(const psched_model *model,
  *         ::PSCHED_EINVAL (NULL argument, another model, an E or L group
  *         not first or last), ::PSCHED_EUNSUPPORTED (a schedule whose two
  *         chains hold every layer twice, DualPipe: a layout places each
- *         layer once; dualpipev, one copy in a V, can be handed over),
+ *         layer once; dualpipev, one copy in a V, can be handed over;
+ *         a plan with the generator option vocab > 0, whose output layer
+ *         is split over every device: a psched_search_vocab() candidate),
  *         ::PSCHED_ENOMEM.
  */
 PSCHED_API psched_status psched_partition_to_megatron(const psched_partition_result *result,

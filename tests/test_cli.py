@@ -1337,6 +1337,29 @@ class TestOptimizer(CliCase):
         self.assertEqual(sum(s["count"] for s in d["plan"]["stages"]),
                          18 - (1 if d["plan"]["vocab"] else 0))
 
+    def test_plan_emit_passes_over_vocabulary_parallel_candidates(self):
+        # Here both Vocabulary Parallelism candidates rank ahead of plain
+        # 1F1B; their head is split over every device, which neither a
+        # Megatron-LM layout nor torchtitan's module lists can say (the
+        # emitter refuses them), so --emit hands over plain 1F1B, whose best
+        # step time is the split [6.1, 5, 5, 4.6]'s by the hand simulation
+        # (the test above).
+        shape = ["plan", "--model", self.head_heavy(), "--devices", "4", "--microbatches",
+                 "8", "--mem-limit", "1e9", "--schedules", "1f1b"]
+        ranked = json.loads(self.ok(*shape, "--json"))["alternatives"]
+        self.assertEqual([a["vocab"] for a in ranked[:2]], [1, 2])
+        lines = self.ok(*shape, "--emit", "megatron").splitlines()
+        for k in (0, 1):
+            self.assertTrue(lines[k].startswith(
+                f"# rank {k + 1} (1f1b vocab={k + 1}, v = 1, step time "), lines[k])
+            self.assertIn("is faster but splits the output layer over every device "
+                          "(Vocabulary Parallelism), which Megatron-LM cannot place; this is "
+                          "rank 3,", lines[k])
+        want = one_f_one_b_makespan([6.1, 5, 5, 4.6])
+        got = float(re.search(r"simulated step time (\S+),", lines[2]).group(1))
+        self.assertAlmostEqual(got, want, places=4)
+        self.assertTrue(any(l.startswith("--pipeline-model-parallel-layout ") for l in lines))
+
     def test_plan_with_nothing_fitting_exits_1(self):
         r = run("plan", "--model", self.head_heavy(), "--devices", "4", "--microbatches", "8",
                 "--mem-limit", "1", "--schedules", "1f1b", "--json")

@@ -43,8 +43,9 @@ const char cli_help_plan[] =
     "  --format FMT          text (the default) or json (the same as --json)\n"
     "  --emit FRAMEWORK      print the best plan as megatron flags or a torchtitan\n"
     "                        TOML snippet instead of the table (a faster plan\n"
-    "                        holding every layer twice, dualpipe, cannot be handed\n"
-    "                        over: a comment names it and the next is printed)\n"
+    "                        they cannot run, dualpipe's two copies or a vocab\n"
+    "                        candidate's split head, is named in a comment and the\n"
+    "                        next is printed)\n"
     "  --layout-map C=GROUP,...\n"
     "                        layout letter of profile groups (defaults: embedding E,\n"
     "                        head/loss/output L, mtp m, others t)\n"
@@ -320,14 +321,17 @@ static void print_text(FILE *f, const plan_opts *o, const psched_search_result *
 }
 
 /* --emit: the fastest alternative that fits and that the framework can
- * run. One holding every layer twice (DualPipe's two chains) cannot be
- * handed over (PSCHED_EUNSUPPORTED); the next is, with a comment naming
- * the faster ones passed over. */
+ * run. One holding every layer twice (DualPipe's two chains) or splitting
+ * the output layer over every device (a Vocabulary Parallelism candidate)
+ * cannot be handed over (PSCHED_EUNSUPPORTED); the next is, with a comment
+ * naming the faster ones passed over. */
 static int emit_best(FILE *f, const plan_opts *o, const psched_search_result *r,
                      const psched_model *model)
 {
     psched_status st = PSCHED_OK;
     size_t n = psched_search_count(r);
+    const char *framework = strcmp(o->emit.framework, "megatron") == 0 ? "Megatron-LM"
+                                                                       : "torchtitan";
     for (size_t i = 0; i < n && psched_search_fits(r, i); i++) {
         char *text = NULL;
         size_t length = 0;
@@ -336,15 +340,18 @@ static int emit_best(FILE *f, const plan_opts *o, const psched_search_result *r,
             continue;
         if (st)
             break;
-        for (size_t k = 0; k < i; k++)
-            fprintf(f,
-                    "# rank %zu (%s, v = %u, step time %.6g) is faster but holds every layer twice "
-                    "(two copies of the model), which %s cannot place; this is rank %zu, the "
-                    "fastest plan that fits and can be handed over\n",
-                    k + 1, psched_search_schedule(r, k), psched_search_chunks(r, k),
-                    psched_search_makespan(r, k),
-                    strcmp(o->emit.framework, "megatron") == 0 ? "Megatron-LM" : "torchtitan",
-                    i + 1);
+        for (size_t k = 0; k < i; k++) {
+            fprintf(f, "# rank %zu (%s", k + 1, psched_search_schedule(r, k));
+            if (psched_search_vocab(r, k))
+                fprintf(f, " vocab=%u", psched_search_vocab(r, k));
+            fprintf(f, ", v = %u, step time %.6g) is faster but %s, which %s cannot place; "
+                    "this is rank %zu, the fastest plan that fits and can be handed over\n",
+                    psched_search_chunks(r, k), psched_search_makespan(r, k),
+                    psched_search_vocab(r, k)
+                        ? "splits the output layer over every device (Vocabulary Parallelism)"
+                        : "holds every layer twice (two copies of the model)",
+                    framework, i + 1);
+        }
         fwrite(text, 1, length, f);
         psched_free(text);
         return CLI_OK;

@@ -27,6 +27,13 @@ static psched_status emitter_open(emitter *em, const psched_partition_result *r,
         return psched_fail(PSCHED_EINVAL, "partition result and model must be non-NULL");
     if (!r->has_partition || !r->schedule)
         return psched_fail(PSCHED_EINFEASIBLE, "the result holds no partition to emit");
+    int64_t vocab = 0;
+    if (r->plan && psched_plan_get_option(r->plan, "vocab", &vocab) == PSCHED_OK && vocab > 0)
+        return psched_fail(PSCHED_EUNSUPPORTED,
+                           "schedule %s with vocab = %lld splits the output layer over every "
+                           "device (Vocabulary Parallelism), which neither a Megatron-LM layout "
+                           "nor torchtitan's module lists can say; partition it without vocab",
+                           r->schedule, (long long)vocab);
     if (r->layers != model->layer_count)
         return psched_fail(PSCHED_EINVAL, "the model has %u layers; the partition covers %u",
                            model->layer_count, r->layers);
