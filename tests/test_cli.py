@@ -1360,6 +1360,33 @@ class TestOptimizer(CliCase):
         self.assertAlmostEqual(got, want, places=4)
         self.assertTrue(any(l.startswith("--pipeline-model-parallel-layout ") for l in lines))
 
+    def test_vocab_candidates_hold_the_head_s_shard_and_fit(self):
+        # A Vocabulary Parallelism candidate partitions the model without its
+        # head, but every device holds 1/p of the head's parameters (0.25
+        # here) and the S pass's logits. At a limit of 24 both used to be
+        # left out of the partitioner's accounting: vocab=2's split
+        # simulated to 24.25 and did not fit. Now its layers are partitioned
+        # beside the shard (and again below the excess the simulation shows).
+        d = json.loads(self.ok("plan", "--model", self.head_heavy(), "--devices", "4",
+                               "--microbatches", "8", "--mem-limit", "24", "--json",
+                               "--schedules", "1f1b"))
+        best = d["alternatives"][0]
+        self.assertEqual((best["schedule"], best["vocab"], best["fits"]), ("1f1b", 2, True))
+        self.assertLessEqual(best["peak_memory"], 24)
+        stages, devices = d["plan"]["stages"], d["plan"]["devices"]
+        # every parameter of the model is on some device: 1 + 16 + 1
+        self.assertAlmostEqual(sum(x["params"] for x in devices), 18, places=9)
+        for x in devices:
+            layers = sum(s["count"] for s in stages if s["device"] == x["device"])
+            # layer parameters 1 each (the embedding is layer 0), the shard 1/4
+            self.assertAlmostEqual(x["params"], layers + 0.25, places=9)
+            self.assertLessEqual(x["peak_memory"], 24)
+            self.assertLessEqual(x["memory"], 24)
+        # the one that does not fit needs more than the limit, shard included
+        vocab1 = next(a for a in d["alternatives"] if a["vocab"] == 1)
+        self.assertFalse(vocab1["fits"])
+        self.assertGreater(vocab1["min_memory"], 24)
+
     def test_plan_with_nothing_fitting_exits_1(self):
         r = run("plan", "--model", self.head_heavy(), "--devices", "4", "--microbatches", "8",
                 "--mem-limit", "1", "--schedules", "1f1b", "--json")

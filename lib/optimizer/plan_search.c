@@ -109,10 +109,63 @@ static uint32_t partition_flags(const psched_search_options *o)
     return o->flags & PSCHED_PARTITION_ALLOW_EMPTY;
 }
 
+/* A Vocabulary Parallelism candidate's partition (the model without its
+ * head): every device also holds the head's shard, `shard` (its
+ * parameters / p), so the layers are partitioned under the limit less the
+ * shard and the result's device figures include it. The S pass's logits
+ * (the head's activations / p, held until the T pass) are outside the
+ * partitioner's memory model; the simulation counts them, and when its
+ * peak passes the limit the layers are partitioned again under a limit
+ * lowered by the excess, at most twice (docs/optimizer.md, "Vocabulary
+ * Parallelism candidates"). `plan` holds the caller's limit, which it
+ * holds again on return. */
+static psched_status vocab_partition(const psched_model *model, psched_plan *plan,
+                                     const char *name, const psched_partition_options *po,
+                                     bool want_min_memory, bool planner, double shard,
+                                     psched_partition_result **out)
+{
+    double limit = psched_plan_memory_limit(plan), reserve = shard;
+    psched_partition_result *best = NULL;
+    psched_status st = PSCHED_OK;
+    for (int round = 0; round < 3; round++) {
+        /* a shard at or above the limit leaves a limit nothing fits */
+        st = psched_plan_set_memory_limit(plan, fmax(limit - reserve, limit * 1e-12));
+        psched_partition_result *r = NULL;
+        if (!st)
+            st = psched__partition(model, plan, name, po, want_min_memory, planner, &r);
+        if (st)
+            break;
+        psched_partition_result_destroy(best);
+        best = r;
+        r->limit = limit;
+        if (r->plan)
+            psched_plan_set_memory_limit(r->plan, limit);
+        if (!isnan(r->min_memory))
+            r->min_memory += shard;
+        double excess = 0;
+        for (uint32_t d = 0; r->has_partition && d < r->devices; d++) {
+            r->dev_param[d] += shard;
+            r->dev_mem[d] += shard;
+            r->dev_peak[d] += shard;
+            excess = fmax(excess, r->dev_peak[d] - limit);
+        }
+        if (!(excess > limit * 1e-12) || r->status == PSCHED_SOLVE_INFEASIBLE)
+            break;
+        reserve += excess;
+    }
+    psched_plan_set_memory_limit(plan, limit);
+    if (st && (st == PSCHED_ENOMEM || !best)) {
+        psched_partition_result_destroy(best);
+        return st;
+    }
+    *out = best;
+    return PSCHED_OK;
+}
+
 /* Partition one (schedule, v). *taken says whether it became an
  * alternative: generator rejections (EINVAL) are not, unless `keep`. */
 static psched_status try_candidate(const psched_model *model, const psched_plan *base,
-                                   const char *name, uint32_t v, uint32_t vocab,
+                                   const char *name, uint32_t v, uint32_t vocab, double shard,
                                    const psched_search_options *o, bool keep,
                                    psched_search_result *r, bool *taken)
 {
@@ -133,7 +186,8 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
     a.chunks = v;
     a.vocab = vocab;
     a.order = r->count;
-    a.error = psched__partition(model, plan, name, &po, true, true, &a.partition);
+    a.error = vocab ? vocab_partition(model, plan, name, &po, true, true, shard, &a.partition)
+                    : psched__partition(model, plan, name, &po, true, true, &a.partition);
     *taken = a.error == PSCHED_OK || (a.error != PSCHED_EINVAL && a.error != PSCHED_ENOMEM) || keep;
     if (a.error == PSCHED_ENOMEM || !*taken) {
         if (a.error == PSCHED_EINVAL && !r->dropped[0])
@@ -152,8 +206,12 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
                                                                       : psched_last_error());
         a.makespan = a.bubble = a.peak = a.even = a.need = NAN;
     } else {
-        measure(&a, psched_plan_memory_limit(base));
-        st = even_makespan(model, plan, name, partition_flags(o), &a.even);
+        double limit = psched_plan_memory_limit(base);
+        measure(&a, limit);
+        /* the even split fits when its layers fit beside the head's shard */
+        st = psched_plan_set_memory_limit(plan, fmax(limit - shard, limit * 1e-12));
+        if (!st)
+            st = even_makespan(model, plan, name, partition_flags(o), &a.even);
     }
     psched_plan_destroy(plan);
     if (!st)
@@ -189,11 +247,12 @@ static bool declares_vocab(const char *name)
  * when the model has no head or nothing else. */
 static psched_status vocab_variant(const psched_model *model, const psched_plan *plan,
                                    uint32_t vocab, psched_model **out_model,
-                                   psched_plan **out_plan)
+                                   psched_plan **out_plan, double *shard)
 {
     *out_model = NULL;
     *out_plan = NULL;
-    double head[4] = {0};
+    *shard = 0;
+    double head[5] = {0};
     bool any_head = false, any_body = false;
     psched_model *m = NULL;
     psched_status st = psched_model_create(&m);
@@ -206,6 +265,7 @@ static psched_status vocab_variant(const psched_model *model, const psched_plan 
             any_head = true;
             head[0] += f * count, head[1] += b * count, head[2] += w * count;
             head[3] += act * count;
+            head[4] += param * count;
             continue;
         }
         any_body = any_body || count > 0;
@@ -238,6 +298,7 @@ static psched_status vocab_variant(const psched_model *model, const psched_plan 
     }
     *out_model = m;
     *out_plan = pl;
+    *shard = head[4] / p;
     return PSCHED_OK;
 }
 
@@ -252,8 +313,8 @@ static psched_status search_schedule(const psched_model *model, const psched_pla
     for (size_t k = 0; k < n; k++) {
         uint32_t v = fixed ? fixed : chunk_choices[k];
         bool taken = false;
-        psched_status st = try_candidate(model, plan, name, v, 0, o, named && !any && k == n - 1,
-                                         r, &taken);
+        psched_status st = try_candidate(model, plan, name, v, 0, 0, o,
+                                         named && !any && k == n - 1, r, &taken);
         if (st)
             return st;
         any = any || taken;
@@ -267,11 +328,12 @@ static psched_status search_schedule(const psched_model *model, const psched_pla
     for (uint32_t vocab = 1; vocab <= 2; vocab++) {
         psched_model *vm = NULL;
         psched_plan *vp = NULL;
-        psched_status st = vocab_variant(model, plan, vocab, &vm, &vp);
+        double shard = 0;
+        psched_status st = vocab_variant(model, plan, vocab, &vm, &vp, &shard);
         for (size_t k = 0; !st && vm && k < n; k++) {
             bool taken = false;
-            st = try_candidate(vm, vp, name, fixed ? fixed : chunk_choices[k], vocab, o, false, r,
-                               &taken);
+            st = try_candidate(vm, vp, name, fixed ? fixed : chunk_choices[k], vocab, shard, o,
+                               false, r, &taken);
         }
         psched_model_destroy(vm);
         psched_plan_destroy(vp);
@@ -349,8 +411,9 @@ static psched_status second_round(const psched_model *model, const psched_plan *
         /* a vocabulary-parallel variant partitions its own model */
         psched_model *vm = NULL;
         psched_plan *vp = NULL, *pl = NULL;
+        double shard = 0;
         if (a->vocab)
-            st = vocab_variant(model, plan, a->vocab, &vm, &vp);
+            st = vocab_variant(model, plan, a->vocab, &vm, &vp, &shard);
         if (!st && a->vocab && !vm)
             continue;
         st = st ? st : psched_plan_clone(a->vocab ? vp : plan, &pl);
@@ -360,9 +423,9 @@ static psched_status second_round(const psched_model *model, const psched_plan *
         po.time_limit = share;
         po.flags = partition_flags(o);
         psched_partition_result *again = NULL;
-        if (!st)
-            st = psched__partition(a->vocab ? vm : model, pl, a->schedule, &po, true, false,
-                                   &again); /* as psched_partition() would, in its time */
+        if (!st) /* as psched_partition() would, in its time */
+            st = a->vocab ? vocab_partition(vm, pl, a->schedule, &po, true, false, shard, &again)
+                          : psched__partition(model, pl, a->schedule, &po, true, false, &again);
         psched_plan_destroy(pl);
         psched_plan_destroy(vp);
         psched_model_destroy(vm);
