@@ -968,6 +968,31 @@ class TestFrameworkLayouts(Case):
                     self.assertIn('"ln", "lm_head"]', toml)
         self.assertGreaterEqual(seen, 6)
 
+    def test_plans_a_layout_cannot_say_are_refused(self):
+        # DualPipe holds every layer twice; a vocab candidate splits the head
+        # over every device: neither framework can place them (Unsupported),
+        # and the search's first alternative that can be is handed over.
+        model = pipesched.Model.from_csv(
+            "type,count,f,b,w,act,param\nembedding,1,0.1,0.1,0.1,1,1\n"
+            "layer,16,1,1,1,1,1\nhead,1,4.6,4.6,4.6,1,1\n")
+        self.addCleanup(model.close)
+        plan = pipesched.Plan(devices=4, microbatches=8, mem_limit=1e9)
+        self.addCleanup(plan.close)
+        r = pipesched.plan_search(model, plan, ["1f1b", "dualpipe"])
+        refused = [a for a in r.alternatives if a.fits and (a.vocab or a.schedule == "dualpipe")]
+        self.assertEqual({(a.schedule, a.vocab) for a in refused},
+                         {("1f1b", 1), ("1f1b", 2), ("dualpipe", 0)})
+        for a in refused:
+            with self.subTest(schedule=a.schedule, vocab=a.vocab):
+                for emit in (a.partition.to_megatron, a.partition.to_torchtitan):
+                    with self.assertRaises(pipesched.Unsupported) as caught:
+                        emit()
+                    self.assertIn("vocab = " if a.vocab else "two copies",
+                                  str(caught.exception))
+        plain = next(a for a in r.alternatives
+                     if a.fits and not a.vocab and a.schedule != "dualpipe")
+        self.assertIn("schedule 1f1b, p = 4", plain.partition.to_megatron())
+
 
 class TestNativeApi(Case):
     def test_version_dunder_is_the_library_version(self):

@@ -401,6 +401,16 @@ class Partition:
         if self._source is None or self.plan is None:
             raise _error(_lib.EINFEASIBLE, "the partition holds no stages to emit")
         model, schedule, limit = self._source
+        vocab = self.plan.option("vocab")
+        if vocab:
+            # as the library's emitters refuse it; checked first because the
+            # partition covers the model without its head, so evaluating it
+            # against the model would fail on the layer count instead
+            raise _error(_lib.EUNSUPPORTED,
+                         f"schedule {schedule} with vocab = {vocab} splits the output layer over "
+                         "every device (Vocabulary Parallelism), which neither a Megatron-LM "
+                         "layout nor torchtitan's module lists can say; partition it without "
+                         "vocab")
         lib = _c()
         counts = (ctypes.c_uint32 * len(self.stages))(*(s.count for s in self.stages))
         kinds = (ctypes.c_int * max(1, len(self.recompute)))(
@@ -428,7 +438,10 @@ class Partition:
         --pipeline-model-parallel-layout and the recompute options, with
         comment lines where Megatron-LM's options cannot say the plan (see
         psched_partition_to_megatron). map: layout letter -> profile group
-        name, e.g. {"m": "mtp_block"}."""
+        name, e.g. {"m": "mtp_block"}. Raises Unsupported for a plan a
+        layout cannot place: DualPipe (every layer twice) or a Vocabulary
+        Parallelism candidate (Alternative.vocab > 0, the head split over
+        every device); to_torchtitan likewise."""
         return self._emit("psched_partition_to_megatron", _map_arg(map))
 
     def to_torchtitan(self, fqn: _t.Union[str, _t.Mapping[str, _t.Union[str, _t.Sequence[str]]],
