@@ -327,6 +327,34 @@ class VocabTable(unittest.TestCase):
                 self.assertEqual(round(100 * (bt / t - 1), 1), float(gain.rstrip("%")))
                 self.assertEqual(round(mem, 1), float(peak))
 
+    def test_planner_vocab_candidates_hold_what_simulate_holds(self):
+        # The planner's Vocabulary Parallelism candidate counts the devices'
+        # memory by the rule of the table above: 1/p of the embedding's and
+        # the head's parameters on every device, the other layers' where
+        # they are. On Llama3-8B at p = 8, m = 32 and 80 GB (nothing binds)
+        # its 1F1B Vocab-2 plan is no slower than the table's even split.
+        path = os.path.join(ROOT, "docs", "examples", "llama3_8b.csv")
+        d = json.loads(subprocess.run(
+            [CLI, "plan", "--model", path, "--devices", str(P), "--microbatches", "32",
+             "--mem-limit", "80e9", "--schedules", "1f1b", "--time-limit", "0.5",
+             "--one-round", "--json"], capture_output=True, text=True, check=True).stdout)
+        best = d["alternatives"][0]
+        self.assertEqual((best["vocab"], d["plan"]["vocab"]), (2, 2))
+        table = {(r[0], r[1], r[2]): float(r[3]) for r in vocab_rows()}
+        self.assertLessEqual(best["makespan"], table[("llama3_8b.csv", "32", "Vocab-2")] + 0.05)
+        groups = profile(path)
+        shard = sum(g[6] * g[1] for g in groups if g[0] in ("embedding", "head")) / P
+        # the partitioned model: the embedding (parameters in the shard) and
+        # the transformer layers; the head is the S and T passes
+        own = [0.0 if g[0] == "embedding" else g[6] for g in groups if g[0] != "head"
+               for _ in range(g[1])]
+        held = [shard] * P
+        for st in d["plan"]["stages"]:
+            held[st["device"]] += sum(own[st["first"]:st["first"] + st["count"]])
+        for dev in d["plan"]["devices"]:
+            with self.subTest(device=dev["device"]):
+                self.assertAlmostEqual(dev["params"] / held[dev["device"]], 1, places=9)
+
 
 if __name__ == "__main__":
     if not CLI or not DOCS:

@@ -110,8 +110,8 @@ static uint32_t partition_flags(const psched_search_options *o)
 }
 
 /* A Vocabulary Parallelism candidate's partition (the model without its
- * head): every device also holds the head's shard, `shard` (its
- * parameters / p), so the layers are partitioned under the limit less the
+ * head): every device also holds the vocabulary layers' shard, `shard`
+ * (the head's and the embedding's parameters / p), so the layers are partitioned under the limit less the
  * shard and the result's device figures include it. The S pass's logits
  * (the head's activations / p, held until the T pass) are outside the
  * partitioner's memory model; the simulation counts them, and when its
@@ -243,8 +243,10 @@ static bool declares_vocab(const char *name)
  * without its head groups (head, loss, output), whose cost becomes the S
  * and T passes split over the p devices (docs/schedules.md "vocab"):
  * S = (F [+ B for Vocab-2]) / p, T = (W [+ B for Vocab-1]) / p, the S pass
- * holding the head's activations / p until the T pass. *out_model is NULL
- * when the model has no head or nothing else. */
+ * holding the head's activations / p until the T pass. *shard is what
+ * every device holds of the vocabulary layers: the head's and the
+ * embedding's parameters / p. *out_model is NULL when the model has no head
+ * or nothing else. */
 static psched_status vocab_variant(const psched_model *model, const psched_plan *plan,
                                    uint32_t vocab, psched_model **out_model,
                                    psched_plan **out_plan, double *shard)
@@ -269,7 +271,13 @@ static psched_status vocab_variant(const psched_model *model, const psched_plan 
             continue;
         }
         any_body = any_body || count > 0;
-        st = psched_model_add_layers(m, type, count, f, b, w, act, param);
+        /* the input embedding is split by vocabulary too: its compute and
+         * activations stay on the first stage, its parameters join the shard
+         * every device holds (as `simulate --vocab --model` counts them) */
+        bool embedding = strcmp(type, "embedding") == 0;
+        if (embedding)
+            head[4] += param * count;
+        st = psched_model_add_layers(m, type, count, f, b, w, act, embedding ? 0 : param);
         uint32_t added = psched_model_groups(m) - 1;
         for (int k = PSCHED_RECOMPUTE_SELECTIVE; !st && k <= PSCHED_RECOMPUTE_FULL; k++) {
             double ra, rx;
