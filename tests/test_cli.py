@@ -1169,8 +1169,9 @@ class TestLayouts(CliCase):
                 lines = self.ok(*shape, "--emit", framework).splitlines()
                 self.assertEqual(
                     lines[0], "# rank 1 (dualpipe, v = 2, step time 96) is faster but holds "
-                    f"every layer twice (two copies of the model), which {name} cannot place; "
-                    "this is rank 2, the fastest plan that fits and can be handed over")
+                    "every layer twice (two copies of the model), which no layout or module "
+                    f"list can say; this is rank 2, the fastest plan that fits and that {name} "
+                    "can take")
                 self.assertIn(f"schedule {second['schedule']}, p = 2, "
                               f"v = {second['chunks']}, m = 8", lines[1])
         # The layout handed over is rank 2's plan: read back, its step time.
@@ -1182,6 +1183,36 @@ class TestLayouts(CliCase):
         # Only DualPipe fits the list: nothing can be handed over.
         line = self.fails(2, *shape[:-1], "dualpipe", "--emit", "torchtitan")
         self.assertIn("dualpipev runs one copy in a V and can be handed over", line)
+
+    def test_plan_emit_megatron_hands_over_a_schedule_megatron_runs(self):
+        # Megatron-LM runs 1F1B (v = 1) and interleaved 1F1B (v > 1) only, so
+        # its flags are for the fastest of those; faster plans of other
+        # schedules are named. torchtitan loads any schedule's CSV, so it gets
+        # the fastest plan a module list can say.
+        path = self.model(6)
+        shape = ["plan", "--model", path, "--devices", "2", "--microbatches", "8",
+                 "--mem-limit", "1000", "--schedules", "v-half,1f1b,zb-h1"]
+        ranked = [a for a in json.loads(self.ok(*shape, "--json"))["alternatives"]
+                  if a["fits"]]
+        runs = [k for k, a in enumerate(ranked) if a["schedule"] == "1f1b" and not a["vocab"]]
+        self.assertTrue(runs and runs[0] > 0, ranked)  # something faster than plain 1F1B
+        lines = self.ok(*shape, "--emit", "megatron").splitlines()
+        for k in range(runs[0]):
+            a = ranked[k]
+            self.assertTrue(lines[k].startswith(f"# rank {k + 1} ({a['schedule']}"), lines[k])
+            self.assertIn("splits the output layer" if a["vocab"] else
+                          "is a schedule Megatron-LM does not run (it runs 1F1B for v = 1 and "
+                          "interleaved 1F1B for v > 1)", lines[k])
+            self.assertTrue(lines[k].endswith(f"this is rank {runs[0] + 1}, the fastest plan "
+                                              "that fits and that Megatron-LM can take"))
+        self.assertIn("schedule 1f1b, p = 2, v = 1", lines[runs[0]])
+        # torchtitan: the first that is not a vocab candidate
+        first = next(k for k, a in enumerate(ranked) if not a["vocab"])
+        head = self.ok(*shape, "--emit", "torchtitan").splitlines()[first]
+        self.assertIn(f"schedule {ranked[first]['schedule']}, p = 2, "
+                      f"v = {ranked[first]['chunks']}", head)
+        self.assertIn("cannot be combined with --json",
+                      self.fails(2, *shape, "--emit", "megatron", "--json"))
 
     def test_layout_step_time_equals_the_optimizer_s(self):
         path = self.model(10)
@@ -1353,8 +1384,8 @@ class TestOptimizer(CliCase):
             self.assertTrue(lines[k].startswith(
                 f"# rank {k + 1} (1f1b vocab={k + 1}, v = 1, step time "), lines[k])
             self.assertIn("is faster but splits the output layer over every device "
-                          "(Vocabulary Parallelism), which Megatron-LM cannot place; this is "
-                          "rank 3,", lines[k])
+                          "(Vocabulary Parallelism), which no layout or module list can say; "
+                          "this is rank 3,", lines[k])
         want = one_f_one_b_makespan([6.1, 5, 5, 4.6])
         got = float(re.search(r"simulated step time (\S+),", lines[2]).group(1))
         self.assertAlmostEqual(got, want, places=4)

@@ -41,11 +41,12 @@ const char cli_help_plan[] =
     "                        chunks, vocab, status, objective, stages [...], devices\n"
     "                        [...]} as in 'pipesched partition --json', or null\n"
     "  --format FMT          text (the default) or json (the same as --json)\n"
-    "  --emit FRAMEWORK      print the best plan as megatron flags or a torchtitan\n"
-    "                        TOML snippet instead of the table (a faster plan\n"
-    "                        they cannot run, dualpipe's two copies or a vocab\n"
-    "                        candidate's split head, is named in a comment and the\n"
-    "                        next is printed)\n"
+    "  --emit FRAMEWORK      print the best plan the framework can take as megatron\n"
+    "                        flags or a torchtitan TOML snippet instead of the\n"
+    "                        table: megatron the fastest 1f1b (v = 1) or interleaved\n"
+    "                        (v > 1); neither takes dualpipe's two copies or a vocab\n"
+    "                        candidate's split head; faster plans passed over are\n"
+    "                        named in comments\n"
     "  --layout-map C=GROUP,...\n"
     "                        layout letter of profile groups (defaults: embedding E,\n"
     "                        head/loss/output L, mtp m, others t)\n"
@@ -146,6 +147,10 @@ static int parse(int argc, char **argv, int first, plan_opts *o)
     if (!o->help && (!o->shape.model || !o->shape.devices || !o->shape.microbatches ||
                      !o->shape.have_limit)) {
         cli_error("plan: --model, --devices, --microbatches and --mem-limit are required");
+        return CLI_USAGE;
+    }
+    if (o->emit.framework && o->json) {
+        cli_error("plan: --emit prints text; it cannot be combined with --json");
         return CLI_USAGE;
     }
     return CLI_OK;
@@ -320,43 +325,79 @@ static void print_text(FILE *f, const plan_opts *o, const psched_search_result *
     fprintf(f, "\nsearch time %.3f s\n", psched_search_solve_time(r));
 }
 
+/* Whether Megatron-LM runs alternative i as simulated: 1F1B with v = 1,
+ * interleaved 1F1B (loop placement) with v > 1. */
+static bool megatron_runs(const psched_search_result *r, size_t i)
+{
+    const char *s = psched_search_schedule(r, i);
+    return psched_search_vocab(r, i) == 0 &&
+           (psched_search_chunks(r, i) == 1 ? strcmp(s, "1f1b") == 0
+                                            : strcmp(s, "interleaved") == 0);
+}
+
 /* --emit: the fastest alternative that fits and that the framework can
- * run. One holding every layer twice (DualPipe's two chains) or splitting
- * the output layer over every device (a Vocabulary Parallelism candidate)
- * cannot be handed over (PSCHED_EUNSUPPORTED); the next is, with a comment
- * naming the faster ones passed over. */
+ * take. One holding every layer twice (DualPipe's two chains, Chimera) or
+ * splitting the output layer over every device (a Vocabulary Parallelism
+ * candidate) cannot be handed over (PSCHED_EUNSUPPORTED). For Megatron-LM,
+ * which runs 1F1B and interleaved 1F1B only, the fastest of those is
+ * preferred to a faster schedule it does not run; when none fits, the
+ * fastest that can be handed over is, its comments naming the schedule.
+ * A comment line first names each faster alternative passed over, and why. */
 static int emit_best(FILE *f, const plan_opts *o, const psched_search_result *r,
                      const psched_model *model)
 {
-    psched_status st = PSCHED_OK;
-    size_t n = psched_search_count(r);
-    const char *framework = strcmp(o->emit.framework, "megatron") == 0 ? "Megatron-LM"
-                                                                       : "torchtitan";
-    for (size_t i = 0; i < n && psched_search_fits(r, i); i++) {
-        char *text = NULL;
-        size_t length = 0;
-        st = cli_emit_text(&o->emit, psched_search_partition(r, i), model, &text, &length);
-        if (st == PSCHED_EUNSUPPORTED)
-            continue;
-        if (st)
-            break;
-        for (size_t k = 0; k < i; k++) {
-            fprintf(f, "# rank %zu (%s", k + 1, psched_search_schedule(r, k));
-            if (psched_search_vocab(r, k))
-                fprintf(f, " vocab=%u", psched_search_vocab(r, k));
-            fprintf(f, ", v = %u, step time %.6g) is faster but %s, which %s cannot place; "
-                    "this is rank %zu, the fastest plan that fits and can be handed over\n",
-                    psched_search_chunks(r, k), psched_search_makespan(r, k),
-                    psched_search_vocab(r, k)
-                        ? "splits the output layer over every device (Vocabulary Parallelism)"
-                        : "holds every layer twice (two copies of the model)",
-                    framework, i + 1);
-        }
-        fwrite(text, 1, length, f);
-        psched_free(text);
-        return CLI_OK;
+    bool megatron = strcmp(o->emit.framework, "megatron") == 0;
+    size_t n = psched_search_count(r), fitting = 0;
+    while (fitting < n && psched_search_fits(r, fitting))
+        fitting++;
+    bool runs_any = false;
+    for (size_t i = 0; megatron && i < fitting; i++)
+        runs_any = runs_any || megatron_runs(r, i);
+    static const char *const why[] = {
+        "splits the output layer over every device (Vocabulary Parallelism), which no "
+        "layout or module list can say",
+        "holds every layer twice (two copies of the model), which no layout or module list "
+        "can say",
+        "is a schedule Megatron-LM does not run (it runs 1F1B for v = 1 and interleaved 1F1B "
+        "for v > 1)"};
+    unsigned char *reason = calloc(fitting + 1, 1);
+    if (!reason) {
+        cli_error("plan: out of memory");
+        return CLI_INVALID;
     }
-    return cli_fail(st, "--emit");
+    psched_status st = PSCHED_OK;
+    char *text = NULL;
+    size_t length = 0, i = 0;
+    for (; i < fitting; i++) {
+        st = cli_emit_text(&o->emit, psched_search_partition(r, i), model, &text, &length);
+        if (st && st != PSCHED_EUNSUPPORTED)
+            break;
+        if (!st && (!runs_any || megatron_runs(r, i)))
+            break; /* handed over */
+        psched_free(text);
+        text = NULL;
+        reason[i] = psched_search_vocab(r, i) ? 0 : st ? 1 : 2;
+        st = PSCHED_OK;
+    }
+    if (st || i == fitting) {
+        free(reason);
+        /* nothing that fits can be handed over: the best's own refusal says why */
+        return st ? cli_fail(st, "--emit")
+                  : cli_emit(f, &o->emit, psched_search_partition(r, 0), model);
+    }
+    for (size_t k = 0; k < i; k++) {
+        fprintf(f, "# rank %zu (%s", k + 1, psched_search_schedule(r, k));
+        if (psched_search_vocab(r, k))
+            fprintf(f, " vocab=%u", psched_search_vocab(r, k));
+        fprintf(f, ", v = %u, step time %.6g) is faster but %s; this is rank %zu, the fastest "
+                "plan that fits and that %s can take\n",
+                psched_search_chunks(r, k), psched_search_makespan(r, k), why[reason[k]], i + 1,
+                megatron ? "Megatron-LM" : "torchtitan");
+    }
+    free(reason);
+    fwrite(text, 1, length, f);
+    psched_free(text);
+    return CLI_OK;
 }
 
 static int run(const plan_opts *o, psched_model *model)
