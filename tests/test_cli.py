@@ -1421,6 +1421,30 @@ class TestOptimizer(CliCase):
         self.assertFalse(vocab1["fits"])
         self.assertGreater(vocab1["min_memory"], 24)
 
+    def test_vocab_bound_is_the_plain_schedule_s_optimum(self):
+        # A vocab candidate's order depends on the costs, but it keeps the
+        # plain 1F1B order of the model without its head and only adds the
+        # S and T passes and collectives, so that model's best plain 1F1B
+        # step time bounds it. Here (no memory limit) that is the least
+        # hand-simulated 1F1B makespan over every split of the embedding
+        # (0.1) and 16 layers (1) into 4 stages: 133.5, above the work bound
+        # (124.2), so the reported bound is exactly it.
+        import itertools
+        layers = [0.1] + [1.0] * 16
+        plain = min(one_f_one_b_makespan([sum(layers[a:b]) for a, b in
+                                          zip((0,) + cuts, cuts + (17,))])
+                    for cuts in itertools.combinations(range(1, 17), 3))
+        self.assertAlmostEqual(plain, 133.5, places=9)
+        d = json.loads(self.ok("plan", "--model", self.head_heavy(), "--devices", "4",
+                               "--microbatches", "8", "--mem-limit", "1e9", "--json",
+                               "--schedules", "1f1b"))
+        vocab = [a for a in d["alternatives"] if a["vocab"]]
+        self.assertEqual(len(vocab), 2)
+        for a in vocab:
+            with self.subTest(vocab=a["vocab"]):
+                self.assertEqual(a["status"], "feasible")
+                self.assertAlmostEqual(a["makespan"] * (1 - a["gap"]), plain, places=6)
+
     def test_plan_with_nothing_fitting_exits_1(self):
         r = run("plan", "--model", self.head_heavy(), "--devices", "4", "--microbatches", "8",
                 "--mem-limit", "1", "--schedules", "1f1b", "--json")

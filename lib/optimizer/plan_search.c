@@ -109,6 +109,43 @@ static uint32_t partition_flags(const psched_search_options *o)
     return o->flags & PSCHED_PARTITION_ALLOW_EMPTY;
 }
 
+/* A bound for a Vocabulary Parallelism candidate. Its order depends on the
+ * costs (the passes are woven in by replaying the pipeline order), so the
+ * certificate's order-based bounds do not apply and its gap is the work
+ * bound's. But the weave keeps every device's pipeline ops in the plain
+ * generator's order and only adds ops (the S and T passes, collectives)
+ * and dependencies, so for every partition its step time is at least the
+ * plain schedule's on the same model without its head; and every bound of
+ * the plain schedule over all partitions, memory unlimited, bounds that.
+ * r's gap is lowered to it where it is higher. */
+static void vocab_bound(const psched_model *model, const psched_plan *plan, const char *name,
+                        const psched_partition_options *po, bool planner,
+                        psched_partition_result *r)
+{
+    if (!r->has_partition || r->status != PSCHED_SOLVE_FEASIBLE || !(r->makespan > 0))
+        return;
+    psched_plan *base = NULL;
+    psched_partition_result *b = NULL;
+    psched_partition_options bo = *po;
+    bo.time_limit = po->time_limit / 4;
+    if (!psched_plan_clone(plan, &base) && !psched_plan_set_option(base, "vocab", 0) &&
+        !psched_plan_set_memory_limit(base, INFINITY) &&
+        !psched__partition(model, base, name, &bo, false, planner, &b) && b->has_partition &&
+        (b->status == PSCHED_SOLVE_OPTIMAL || b->status == PSCHED_SOLVE_FEASIBLE)) {
+        double lower = b->status == PSCHED_SOLVE_OPTIMAL ? b->makespan
+                       : isnan(b->gap)                   ? -INFINITY
+                                                         : b->makespan * (1 - b->gap);
+        double now = isnan(r->gap) ? -INFINITY : r->makespan * (1 - r->gap);
+        if (lower > now) {
+            r->gap = fmax(0, (r->makespan - lower) / r->makespan);
+            if (lower >= r->makespan * (1 - 1e-12))
+                r->status = PSCHED_SOLVE_OPTIMAL;
+        }
+    }
+    psched_partition_result_destroy(b);
+    psched_plan_destroy(base);
+}
+
 /* A Vocabulary Parallelism candidate's partition (the model without its
  * head): every device also holds the vocabulary layers' shard, `shard`
  * (the head's and the embedding's parameters / p), so the layers are partitioned under the limit less the
@@ -158,6 +195,7 @@ static psched_status vocab_partition(const psched_model *model, psched_plan *pla
         psched_partition_result_destroy(best);
         return st;
     }
+    vocab_bound(model, plan, name, po, planner, best);
     *out = best;
     return PSCHED_OK;
 }
