@@ -117,39 +117,53 @@ static uint32_t partition_flags(const psched_search_options *o)
  * and dependencies, so for every partition its step time is at least the
  * plain schedule's on the same model without its head; and every bound of
  * the plain schedule over all partitions, memory unlimited, bounds that.
+ * It depends on neither vocab nor the limit, so *plain caches it for the
+ * candidates of one (schedule, v) (NAN: not computed; NULL: no cache).
  * r's gap is lowered to it where it is higher. */
 static void vocab_bound(const psched_model *model, const psched_plan *plan, const char *name,
-                        const psched_partition_options *po, bool planner,
+                        const psched_partition_options *po, bool planner, double *plain,
                         psched_partition_result *r)
 {
     if (!r->has_partition || r->status != PSCHED_SOLVE_FEASIBLE || !(r->makespan > 0))
         return;
-    psched_plan *base = NULL;
-    psched_partition_result *b = NULL;
-    psched_partition_options bo = *po;
-    bo.time_limit = po->time_limit / 4;
-    if (!psched_plan_clone(plan, &base) && !psched_plan_set_option(base, "vocab", 0) &&
-        !psched_plan_set_memory_limit(base, INFINITY) &&
-        !psched__partition(model, base, name, &bo, false, planner, &b) && b->has_partition &&
-        (b->status == PSCHED_SOLVE_OPTIMAL || b->status == PSCHED_SOLVE_FEASIBLE)) {
-        double lower = b->status == PSCHED_SOLVE_OPTIMAL ? b->makespan
-                       : isnan(b->gap)                   ? -INFINITY
-                                                         : b->makespan * (1 - b->gap);
-        double now = isnan(r->gap) ? -INFINITY : r->makespan * (1 - r->gap);
-        if (lower > now) {
-            r->gap = fmax(0, (r->makespan - lower) / r->makespan);
-            if (lower >= r->makespan * (1 - 1e-12))
-                r->status = PSCHED_SOLVE_OPTIMAL;
-        }
+    double lower = plain ? *plain : NAN;
+    if (isnan(lower)) {
+        psched_plan *base = NULL;
+        psched_partition_result *b = NULL;
+        psched_partition_options bo = *po;
+        bo.time_limit = po->time_limit / 4;
+        lower = -INFINITY;
+        if (!psched_plan_clone(plan, &base) && !psched_plan_set_option(base, "vocab", 0) &&
+            !psched_plan_set_memory_limit(base, INFINITY) &&
+            !psched__partition(model, base, name, &bo, false, planner, &b) &&
+            b->has_partition && !isnan(b->gap) &&
+            (b->status == PSCHED_SOLVE_OPTIMAL || b->status == PSCHED_SOLVE_FEASIBLE))
+            lower = b->status == PSCHED_SOLVE_OPTIMAL ? b->makespan : b->makespan * (1 - b->gap);
+        psched_partition_result_destroy(b);
+        psched_plan_destroy(base);
+        if (plain)
+            *plain = lower;
     }
-    psched_partition_result_destroy(b);
-    psched_plan_destroy(base);
+    double now = isnan(r->gap) ? -INFINITY : r->makespan * (1 - r->gap);
+    if (lower > now) {
+        r->gap = fmax(0, (r->makespan - lower) / r->makespan);
+        if (lower >= r->makespan * (1 - 1e-12))
+            r->status = PSCHED_SOLVE_OPTIMAL;
+    }
+}
+
+/* The limit left beside `held`: a holding at or above the limit leaves a
+ * limit nothing fits. */
+static double limit_beside(double limit, double held)
+{
+    return fmax(limit - held, limit * 1e-12);
 }
 
 /* A Vocabulary Parallelism candidate's partition (the model without its
  * head): every device also holds the vocabulary layers' shard, `shard`
- * (the head's and the embedding's parameters / p), so the layers are partitioned under the limit less the
- * shard and the result's device figures include it. The S pass's logits
+ * (the head's and the embedding's parameters / p), so the layers are
+ * partitioned under the limit less the shard and the result's device
+ * figures include it. The S pass's logits
  * (the head's activations / p, held until the T pass) are outside the
  * partitioner's memory model; the simulation counts them, and when its
  * peak passes the limit the layers are partitioned again under a limit
@@ -159,14 +173,13 @@ static void vocab_bound(const psched_model *model, const psched_plan *plan, cons
 static psched_status vocab_partition(const psched_model *model, psched_plan *plan,
                                      const char *name, const psched_partition_options *po,
                                      bool want_min_memory, bool planner, double shard,
-                                     psched_partition_result **out)
+                                     double *plain, psched_partition_result **out)
 {
     double limit = psched_plan_memory_limit(plan), reserve = shard;
     psched_partition_result *best = NULL;
     psched_status st = PSCHED_OK;
     for (int round = 0; round < 3; round++) {
-        /* a shard at or above the limit leaves a limit nothing fits */
-        st = psched_plan_set_memory_limit(plan, fmax(limit - reserve, limit * 1e-12));
+        st = psched_plan_set_memory_limit(plan, limit_beside(limit, reserve));
         psched_partition_result *r = NULL;
         if (!st)
             st = psched__partition(model, plan, name, po, want_min_memory, planner, &r);
@@ -195,7 +208,7 @@ static psched_status vocab_partition(const psched_model *model, psched_plan *pla
         psched_partition_result_destroy(best);
         return st;
     }
-    vocab_bound(model, plan, name, po, planner, best);
+    vocab_bound(model, plan, name, po, planner, plain, best);
     *out = best;
     return PSCHED_OK;
 }
@@ -204,7 +217,7 @@ static psched_status vocab_partition(const psched_model *model, psched_plan *pla
  * alternative: generator rejections (EINVAL) are not, unless `keep`. */
 static psched_status try_candidate(const psched_model *model, const psched_plan *base,
                                    const char *name, uint32_t v, uint32_t vocab, double shard,
-                                   const psched_search_options *o, bool keep,
+                                   double *plain, const psched_search_options *o, bool keep,
                                    psched_search_result *r, bool *taken)
 {
     psched_plan *plan = NULL;
@@ -224,7 +237,8 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
     a.chunks = v;
     a.vocab = vocab;
     a.order = r->count;
-    a.error = vocab ? vocab_partition(model, plan, name, &po, true, true, shard, &a.partition)
+    a.error = vocab ? vocab_partition(model, plan, name, &po, true, true, shard, plain,
+                                      &a.partition)
                     : psched__partition(model, plan, name, &po, true, true, &a.partition);
     *taken = a.error == PSCHED_OK || (a.error != PSCHED_EINVAL && a.error != PSCHED_ENOMEM) || keep;
     if (a.error == PSCHED_ENOMEM || !*taken) {
@@ -247,7 +261,7 @@ static psched_status try_candidate(const psched_model *model, const psched_plan 
         double limit = psched_plan_memory_limit(base);
         measure(&a, limit);
         /* the even split fits when its layers fit beside the head's shard */
-        st = psched_plan_set_memory_limit(plan, fmax(limit - shard, limit * 1e-12));
+        st = psched_plan_set_memory_limit(plan, limit_beside(limit, shard));
         if (!st)
             st = even_makespan(model, plan, name, partition_flags(o), &a.even);
     }
@@ -359,7 +373,7 @@ static psched_status search_schedule(const psched_model *model, const psched_pla
     for (size_t k = 0; k < n; k++) {
         uint32_t v = fixed ? fixed : chunk_choices[k];
         bool taken = false;
-        psched_status st = try_candidate(model, plan, name, v, 0, 0, o,
+        psched_status st = try_candidate(model, plan, name, v, 0, 0, NULL, o,
                                          named && !any && k == n - 1, r, &taken);
         if (st)
             return st;
@@ -371,6 +385,10 @@ static psched_status search_schedule(const psched_model *model, const psched_pla
     int64_t given;
     if (!declares_vocab(name) || psched_plan_get_option(plan, "vocab", &given) == PSCHED_OK)
         return PSCHED_OK;
+    /* the plain schedule's bound per v, shared by vocab = 1 and 2 */
+    double plain[sizeof chunk_choices / sizeof chunk_choices[0]];
+    for (size_t k = 0; k < n; k++)
+        plain[k] = NAN;
     for (uint32_t vocab = 1; vocab <= 2; vocab++) {
         psched_model *vm = NULL;
         psched_plan *vp = NULL;
@@ -378,8 +396,8 @@ static psched_status search_schedule(const psched_model *model, const psched_pla
         psched_status st = vocab_variant(model, plan, vocab, &vm, &vp, &shard);
         for (size_t k = 0; !st && vm && k < n; k++) {
             bool taken = false;
-            st = try_candidate(vm, vp, name, fixed ? fixed : chunk_choices[k], vocab, shard, o,
-                               false, r, &taken);
+            st = try_candidate(vm, vp, name, fixed ? fixed : chunk_choices[k], vocab, shard,
+                               &plain[k], o, false, r, &taken);
         }
         psched_model_destroy(vm);
         psched_plan_destroy(vp);
@@ -470,7 +488,8 @@ static psched_status second_round(const psched_model *model, const psched_plan *
         po.flags = partition_flags(o);
         psched_partition_result *again = NULL;
         if (!st) /* as psched_partition() would, in its time */
-            st = a->vocab ? vocab_partition(vm, pl, a->schedule, &po, true, false, shard, &again)
+            st = a->vocab ? vocab_partition(vm, pl, a->schedule, &po, true, false, shard, NULL,
+                                            &again)
                           : psched__partition(model, pl, a->schedule, &po, true, false, &again);
         psched_plan_destroy(pl);
         psched_plan_destroy(vp);
