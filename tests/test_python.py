@@ -994,6 +994,40 @@ class TestFrameworkLayouts(Case):
         self.assertIn("schedule 1f1b, p = 4", plain.partition.to_megatron())
 
 
+    def test_emitters_read_the_library_s_own_result(self):
+        # the emitters hand the library the result it returned (not a
+        # re-evaluation): it outlives the search result that held it, and the
+        # library's refusals come through as they are
+        import gc
+        model = pipesched.Model.from_csv(self.PROFILE)
+        self.addCleanup(model.close)
+        plan = pipesched.Plan(devices=4, microbatches=8, mem_limit=150)
+        self.addCleanup(plan.close)
+        r = pipesched.plan_search(model, plan, ["1f1b"], time_limit=1)
+        part = next(a.partition for a in r.alternatives if a.fits and not a.vocab)
+        expected = part.to_megatron()
+        del r
+        gc.collect()
+        self.assertEqual(part.to_megatron(), expected)
+        # 12 layers over 4 stages: the layout names every one of them
+        self.assertIn("--pipeline-model-parallel-size 4", expected)
+        self.assertEqual(sum(s.count for s in part.stages), 12)
+        tight = pipesched.Plan(devices=4, microbatches=8, mem_limit=1)
+        self.addCleanup(tight.close)
+        none = pipesched.partition(model, tight, "1f1b", time_limit=1)
+        self.assertEqual(none.status, "infeasible")
+        with self.assertRaises(pipesched.Infeasible) as caught:
+            none.to_megatron()
+        self.assertIn("the result holds no partition to emit", str(caught.exception))
+        model.add_layers("layer", 2, 1, 1, 1, 4, 10)
+        with self.assertRaises(pipesched.InvalidArgument) as caught:
+            part.to_torchtitan()
+        self.assertIn("the model has 14 layers; the partition covers 12", str(caught.exception))
+        model.close()
+        with self.assertRaises(ValueError):
+            part.to_megatron()
+
+
 class TestNativeApi(Case):
     def test_version_dunder_is_the_library_version(self):
         self.assertEqual(pipesched.__version__, pipesched.version())

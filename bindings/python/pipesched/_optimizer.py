@@ -301,6 +301,20 @@ class Model(_Handle):
         return f"<pipesched.Model layers={self.layers} groups={len(self.groups)}>"
 
 
+class _PartitionResult(_Handle):
+    """A psched_partition_result: kept by the Partition made from it, for
+    its emitters (freed when that Partition is)."""
+    _destroy_name = "psched_partition_result_destroy"
+    _what = "partition result"
+
+
+class _SearchHandle(_Handle):
+    """A psched_search_result: kept by its alternatives' Partitions, whose
+    results it holds (freed when the last of them is)."""
+    _destroy_name = "psched_search_result_destroy"
+    _what = "plan search result"
+
+
 class StagePartition(_t.NamedTuple):
     """One virtual stage: its device and chunk, layers [first, first+count),
     recompute counts {"none": n, "selective": n, "full": n}, time (forward +
@@ -385,11 +399,14 @@ class Partition:
         _check(_lib.load().psched_plan_clone(plan, ctypes.byref(out)))
         return out
 
-    _source: _t.Optional[_t.Tuple["Model", str, float]] = None
+    _source: _t.Optional[_t.Tuple["Model", str, _Handle, _t.Any]] = None
 
-    def _attach(self, model: "Model", schedule: str, limit: _t.Optional[float]) -> "Partition":
-        """Remember what the emitters need to evaluate the partition again."""
-        self._source = (model, schedule, _math.inf if limit is None else limit)
+    def _attach(self, model: "Model", schedule: str, owner: _Handle,
+                ptr: _t.Any) -> "Partition":
+        """Keep the C result the emitters read: `ptr`, alive as long as
+        `owner` (the handle that frees it: the result itself, or the plan
+        search's result that holds it) is, and the model it partitions."""
+        self._source = (model, schedule, owner, ptr)
         return self
 
     @property
@@ -398,38 +415,19 @@ class Partition:
         return self._source[1] if self._source else None
 
     def _emit(self, fn: str, *extra: _t.Optional[bytes]) -> str:
-        if self._source is None or self.plan is None:
-            raise _error(_lib.EINFEASIBLE, "the partition holds no stages to emit")
-        model, schedule, limit = self._source
-        vocab = self.plan.option("vocab")
-        if vocab:
-            # as the library's emitters refuse it; checked first because the
-            # partition covers the model without its head, so evaluating it
-            # against the model would fail on the layer count instead
-            raise _error(_lib.EUNSUPPORTED,
-                         f"schedule {schedule} with vocab = {vocab} splits the output layer over "
-                         "every device (Vocabulary Parallelism), which neither a Megatron-LM "
-                         "layout nor torchtitan's module lists can say; partition it without "
-                         "vocab")
+        # the library's own result: its refusals (no partition, DualPipe's
+        # two copies, a Vocabulary Parallelism candidate, a model changed
+        # since) are the library's messages
+        assert self._source is not None  # every maker attaches it
+        model, _schedule, owner, ptr = self._source
         lib = _c()
-        counts = (ctypes.c_uint32 * len(self.stages))(*(s.count for s in self.stages))
-        kinds = (ctypes.c_int * max(1, len(self.recompute)))(
-            *(RECOMPUTE.index(k) for k in self.recompute))
-        plan = self.plan.copy()
-        res = ctypes.c_void_p()
         text, length = ctypes.c_void_p(), _lib.size_t()
         try:
-            with _using(model, plan) as (m, p):
-                _check(lib.psched_plan_set_memory_limit(p, limit))
-                _check(lib.psched_partition_evaluate(m, p, schedule.encode(), counts,
-                                                     len(self.stages), kinds,
-                                                     ctypes.byref(res)))
-                _check(getattr(lib, fn)(res, m, *extra, ctypes.byref(text),
+            with _using(model, owner) as (m, _):
+                _check(getattr(lib, fn)(ptr, m, *extra, ctypes.byref(text),
                                         ctypes.byref(length)))
             return ctypes.string_at(text, length.value).decode()
         finally:
-            plan.close()
-            lib.psched_partition_result_destroy(res)
             if text:
                 lib.psched_free(text)
 
@@ -476,10 +474,8 @@ class Partition:
         out = ctypes.c_void_p()
         with _using(model, plan) as (m, p):
             _check(lib.psched_partition_from_layout(m, p, *args, ctypes.byref(out)))
-        try:
-            return cls(out, _INTERNAL)._attach(model, schedule, plan.mem_limit)
-        finally:
-            lib.psched_partition_result_destroy(out)
+        owner = _PartitionResult(out)
+        return cls(out, _INTERNAL)._attach(model, schedule, owner, owner.handle)
 
     def __repr__(self) -> str:
         return (f"<pipesched.Partition {self.status} makespan={self.makespan} "
@@ -551,10 +547,8 @@ def partition(model: Model, plan: _Plan, schedule: str, method: str = "ilp",
     finally:
         if own is not plan:
             own.close()
-    try:
-        return Partition(out, _INTERNAL)._attach(model, schedule, plan.mem_limit)
-    finally:
-        lib.psched_partition_result_destroy(out)
+    owner = _PartitionResult(out)
+    return Partition(out, _INTERNAL)._attach(model, schedule, owner, owner.handle)
 
 
 class Alternative(_t.NamedTuple):
@@ -586,10 +580,11 @@ class SearchResult:
     solve_time: float
     alternatives: _t.List[Alternative]
 
-    def __init__(self, ptr: _t.Any, _token: object = None, model: _t.Optional[Model] = None,
-                 limit: _t.Optional[float] = None) -> None:
+    def __init__(self, ptr: _t.Any, _token: object = None,
+                 model: _t.Optional[Model] = None) -> None:
         _internal_only(_token, "SearchResult", "plan_search()")
         lib = _c()
+        owner = _SearchHandle(ptr)
         self.solve_time = lib.psched_search_solve_time(ptr)
         self.alternatives = []
         for i in range(lib.psched_search_count(ptr)):
@@ -606,7 +601,7 @@ class SearchResult:
                 _nan_none(lib.psched_search_even_makespan(ptr, i)),
                 lib.psched_search_error_message(ptr, i).decode() if failed else None,
                 Partition(part, _INTERNAL)._attach(
-                    model, lib.psched_search_schedule(ptr, i).decode(), limit)
+                    model, lib.psched_search_schedule(ptr, i).decode(), owner, part)
                 if part else None,
                 lib.psched_search_vocab(ptr, i)))
 
@@ -649,7 +644,4 @@ def plan_search(model: Model, plan: _Plan,
     with _using(model, plan) as (m, p):
         _check(lib.psched_plan_search(m, p, names, count, ctypes.byref(opts),
                                       ctypes.byref(out)))
-    try:
-        return SearchResult(out, _INTERNAL, model, plan.mem_limit)
-    finally:
-        lib.psched_search_result_destroy(out)
+    return SearchResult(out, _INTERNAL, model)
