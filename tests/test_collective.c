@@ -252,6 +252,76 @@ static void test_v_half_vocab_is_valid(void)
     }
 }
 
+/* The premise of the planner's bound for Vocabulary Parallelism
+ * candidates (lib/optimizer/plan_search.c, vocab_bound()): on every
+ * device each S pass starts after the device's first pipeline op starts
+ * and ends before its last pipeline op ends, and with Vocab-1 each T pass
+ * too (the last stage's backward needs the head's input gradient, which
+ * Vocab-1's T computes and Vocab-2's S computes). With Vocab-2 a T pass
+ * (the head's weight gradient) may come after the last pipeline op: the
+ * hand example above has d1's T after its BW, and the check counts such
+ * cases to show the bound must leave them out. Random stage and pass
+ * costs, 1f1b and v-half, p 2-6, m p-3p. */
+static void test_vocab_passes_lie_within_each_device_s_pipeline_ops(void)
+{
+    srand(20261128);
+    int checked = 0, t_after = 0;
+    for (int trial = 0; trial < 240; trial++) {
+        const char *name = trial % 2 ? "v-half" : "1f1b";
+        int vocab = 1 + (trial / 2) % 2;
+        uint32_t p = 2 + (uint32_t)(rand() % 5), m = p * (1 + (uint32_t)(rand() % 3));
+        uint32_t v = trial % 2 ? 2 : 1;
+        psched_plan *plan = ts_plan_shape(p, m);
+        CHECK_OK(psched_plan_set_chunks(plan, v));
+        if (v == 2)
+            CHECK_OK(psched_plan_set_placement(plan, PSCHED_PLACEMENT_VSHAPE));
+        CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
+        static const double pick[] = {0.25, 0.5, 1, 2, 3, 6};
+        CHECK_OK(psched_plan_set_vocab_cost(plan, pick[rand() % 6], pick[rand() % 6]));
+        for (uint32_t st = 0; st < p * v; st++)
+            CHECK_OK(psched_plan_set_stage_cost(plan, st, pick[rand() % 5], pick[rand() % 5],
+                                                pick[rand() % 5]));
+        psched_schedule *s = NULL;
+        CHECK_OK(psched_generate(plan, name, &s));
+        psched_report *r = NULL;
+        CHECK_OK(psched_simulate(s, NULL, &r));
+        for (uint32_t d = 0; d < p; d++) {
+            size_t n = psched_schedule_op_count(s, d);
+            psched_op *ops = calloc(n, sizeof *ops);
+            double *start = calloc(n, sizeof *start), *end = calloc(n, sizeof *end);
+            CHECK(ops && start && end);
+            CHECK_OK(psched_schedule_ops(s, d, 0, n, ops, sizeof *ops));
+            CHECK_OK(psched_report_op_times(r, d, 0, n, start, end));
+            double first = INFINITY, last = -INFINITY;
+            for (size_t i = 0; i < n; i++)
+                if (ops[i].kind <= PSCHED_OP_W || ops[i].kind == PSCHED_OP_BW) {
+                    first = fmin(first, start[i]);
+                    last = fmax(last, end[i]);
+                }
+            for (size_t i = 0; i < n; i++) {
+                bool s_pass = ops[i].kind == PSCHED_OP_VOCAB_S;
+                bool t_pass = ops[i].kind == PSCHED_OP_VOCAB_T;
+                if (s_pass || (t_pass && vocab == 1)) {
+                    CHECK(start[i] >= first - 1e-9);
+                    CHECK(end[i] <= last + 1e-9);
+                    checked++;
+                }
+                t_after += t_pass && end[i] > last + 1e-9;
+            }
+            free(ops);
+            free(start);
+            free(end);
+        }
+        psched_report_destroy(r);
+        psched_schedule_destroy(s);
+        psched_plan_destroy(plan);
+    }
+    CHECK(checked > 1000);
+    CHECK(t_after > 0);
+    printf("# vocab passes checked: %d; Vocab-2 T passes after the last pipeline op: %d\n",
+           checked, t_after);
+}
+
 /* The hash covers the new kinds; CSV round-trips them; PyTorch's own
  * compute_comms dialect refuses them by name. */
 static void test_formats_and_hash_cover_the_new_kinds(void)
@@ -467,6 +537,7 @@ int main(void)
     RUN(test_1f1b_vocab_memory_is_p_plus_2_and_p_plus_1);
     RUN(test_vocab_balances_the_last_stage);
     RUN(test_v_half_vocab_is_valid);
+    RUN(test_vocab_passes_lie_within_each_device_s_pipeline_ops);
     RUN(test_formats_and_hash_cover_the_new_kinds);
     RUN(test_lowering_keeps_collectives_in_one_order);
     RUN(test_lowering_with_zero_costs_waits_for_every_call);

@@ -2302,7 +2302,8 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
             if (!fixed)
                 for (uint32_t e = 0; c.tail_stage && e < pb->devices; e++)
                     c.tail_stage[e] = -1;
-            lb = fmax(lb, count_bound(&c));
+            out->count_bound = count_bound(&c);
+            lb = fmax(lb, out->count_bound);
         }
         /* a bound of every partition at the best proves it (any order) */
         out->proven = out->proven || lb >= c.best * (1 - 1e-9);

@@ -377,6 +377,10 @@ typedef struct psched__certificate {
     bool proven;      /* no partition simulates faster than `makespan` */
     double makespan;  /* simulated step time of the returned solution */
     double bound;     /* proven lower bound of every partition's step time */
+    double count_bound; /* the layer count bound alone (certify.c; 0: does not apply):
+                           the least T at which every device's start, m x its layers'
+                           time and tail fit, so T + c bounds a schedule that adds
+                           c of work to every device between its first and last op */
     size_t simulated; /* partitions simulated */
 } psched__certificate;
 
@@ -443,6 +447,7 @@ struct psched_partition_result {
     psched_plan *plan;
     char *schedule; /* the generator's name, for the emitters (layout.c) */
     double limit;   /* the caller's device memory limit */
+    double count_bound; /* the certificate's layer count bound (0: none; plan_search.c) */
 };
 
 PSCHED_INTERNAL psched_partition_result *psched__result_alloc(const psched__problem *pb);

@@ -308,7 +308,7 @@ static psched_status baseline_candidates(psched__problem *pb, psched__evaluation
 static psched_status certify_result(psched__problem *pb, const char *schedule,
                                     const psched_plan *resolved, psched__evaluation *ev,
                                     psched__solution *sol, psched_solve_status *status,
-                                    double *gap)
+                                    double *gap, double *count_bound)
 {
     psched__solution base[3];
     memset(base, 0, sizeof base);
@@ -320,6 +320,7 @@ static psched_status certify_result(psched__problem *pb, const char *schedule,
     if (!st && sol->found) {
         *status = cert.proven ? PSCHED_SOLVE_OPTIMAL : PSCHED_SOLVE_FEASIBLE;
         *gap = cert.proven ? 0 : fmax(0, (cert.makespan - cert.bound) / cert.makespan);
+        *count_bound = cert.count_bound;
     }
     for (int k = 0; k < 3; k++)
         psched__solution_free(&base[k]);
@@ -359,7 +360,8 @@ static psched_status partition_problem(psched__problem *pb, const psched_partiti
         st = run_method(pb, o, &ev, &sol, &r->status, &r->gap, &r->min_memory);
     bool optimizer = o->method == PSCHED_PARTITION_ILP || o->method == PSCHED_PARTITION_DP;
     if (!st && optimizer && sol.found && r->status != PSCHED_SOLVE_INFEASIBLE && !skip_certify)
-        st = certify_result(pb, schedule, *resolved, &ev, &sol, &r->status, &r->gap);
+        st = certify_result(pb, schedule, *resolved, &ev, &sol, &r->status, &r->gap,
+                            &r->count_bound);
     if (!st)
         st = psched__result_fill(pb, &sol, schedule, resolved, &ev, r);
     if (!st && r->status == PSCHED_SOLVE_INFEASIBLE && isnan(r->min_memory))

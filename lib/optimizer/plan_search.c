@@ -117,38 +117,69 @@ static uint32_t partition_flags(const psched_search_options *o)
  * and dependencies, so for every partition its step time is at least the
  * plain schedule's on the same model without its head; and every bound of
  * the plain schedule over all partitions, memory unlimited, bounds that.
- * It depends on neither vocab nor the limit, so *plain caches it for the
- * candidates of one (schedule, v) (NAN: not computed; NULL: no cache).
- * r's gap is lowered to it where it is higher. */
+ * Second, the plain certificate's layer count bound plus the vocabulary
+ * work every device runs between its first pipeline op and its last:
+ * its S passes come after its first op (S of a micro-batch needs the last
+ * stage's forward of it, which needs this device's) and before its last
+ * (the backward of the last micro-batch needs the head's input gradient,
+ * which S computes with Vocab-2 and T with Vocab-1), and with Vocab-1 its
+ * T passes too; with Vocab-2 the T passes (the head's weight gradient)
+ * may come after the last op and are left out. So a device is busy
+ * between its start and its tail for its layers' time and m x S (m x (S
+ * + T) with Vocab-1); the count bound is the least T at which start, m x
+ * the layers' time and tail fit on every device (docs/optimizer.md,
+ * "Vocabulary Parallelism candidates"). Both bounds of the plain schedule
+ * depend on neither vocab nor the limit, so plain[0] and plain[1] cache
+ * them for the candidates of one (schedule, v) (NAN: not computed; NULL:
+ * no cache). r's gap is lowered to the larger where it is higher. */
 static void vocab_bound(const psched_model *model, const psched_plan *plan, const char *name,
                         const psched_partition_options *po, bool planner, double *plain,
                         psched_partition_result *r)
 {
     if (!r->has_partition || r->status != PSCHED_SOLVE_FEASIBLE || !(r->makespan > 0))
         return;
-    double lower = plain ? *plain : NAN;
+    double lower = plain ? plain[0] : NAN, count = plain ? plain[1] : NAN;
     if (isnan(lower)) {
         psched_plan *base = NULL;
         psched_partition_result *b = NULL;
         psched_partition_options bo = *po;
         bo.time_limit = po->time_limit / 4;
-        lower = -INFINITY;
+        lower = count = -INFINITY;
         if (!psched_plan_clone(plan, &base) && !psched_plan_set_option(base, "vocab", 0) &&
             !psched_plan_set_memory_limit(base, INFINITY) &&
             !psched__partition(model, base, name, &bo, false, planner, &b) &&
             b->has_partition && !isnan(b->gap) &&
-            (b->status == PSCHED_SOLVE_OPTIMAL || b->status == PSCHED_SOLVE_FEASIBLE))
+            (b->status == PSCHED_SOLVE_OPTIMAL || b->status == PSCHED_SOLVE_FEASIBLE)) {
             lower = b->status == PSCHED_SOLVE_OPTIMAL ? b->makespan : b->makespan * (1 - b->gap);
+            count = b->count_bound > 0 ? b->count_bound : -INFINITY;
+        }
         psched_partition_result_destroy(b);
         psched_plan_destroy(base);
-        if (plain)
-            *plain = lower;
+        if (plain) {
+            plain[0] = lower;
+            plain[1] = count;
+        }
     }
+    /* every device's vocabulary work before its last op (each micro-batch
+     * at weight 1: not with weights, whose scaling of the passes this bound
+     * does not take) */
+    double s = 0, t = 0;
+    int64_t vocab = 0;
+    uint32_t m = psched_plan_microbatches(plan);
+    bool unit = true;
+    for (uint32_t i = 0; i < m && unit; i++)
+        unit = psched_plan_microbatch_weight(plan, i) == 1;
+    if (isfinite(count) && unit && psched_plan_vocab_cost(plan, &s, &t) == PSCHED_OK &&
+        psched_plan_get_option(plan, "vocab", &vocab) == PSCHED_OK && (vocab == 1 || vocab == 2))
+        lower = fmax(lower, count + m * (vocab == 1 ? s + t : s));
     double now = isnan(r->gap) ? -INFINITY : r->makespan * (1 - r->gap);
     if (lower > now) {
         r->gap = fmax(0, (r->makespan - lower) / r->makespan);
-        if (lower >= r->makespan * (1 - 1e-12))
+        if (lower >= r->makespan * (1 - 1e-12)) {
+            /* within the count bound's bisection (10^-12 of it) */
             r->status = PSCHED_SOLVE_OPTIMAL;
+            r->gap = 0;
+        }
     }
 }
 
@@ -385,10 +416,10 @@ static psched_status search_schedule(const psched_model *model, const psched_pla
     int64_t given;
     if (!declares_vocab(name) || psched_plan_get_option(plan, "vocab", &given) == PSCHED_OK)
         return PSCHED_OK;
-    /* the plain schedule's bound per v, shared by vocab = 1 and 2 */
-    double plain[sizeof chunk_choices / sizeof chunk_choices[0]];
+    /* the plain schedule's bounds per v, shared by vocab = 1 and 2 */
+    double plain[sizeof chunk_choices / sizeof chunk_choices[0]][2];
     for (size_t k = 0; k < n; k++)
-        plain[k] = NAN;
+        plain[k][0] = plain[k][1] = NAN;
     for (uint32_t vocab = 1; vocab <= 2; vocab++) {
         psched_model *vm = NULL;
         psched_plan *vp = NULL;
@@ -397,7 +428,7 @@ static psched_status search_schedule(const psched_model *model, const psched_pla
         for (size_t k = 0; !st && vm && k < n; k++) {
             bool taken = false;
             st = try_candidate(vm, vp, name, fixed ? fixed : chunk_choices[k], vocab, shard,
-                               &plain[k], o, false, r, &taken);
+                               plain[k], o, false, r, &taken);
         }
         psched_model_destroy(vm);
         psched_plan_destroy(vp);
