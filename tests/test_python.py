@@ -994,6 +994,48 @@ class TestFrameworkLayouts(Case):
         self.assertIn("schedule 1f1b, p = 4", plain.partition.to_megatron())
 
 
+    def test_evaluate_simulates_the_partition_given(self):
+        # 3 identical layers (F = B = W = 1), p = 2, m = 2, 1F1B (issue 17's
+        # tie example), by hand: [2, 1]: d0 F0 [0,2], d1 F0 [2,3] BW0
+        # [3,5], d0 F1 [2,4] BW0 [5,9], d1 F1 [5,6] BW1 [6,8], d0 BW1
+        # [9,13]: 13. [1, 2]: d0 F0 [0,1], d1 F0 [1,3] BW0 [3,7], d0 F1
+        # [1,2] BW0 [7,9], d1 F1 [7,9] BW1 [9,13], d0 BW1 [13,15]: 15.
+        model = pipesched.Model()
+        self.addCleanup(model.close)
+        model.add_layers("layer", 3, 1, 1, 1, 1, 1, full=(0.5, 1))
+        plan = pipesched.Plan(devices=2, microbatches=2)
+        self.addCleanup(plan.close)
+        for counts, span in (([2, 1], 13), ([1, 2], 15)):
+            with self.subTest(counts=counts):
+                part = pipesched.Partition.evaluate(model, plan, "1f1b", counts)
+                self.assertEqual(part.status, "feasible")
+                self.assertIsNone(part.gap)
+                self.assertEqual(part.makespan, span)
+                self.assertEqual([st.count for st in part.stages], counts)
+                self.assertEqual(part.recompute, ["none"] * 3)
+        # full recompute of the last layer adds its extra time (1) to the
+        # last stage's backward: [2, 1] with d1's BW taking 3: d0 F0 [0,2],
+        # d1 F0 [2,3] BW0 [3,6], d0 F1 [2,4] BW0 [6,10], d1 F1 [6,7] BW1
+        # [7,10], d0 BW1 [10,14]: 14
+        full = pipesched.Partition.evaluate(model, plan, "1f1b", [2, 1], ["none", "none", "full"])
+        self.assertEqual(full.recompute, ["none", "none", "full"])
+        self.assertEqual(full.makespan, 14)
+        # the emitters take it: Megatron-LM cannot say one layer's recompute,
+        # so the comment names the nearest setting, none: 13, as above
+        text = full.to_megatron()
+        self.assertIn('layout "Ett|tL"', text)
+        self.assertIn("no recomputation: simulated step time 13 (the plan's 14)", text)
+        with self.assertRaises(pipesched.InvalidArgument) as caught:
+            pipesched.Partition.evaluate(model, plan, "1f1b", [1, 1])
+        self.assertIn("the model has 3", str(caught.exception))
+        with self.assertRaises(pipesched.InvalidArgument) as caught:
+            pipesched.Partition.evaluate(model, plan, "1f1b", [1, 2], ["none", "some", "none"])
+        self.assertIn("recompute[1] ('some')", str(caught.exception))
+        with self.assertRaises(pipesched.InvalidArgument):
+            pipesched.Partition.evaluate(model, plan, "1f1b", [-1, 4])
+        with self.assertRaises(TypeError):
+            pipesched.Partition.evaluate(model, plan, "1f1b", "21")
+
     def test_emitters_read_the_library_s_own_result(self):
         # the emitters hand the library the result it returned (not a
         # re-evaluation): it outlives the search result that held it, and the

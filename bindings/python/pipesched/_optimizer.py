@@ -453,6 +453,44 @@ class Partition:
         return self._emit("psched_partition_to_torchtitan", _map_arg(map), _fqn_arg(fqn))
 
     @classmethod
+    def evaluate(cls, model: "Model", plan: _Plan, schedule: str, counts: _t.Sequence[int],
+                 recompute: _t.Optional[_t.Sequence[str]] = None) -> "Partition":
+        """Simulate a partition you give (psched_partition_evaluate()):
+        counts[s] consecutive layers on stage s in model order (p·v
+        entries; DualPipe: its p ranges, or 2p as its results list them),
+        recompute per layer ("none", "selective" or "full"; None: none).
+        Returns a Partition as partition() does, status "feasible" when
+        every device's memory bound fits plan.mem_limit, "infeasible"
+        otherwise (the partition is still there), gap None. Raises
+        InvalidArgument naming the count, stage or layer that is wrong."""
+        _check_plan(model, plan)
+        name = _text_arg("schedule", schedule)
+        if isinstance(counts, (str, bytes)) or not hasattr(counts, "__len__"):
+            raise TypeError(f"counts must be a sequence of integers, not "
+                            f"{type(counts).__name__}")
+        values = [_u32(f"counts[{i}]", c) for i, c in enumerate(counts)]
+        arr = (ctypes.c_uint32 * max(1, len(values)))(*values)
+        kinds = None
+        if recompute is not None:
+            if isinstance(recompute, (str, bytes)) or not hasattr(recompute, "__len__"):
+                raise TypeError(f"recompute must be a sequence of str, not "
+                                f"{type(recompute).__name__}")
+            choice = []
+            for i, k in enumerate(recompute):
+                if k not in RECOMPUTE:
+                    raise _invalid(f"recompute[{i}] ({k!r}) must be one of "
+                                   f"{', '.join(RECOMPUTE)}")
+                choice.append(RECOMPUTE.index(k))
+            kinds = (ctypes.c_int * max(1, len(choice)))(*choice)
+        lib = _c()
+        out = ctypes.c_void_p()
+        with _using(model, plan) as (m, p):
+            _check(lib.psched_partition_evaluate(m, p, name, arr, len(values), kinds,
+                                                 ctypes.byref(out)))
+        owner = _PartitionResult(out)
+        return cls(out, _INTERNAL)._attach(model, schedule, owner, owner.handle)
+
+    @classmethod
     def from_megatron(cls, layout: str, model: "Model", plan: _Plan, schedule: str = "1f1b",
                       recompute_granularity: _t.Optional[str] = None,
                       recompute_method: _t.Optional[str] = None,
