@@ -261,11 +261,15 @@ static void test_v_half_vocab_is_valid(void)
  * (the head's weight gradient) may come after the last pipeline op: the
  * hand example above has d1's T after its BW, and the check counts such
  * cases to show the bound must leave them out. Random stage and pass
- * costs, 1f1b and v-half, p 2-6, m p-3p. */
+ * costs, 1f1b and v-half, p 2-6, m p-3p. The same premise lets
+ * psched_bound() with #PSCHED_BOUND_VOCAB_PASSES count the passes: its
+ * makespan and span bounds must stay at or below the simulated ones on
+ * every schedule here, and they must rise above the bound without it
+ * (which leaves the passes out). */
 static void test_vocab_passes_lie_within_each_device_s_pipeline_ops(void)
 {
     srand(20261128);
-    int checked = 0, t_after = 0;
+    int checked = 0, t_after = 0, raised = 0;
     for (int trial = 0; trial < 240; trial++) {
         const char *name = trial % 2 ? "v-half" : "1f1b";
         int vocab = 1 + (trial / 2) % 2;
@@ -285,6 +289,14 @@ static void test_vocab_passes_lie_within_each_device_s_pipeline_ops(void)
         CHECK_OK(psched_generate(plan, name, &s));
         psched_report *r = NULL;
         CHECK_OK(psched_simulate(s, NULL, &r));
+        psched_bound_info with = {.version = PSCHED_BOUND_INFO_VERSION}, without = with;
+        psched_bound_options o = {PSCHED_BOUND_OPTIONS_VERSION, PSCHED_BOUND_VOCAB_PASSES};
+        CHECK_OK(psched_bound(psched_schedule_plan(s), &o, &with));
+        CHECK_OK(psched_bound(psched_schedule_plan(s), NULL, &without));
+        CHECK(with.makespan <= psched_report_makespan(r) * (1 + 1e-9));
+        CHECK(with.span <= psched_report_span(r) * (1 + 1e-9));
+        CHECK(with.makespan >= without.makespan);
+        raised += with.makespan > without.makespan * (1 + 1e-9);
         for (uint32_t d = 0; d < p; d++) {
             size_t n = psched_schedule_op_count(s, d);
             psched_op *ops = calloc(n, sizeof *ops);
@@ -318,8 +330,36 @@ static void test_vocab_passes_lie_within_each_device_s_pipeline_ops(void)
     }
     CHECK(checked > 1000);
     CHECK(t_after > 0);
-    printf("# vocab passes checked: %d; Vocab-2 T passes after the last pipeline op: %d\n",
-           checked, t_after);
+    CHECK(raised > 120);
+    printf("# vocab passes checked: %d; Vocab-2 T passes after the last pipeline op: %d; "
+           "bounds raised by the passes: %d of 240\n",
+           checked, t_after, raised);
+}
+
+/* psched_bound()'s work term with #PSCHED_BOUND_VOCAB_PASSES, by hand:
+ * p = 2, m = 2, 1f1b, F = B = W = 1 on both stages, S = 0.5, T = 0.25:
+ * each device runs 2 x (1 + 1 + 1) of its stage and 2 x (0.5 + 0.25) of
+ * passes, 7.5 (6 without the flag); an unknown flag is refused. */
+static void test_bound_counts_the_vocabulary_passes_by_hand(void)
+{
+    for (int vocab = 1; vocab <= 2; vocab++) {
+        psched_plan *plan = ts_plan_shape(2, 2);
+        CHECK_OK(psched_plan_set_chunks(plan, 1));
+        CHECK_OK(psched_plan_set_placement(plan, PSCHED_PLACEMENT_LOOP));
+        CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
+        CHECK_OK(psched_plan_set_vocab_cost(plan, 0.5, 0.25));
+        psched_bound_info b = {.version = PSCHED_BOUND_INFO_VERSION};
+        psched_bound_options o = {PSCHED_BOUND_OPTIONS_VERSION, PSCHED_BOUND_VOCAB_PASSES};
+        CHECK_OK(psched_bound(plan, &o, &b));
+        CHECK_EQ_DBL(b.work, 7.5);
+        CHECK_EQ_DBL(b.span, 7.5);
+        CHECK_OK(psched_bound(plan, NULL, &b));
+        CHECK_EQ_DBL(b.work, 6);
+        o.flags = 0x4;
+        CHECK_EQ_INT(psched_bound(plan, &o, &b), PSCHED_EINVAL);
+        CHECK(strstr(psched_last_error(), "0x4") != NULL);
+        psched_plan_destroy(plan);
+    }
 }
 
 /* The hash covers the new kinds; CSV round-trips them; PyTorch's own
@@ -538,6 +578,7 @@ int main(void)
     RUN(test_vocab_balances_the_last_stage);
     RUN(test_v_half_vocab_is_valid);
     RUN(test_vocab_passes_lie_within_each_device_s_pipeline_ops);
+    RUN(test_bound_counts_the_vocabulary_passes_by_hand);
     RUN(test_formats_and_hash_cover_the_new_kinds);
     RUN(test_lowering_keeps_collectives_in_one_order);
     RUN(test_lowering_with_zero_costs_waits_for_every_call);

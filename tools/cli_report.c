@@ -111,12 +111,23 @@ static void json_key_number(FILE *f, const char *key, double x)
     cli_json_number(f, x);
 }
 
-/* Lower bounds of the schedule's plan: every valid order of it obeys them. */
+/* Lower bounds of the schedule's plan: every valid order of it obeys them
+ * (with its vocabulary passes counted when it holds them). */
 static psched_status plan_bound(const psched_schedule *s, psched_bound_info *b)
 {
     memset(b, 0, sizeof *b);
     b->version = PSCHED_BOUND_INFO_VERSION;
-    return psched_bound(psched_schedule_plan(s), NULL, b);
+    psched_bound_options o = {PSCHED_BOUND_OPTIONS_VERSION, 0};
+    for (uint32_t d = 0; d < psched_schedule_devices(s) && !o.flags; d++) {
+        size_t n = psched_schedule_op_count(s, d);
+        for (size_t i = 0; i < n && !o.flags; i++) {
+            psched_op op;
+            if (psched_schedule_ops(s, d, i, 1, &op, sizeof op) == PSCHED_OK &&
+                op.kind == PSCHED_OP_VOCAB_S)
+                o.flags = PSCHED_BOUND_VOCAB_PASSES;
+        }
+    }
+    return psched_bound(psched_schedule_plan(s), &o, b);
 }
 
 /* figure / bound - 1 (documented in docs/simulator.md); 0 when both are 0,

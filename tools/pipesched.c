@@ -154,7 +154,9 @@ static const char help_bound[] =
     "Print lower bounds on the makespan and the span that hold for every valid\n"
     "schedule of the plan (p, m, v, placement, costs, comm, memory limit), each\n"
     "term of the makespan bound (work, critical path, device path, memory; see\n"
-    "docs/simulator.md), and the given schedule's figures and gap to them.\n"
+    "docs/simulator.md), and the given schedule's figures and gap to them. When\n"
+    "the schedule holds vocabulary passes (--vocab), the bounds are those of\n"
+    "every schedule that holds them too, their work counted.\n"
     "\n" HELP_INPUT
     "Output:\n"
     "  --json                print one JSON object (docs/cli.md lists its keys)\n"

@@ -23,6 +23,9 @@ typedef struct bound_ctx {
      * micro-batch, the work for the chain's total weight; all 1 by default. */
     double wmin;
     double *wsum;       /* per chain: Σ w_k of its micro-batches */
+    /* PSCHED_BOUND_VOCAB_PASSES: every device's vocabulary passes, all of
+     * them and those before its last backward (S; S and T with Vocab-1) */
+    double vocab_all, vocab_before;
     int weighted;       /* some w_k != 1: the memory term's argument needs 1 */
 } bound_ctx;
 
@@ -106,12 +109,15 @@ static psched_status fill(bound_ctx *c, int use_memory, psched_bound_info *out)
         }
         if (head == INFINITY)
             continue; /* a device without stages */
+        busy += c->vocab_all;
         if (busy > work)
             work = busy;
         /* The device starts no sooner than its earliest F can, and after its
-         * last B only W's remain on it (at most `weights` of them), while the
-         * chain still needs `tail` after that B. */
-        double path = c->wmin * head + busy + fmax(0, c->wmin * tail - weights);
+         * last B only W's remain on it (at most `weights` of them; with
+         * vocabulary passes also the T passes that may trail, Vocab-2's),
+         * while the chain still needs `tail` after that B. */
+        double path = c->wmin * head + busy +
+                      fmax(0, c->wmin * tail - weights - (c->vocab_all - c->vocab_before));
         if (path > device_path)
             device_path = path;
         if (use_memory && isfinite(limit)) {
@@ -149,7 +155,7 @@ psched_status psched_bound(const psched_plan *plan, const psched_bound_options *
             return psched_fail(PSCHED_EINVAL, "psched_bound: options->version %u is not 1..%u",
                                options->version, PSCHED_BOUND_OPTIONS_VERSION);
         flags = options->flags;
-        if (flags & ~(uint32_t)PSCHED_BOUND_IGNORE_MEMORY)
+        if (flags & ~(uint32_t)(PSCHED_BOUND_IGNORE_MEMORY | PSCHED_BOUND_VOCAB_PASSES))
             return psched_fail(PSCHED_EINVAL, "psched_bound: unknown flags 0x%x", flags);
     }
     bound_ctx c = {.plan = plan, .p = psched_plan_devices(plan), .S = psched_plan_stages(plan),
@@ -194,6 +200,15 @@ psched_status psched_bound(const psched_plan *plan, const psched_bound_options *
             st = psched_fail(PSCHED_EINVAL, "psched_bound: stage %u has no device", s);
             goto out;
         }
+    }
+    int64_t vocab = 0;
+    double vs = 0, vt = 0;
+    if ((flags & PSCHED_BOUND_VOCAB_PASSES) && c.chains == 1 &&
+        psched_plan_get_option(plan, "vocab", &vocab) == PSCHED_OK && (vocab == 1 || vocab == 2) &&
+        psched_plan_vocab_cost(plan, &vs, &vt) == PSCHED_OK) {
+        /* a pass costs its time x the micro-batch's weight */
+        c.vocab_all = c.wsum[0] * (vs + vt);
+        c.vocab_before = c.wsum[0] * (vocab == 1 ? vs + vt : vs);
     }
     st = fill(&c, !(flags & PSCHED_BOUND_IGNORE_MEMORY), out);
 out:
