@@ -409,8 +409,9 @@ public:
     void validate() const { detail::check(psched_validate(get_checked())); }
 
     /** Lower bounds on makespan and span that every valid schedule of this
-     *  schedule's plan obeys (psched_bound()); @p flags 0 or
-     *  PSCHED_BOUND_IGNORE_MEMORY. The gap of a simulation is
+     *  schedule's plan obeys (psched_bound()); @p flags 0,
+     *  PSCHED_BOUND_IGNORE_MEMORY, PSCHED_BOUND_VOCAB_PASSES (when the
+     *  schedule holds vocabulary passes). The gap of a simulation is
      *  `report.span() / bound().span - 1`. */
     psched_bound_info bound(std::uint32_t flags = 0) const
     {
