@@ -1640,12 +1640,12 @@ PSCHED_API psched_lower_mode psched_schedule_lower_mode(const psched_schedule *s
 /** psched_bound_options::flags: bound the problem without its memory limit. */
 #define PSCHED_BOUND_IGNORE_MEMORY 0x1u
 /** psched_bound_options::flags (PIPESCHED_1.1 header): every schedule
- *  bounded holds the plan's vocabulary passes (generator option `vocab` 1
- *  or 2, one chain; costs psched_plan_vocab_cost()), so their work counts:
- *  every device runs an S and a T pass per micro-batch, and its S passes
- *  (with Vocab-1 its T passes too) before its last backward ends. Without
- *  it the bound leaves them out, as it must for a schedule of the plan
- *  that does not hold them (an imported one). */
+ *  bounded holds vocabulary passes (one chain; costs
+ *  psched_plan_vocab_cost()), so their work counts: every device runs an S
+ *  and a T pass per micro-batch, and its S passes (with the plan's option
+ *  `vocab` 1, Vocab-1, its T passes too) end before its last backward.
+ *  Without it the bound leaves them out, as it must for a schedule of the
+ *  plan that does not hold them. */
 #define PSCHED_BOUND_VOCAB_PASSES 0x2u
 
 /** Options of psched_bound() (NULL for the defaults). */

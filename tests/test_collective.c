@@ -360,6 +360,24 @@ static void test_bound_counts_the_vocabulary_passes_by_hand(void)
         CHECK(strstr(psched_last_error(), "0x4") != NULL);
         psched_plan_destroy(plan);
     }
+    /* An imported schedule's plan has no `vocab` option: the passes count
+     * by the flag alone. The hand example above (p = 2, m = 1, F = B = W =
+     * 1, S 0.5, T 0.25): each device's work is 3 + 0.75 = 3.75, its busy
+     * time there, and the bound stays under the simulated 7.2. */
+    psched_plan *plan = ts_plan_shape(2, 1);
+    CHECK_OK(psched_plan_set_chunks(plan, 1));
+    CHECK_OK(psched_plan_set_placement(plan, PSCHED_PLACEMENT_LOOP));
+    CHECK_OK(psched_plan_set_vocab_cost(plan, 0.5, 0.25));
+    psched_schedule *s = ts_import(plan, "0F0,0COLLECTIVE0,0VOCAB_S0,1COLLECTIVE0,0VOCAB_T0,0B0\n"
+                                      "1F0,0COLLECTIVE0,1VOCAB_S0,1COLLECTIVE0,1B0,1VOCAB_T0\n");
+    CHECK(s != NULL);
+    psched_bound_info b = {.version = PSCHED_BOUND_INFO_VERSION};
+    psched_bound_options o = {PSCHED_BOUND_OPTIONS_VERSION, PSCHED_BOUND_VOCAB_PASSES};
+    CHECK_OK(psched_bound(psched_schedule_plan(s), &o, &b));
+    CHECK_EQ_DBL(b.work, 3.75);
+    CHECK(b.makespan <= 7.2);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
 }
 
 /* The hash covers the new kinds; CSV round-trips them; PyTorch's own

@@ -291,6 +291,14 @@ PSCHED_INTERNAL psched_status psched__check_collective_op(uint32_t device, psche
 
 /* Time of collective index j among p devices for a micro-batch of weight
  * w under the plan's costs: t_comm + link latency + bytes * w / bandwidth. */
+/* Every device's vocabulary passes in a schedule of `plan` that holds
+ * them (bound.c): *all = Σ_k w_k (S + T), and *before = the part that ends
+ * before the device's last backward: Σ_k w_k S, with Vocab-1 (the plan's
+ * option `vocab` 1) Σ_k w_k (S + T). S of a micro-batch precedes a
+ * collective the last stage's backward of it waits for; with Vocab-1 so
+ * does T (it computes the head's input gradient), while Vocab-2's T (the
+ * head's weight gradient) may run after the device's last op. */
+PSCHED_INTERNAL void psched__vocab_work(const psched_plan *plan, double *all, double *before);
 PSCHED_INTERNAL double psched__collective_time(const psched_plan *costs, uint32_t p, uint32_t j,
                                                double w);
 

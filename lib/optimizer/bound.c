@@ -140,6 +140,19 @@ static psched_status fill(bound_ctx *c, int use_memory, psched_bound_info *out)
     return PSCHED_OK;
 }
 
+void psched__vocab_work(const psched_plan *plan, double *all, double *before)
+{
+    double s = 0, t = 0, w = 0;
+    int64_t vocab = 0;
+    psched_plan_vocab_cost(plan, &s, &t);
+    for (uint32_t k = 0; k < psched_plan_microbatches(plan); k++)
+        w += psched_plan_microbatch_weight(plan, k); /* a pass costs its time x the weight */
+    *all = w * (s + t);
+    *before = psched_plan_get_option(plan, "vocab", &vocab) == PSCHED_OK && vocab == 1
+                  ? *all
+                  : w * s;
+}
+
 psched_status psched_bound(const psched_plan *plan, const psched_bound_options *options,
                            psched_bound_info *out)
 {
@@ -201,15 +214,8 @@ psched_status psched_bound(const psched_plan *plan, const psched_bound_options *
             goto out;
         }
     }
-    int64_t vocab = 0;
-    double vs = 0, vt = 0;
-    if ((flags & PSCHED_BOUND_VOCAB_PASSES) && c.chains == 1 &&
-        psched_plan_get_option(plan, "vocab", &vocab) == PSCHED_OK && (vocab == 1 || vocab == 2) &&
-        psched_plan_vocab_cost(plan, &vs, &vt) == PSCHED_OK) {
-        /* a pass costs its time x the micro-batch's weight */
-        c.vocab_all = c.wsum[0] * (vs + vt);
-        c.vocab_before = c.wsum[0] * (vocab == 1 ? vs + vt : vs);
-    }
+    if ((flags & PSCHED_BOUND_VOCAB_PASSES) && c.chains == 1)
+        psched__vocab_work(plan, &c.vocab_all, &c.vocab_before);
     st = fill(&c, !(flags & PSCHED_BOUND_IGNORE_MEMORY), out);
 out:
     free(mem);

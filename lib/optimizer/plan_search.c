@@ -160,18 +160,11 @@ static void vocab_bound(const psched_model *model, const psched_plan *plan, cons
             plain[1] = count;
         }
     }
-    /* every device's vocabulary work before its last op (each micro-batch
-     * at weight 1: not with weights, whose scaling of the passes this bound
-     * does not take) */
-    double s = 0, t = 0;
-    int64_t vocab = 0;
-    uint32_t m = psched_plan_microbatches(plan);
-    bool unit = true;
-    for (uint32_t i = 0; i < m && unit; i++)
-        unit = psched_plan_microbatch_weight(plan, i) == 1;
-    if (isfinite(count) && unit && psched_plan_vocab_cost(plan, &s, &t) == PSCHED_OK &&
-        psched_plan_get_option(plan, "vocab", &vocab) == PSCHED_OK && (vocab == 1 || vocab == 2))
-        lower = fmax(lower, count + m * (vocab == 1 ? s + t : s));
+    /* every device's vocabulary work before its last op */
+    double all, before;
+    psched__vocab_work(plan, &all, &before);
+    if (isfinite(count))
+        lower = fmax(lower, count + before);
     double now = isnan(r->gap) ? -INFINITY : r->makespan * (1 - r->gap);
     if (lower > now) {
         r->gap = fmax(0, (r->makespan - lower) / r->makespan);

@@ -409,6 +409,13 @@ class Partition:
         self._source = (model, schedule, owner, ptr)
         return self
 
+    @classmethod
+    def _own(cls, out: ctypes.c_void_p, model: "Model", schedule: str) -> "Partition":
+        """A Partition of a psched_partition_result the caller got and
+        hands over (freed with the Partition)."""
+        owner = _PartitionResult(out)
+        return cls(owner.handle, _INTERNAL)._attach(model, schedule, owner, owner.handle)
+
     @property
     def schedule(self) -> _t.Optional[str]:
         """The generator the partition was computed for."""
@@ -487,8 +494,7 @@ class Partition:
         with _using(model, plan) as (m, p):
             _check(lib.psched_partition_evaluate(m, p, name, arr, len(values), kinds,
                                                  ctypes.byref(out)))
-        owner = _PartitionResult(out)
-        return cls(out, _INTERNAL)._attach(model, schedule, owner, owner.handle)
+        return cls._own(out, model, schedule)
 
     @classmethod
     def from_megatron(cls, layout: str, model: "Model", plan: _Plan, schedule: str = "1f1b",
@@ -512,8 +518,7 @@ class Partition:
         out = ctypes.c_void_p()
         with _using(model, plan) as (m, p):
             _check(lib.psched_partition_from_layout(m, p, *args, ctypes.byref(out)))
-        owner = _PartitionResult(out)
-        return cls(out, _INTERNAL)._attach(model, schedule, owner, owner.handle)
+        return cls._own(out, model, schedule)
 
     def __repr__(self) -> str:
         return (f"<pipesched.Partition {self.status} makespan={self.makespan} "
@@ -585,8 +590,7 @@ def partition(model: Model, plan: _Plan, schedule: str, method: str = "ilp",
     finally:
         if own is not plan:
             own.close()
-    owner = _PartitionResult(out)
-    return Partition(out, _INTERNAL)._attach(model, schedule, owner, owner.handle)
+    return Partition._own(out, model, schedule)
 
 
 class Alternative(_t.NamedTuple):
