@@ -321,6 +321,21 @@ void test_bound_of_1f1b_p4_m8_is_the_worked_example()
     EXPECT_ERROR(PSCHED_EINVAL, pipesched::bound(pipesched::Plan(4, 8)));
 }
 
+/* The exact generator proves its order at p = 4, m = 8 (span 24, the span
+ * bound above: ZB-H2 meets it); heuristics and lowered schedules record
+ * nothing. */
+void test_solve_status_of_the_exact_generator()
+{
+    pipesched::Schedule s = pipesched::generate(pipesched::Plan(4, 8), "optimal");
+    auto proved = s.solve_status();
+    CHECK(proved.has_value());
+    CHECK_EQ_INT(proved->first, PSCHED_SOLVE_OPTIMAL);
+    CHECK_EQ_DBL(proved->second, 0);
+    CHECK_EQ_DBL(s.simulate().span(), 24);
+    CHECK(!pipesched::generate(pipesched::Plan(4, 8), "1f1b").solve_status().has_value());
+    CHECK(!s.lower().solve_status().has_value());
+}
+
 /* ---- the optimizer and the builder ---- */
 
 /* Four identical layers (F = B = W = 1 each) over two devices under 1F1B:
@@ -571,5 +586,6 @@ int main()
     RUN(test_from_layout_reads_megatron_recompute_and_writes_it_back);
     RUN(test_builder_writes_a_generator_in_cpp);
     RUN(test_bound_of_1f1b_p4_m8_is_the_worked_example);
+    RUN(test_solve_status_of_the_exact_generator);
     TEST_MAIN_END();
 }

@@ -319,6 +319,79 @@ class TestSimulate(Case):
             self.assertLessEqual(max(r.peak_memory), 4)
 
 
+class TestBounds(Case):
+    """Plan.bound(), Schedule.bound(), Schedule.solve_status() and
+    GeneratorInfo.exact (issue 17; docs/simulator.md "Lower bounds")."""
+
+    def test_worked_example_of_the_docs(self):
+        # p = 4, m = 8, unit costs, loop placement: work 8 * 3 = 24; one
+        # micro-batch's path F x4 + B x4 + W of stage 0 = 9; device 3's
+        # first F starts at 3 and its tail (B2, B1, B0, W0 = 4) is covered
+        # by its 8 W's: 3 + 24 = 27.
+        with pipesched.Plan(4, 8, chunks=1, placement="loop") as plan:
+            self.assertEqual(plan.bound(), pipesched.Bound(27, 24, 24, 9, 27, 0))
+        # A limit of 2 units: device 0 holds two micro-batches at a time,
+        # each from its F's start to its W's start, at least 1 + 3 * 2 = 7:
+        # 8 * 7 / 2 = 28.
+        with pipesched.Plan(4, 8, chunks=1, placement="loop", mem_limit=2) as plan:
+            b = plan.bound()
+            self.assertEqual((b.memory, b.makespan, b.span), (28, 28, 24))
+            self.assertEqual(plan.bound(ignore_memory=True), pipesched.Bound(27, 24, 24, 9, 27, 0))
+
+    def test_gaps_of_1f1b_and_zb_h2(self):
+        # ZB-H2 meets the span bound (m >= 2p - 1); 1F1B's span is
+        # (m + p - 1) * 3 = 33: gap 33 / 24 - 1.
+        zb = self.schedule("zb-h2", devices=4, microbatches=8)
+        self.assertEqual(zb.simulate().span, 24)
+        self.assertEqual(zb.bound().span, 24)
+        s = self.schedule("1f1b", devices=4, microbatches=8)
+        self.assertAlmostEqual(s.simulate().span / s.bound().span - 1, 33 / 24 - 1)
+        self.assertEqual(s.bound(), s.plan.bound())
+
+    def test_vocabulary_passes_count_when_the_schedule_holds_them(self):
+        # p = 2, m = 2, Vocab-1, S = 0.5, T = 0.25: every device also runs
+        # V = 2 * (0.5 + 0.25) = 1.5, all of it before its last backward:
+        # work 6 + 1.5; device 1 starts after F of stage 0 (1), its tail
+        # (B0 + W0 = 2) is covered by its own W's (2): 1 + 7.5 = 8.5.
+        with pipesched.Plan(2, 2, chunks=1, placement="loop", options={"vocab": 1}) as plan:
+            plan.set_vocab_cost(0.5, 0.25)
+            s = pipesched.generate("1f1b", plan)
+        self.addCleanup(s.close)
+        self.assertIn("VOCAB_S", {o.kind for o in s.ops(0)})
+        self.assertEqual(s.bound(), pipesched.Bound(8.5, 7.5, 7.5, 5, 8.5, 0))
+        self.assertEqual(s.bound(vocab_passes=False), pipesched.Bound(7, 6, 6, 5, 7, 0))
+        self.assertEqual(s.plan.bound(vocab_passes=True), s.bound())
+        self.assertLessEqual(s.bound().makespan, s.simulate().makespan)
+
+    def test_solve_status_of_the_exact_generator(self):
+        # 4 devices, 8 micro-batches, unit costs: the span bound 24 is met
+        # (ZB-H2 above), so the exact generator proves its order optimal.
+        s = self.schedule("optimal", devices=4, microbatches=8)
+        self.assertEqual(s.solve_status(), pipesched.SolveStatus("optimal", 0.0))
+        self.assertEqual(s.simulate().span, 24)
+        self.assertIsNone(self.schedule("1f1b", devices=4, microbatches=8).solve_status())
+        lowered = s.lower()
+        self.addCleanup(lowered.close)
+        self.assertIsNone(lowered.solve_status())
+        exact = [g.name for g in pipesched.schedules() if pipesched.schedule_info(g.name).exact]
+        self.assertEqual(exact, ["optimal"])
+
+    def test_bad_bound_requests(self):
+        with pipesched.Plan(4, 8, chunks=1) as plan:
+            with self.assertRaises(pipesched.InvalidArgument) as cm:
+                plan.bound()
+            self.assertIn("placement", cm.exception.message)
+        with pipesched.Plan(4, 8, chunks=1, placement="loop", mem_limit=0.5) as plan:
+            with self.assertRaises(pipesched.Infeasible) as cm:
+                plan.bound()
+            self.assertIn("0.5", cm.exception.message)
+            self.assertEqual(plan.bound(ignore_memory=True).makespan, 27)
+            with self.assertRaises(TypeError):
+                plan.bound(ignore_memory="yes")
+            with self.assertRaises(TypeError):
+                plan.bound(True)
+
+
 class TestActions(Case):
     def test_1f1b_p2_m2_pytorch_actions(self):
         s = self.schedule("1f1b", devices=2, microbatches=2)

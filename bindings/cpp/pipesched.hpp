@@ -418,6 +418,22 @@ public:
         return detail::bound(psched_schedule_plan(get_checked()), flags);
     }
 
+    /** What an exact generator (`optimal`) proved about this order
+     *  (psched_schedule_solve_status()): its status, PSCHED_SOLVE_OPTIMAL or
+     *  PSCHED_SOLVE_FEASIBLE, and the gap to its own lower bound; empty for
+     *  a schedule whose generator recorded nothing (every heuristic,
+     *  imported and lowered schedules). */
+    std::optional<std::pair<psched_solve_status, double>> solve_status() const
+    {
+        psched_solve_status status = PSCHED_SOLVE_FEASIBLE;
+        double gap = 0;
+        psched_status st = psched_schedule_solve_status(get_checked(), &status, &gap);
+        if (st == PSCHED_ENOTFOUND)
+            return std::nullopt;
+        detail::check(st);
+        return std::make_pair(status, gap);
+    }
+
     /** Simulate with the schedule's own costs, or those of @p costs. */
     Report simulate(const Plan *costs = nullptr) const
     {

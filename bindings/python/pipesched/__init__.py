@@ -1221,3 +1221,105 @@ def generate_to(file: _Sink, name: _t.Union[str, Plan, None] = None,
 
 Schedule.write = _schedule_write
 __all__ += ["generate_to"]
+
+
+# ---- lower bounds and proofs (issue 17; docs/simulator.md "Lower bounds") ----
+
+class Bound(_t.NamedTuple):
+    """Lower bounds every valid schedule of a plan obeys (psched_bound()):
+    makespan and span (the largest of the terms), and the terms: work (the
+    busiest device), critical_path (one micro-batch through its chain),
+    device_path (fill + work + drain of a device), memory (the memory
+    limit's term, 0 without a limit). A schedule's gap is
+    report.span / bound.span - 1."""
+    makespan: float
+    span: float
+    work: float
+    critical_path: float
+    device_path: float
+    memory: float
+
+
+class SolveStatus(_t.NamedTuple):
+    """What an exact generator (`optimal`) proved about the schedule it
+    built: status "optimal" (no valid schedule of the plan has a smaller
+    span) or "feasible", and gap, (span − its best lower bound) / span: 0
+    when optimal, inf when no bound is known."""
+    status: str
+    gap: float
+
+
+def _bound(h: _ctypes.c_void_p, flags: int) -> Bound:
+    fn = _costmodel_fn("psched_bound")
+    options = _lib.psched_bound_options(_lib.BOUND_OPTIONS_VERSION, flags)
+    info = _lib.psched_bound_info(version=_lib.BOUND_INFO_VERSION)
+    _check(fn(h, _ctypes.byref(options), _ctypes.byref(info)))
+    return Bound(*(getattr(info, f) for f in Bound._fields))
+
+
+def _bound_flags(ignore_memory: object, vocab_passes: object) -> int:
+    for name, value in (("ignore_memory", ignore_memory), ("vocab_passes", vocab_passes)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return ((_lib.BOUND_IGNORE_MEMORY if ignore_memory else 0) |
+            (_lib.BOUND_VOCAB_PASSES if vocab_passes else 0))
+
+
+def _plan_bound(self: Plan, *, ignore_memory: bool = False,
+                vocab_passes: bool = False) -> Bound:
+    """Lower bounds on makespan and span for every valid schedule of this
+    plan, whose chunks and placement must be set (a schedule's plan always
+    has them; otherwise InvalidArgument names what is missing).
+    ignore_memory: bound the plan without its memory limit. vocab_passes:
+    every schedule bounded holds vocabulary passes (Plan.set_vocab_cost()),
+    so their work counts. Raises Infeasible when the memory limit is below
+    one micro-batch's activation on some device."""
+    flags = _bound_flags(ignore_memory, vocab_passes)
+    with self._use() as h:
+        return _bound(h, flags)
+
+
+def _schedule_bound(self: Schedule, *, ignore_memory: bool = False,
+                    vocab_passes: _t.Optional[bool] = None) -> Bound:
+    """Lower bounds on makespan and span that every valid schedule of this
+    schedule's plan obeys (Plan.bound()); vocab_passes defaults to whether
+    this schedule holds VOCAB_S ops, as `pipesched simulate` does. The gap
+    of this order: self.simulate().span / self.bound().span - 1."""
+    if vocab_passes is None:
+        kinds = _kinds()
+        vocab = kinds.index("VOCAB_S") if "VOCAB_S" in kinds else -1
+        vocab_passes = vocab >= 0 and any(o.kind == vocab for d in range(self.devices)
+                                          for o in self._raw_ops(d))
+    flags = _bound_flags(ignore_memory, vocab_passes)
+    with self._use() as h:
+        return _bound(_lib.load().psched_schedule_plan(h), flags)
+
+
+def _schedule_solve_status(self: Schedule) -> _t.Optional[SolveStatus]:
+    """SolveStatus recorded by an exact generator (`optimal`); None for a
+    schedule whose generator proved nothing (every heuristic, imported and
+    lowered schedules)."""
+    fn = _costmodel_fn("psched_schedule_solve_status")
+    status, gap = _ctypes.c_int(), _ctypes.c_double()
+    with self._use() as h:
+        st = fn(h, _ctypes.byref(status), _ctypes.byref(gap))
+    if st == _lib.ENOTFOUND:
+        return None
+    _check(st)
+    return SolveStatus(("optimal", "feasible", "infeasible")[status.value], gap.value)
+
+
+def _generator_exact(self: GeneratorInfo) -> bool:
+    """True for an exact generator (`optimal`): it solves an NP-hard problem,
+    may take up to its time limit on a small plan and refuses large ones;
+    sweeps over every generator give it small limits or skip it."""
+    g = _ctypes.POINTER(_lib.psched_generator)()
+    _check(_lib.load().psched_generator_find(_text_arg("name", self.name), _ctypes.byref(g)))
+    return bool(_costmodel_fn("psched_generator_is_exact")(g))
+
+
+Plan.bound = _plan_bound
+Schedule.bound = _schedule_bound
+Schedule.solve_status = _schedule_solve_status
+GeneratorInfo.exact = property(_generator_exact)  # type: ignore[attr-defined]
+__all__ += ["Bound", "SolveStatus"]

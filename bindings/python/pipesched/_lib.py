@@ -372,3 +372,31 @@ _STREAM = {
 }
 _PROTOTYPES.update(_STREAM)
 OPTIONAL = OPTIONAL | frozenset(_STREAM)
+
+
+class psched_bound_options(ctypes.Structure):
+    """struct psched_bound_options (version 1)."""
+    _fields_ = [("version", u32), ("flags", u32)]
+
+
+class psched_bound_info(ctypes.Structure):
+    """struct psched_bound_info (version 1)."""
+    _fields_ = [("version", u32)] + [(name, ctypes.c_double) for name in (
+        "makespan", "span", "work", "critical_path", "device_path", "memory")]
+
+
+BOUND_OPTIONS_VERSION = 1
+BOUND_INFO_VERSION = 1
+BOUND_IGNORE_MEMORY, BOUND_VOCAB_PASSES = 0x1, 0x2
+
+# Lower bounds and proofs (issue 17, docs/simulator.md "Lower bounds"):
+# optional like the above.
+_BOUNDS = {
+    "psched_bound": (status_t, [ctypes.c_void_p, ctypes.POINTER(psched_bound_options),
+                                ctypes.POINTER(psched_bound_info)]),
+    "psched_schedule_solve_status": (status_t, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int),
+                                                double_out]),
+    "psched_generator_is_exact": (ctypes.c_int, [ctypes.POINTER(psched_generator)]),
+}
+_PROTOTYPES.update(_BOUNDS)
+OPTIONAL = OPTIONAL | frozenset(_BOUNDS)
