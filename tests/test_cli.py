@@ -958,6 +958,73 @@ class TestBound(CliCase):
                          (24, 24, 0))
 
 
+class TestSolveStatus(CliCase):
+    """What the exact generator proved (psched_schedule_solve_status()) in
+    simulate and bound, and --option KEY=VALUE reaching its options."""
+
+    P3_M3 = ["--schedule", "optimal", "--devices", "3", "--microbatches", "3"]
+    # tests/test_optimal.c: one node cannot close p = 2, m = 2 on the
+    # V-shape; the answer is v-zb's 14 against the work 2 x 2 x 3 = 12.
+    VSHAPE = ["--schedule", "optimal", "--devices", "2", "--microbatches", "2", "--chunks", "2",
+              "--placement", "vshape", "--option", "node-limit=1", "--option", "time-limit=86400"]
+
+    def test_a_proof_psched_bound_does_not_see_is_stated(self):
+        # p = 3, m = 3, unit costs: ZB-H1's 3m + p - 1 = 11; psched_bound()
+        # has the work 9 only, the generator's fill bound adds device 0's
+        # 2 idle units before its first backward: optimal with no search.
+        rep = self.simulate_json(*self.P3_M3, "--option", "node-limit=1")
+        self.assertEqual((rep["span"], rep["lower_bound"]["span"]), (11, 9))
+        self.assertEqual(rep["solve_status"], {"status": "optimal", "gap": 0})
+        out = self.ok("simulate", *self.P3_M3, "--option", "node-limit=1")
+        self.assertRegex(out, r"(?m)^solve status\s+optimal \(proven")
+        out = self.ok("bound", *self.P3_M3, "--option", "node-limit=1")
+        self.assertRegex(out, r"(?m)^solve status\s+optimal \(proven")
+
+    def test_a_stopped_search_states_feasible_with_its_gap(self):
+        d = json.loads(self.ok("bound", *self.VSHAPE, "--json"))
+        self.assertEqual(d["span"], 14)
+        self.assertEqual(d["solve_status"]["status"], "feasible")
+        self.assertGreater(d["solve_status"]["gap"], 0)
+        self.assertLessEqual(d["solve_status"]["gap"], 2 / 14 + 1e-12)
+        out = self.ok("simulate", *self.VSHAPE)
+        self.assertRegex(out, r"(?m)^solve status\s+feasible \(the exact generator stopped")
+
+    def test_heuristics_state_nothing(self):
+        rep = self.simulate_json(*PLAN_1F1B_P4_M8)
+        self.assertIsNone(rep["solve_status"])
+        self.assertNotIn("solve status", self.ok("simulate", *PLAN_1F1B_P4_M8))
+        self.assertIsNone(json.loads(self.ok("bound", *PLAN_1F1B_P4_M8, "--json"))["solve_status"])
+
+    def test_option_is_the_generator_option(self):
+        plan = ["--schedule", "interleaved", "--devices", "2", "--microbatches", "4",
+                "--chunks", "2"]
+        # the default group is p = 2 micro-batches; 4 is another order
+        self.assertEqual(self.ok("generate", *plan, "--option", "group-size=4"),
+                         self.ok("generate", *plan, "--group-size", "4"))
+        self.assertNotEqual(self.ok("generate", *plan, "--option", "group-size=4"),
+                            self.ok("generate", *plan))
+
+    def test_bad_options_are_named(self):
+        err = self.fails(2, "simulate", *PLAN_1F1B_P4_M8, "--option", "time-limit=5")
+        self.assertIn('"time-limit" is not an option of 1f1b (it takes vocab)', err)
+        err = self.fails(2, "simulate", *self.P3_M3, "--option", "time-limit=0")
+        self.assertIn("time-limit (0) must be in [1, 86400]", err)
+        for bad in ("time-limit=x", "time-limit=", "time-limit=1.5", "time-limit=99999999999999999999"):
+            err = self.fails(2, "simulate", *self.P3_M3, "--option", bad)
+            self.assertIn("not a base-10 integer", err)
+        for bad in ("=3", "time-limit", "k" * 32 + "=1"):
+            err = self.fails(2, "simulate", *self.P3_M3, "--option", bad)
+            self.assertIn("expected KEY=VALUE", err)
+        err = self.fails(2, "simulate", *self.P3_M3, "--option", "Bad=3")
+        self.assertIn('"Bad"', err)
+        err = self.fails(2, "simulate", "--input", "-", "--option", "node-limit=3",
+                         stdin="0F0,0B0\n")
+        self.assertIn("--option node-limit sets a generator option", err)
+        too_many = [a for i in range(33) for a in ("--option", f"node-limit={i}")]
+        err = self.fails(2, "simulate", *self.P3_M3, *too_many)
+        self.assertIn("at most 32 --option flags", err)
+
+
 def help_flags(text):
     """The flags a --help text defines: lines that start with two spaces and
     a flag (prose mentioning flags is indented further)."""

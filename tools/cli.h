@@ -37,6 +37,9 @@ enum cli_command {
 #define CLI_MAX_TABLE_BYTES ((size_t)16 << 20)
 
 /* The cost model extension flags (cli_costmodel.c). */
+/* --option flags one command takes, at most */
+#define CLI_OPTIONS_MAX 32
+
 typedef struct cli_costmodel {
     bool have_overlap, have_bytes, have_topology;
     double overlap, bytes[2];
@@ -68,6 +71,10 @@ typedef struct cli_opts {
     bool pytorch;    /* --pytorch: csv-comms in PyTorch's own compute_comms dialect */
     int64_t group_size;
     bool have_group_size;
+    /* --option KEY=VALUE, in the order given (a later KEY wins) */
+    char option_key[CLI_OPTIONS_MAX][32];
+    int64_t option_value[CLI_OPTIONS_MAX];
+    uint32_t options;
     double cost[3], mem[3], comm, mem_limit;
     bool have_mem_limit, have_cost, have_mem, have_comm;
     cli_costmodel costmodel;

@@ -32,6 +32,7 @@ enum opt_id {
     OPT_INPUT,
     OPT_CHAINS,
     OPT_PYTORCH,
+    OPT_OPTION,
     OPT_COSTMODEL /* cli_costmodel.c */
 };
 
@@ -52,6 +53,7 @@ static const struct opt_def {
     {"microbatches", OPT_MICROBATCHES, true, PLAN_CMDS},
     {"chunks", OPT_CHUNKS, true, PLAN_CMDS},
     {"group-size", OPT_GROUP_SIZE, true, PLAN_CMDS},
+    {"option", OPT_OPTION, true, PLAN_CMDS},
     {"cost", OPT_COST, true, PLAN_CMDS},
     {"costs-file", OPT_COSTS_FILE, true, PLAN_CMDS},
     {"comm", OPT_COMM, true, PLAN_CMDS},
@@ -209,6 +211,38 @@ int cli_flag_value(const char *command, int argc, char **argv, int *i, char name
     return CLI_OK;
 }
 
+/* --option KEY=VALUE: a generator option (psched_plan_set_option()), the
+ * key checked by the library (its characters here, whether the generator
+ * takes it when it runs), the value a base-10 integer. */
+static int flag_option(cli_opts *o, const char *v)
+{
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || eq - v > 31) {
+        cli_error("--option '%s': expected KEY=VALUE (a key of 1 to 31 characters), an "
+                  "integer generator option such as time-limit=5 (see 'pipesched list --json' "
+                  "for each generator's)", v);
+        return CLI_USAGE;
+    }
+    const char *num = eq + 1;
+    char *end;
+    errno = 0;
+    long long value = strtoll(num, &end, 10);
+    if (!(isdigit((unsigned char)num[0]) || (num[0] == '-' && isdigit((unsigned char)num[1]))) ||
+        errno != 0 || *end != '\0') {
+        cli_error("--option '%s': the value '%s' is not a base-10 integer within 64 bits", v,
+                  num);
+        return CLI_USAGE;
+    }
+    if (o->options == CLI_OPTIONS_MAX) {
+        cli_error("--option '%s': at most %d --option flags", v, CLI_OPTIONS_MAX);
+        return CLI_USAGE;
+    }
+    memcpy(o->option_key[o->options], v, (size_t)(eq - v));
+    o->option_key[o->options][eq - v] = '\0';
+    o->option_value[o->options++] = value;
+    return CLI_OK;
+}
+
 static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
 {
     switch (d->id) {
@@ -291,6 +325,8 @@ static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
     }
     case OPT_CHAINS:
         return cli_flag_u32("chains", v, 1, 2, &o->chains);
+    case OPT_OPTION:
+        return flag_option(o, v);
     case OPT_COSTMODEL:
         return cli_costmodel_flag(&o->costmodel, d->name, v);
     case OPT_HELP:

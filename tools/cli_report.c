@@ -162,6 +162,45 @@ static void json_bound_keys(FILE *f, const psched_schedule *s, const psched_repo
     fputs("}", f);
 }
 
+/* What an exact generator proved about the order (psched_schedule_solve_
+ * status()): 1 and its status and gap, 0 when it recorded nothing (every
+ * heuristic, imported and lowered schedules). */
+static int solve_status_of(const psched_schedule *s, psched_solve_status *status, double *gap)
+{
+    return psched_schedule_solve_status(s, status, gap) == PSCHED_OK;
+}
+
+/* ",\n  "solve_status": {"status": ..., "gap": ...}" or null. */
+static void json_solve_status_key(FILE *f, const psched_schedule *s)
+{
+    psched_solve_status status;
+    double gap;
+    if (!solve_status_of(s, &status, &gap)) {
+        fputs(",\n  \"solve_status\": null", f);
+        return;
+    }
+    fprintf(f, ",\n  \"solve_status\": {\"status\": \"%s\", \"gap\": ",
+            status == PSCHED_SOLVE_OPTIMAL ? "optimal" : "feasible");
+    cli_json_number(f, gap);
+    fputc('}', f);
+}
+
+/* "solve status ..." for a schedule an exact generator proved something
+ * of; nothing otherwise. `label` is the line's padded label. */
+static void text_solve_status(FILE *f, const psched_schedule *s, const char *label)
+{
+    psched_solve_status status;
+    double gap;
+    if (!solve_status_of(s, &status, &gap))
+        return;
+    char buf[NUM_BUF];
+    if (status == PSCHED_SOLVE_OPTIMAL)
+        fprintf(f, "%soptimal (proven: no order of this plan has a shorter span)\n", label);
+    else
+        fprintf(f, "%sfeasible (the exact generator stopped; (span - its bound) / span = %s)\n",
+                label, fmt_percent(buf, gap));
+}
+
 /* The shape keys every schedule-printing command starts with. */
 static void json_shape_keys(FILE *f, const psched_schedule *s)
 {
@@ -197,6 +236,7 @@ int cli_report_json_fields(FILE *f, const psched_schedule *s, const psched_repor
     json_key_number(f, "peak_memory_M", psched_report_peak_memory_M(r));
     fprintf(f, ",\n  \"hash\": \"%016" PRIx64 "\"", hash);
     json_bound_keys(f, s, r);
+    json_solve_status_key(f, s);
     return CLI_OK;
 }
 
@@ -262,6 +302,7 @@ int cli_report_text(FILE *f, const psched_schedule *s, const psched_report *r)
     } else {
         fprintf(f, "lower bound    n/a (%s)\n", psched_last_error());
     }
+    text_solve_status(f, s, "solve status   ");
     fprintf(f, "hash           %016" PRIx64 "\n\n", hash);
     return device_table(f, r);
 }
@@ -277,6 +318,7 @@ int cli_bound_json(FILE *f, const psched_schedule *s, const psched_report *r)
     json_key_number(f, "makespan", psched_report_makespan(r));
     json_key_number(f, "span", psched_report_span(r));
     json_bound_keys(f, s, r);
+    json_solve_status_key(f, s);
     fputs("\n}\n", f);
     return CLI_OK;
 }
@@ -304,5 +346,6 @@ int cli_bound_text(FILE *f, const psched_schedule *s, const psched_report *r)
     fprintf(f, " (gap %s)\n", fmt_percent(buf, gap_of(psched_report_makespan(r), b.makespan)));
     fprintf(f, "span             %s", fmt_human(buf, psched_report_span(r)));
     fprintf(f, " (gap %s)\n", fmt_percent(buf, gap_of(psched_report_span(r), b.span)));
+    text_solve_status(f, s, "solve status     ");
     return CLI_OK;
 }

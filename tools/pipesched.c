@@ -61,6 +61,9 @@ static const char help_list[] =
     "                        --schedule)\n"                                                \
     "  --chunks V            model chunks per device; 0 = the schedule's default (0)\n"    \
     "  --group-size N        micro-batch group size of the interleaved schedules\n"        \
+    "  --option KEY=VALUE    an integer generator option, repeatable: e.g. optimal's\n"    \
+    "                        time-limit=S (seconds, default 10) and node-limit=N\n"       \
+    "                        ('pipesched list --json' lists each generator's)\n"          \
     "  --placement KIND      loop or vshape (default: the generator's)\n"                  \
     "or from a file:\n"                                                                    \
     "  --input FILE          a PyTorch compute_only CSV file ('-' reads standard\n"        \
@@ -213,6 +216,9 @@ static int fill_plan(psched_plan *plan, const cli_opts *o, const psched_generato
                           "--group-size");
     if (rc == CLI_OK && o->costmodel.vocab >= 0)
         rc = plan_setting(psched_plan_set_option(plan, "vocab", o->costmodel.vocab), "--vocab");
+    for (uint32_t i = 0; rc == CLI_OK && i < o->options; i++)
+        rc = plan_setting(psched_plan_set_option(plan, o->option_key[i], o->option_value[i]),
+                          "--option");
     if (rc == CLI_OK)
         rc = fill_costs(plan, o);
     return rc;
@@ -440,6 +446,11 @@ static int load_usage(const char *command, const cli_opts *o)
     if (o->pytorch && strcmp(o->format, "csv-comms") != 0) {
         cli_error("%s: --pytorch selects PyTorch's compute_comms dialect: it needs "
                   "--format csv-comms, not '%s'", command, o->format);
+        return CLI_USAGE;
+    }
+    if (o->input && o->options) {
+        cli_error("%s: --option %s sets a generator option: it does not apply to --input",
+                  command, o->option_key[0]);
         return CLI_USAGE;
     }
     if (o->input && o->have_group_size) {
