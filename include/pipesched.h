@@ -1170,8 +1170,12 @@ PSCHED_API void psched_partition_result_destroy(psched_partition_result *result)
 /** @brief Solve status of the result. */
 PSCHED_API psched_solve_status psched_partition_status(const psched_partition_result *result);
 
-/** @brief Relative gap (objective − bound) / objective of a feasible ILP
- *  solve stopped by its time limit; 0 when optimal; NAN when infeasible. */
+/** @brief Relative gap (step time − bound) / step time of a feasible
+ *  result: of the `ilp` and `dp` methods, to the certificate's bound where
+ *  its search stopped early (docs/optimizer.md); of `even`,
+ *  `even-accounted` and `dp-time`, to the floor every partition obeys
+ *  without a search. 0 when optimal; NAN when infeasible (and for
+ *  psched_partition_evaluate(), which claims nothing). */
 PSCHED_API double psched_partition_gap(const psched_partition_result *result);
 
 /** @brief Objective value `(m-1)·max(max_d T_d, λ·max_s T_s) + κ·Σ_s T_s`

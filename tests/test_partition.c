@@ -453,6 +453,37 @@ static void test_head_heavy_model_beats_even(void)
     psched_model_destroy(model);
 }
 
+/* The methods that certify nothing state the gap to the floor every
+ * partition obeys (issue 17: no feasible result without a gap). The head-
+ * heavy model above, p = 4, m = 8: Σ time = 0.3 + 48 + 13.8 = 62.1, the
+ * slowest layer 13.8, so the shared work is 8 · max(62.1 / 4, 13.8) =
+ * 124.2, above one micro-batch's Σ f + Σ b = 2 · 20.7 = 41.4. */
+static void test_uncertified_methods_state_the_gap_to_the_floor(void)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.1, 0.1, 0.1, 1, 1));
+    CHECK_OK(psched_model_add_layers(model, "layer", 16, 1, 1, 1, 1, 1));
+    CHECK_OK(psched_model_add_layers(model, "head", 1, 4.6, 4.6, 4.6, 1, 1));
+    psched_plan *plan = make_plan(4, 8, 1, INFINITY);
+    static const psched_partition_method methods[] = {
+        PSCHED_PARTITION_EVEN, PSCHED_PARTITION_EVEN_ACCOUNTED, PSCHED_PARTITION_DP_TIME};
+    for (size_t k = 0; k < sizeof methods / sizeof methods[0]; k++) {
+        psched_partition_options o = opts(methods[k]);
+        psched_partition_result *r = NULL;
+        CHECK_OK(psched_partition(model, plan, "1f1b", &o, &r));
+        CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_FEASIBLE);
+        double mk = psched_partition_makespan(r);
+        CHECK(mk >= 179.7 - 1e-9); /* the proven optimum (test above) */
+        CHECK(fabs(psched_partition_gap(r) - (mk - 124.2) / mk) <= 1e-12);
+        if (methods[k] == PSCHED_PARTITION_EVEN)
+            CHECK(fabs(psched_partition_gap(r) - 118.5 / 242.7) <= 1e-12);
+        psched_partition_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
 static void test_even_accounted_counts_embedding_and_head_as_layers(void)
 {
     psched_model *model = NULL;
@@ -1323,6 +1354,7 @@ int main(void)
      * test_partition_sim.c. */
     psched__partition_skip_certify(true);
     RUN(test_head_heavy_model_beats_even);
+    RUN(test_uncertified_methods_state_the_gap_to_the_floor);
     RUN(test_even_accounted_counts_embedding_and_head_as_layers);
     RUN(test_solvers_match_brute_force_on_50_random_models);
     RUN(test_dp_and_milp_agree_on_one_chunk_up_to_128_layers);

@@ -2044,11 +2044,15 @@ static bool device_certify(certify *c, double share, bool *unfinished, bool *dov
     return proven;
 }
 
+static double overlap_bound(const psched__problem *pb);
+
 /* A bound every partition's step time respects (for the gap when the
  * search stops early): the shared work and one micro-batch's path, each
  * micro-batch at the lightest weight. */
 static double common_bound(const psched__problem *pb)
 {
+    if (pb->overlap)
+        return overlap_bound(pb);
     double m = pb->microbatches * pb->wmin, slowest = 0;
     for (uint32_t l = 0; l < pb->layers; l++)
         slowest = fmax(slowest, psched__range_time(pb, l, 1));
@@ -2071,6 +2075,11 @@ static double overlap_bound(const psched__problem *pb)
     double busy = (double)pb->microbatches * pb->chains * pb->wmin *
                   (pb->time_total - per_chain * smax);
     return fmax(0, busy / pb->plan_devices);
+}
+
+double psched__partition_floor(const psched__problem *pb)
+{
+    return common_bound(pb);
 }
 
 psched_status psched__certify(psched__problem *pb, const char *name, const psched_plan *plan,
@@ -2291,7 +2300,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
                       (run_proven || dev_proven || (!pb->truncated && !psched__expired(pb)));
         double lb;
         if (pb->overlap) {
-            lb = overlap_bound(pb); /* the others charge every op its full time */
+            lb = common_bound(pb); /* overlap_bound(): the others charge every op its full time */
         } else {
             lb = common_bound(pb);
             if (fixed && c.path_lb > 0)

@@ -395,6 +395,13 @@ PSCHED_INTERNAL psched_status psched__certify(psched__problem *pb, const char *n
                                               size_t count, psched__solution *sol,
                                               psched__certificate *out);
 
+/* A lower bound of every partition's step time that needs no search (the
+ * gap of the uncertified methods even, even-accounted and dp-time): the
+ * shared work m·max(Σ time / p, slowest layer), one micro-batch's Σ f +
+ * Σ b, each micro-batch at the lightest weight; with an overlap saving the
+ * busy time less the most each F op can hide. */
+PSCHED_INTERNAL double psched__partition_floor(const psched__problem *pb);
+
 /* Test hooks: on this thread the certificate's search stops after
  * node_cap nodes (0: its budget), and with `check` every fitting partition
  * it simulates is checked against every multiplier set of the

@@ -364,6 +364,13 @@ static psched_status partition_problem(psched__problem *pb, const psched_partiti
                             &r->count_bound);
     if (!st)
         st = psched__result_fill(pb, &sol, schedule, resolved, &ev, r);
+    if (!st && !optimizer && r->status == PSCHED_SOLVE_FEASIBLE) {
+        /* not certified: the gap to the bound every partition obeys (0
+         * for a model whose layers take no time: every split takes 0) */
+        r->gap = r->makespan > 0
+                     ? fmax(0, (r->makespan - psched__partition_floor(pb)) / r->makespan)
+                     : 0;
+    }
     if (!st && r->status == PSCHED_SOLVE_INFEASIBLE && isnan(r->min_memory))
         st = want_min_memory ? min_memory(pb, &r->min_memory) : PSCHED_OK;
     psched__evaluation_free(&ev);

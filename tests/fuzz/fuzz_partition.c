@@ -15,7 +15,7 @@
  * Invariants: a refusal says why and leaves no result; a result that
  * holds a partition lists stages that cover every layer once per chain
  * (twice for DualPipe's and Chimera's two), a finite step time, a gap in
- * [0, 1] or none, and evaluates again through psched_partition_evaluate()
+ * [0, 1] (0 when optimal; NaN only when nothing fits), and evaluates again through psched_partition_evaluate()
  * (its counts and recompute choices) to the same step time; with the ILP
  * method it is no slower than the even split when that fits; the
  * emitters succeed or refuse with a message, and what they write is as
@@ -108,8 +108,11 @@ static void check(const psched_model *model, const psched_plan *plan, const char
     double mk = psched_partition_makespan(r), gap = psched_partition_gap(r);
     if (!isfinite(mk) || mk < 0)
         fuzz_fail("a partition's step time is not a finite non-negative number", PSCHED_OK);
-    if (!isnan(gap) && !(gap >= 0 && gap <= 1))
-        fuzz_fail("a gap outside [0, 1]", PSCHED_OK);
+    psched_solve_status status = psched_partition_status(r);
+    if (status == PSCHED_SOLVE_INFEASIBLE ? !isnan(gap) : !(gap >= 0 && gap <= 1))
+        fuzz_fail("a gap outside [0, 1] (or one that is not NaN for no fit)", PSCHED_OK);
+    if (status == PSCHED_SOLVE_OPTIMAL && gap != 0)
+        fuzz_fail("an optimal partition with a gap", PSCHED_OK);
     psched_partition_result *e = NULL;
     psched_status st = psched_partition_evaluate(model, plan, name, counts, S, kinds, &e);
     if (st != PSCHED_OK)

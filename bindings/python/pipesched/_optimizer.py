@@ -342,8 +342,9 @@ class DeviceMemory(_t.NamedTuple):
 class Partition:
     """A partition (psched_partition()): everything copied out of the C result.
 
-    status "optimal", "feasible" or "infeasible"; gap (None unless stopped
-    by the time limit), objective, solve_time, min_memory (for an infeasible
+    status "optimal", "feasible" or "infeasible"; gap ((step time - bound) /
+    step time: 0 when optimal, None when infeasible or from evaluate(); the
+    uncertified methods' to the floor every partition obeys), objective, solve_time, min_memory (for an infeasible
     limit), makespan and bubble_ratio (simulated), stages (StagePartition),
     devices (DeviceMemory), recompute (per layer: "none", "selective" or
     "full"), plan (a pipesched.Plan with the partition's costs written in).
