@@ -1286,10 +1286,13 @@ def _schedule_bound(self: Schedule, *, ignore_memory: bool = False,
     this schedule holds VOCAB_S ops, as `pipesched simulate` does. The gap
     of this order: self.simulate().span / self.bound().span - 1."""
     if vocab_passes is None:
+        # passes that take no time change no term: skip reading the ops
         kinds = _kinds()
         vocab = kinds.index("VOCAB_S") if "VOCAB_S" in kinds else -1
-        vocab_passes = vocab >= 0 and any(o.kind == vocab for d in range(self.devices)
-                                          for o in self._raw_ops(d))
+        with self.plan as plan:
+            timed = any(x != 0 for x in plan.vocab_cost())
+        vocab_passes = timed and vocab >= 0 and any(
+            o.kind == vocab for d in range(self.devices) for o in self._raw_ops(d))
     flags = _bound_flags(ignore_memory, vocab_passes)
     with self._use() as h:
         return _bound(_lib.load().psched_schedule_plan(h), flags)
