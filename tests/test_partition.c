@@ -425,13 +425,20 @@ static void test_limit_below_minimum_is_infeasible_with_minimum(void)
  * + 24.2 (backwards through 2..0) = 242.7.
  * Best: emb+5 | 5 | 5 | 1+head, the largest stage time 16.8 (5 layers and
  * emb+5 are 15 and 15.3): 15.1 + 8·16.8 + 30.2 = 179.7. */
-static void test_head_heavy_model_beats_even(void)
+/* An embedding (0.1 each way), 16 unit layers and a head of 4.6. */
+static psched_model *head_heavy_model(void)
 {
     psched_model *model = NULL;
     CHECK_OK(psched_model_create(&model));
     CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.1, 0.1, 0.1, 1, 1));
     CHECK_OK(psched_model_add_layers(model, "layer", 16, 1, 1, 1, 1, 1));
     CHECK_OK(psched_model_add_layers(model, "head", 1, 4.6, 4.6, 4.6, 1, 1));
+    return model;
+}
+
+static void test_head_heavy_model_beats_even(void)
+{
+    psched_model *model = head_heavy_model();
     psched_plan *plan = make_plan(4, 8, 1, INFINITY);
     psched_partition_options oe = opts(PSCHED_PARTITION_EVEN);
     psched_partition_options oi = opts(PSCHED_PARTITION_ILP);
@@ -460,11 +467,7 @@ static void test_head_heavy_model_beats_even(void)
  * 124.2, above one micro-batch's Σ f + Σ b = 2 · 20.7 = 41.4. */
 static void test_uncertified_methods_state_the_gap_to_the_floor(void)
 {
-    psched_model *model = NULL;
-    CHECK_OK(psched_model_create(&model));
-    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.1, 0.1, 0.1, 1, 1));
-    CHECK_OK(psched_model_add_layers(model, "layer", 16, 1, 1, 1, 1, 1));
-    CHECK_OK(psched_model_add_layers(model, "head", 1, 4.6, 4.6, 4.6, 1, 1));
+    psched_model *model = head_heavy_model();
     psched_plan *plan = make_plan(4, 8, 1, INFINITY);
     static const psched_partition_method methods[] = {
         PSCHED_PARTITION_EVEN, PSCHED_PARTITION_EVEN_ACCOUNTED, PSCHED_PARTITION_DP_TIME};
