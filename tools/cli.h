@@ -36,10 +36,10 @@ enum cli_command {
 #define CLI_MAX_SCHEDULE_BYTES ((size_t)1 << 30)
 #define CLI_MAX_TABLE_BYTES ((size_t)16 << 20)
 
-/* The cost model extension flags (cli_costmodel.c). */
 /* --option flags one command takes, at most */
 #define CLI_OPTIONS_MAX 32
 
+/* The cost model extension flags (cli_costmodel.c). */
 typedef struct cli_costmodel {
     bool have_overlap, have_bytes, have_topology;
     double overlap, bytes[2];

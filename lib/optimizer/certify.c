@@ -2048,7 +2048,8 @@ static double overlap_bound(const psched__problem *pb);
 
 /* A bound every partition's step time respects (for the gap when the
  * search stops early): the shared work and one micro-batch's path, each
- * micro-batch at the lightest weight. */
+ * micro-batch at the lightest weight; with an overlap saving, the busy
+ * time's (overlap_bound()). */
 static double common_bound(const psched__problem *pb)
 {
     if (pb->overlap)
@@ -2298,11 +2299,10 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         /* the run MILP covers every partition, the table's or not */
         out->proven = fixed && !c.stopped && !pb->overlap &&
                       (run_proven || dev_proven || (!pb->truncated && !psched__expired(pb)));
-        double lb;
-        if (pb->overlap) {
-            lb = common_bound(pb); /* overlap_bound(): the others charge every op its full time */
-        } else {
-            lb = common_bound(pb);
+        /* with an overlap saving only the busy-time bound (overlap_bound()):
+         * the others charge every op its full time */
+        double lb = common_bound(pb);
+        if (!pb->overlap) {
             if (fixed && c.path_lb > 0)
                 lb = fmax(lb, c.path_lb);
             if (fixed)
