@@ -860,6 +860,11 @@ class TestOptimizer(Case):
         self.assertAlmostEqual(even.makespan, 242.7, places=9)
         self.assertAlmostEqual(best.makespan, 179.1, places=9)
         self.assertEqual(best.status, "optimal")
+        # the even split certifies nothing: its gap is to the floor every
+        # partition obeys, 8 * max(62.1 / 4, 13.8) = 124.2
+        self.assertEqual(even.status, "feasible")
+        self.assertAlmostEqual(even.gap, (242.7 - 124.2) / 242.7, places=9)
+        self.assertEqual(best.gap, 0)
         self.assertIn([s.count for s in best.stages], ([7, 5, 5, 1], [7, 6, 4, 1]))
         self.assertEqual(best.plan.stage_cost(3), (4.6, 4.6, 4.6))
         self.assertEqual(best.recompute, ["none"] * 18)
