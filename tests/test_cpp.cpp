@@ -279,6 +279,8 @@ void test_exports_and_generator_list()
     std::vector<pipesched::GeneratorInfo> gens = pipesched::generators();
     bool found = false;
     for (const pipesched::GeneratorInfo &g : gens)
+        CHECK(g.exact == (g.name == "optimal")); /* the one exact generator */
+    for (const pipesched::GeneratorInfo &g : gens)
         if (g.name == "1f1b") {
             found = true;
             CHECK_EQ_INT(g.placement, PSCHED_PLACEMENT_LOOP);

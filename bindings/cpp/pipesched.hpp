@@ -570,6 +570,10 @@ struct GeneratorInfo {
     std::uint32_t chains;
     std::vector<std::string> aliases;     /**< other names it is found by (PyTorch's) */
     std::vector<GeneratorOption> options; /**< the options it declares */
+    /** an exact generator (`optimal`, psched_generator_is_exact()): it may
+     *  take up to its time limit on a small plan and refuses large ones, so
+     *  sweeps give it small limits or skip it */
+    bool exact = false;
 };
 
 /** Name of an op kind from the library's one table (psched_op_kind_str());
@@ -620,7 +624,7 @@ inline std::vector<GeneratorInfo> generators()
             break;
         out.push_back({g->name, g->description ? g->description : "",
                        g->constraints ? g->constraints : "", g->placement, g->default_chunks,
-                       g->chains, {}, {}});
+                       g->chains, {}, {}, psched_generator_is_exact(g) != 0});
         detail::fill_aliases_and_options(out.back());
     }
     return out;
