@@ -1019,10 +1019,12 @@ class TestSolveStatus(CliCase):
         self.assertIn('"Bad"', err)
         err = self.fails(2, "simulate", "--input", "-", "--option", "node-limit=3",
                          stdin="0F0,0B0\n")
-        self.assertIn("--option node-limit sets a generator option", err)
+        self.assertIn("node-limit is a generator option", err)
+        err = self.fails(2, "simulate", "--input", "-", "--group-size", "2", stdin="0F0,0B0\n")
+        self.assertIn("group-size is a generator option", err)
         too_many = [a for i in range(33) for a in ("--option", f"node-limit={i}")]
         err = self.fails(2, "simulate", *self.P3_M3, *too_many)
-        self.assertIn("at most 32 --option flags", err)
+        self.assertIn("at most 32 generator options", err)
 
 
 def help_flags(text):

@@ -69,9 +69,8 @@ typedef struct cli_opts {
     bool have_devices, have_microbatches, have_chunks, have_placement, have_format;
     uint32_t chains; /* --chains with --input: 0 = from the file's header (1 without) */
     bool pytorch;    /* --pytorch: csv-comms in PyTorch's own compute_comms dialect */
-    int64_t group_size;
-    bool have_group_size;
-    /* --option KEY=VALUE, in the order given (a later KEY wins) */
+    /* generator options: --option KEY=VALUE and --group-size N, in the
+     * order given (a later KEY wins) */
     char option_key[CLI_OPTIONS_MAX][32];
     int64_t option_value[CLI_OPTIONS_MAX];
     uint32_t options;

@@ -211,6 +211,20 @@ int cli_flag_value(const char *command, int argc, char **argv, int *i, char name
     return CLI_OK;
 }
 
+/* One more generator option (--option, --group-size; `shown` is the flag's
+ * value, for the message). */
+static int push_option(cli_opts *o, const char *key, int64_t value, const char *shown)
+{
+    if (o->options == CLI_OPTIONS_MAX) {
+        cli_error("'%s': at most %d generator options (--option, --group-size)", shown,
+                  CLI_OPTIONS_MAX);
+        return CLI_USAGE;
+    }
+    snprintf(o->option_key[o->options], sizeof o->option_key[0], "%s", key);
+    o->option_value[o->options++] = value;
+    return CLI_OK;
+}
+
 /* --option KEY=VALUE: a generator option (psched_plan_set_option()), the
  * key checked by the library (its characters here, whether the generator
  * takes it when it runs), the value a base-10 integer. */
@@ -233,14 +247,10 @@ static int flag_option(cli_opts *o, const char *v)
                   num);
         return CLI_USAGE;
     }
-    if (o->options == CLI_OPTIONS_MAX) {
-        cli_error("--option '%s': at most %d --option flags", v, CLI_OPTIONS_MAX);
-        return CLI_USAGE;
-    }
-    memcpy(o->option_key[o->options], v, (size_t)(eq - v));
-    o->option_key[o->options][eq - v] = '\0';
-    o->option_value[o->options++] = value;
-    return CLI_OK;
+    char key[32];
+    memcpy(key, v, (size_t)(eq - v));
+    key[eq - v] = '\0';
+    return push_option(o, key, value, v);
 }
 
 static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
@@ -258,12 +268,10 @@ static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
     case OPT_CHUNKS:
         o->have_chunks = true;
         return cli_flag_u32(d->name, v, 0, PSCHED_MAX_CHUNKS, &o->chunks);
-    case OPT_GROUP_SIZE: {
+    case OPT_GROUP_SIZE: { /* the option group-size, spelled as its own flag */
         uint32_t n;
-        o->have_group_size = true;
         int rc = cli_flag_u32(d->name, v, 1, PSCHED_MAX_MICROBATCHES, &n);
-        o->group_size = n;
-        return rc;
+        return rc == CLI_OK ? push_option(o, "group-size", n, v) : rc;
     }
     case OPT_COST:
         o->have_cost = true;

@@ -211,9 +211,6 @@ static int fill_plan(psched_plan *plan, const cli_opts *o, const psched_generato
     if (rc == CLI_OK && o->have_placement)
         rc = plan_setting(psched_plan_set_placement(plan, o->placement),
                           "--placement");
-    if (rc == CLI_OK && o->have_group_size)
-        rc = plan_setting(psched_plan_set_option(plan, "group-size", o->group_size),
-                          "--group-size");
     if (rc == CLI_OK && o->costmodel.vocab >= 0)
         rc = plan_setting(psched_plan_set_option(plan, "vocab", o->costmodel.vocab), "--vocab");
     for (uint32_t i = 0; rc == CLI_OK && i < o->options; i++)
@@ -449,13 +446,8 @@ static int load_usage(const char *command, const cli_opts *o)
         return CLI_USAGE;
     }
     if (o->input && o->options) {
-        cli_error("%s: --option %s sets a generator option: it does not apply to --input",
-                  command, o->option_key[0]);
-        return CLI_USAGE;
-    }
-    if (o->input && o->have_group_size) {
-        cli_error("%s: --group-size is a generator option: it does not apply to --input",
-                  command);
+        cli_error("%s: %s is a generator option (--option, --group-size): it does not apply "
+                  "to --input", command, o->option_key[0]);
         return CLI_USAGE;
     }
     if (o->input && o->costmodel.vocab >= 0) {

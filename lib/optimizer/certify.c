@@ -2050,7 +2050,7 @@ static double overlap_bound(const psched__problem *pb);
  * search stops early): the shared work and one micro-batch's path, each
  * micro-batch at the lightest weight; with an overlap saving, the busy
  * time's (overlap_bound()). */
-static double common_bound(const psched__problem *pb)
+double psched__partition_floor(const psched__problem *pb)
 {
     if (pb->overlap)
         return overlap_bound(pb);
@@ -2076,11 +2076,6 @@ static double overlap_bound(const psched__problem *pb)
     double busy = (double)pb->microbatches * pb->chains * pb->wmin *
                   (pb->time_total - per_chain * smax);
     return fmax(0, busy / pb->plan_devices);
-}
-
-double psched__partition_floor(const psched__problem *pb)
-{
-    return common_bound(pb);
 }
 
 psched_status psched__certify(psched__problem *pb, const char *name, const psched_plan *plan,
@@ -2301,7 +2296,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
                       (run_proven || dev_proven || (!pb->truncated && !psched__expired(pb)));
         /* with an overlap saving only the busy-time bound (overlap_bound()):
          * the others charge every op its full time */
-        double lb = common_bound(pb);
+        double lb = psched__partition_floor(pb);
         if (!pb->overlap) {
             if (fixed && c.path_lb > 0)
                 lb = fmax(lb, c.path_lb);
