@@ -1704,6 +1704,25 @@ typedef struct psched_bound_info {
 PSCHED_API psched_status psched_bound(const psched_plan *plan, const psched_bound_options *options,
                                       psched_bound_info *out);
 
+/**
+ * @brief psched_bound() of a schedule's plan (PIPESCHED_1.1), counting the
+ * schedule's vocabulary passes when it holds them: #PSCHED_BOUND_VOCAB_PASSES
+ * is added when some op is ::PSCHED_OP_VOCAB_S and the plan's pass costs
+ * (psched_plan_vocab_cost()) are not both zero (passes that take no time
+ * change no term). The bound every order of the plan with those passes
+ * obeys, so `simulated span / out->span - 1` is this schedule's gap; what
+ * `pipesched simulate` and `pipesched bound` print.
+ * @param schedule any schedule (compute, lowered or imported).
+ * @param options NULL, or options with `version` set; its
+ *        #PSCHED_BOUND_IGNORE_MEMORY is honoured, its
+ *        #PSCHED_BOUND_VOCAB_PASSES forces the passes in.
+ * @param[in,out] out set `out->version` first; filled on success.
+ * @return as psched_bound(); ::PSCHED_EINVAL also for a NULL schedule.
+ */
+PSCHED_API psched_status psched_schedule_bound(const psched_schedule *schedule,
+                                               const psched_bound_options *options,
+                                               psched_bound_info *out);
+
 /** @} */
 
 /** @defgroup solve Proven schedules

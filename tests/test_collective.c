@@ -264,8 +264,10 @@ static void test_v_half_vocab_is_valid(void)
  * costs, 1f1b and v-half, p 2-6, m p-3p. The same premise lets
  * psched_bound() with #PSCHED_BOUND_VOCAB_PASSES count the passes: its
  * makespan and span bounds must stay at or below the simulated ones on
- * every schedule here, and they must rise above the bound without it
- * (which leaves the passes out). */
+ * every schedule here, and they rise above the bound without it (which
+ * leaves the passes out) on most: the work and device-path terms always
+ * rise, the critical path, which no pass lengthens, may still be the
+ * largest term. */
 static void test_vocab_passes_lie_within_each_device_s_pipeline_ops(void)
 {
     srand(20261128);
@@ -339,9 +341,18 @@ static void test_vocab_passes_lie_within_each_device_s_pipeline_ops(void)
 /* psched_bound()'s work term with #PSCHED_BOUND_VOCAB_PASSES, by hand:
  * p = 2, m = 2, 1f1b, F = B = W = 1 on both stages, S = 0.5, T = 0.25:
  * each device runs 2 x (1 + 1 + 1) of its stage and 2 x (0.5 + 0.25) of
- * passes, 7.5 (6 without the flag); an unknown flag is refused. */
+ * passes, 7.5 (6 without the flag); an unknown flag is refused.
+ * Where Vocab-1 and Vocab-2 differ, the device path: with W = 0 on stage
+ * 1, device 1 starts after stage 0's F (1), runs its F and B (4) and the
+ * passes that end before its last backward, then the chain still needs
+ * stage 0's B and W (2) after it, beyond the W's and passes device 1 can
+ * run meanwhile: with Vocab-1 every pass (1.5) comes first, 1 + 4 + 1.5 +
+ * max(0, 2) = 8.5; with Vocab-2 only the S passes (1), the T passes (0.5)
+ * hide under the chain's 2: 1 + 4 + 1 + max(0.5, 2) = 8. Device 0's path
+ * is 0 + 4 + 2 + 1.5 = 7.5 either way, and its work 7.5 too. */
 static void test_bound_counts_the_vocabulary_passes_by_hand(void)
 {
+    const double device_path[3] = {0, 8.5, 8};
     for (int vocab = 1; vocab <= 2; vocab++) {
         psched_plan *plan = ts_plan_shape(2, 2);
         CHECK_OK(psched_plan_set_chunks(plan, 1));
@@ -358,6 +369,20 @@ static void test_bound_counts_the_vocabulary_passes_by_hand(void)
         o.flags = 0x4;
         CHECK_EQ_INT(psched_bound(plan, &o, &b), PSCHED_EINVAL);
         CHECK(strstr(psched_last_error(), "0x4") != NULL);
+        CHECK_OK(psched_plan_set_stage_cost(plan, 1, 1, 1, 0));
+        o.flags = PSCHED_BOUND_VOCAB_PASSES;
+        CHECK_OK(psched_bound(plan, &o, &b));
+        CHECK_EQ_DBL(b.work, 7.5);
+        CHECK_EQ_DBL(b.device_path, device_path[vocab]);
+        CHECK_EQ_DBL(b.makespan, device_path[vocab]);
+        /* and the order generated for it obeys the bound */
+        psched_schedule *s = NULL;
+        psched_report *r = NULL;
+        CHECK_OK(psched_generate(plan, "1f1b", &s));
+        CHECK_OK(psched_simulate(s, NULL, &r));
+        CHECK(psched_report_makespan(r) >= device_path[vocab] - 1e-9);
+        psched_report_destroy(r);
+        psched_schedule_destroy(s);
         psched_plan_destroy(plan);
     }
     /* An imported schedule's plan has no `vocab` option: the passes count
@@ -376,6 +401,63 @@ static void test_bound_counts_the_vocabulary_passes_by_hand(void)
     CHECK_OK(psched_bound(psched_schedule_plan(s), &o, &b));
     CHECK_EQ_DBL(b.work, 3.75);
     CHECK(b.makespan <= 7.2);
+    psched_schedule_destroy(s);
+    psched_plan_destroy(plan);
+}
+
+static bool same_bound(const psched_bound_info *a, const psched_bound_info *b)
+{
+    return a->makespan == b->makespan && a->span == b->span && a->work == b->work &&
+           a->critical_path == b->critical_path && a->device_path == b->device_path &&
+           a->memory == b->memory;
+}
+
+/* psched_schedule_bound() counts the passes of a schedule that holds them
+ * (what `pipesched simulate` prints): the same figures as psched_bound()
+ * with the flag for a 1f1b order with Vocab-1 (p = 3, m = 6); without it
+ * for the same plan's order without passes (option vocab 0), and for
+ * passes that take no time; the caller's flags pass through. */
+static void test_schedule_bound_reads_the_passes(void)
+{
+    psched_bound_options with = {PSCHED_BOUND_OPTIONS_VERSION, PSCHED_BOUND_VOCAB_PASSES};
+    psched_bound_options ignore = {PSCHED_BOUND_OPTIONS_VERSION, PSCHED_BOUND_IGNORE_MEMORY};
+    for (int vocab = 0; vocab <= 1; vocab++) {
+        for (int timed = 0; timed <= 1; timed++) {
+            psched_plan *plan = ts_plan_shape(3, 6);
+            CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
+            CHECK_OK(psched_plan_set_vocab_cost(plan, timed ? 2 : 0, timed ? 1 : 0));
+            CHECK_OK(psched_plan_set_memory_limit(plan, 40));
+            psched_schedule *s = NULL;
+            CHECK_OK(psched_generate(plan, "1f1b", &s));
+            psched_bound_info got = {.version = PSCHED_BOUND_INFO_VERSION}, want = got;
+            CHECK_OK(psched_schedule_bound(s, NULL, &got));
+            CHECK_OK(psched_bound(psched_schedule_plan(s), vocab ? &with : NULL, &want));
+            CHECK(same_bound(&got, &want));
+            /* by hand: each device's work is 6 x (1 + 1 + 1), with the
+             * passes 6 x (2 + 1) more */
+            CHECK_EQ_DBL(got.work, vocab && timed ? 36 : 18);
+            CHECK_OK(psched_schedule_bound(s, &with, &got));
+            CHECK_EQ_DBL(got.work, timed ? 36 : 18);
+            CHECK_OK(psched_schedule_bound(s, &ignore, &got));
+            CHECK_OK(psched_bound(psched_schedule_plan(s), &ignore, &want));
+            CHECK(vocab && timed ? got.work == 36 : same_bound(&got, &want));
+            CHECK_EQ_DBL(got.memory, 0);
+            psched_schedule_destroy(s);
+            psched_plan_destroy(plan);
+        }
+    }
+    psched_bound_info b = {.version = PSCHED_BOUND_INFO_VERSION};
+    CHECK_EQ_INT(psched_schedule_bound(NULL, NULL, &b), PSCHED_EINVAL);
+    CHECK_CONTAINS(psched_last_error(), "schedule must not be NULL");
+    psched_plan *plan = ts_plan_shape(2, 2);
+    psched_schedule *s = NULL;
+    CHECK_OK(psched_generate(plan, "1f1b", &s));
+    psched_bound_options bad = {PSCHED_BOUND_OPTIONS_VERSION, 0x8};
+    CHECK_EQ_INT(psched_schedule_bound(s, &bad, &b), PSCHED_EINVAL);
+    CHECK_CONTAINS(psched_last_error(), "0x8");
+    b.version = 0;
+    CHECK_EQ_INT(psched_schedule_bound(s, NULL, &b), PSCHED_EINVAL);
+    CHECK_CONTAINS(psched_last_error(), "out->version 0");
     psched_schedule_destroy(s);
     psched_plan_destroy(plan);
 }
@@ -597,6 +679,7 @@ int main(void)
     RUN(test_v_half_vocab_is_valid);
     RUN(test_vocab_passes_lie_within_each_device_s_pipeline_ops);
     RUN(test_bound_counts_the_vocabulary_passes_by_hand);
+    RUN(test_schedule_bound_reads_the_passes);
     RUN(test_formats_and_hash_cover_the_new_kinds);
     RUN(test_lowering_keeps_collectives_in_one_order);
     RUN(test_lowering_with_zero_costs_waits_for_every_call);

@@ -321,6 +321,18 @@ void test_bound_of_1f1b_p4_m8_is_the_worked_example()
     CHECK_EQ_DBL(pipesched::bound(limited, PSCHED_BOUND_IGNORE_MEMORY).makespan, 27);
     /* v left to a generator: the plan cannot be bounded */
     EXPECT_ERROR(PSCHED_EINVAL, pipesched::bound(pipesched::Plan(4, 8)));
+    /* A schedule's bound counts the vocabulary passes it holds
+     * (psched_schedule_bound()): p = 2, m = 2, Vocab-1, S = 0.5, T = 0.25:
+     * work 6 + 2 x 0.75 = 7.5; device 1 starts at 1 and its tail (B0 + W0
+     * = 2) is covered by its W's: 8.5. Its plan alone: 7. */
+    pipesched::Plan vocab(2, 2);
+    vocab.option("vocab", 1);
+    pipesched::set_vocab_cost(vocab, 0.5, 0.25);
+    pipesched::Schedule v = pipesched::generate(vocab, "1f1b");
+    CHECK_EQ_DBL(v.bound().work, 7.5);
+    CHECK_EQ_DBL(v.bound().makespan, 8.5);
+    CHECK_EQ_DBL(pipesched::bound(v.plan()).makespan, 7);
+    CHECK_EQ_DBL(pipesched::bound(v.plan(), PSCHED_BOUND_VOCAB_PASSES).makespan, 8.5);
 }
 
 /* The exact generator proves its order at p = 4, m = 8 (span 24, the span

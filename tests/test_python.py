@@ -362,6 +362,15 @@ class TestBounds(Case):
         self.assertEqual(s.bound(vocab_passes=False), pipesched.Bound(7, 6, 6, 5, 7, 0))
         self.assertEqual(s.plan.bound(vocab_passes=True), s.bound())
         self.assertLessEqual(s.bound().makespan, s.simulate().makespan)
+        lowered = s.lower()
+        self.addCleanup(lowered.close)
+        self.assertEqual(lowered.bound(), s.bound())
+        # passes that take no time change no term
+        with pipesched.Plan(2, 2, chunks=1, placement="loop", options={"vocab": 1}) as plan:
+            free = pipesched.generate("1f1b", plan)
+        self.addCleanup(free.close)
+        self.assertIn("VOCAB_S", {o.kind for o in free.ops(0)})
+        self.assertEqual(free.bound(), pipesched.Bound(7, 6, 6, 5, 7, 0))
 
     def test_solve_status_of_the_exact_generator(self):
         # 4 devices, 8 micro-batches, unit costs: the span bound 24 is met

@@ -117,21 +117,7 @@ static psched_status plan_bound(const psched_schedule *s, psched_bound_info *b)
 {
     memset(b, 0, sizeof *b);
     b->version = PSCHED_BOUND_INFO_VERSION;
-    psched_bound_options o = {PSCHED_BOUND_OPTIONS_VERSION, 0};
-    /* passes that take no time change no term: then the ops are not read */
-    double vs = 0, vt = 0;
-    psched_plan_vocab_cost(psched_schedule_plan(s), &vs, &vt);
-    bool timed = vs != 0 || vt != 0;
-    for (uint32_t d = 0; timed && d < psched_schedule_devices(s) && !o.flags; d++) {
-        size_t n = psched_schedule_op_count(s, d);
-        for (size_t i = 0; i < n && !o.flags; i++) {
-            psched_op op;
-            if (psched_schedule_ops(s, d, i, 1, &op, sizeof op) == PSCHED_OK &&
-                op.kind == PSCHED_OP_VOCAB_S)
-                o.flags = PSCHED_BOUND_VOCAB_PASSES;
-        }
-    }
-    return psched_bound(psched_schedule_plan(s), &o, b);
+    return psched_schedule_bound(s, NULL, b);
 }
 
 /* figure / bound - 1 (documented in docs/simulator.md); 0 when both are 0,

@@ -79,15 +79,19 @@ template <typename T> T *require(T *handle, const char *what)
     return handle;
 }
 
-/* psched_bound() with the options and result versions of this header. */
-inline psched_bound_info bound(const psched_plan *plan, std::uint32_t flags)
+/* psched_bound() or psched_schedule_bound() (@p fn, of @p object) with the
+ * options and result versions of this header. */
+template <typename Object>
+inline psched_bound_info bound(psched_status (*fn)(const Object *, const psched_bound_options *,
+                                                   psched_bound_info *),
+                               const Object *object, std::uint32_t flags)
 {
     psched_bound_options options{};
     options.version = PSCHED_BOUND_OPTIONS_VERSION;
     options.flags = flags;
     psched_bound_info info{};
     info.version = PSCHED_BOUND_INFO_VERSION;
-    check(psched_bound(plan, &options, &info));
+    check(fn(object, &options, &info));
     return info;
 }
 
@@ -409,13 +413,14 @@ public:
     void validate() const { detail::check(psched_validate(get_checked())); }
 
     /** Lower bounds on makespan and span that every valid schedule of this
-     *  schedule's plan obeys (psched_bound()); @p flags 0,
-     *  PSCHED_BOUND_IGNORE_MEMORY, PSCHED_BOUND_VOCAB_PASSES (when the
-     *  schedule holds vocabulary passes). The gap of a simulation is
+     *  schedule's plan obeys, counting its vocabulary passes when it holds
+     *  them (psched_schedule_bound(), what `pipesched simulate` prints);
+     *  @p flags 0, PSCHED_BOUND_IGNORE_MEMORY, PSCHED_BOUND_VOCAB_PASSES
+     *  (count the passes whatever the ops). The gap of a simulation is
      *  `report.span() / bound().span - 1`. */
     psched_bound_info bound(std::uint32_t flags = 0) const
     {
-        return detail::bound(psched_schedule_plan(get_checked()), flags);
+        return detail::bound(psched_schedule_bound, get_checked(), flags);
     }
 
     /** What an exact generator (`optimal`) proved about this order
@@ -541,7 +546,7 @@ inline Schedule generate(const Plan &plan, const std::string &name)
  *  micro-batch's activation). @p flags 0 or PSCHED_BOUND_IGNORE_MEMORY. */
 inline psched_bound_info bound(const Plan &plan, std::uint32_t flags = 0)
 {
-    return detail::bound(detail::require(plan.get(), "Plan"), flags);
+    return detail::bound(psched_bound, detail::require(plan.get(), "Plan"), flags);
 }
 
 /** Schedule::from_csv(text, plan). */

@@ -222,3 +222,28 @@ out:
     free(c.dev);
     return st;
 }
+
+psched_status psched_schedule_bound(const psched_schedule *schedule,
+                                    const psched_bound_options *options, psched_bound_info *out)
+{
+    if (!schedule)
+        return psched_fail(PSCHED_EINVAL, "psched_schedule_bound: schedule must not be NULL");
+    psched_bound_options o = {PSCHED_BOUND_OPTIONS_VERSION, 0};
+    if (options) {
+        /* psched_bound() checks the version and the flags */
+        o = *options;
+    }
+    /* Passes that take no time change no term: the ops are read only when
+     * they take some. */
+    double vs = 0, vt = 0;
+    psched_plan_vocab_cost(schedule->plan, &vs, &vt);
+    if ((vs != 0 || vt != 0) && !(o.flags & PSCHED_BOUND_VOCAB_PASSES)) {
+        size_t n = schedule->offset[schedule->devices];
+        for (size_t i = 0; i < n; i++)
+            if (schedule->ops[i].kind == PSCHED_OP_VOCAB_S) {
+                o.flags |= PSCHED_BOUND_VOCAB_PASSES;
+                break;
+            }
+    }
+    return psched_bound(schedule->plan, &o, out);
+}

@@ -1249,8 +1249,8 @@ class SolveStatus(_t.NamedTuple):
     gap: float
 
 
-def _bound(h: _ctypes.c_void_p, flags: int) -> Bound:
-    fn = _costmodel_fn("psched_bound")
+def _bound(h: _ctypes.c_void_p, flags: int, name: str = "psched_bound") -> Bound:
+    fn = _costmodel_fn(name)
     options = _lib.psched_bound_options(_lib.BOUND_OPTIONS_VERSION, flags)
     info = _lib.psched_bound_info(version=_lib.BOUND_INFO_VERSION)
     _check(fn(h, _ctypes.byref(options), _ctypes.byref(info)))
@@ -1286,13 +1286,10 @@ def _schedule_bound(self: Schedule, *, ignore_memory: bool = False,
     this schedule holds VOCAB_S ops, as `pipesched simulate` does. The gap
     of this order: self.simulate().span / self.bound().span - 1."""
     if vocab_passes is None:
-        # passes that take no time change no term: skip reading the ops
-        kinds = _kinds()
-        vocab = kinds.index("VOCAB_S") if "VOCAB_S" in kinds else -1
-        with self.plan as plan:
-            timed = any(x != 0 for x in plan.vocab_cost())
-        vocab_passes = timed and vocab >= 0 and any(
-            o.kind == vocab for d in range(self.devices) for o in self._raw_ops(d))
+        # the library reads the ops (psched_schedule_bound())
+        flags = _bound_flags(ignore_memory, False)
+        with self._use() as h:
+            return _bound(h, flags, "psched_schedule_bound")
     flags = _bound_flags(ignore_memory, vocab_passes)
     with self._use() as h:
         return _bound(_lib.load().psched_schedule_plan(h), flags)

@@ -394,6 +394,8 @@ BOUND_IGNORE_MEMORY, BOUND_VOCAB_PASSES = 0x1, 0x2
 _BOUNDS = {
     "psched_bound": (status_t, [ctypes.c_void_p, ctypes.POINTER(psched_bound_options),
                                 ctypes.POINTER(psched_bound_info)]),
+    "psched_schedule_bound": (status_t, [ctypes.c_void_p, ctypes.POINTER(psched_bound_options),
+                                         ctypes.POINTER(psched_bound_info)]),
     "psched_schedule_solve_status": (status_t, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int),
                                                 double_out]),
     "psched_generator_is_exact": (ctypes.c_int, [ctypes.POINTER(psched_generator)]),
