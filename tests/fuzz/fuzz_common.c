@@ -199,6 +199,51 @@ static bool has_comm_or_batch(const psched_schedule *s)
     return any_op(s, is_comm_or_batch);
 }
 
+static bool is_copy(const psched_op *op)
+{
+    return op->kind == PSCHED_OP_OFFLOAD || op->kind == PSCHED_OP_RELOAD;
+}
+
+/* Issue 17's first requirement: the lower bounds hold for every valid
+ * schedule of the plan, whatever its order; so the schedule's bound
+ * (psched_schedule_bound(), vocabulary passes counted when it holds them)
+ * is at most its simulated makespan and span. The memory term only where
+ * the schedule keeps within the limit and copies no activations (an
+ * offloaded activation leaves the device). A plan the bound does not take
+ * (chains that do not split it) must say why. */
+static void check_bound(const psched_schedule *s, const psched_report *r)
+{
+    psched_bound_info b = {.version = PSCHED_BOUND_INFO_VERSION};
+    const psched_plan *plan = psched_schedule_plan(s);
+    double limit = psched_plan_memory_limit(plan);
+    bool within = !any_op(s, is_copy);
+    for (uint32_t d = 0; within && d < psched_schedule_devices(s); d++) {
+        double busy, idle, peak;
+        if (psched_report_device(r, d, &busy, &idle, &peak) != PSCHED_OK)
+            fuzz_fail("report_device failed", PSCHED_EINVAL);
+        within = !(peak > limit);
+    }
+    psched_bound_options o = {PSCHED_BOUND_OPTIONS_VERSION, within ? 0 : PSCHED_BOUND_IGNORE_MEMORY};
+    psched_status st = psched_schedule_bound(s, &o, &b);
+    if (st != PSCHED_OK) {
+        if (psched_last_error()[0] == '\0')
+            fuzz_fail("a refused bound left no message", st);
+        /* a schedule that keeps within the limit disproves "infeasible" */
+        if (st != PSCHED_EINVAL && (st != PSCHED_EINFEASIBLE || within))
+            fuzz_fail("bound failed", st);
+        return;
+    }
+    double makespan = psched_report_makespan(r), span = psched_report_span(r);
+    double slack = 1e-9 * (1 + makespan);
+    if (!(b.makespan <= makespan + slack) || !(b.span <= span + slack)) {
+        fprintf(stderr, "bound makespan %.17g span %.17g (work %.17g, critical path %.17g, "
+                "device path %.17g, memory %.17g); simulated makespan %.17g span %.17g\n",
+                b.makespan, b.span, b.work, b.critical_path, b.device_path, b.memory,
+                makespan, span);
+        fuzz_fail("a lower bound exceeds the simulated schedule", PSCHED_OK);
+    }
+}
+
 psched_status fuzz_exercise(const psched_schedule *s)
 {
     psched_status valid = psched_validate(s);
@@ -211,8 +256,10 @@ psched_status fuzz_exercise(const psched_schedule *s)
     if (st != PSCHED_OK)
         fuzz_fail("hash failed", st);
     read_ops(s);
-    if (r)
+    if (r) {
         read_report(r);
+        check_bound(s, r);
+    }
     export_all(s, r, valid == PSCHED_OK);
     psched_report_destroy(r);
     if (!has_comm_or_batch(s)) {
