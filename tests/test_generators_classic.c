@@ -2,72 +2,10 @@
  * interleaved, looped-bfs. Every expected order is written out by hand from
  * the specification (issue 2) or copied from the reference worked example;
  * op text is PyTorch's: our BW prints as "B". */
-#include "pipesched.h"
-#include "testutil.h"
+#include "testgolden.h"
 
 #include <stdint.h>
 
-#define NO_GROUP (-1)
-
-/* Generates with the given shape; v = 0 leaves the chunk count to the
- * generator, group < 0 leaves the group-size option unset. */
-static psched_status generate(const char *name, uint32_t p, uint32_t v, uint32_t m,
-                              int64_t group, psched_schedule **out)
-{
-    psched_plan *plan = NULL;
-    *out = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, p));
-    CHECK_OK(psched_plan_set_microbatches(plan, m));
-    CHECK_OK(psched_plan_set_chunks(plan, v));
-    if (group >= 0)
-        CHECK_OK(psched_plan_set_option(plan, "group-size", group));
-    psched_status st = psched_generate(plan, name, out);
-    psched_plan_destroy(plan);
-    return st;
-}
-
-static psched_schedule *generate_ok(const char *name, uint32_t p, uint32_t v, uint32_t m,
-                                    int64_t group)
-{
-    psched_schedule *s = NULL;
-    CHECK_OK(generate(name, p, v, m, group, &s));
-    return s;
-}
-
-static char kind_letter(uint8_t kind)
-{
-    switch (kind) {
-    case PSCHED_OP_F:
-        return 'F';
-    case PSCHED_OP_B:
-        return 'I';
-    case PSCHED_OP_W:
-        return 'W';
-    case PSCHED_OP_BW:
-        return 'B';
-    default:
-        return '?';
-    }
-}
-
-/* Device d's order as PyTorch action text joined by commas. Also pins the
- * per-op fields the text does not show: loop chunk, no flags. */
-static void device_text(const psched_schedule *s, uint32_t d, char *buf, size_t size)
-{
-    uint32_t p = psched_schedule_devices(s);
-    size_t n = psched_schedule_op_count(s, d), len = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && len < size; i++) {
-        psched_op op;
-        CHECK_OK(psched_schedule_ops(s, d, i, 1, &op, sizeof op));
-        CHECK_EQ_INT(op.stage % p, d);
-        CHECK_EQ_INT(op.chunk, op.stage / p);
-        CHECK_EQ_INT(op.flags, 0);
-        len += (size_t)snprintf(buf + len, size - len, "%s%u%c%u", i ? "," : "", op.stage,
-                                kind_letter(op.kind), op.microbatch);
-    }
-}
 
 static void check_order(const psched_schedule *s, const char *const *expected)
 {
@@ -75,7 +13,7 @@ static void check_order(const psched_schedule *s, const char *const *expected)
     if (!s)
         return;
     for (uint32_t d = 0; d < psched_schedule_devices(s); d++) {
-        device_text(s, d, buf, sizeof buf);
+        tg_device_text(s, d, buf, sizeof buf);
         CHECK_STR(buf, expected[d]);
     }
     CHECK_OK(psched_validate(s));
@@ -85,7 +23,7 @@ static void expect_einval(const char *name, uint32_t p, uint32_t v, uint32_t m, 
                           const char *needle1, const char *needle2)
 {
     psched_schedule *s = NULL;
-    CHECK_EQ_INT(generate(name, p, v, m, group, &s), PSCHED_EINVAL);
+    CHECK_EQ_INT(tg_generate(name, p, v, m, group, &s), PSCHED_EINVAL);
     CHECK(s == NULL);
     CHECK_CONTAINS(psched_last_error(), needle1);
     CHECK_CONTAINS(psched_last_error(), needle2);
@@ -101,7 +39,7 @@ static void test_interleaved_p2_v2_m4_matches_worked_example(void)
         "0F0,0F1,2F0,2F1,0F2,2B0,0F3,2B1,2F2,0B0,2F3,0B1,2B2,2B3,0B2,0B3",
         "1F0,1F1,3F0,3B0,3F1,3B1,1F2,1B0,1F3,1B1,3F2,3B2,3F3,3B3,1B2,1B3",
     };
-    psched_schedule *s = generate_ok("interleaved", 2, 2, 4, NO_GROUP);
+    psched_schedule *s = tg_generate_ok("interleaved", 2, 2, 4, NO_GROUP);
     check_order(s, expected);
     psched_schedule_destroy(s);
 }
@@ -109,7 +47,7 @@ static void test_interleaved_p2_v2_m4_matches_worked_example(void)
 static void test_interleaved_default_chunks_is_2(void)
 {
     /* Same example with v left to the generator. */
-    psched_schedule *s = generate_ok("interleaved", 2, 0, 4, NO_GROUP);
+    psched_schedule *s = tg_generate_ok("interleaved", 2, 0, 4, NO_GROUP);
     if (s) {
         CHECK_EQ_INT(psched_plan_chunks(psched_schedule_plan(s)), 2);
         CHECK_EQ_INT(psched_schedule_op_count(s, 0), 16);
@@ -127,7 +65,7 @@ static void test_1f1b_p4_m8_by_hand(void)
         "2F0,2F1,2B0,2F2,2B1,2F3,2B2,2F4,2B3,2F5,2B4,2F6,2B5,2F7,2B6,2B7",
         "3F0,3B0,3F1,3B1,3F2,3B2,3F3,3B3,3F4,3B4,3F5,3B5,3F6,3B6,3F7,3B7",
     };
-    psched_schedule *s = generate_ok("1f1b", 4, 0, 8, NO_GROUP);
+    psched_schedule *s = tg_generate_ok("1f1b", 4, 0, 8, NO_GROUP);
     check_order(s, expected);
     psched_schedule_destroy(s);
 }
@@ -141,7 +79,7 @@ static void test_1f1b_warmup_capped_by_microbatches(void)
         "2F0,2F1,2B0,2B1",
         "3F0,3B0,3F1,3B1",
     };
-    psched_schedule *s = generate_ok("1f1b", 4, 0, 2, NO_GROUP);
+    psched_schedule *s = tg_generate_ok("1f1b", 4, 0, 2, NO_GROUP);
     check_order(s, expected);
     psched_schedule_destroy(s);
 }
@@ -152,7 +90,7 @@ static void test_gpipe_p2_m3_by_hand(void)
         "0F0,0F1,0F2,0B0,0B1,0B2",
         "1F0,1F1,1F2,1B0,1B1,1B2",
     };
-    psched_schedule *s = generate_ok("gpipe", 2, 0, 3, NO_GROUP);
+    psched_schedule *s = tg_generate_ok("gpipe", 2, 0, 3, NO_GROUP);
     check_order(s, expected);
     psched_schedule_destroy(s);
 }
@@ -166,7 +104,7 @@ static void test_looped_bfs_p2_v2_m3_by_hand(void)
         "0F0,0F1,0F2,2F0,2F1,2F2,2B2,2B1,2B0,0B2,0B1,0B0",
         "1F0,1F1,1F2,3F0,3F1,3F2,3B2,3B1,3B0,1B2,1B1,1B0",
     };
-    psched_schedule *s = generate_ok("looped-bfs", 2, 2, 3, NO_GROUP);
+    psched_schedule *s = tg_generate_ok("looped-bfs", 2, 2, 3, NO_GROUP);
     check_order(s, expected);
     psched_schedule_destroy(s);
 }
@@ -178,7 +116,7 @@ static void test_looped_bfs_v1_is_gpipe_with_descending_backward(void)
         "1F0,1F1,1B1,1B0",
         "2F0,2F1,2B1,2B0",
     };
-    psched_schedule *s = generate_ok("looped-bfs", 3, 1, 2, NO_GROUP);
+    psched_schedule *s = tg_generate_ok("looped-bfs", 3, 1, 2, NO_GROUP);
     check_order(s, expected);
     psched_schedule_destroy(s);
 }
@@ -194,7 +132,7 @@ static void test_interleaved_m_not_multiple_of_p_default_group(void)
         "1F0,1F1,1F2,1F3,4F0,4F1,4F2,4B0,4F3,4B1,4B2,4B3,1B0,1B1,1B2,1B3",
         "2F0,2F1,2F2,2F3,5F0,5B0,5F1,5B1,5F2,5B2,5F3,5B3,2B0,2B1,2B2,2B3",
     };
-    psched_schedule *s = generate_ok("interleaved", 3, 2, 4, NO_GROUP);
+    psched_schedule *s = tg_generate_ok("interleaved", 3, 2, 4, NO_GROUP);
     check_order(s, expected);
     psched_schedule_destroy(s);
 }
@@ -209,7 +147,7 @@ static void test_interleaved_explicit_group_with_remainder(void)
         "0F0,0F1,0F2,2F0,2F1,2F2,2B0,0F3,2B1,0F4,2B2,2F3,0B0,2F4,0B1,0B2,2B3,2B4,0B3,0B4",
         "1F0,1F1,1F2,3F0,3B0,3F1,3B1,3F2,3B2,1F3,1B0,1F4,1B1,3F3,1B2,3F4,3B3,3B4,1B3,1B4",
     };
-    psched_schedule *s = generate_ok("interleaved", 2, 2, 5, 3);
+    psched_schedule *s = tg_generate_ok("interleaved", 2, 2, 5, 3);
     check_order(s, expected);
     psched_schedule_destroy(s);
 }
@@ -221,7 +159,7 @@ static void test_interleaved_explicit_group_equal_to_p_matches_default(void)
         "0F0,0F1,2F0,2F1,0F2,2B0,0F3,2B1,2F2,0B0,2F3,0B1,2B2,2B3,0B2,0B3",
         "1F0,1F1,3F0,3B0,3F1,3B1,1F2,1B0,1F3,1B1,3F2,3B2,3F3,3B3,1B2,1B3",
     };
-    psched_schedule *s = generate_ok("interleaved", 2, 2, 4, 2);
+    psched_schedule *s = tg_generate_ok("interleaved", 2, 2, 4, 2);
     check_order(s, expected);
     psched_schedule_destroy(s);
 }
@@ -234,7 +172,7 @@ static void test_interleaved_one_group_of_all_microbatches(void)
         "0F0,0F1,0F2,0F3,2F0,2F1,2F2,2B0,2F3,2B1,2B2,2B3,0B0,0B1,0B2,0B3",
         "1F0,1F1,1F2,1F3,3F0,3B0,3F1,3B1,3F2,3B2,3F3,3B3,1B0,1B1,1B2,1B3",
     };
-    psched_schedule *s = generate_ok("interleaved", 2, 2, 4, 4);
+    psched_schedule *s = tg_generate_ok("interleaved", 2, 2, 4, 4);
     check_order(s, expected);
     psched_schedule_destroy(s);
 }
@@ -290,10 +228,10 @@ static void test_interleaved_m_below_p_matches_pytorch(void)
         "1F0,1F1,4F0,4F1,7F0,7F1,7B0,7B1,4B0,4B1,1B0,1B1",
         "2F0,2F1,5F0,5F1,8F0,8B0,8F1,8B1,5B0,5B1,2B0,2B1",
     };
-    psched_schedule *s = generate_ok("interleaved", 4, 2, 3, NO_GROUP);
+    psched_schedule *s = tg_generate_ok("interleaved", 4, 2, 3, NO_GROUP);
     check_order(s, p4_v2_m3);
     psched_schedule_destroy(s);
-    s = generate_ok("interleaved", 3, 3, 2, NO_GROUP);
+    s = tg_generate_ok("interleaved", 3, 3, 2, NO_GROUP);
     check_order(s, p3_v3_m2);
     psched_schedule_destroy(s);
 }
@@ -331,7 +269,7 @@ static void test_pytorch_class_names_are_aliases(void)
     CHECK(alias == NULL);
     CHECK_EQ_INT(psched_generator_alias("Interleaved1F1", 0, &alias), PSCHED_ENOTFOUND);
     /* Generating through an alias is generating the named schedule. */
-    psched_schedule *s = generate_ok("Interleaved1F1B", 4, 2, 8, NO_GROUP);
+    psched_schedule *s = tg_generate_ok("Interleaved1F1B", 4, 2, 8, NO_GROUP);
     if (s)
         CHECK_STR(psched_schedule_name(s), "interleaved");
     psched_schedule_destroy(s);
@@ -536,7 +474,7 @@ static void test_descriptors(void)
 
 static void check_span(const char *name, uint32_t p, uint32_t m)
 {
-    psched_schedule *s = generate_ok(name, p, 0, m, NO_GROUP);
+    psched_schedule *s = tg_generate_ok(name, p, 0, m, NO_GROUP);
     psched_report *r = NULL;
     if (!s)
         return;
@@ -564,7 +502,7 @@ static void test_1f1b_peak_memory_is_min_m_p_minus_d(void)
     static const uint32_t shapes[][2] = {{1, 4}, {4, 8}, {4, 2}, {6, 3}, {8, 16}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         uint32_t p = shapes[i][0], m = shapes[i][1];
-        psched_schedule *s = generate_ok("1f1b", p, 0, m, NO_GROUP);
+        psched_schedule *s = tg_generate_ok("1f1b", p, 0, m, NO_GROUP);
         psched_report *r = NULL;
         if (!s)
             continue;
@@ -581,7 +519,7 @@ static void test_1f1b_peak_memory_is_min_m_p_minus_d(void)
 
 static void test_gpipe_peak_memory_is_m(void)
 {
-    psched_schedule *s = generate_ok("gpipe", 3, 0, 5, NO_GROUP);
+    psched_schedule *s = tg_generate_ok("gpipe", 3, 0, 5, NO_GROUP);
     psched_report *r = NULL;
     if (!s)
         return;

@@ -4,71 +4,14 @@
  * derived by hand from the specification (issue 3); closed forms are the
  * zero-bubble paper's, with unit costs and no communication latency. Op text
  * is PyTorch's: our B prints as "I". */
-#include "pipesched.h"
-#include "testutil.h"
+#include "testgolden.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#define NO_GROUP (-1)
-
-/* Generates with the given shape; v = 0 leaves the chunk count to the
- * generator, group < 0 leaves the group-size option unset. */
-static psched_status generate(const char *name, uint32_t p, uint32_t v, uint32_t m,
-                              int64_t group, psched_schedule **out)
-{
-    psched_plan *plan = NULL;
-    *out = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, p));
-    CHECK_OK(psched_plan_set_microbatches(plan, m));
-    CHECK_OK(psched_plan_set_chunks(plan, v));
-    if (group >= 0)
-        CHECK_OK(psched_plan_set_option(plan, "group-size", group));
-    psched_status st = psched_generate(plan, name, out);
-    psched_plan_destroy(plan);
-    return st;
-}
-
 static psched_schedule *generate_ok(const char *name, uint32_t p, uint32_t v, uint32_t m)
 {
-    psched_schedule *s = NULL;
-    CHECK_OK(generate(name, p, v, m, NO_GROUP, &s));
-    return s;
-}
-
-static char kind_letter(uint8_t kind)
-{
-    switch (kind) {
-    case PSCHED_OP_F:
-        return 'F';
-    case PSCHED_OP_B:
-        return 'I';
-    case PSCHED_OP_W:
-        return 'W';
-    case PSCHED_OP_BW:
-        return 'B';
-    default:
-        return '?';
-    }
-}
-
-/* Device d's order as PyTorch action text joined by commas; pins the loop
- * chunk and the absence of flags on the way. */
-static void device_text(const psched_schedule *s, uint32_t d, char *buf, size_t size)
-{
-    uint32_t p = psched_schedule_devices(s);
-    size_t n = psched_schedule_op_count(s, d), len = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && len < size; i++) {
-        psched_op op;
-        CHECK_OK(psched_schedule_ops(s, d, i, 1, &op, sizeof op));
-        CHECK_EQ_INT(op.stage % p, d);
-        CHECK_EQ_INT(op.chunk, op.stage / p);
-        CHECK_EQ_INT(op.flags, 0);
-        len += (size_t)snprintf(buf + len, size - len, "%s%u%c%u", i ? "," : "", op.stage,
-                                kind_letter(op.kind), op.microbatch);
-    }
+    return tg_generate_ok(name, p, v, m, NO_GROUP);
 }
 
 /* A CSV row of PyTorch's compute_only artifact with its idle (empty) cells
@@ -118,9 +61,9 @@ static void test_zb_h1_matches_paper_example_p4_m8(void)
     psched_schedule *s = generate_ok("zb-h1", 4, 0, 8);
     if (!s)
         return;
-    device_text(s, 0, buf, sizeof buf);
+    tg_device_text(s, 0, buf, sizeof buf);
     CHECK_STR(buf, s0);
-    device_text(s, 3, buf, sizeof buf);
+    tg_device_text(s, 3, buf, sizeof buf);
     CHECK_STR(buf, s3);
     psched_schedule_destroy(s);
 }
@@ -140,7 +83,7 @@ static void test_zb_h1_small_m_counts(void)
     if (!s)
         return;
     for (uint32_t d = 0; d < 4; d++) {
-        device_text(s, d, buf, sizeof buf);
+        tg_device_text(s, d, buf, sizeof buf);
         CHECK_STR(buf, expected[d]);
     }
     psched_schedule_destroy(s);
@@ -190,7 +133,7 @@ static void check_h2(uint32_t p, uint32_t m, const char *const *expected)
     if (!s)
         return;
     for (uint32_t d = 0; d < p; d++) {
-        device_text(s, d, buf, sizeof buf);
+        tg_device_text(s, d, buf, sizeof buf);
         CHECK_STR(buf, expected[d]);
     }
     CHECK_OK(psched_validate(s));
@@ -284,9 +227,9 @@ static void test_zb_h1_h2_validate_p1_to_8(void)
 static void test_zb_h_reject_chunks_2(void)
 {
     psched_schedule *s = NULL;
-    CHECK_EQ_INT(generate("zb-h1", 4, 2, 8, NO_GROUP, &s), PSCHED_EINVAL);
+    CHECK_EQ_INT(tg_generate("zb-h1", 4, 2, 8, NO_GROUP, &s), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "chunks (2) must be 1 for zb-h1");
-    CHECK_EQ_INT(generate("zb-h2", 4, 2, 8, NO_GROUP, &s), PSCHED_EINVAL);
+    CHECK_EQ_INT(tg_generate("zb-h2", 4, 2, 8, NO_GROUP, &s), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "chunks (2) must be 1 for zb-h2");
     CHECK(s == NULL);
 }
@@ -311,7 +254,7 @@ static void test_interleaved_zb_matches_pytorch_p2_v2_m8(void)
     CHECK_EQ_INT(psched_schedule_devices(s), 2);
     for (uint32_t d = 0; d < 2; d++) {
         strip_idle(rows[d], want, sizeof want);
-        device_text(s, d, got, sizeof got);
+        tg_device_text(s, d, got, sizeof got);
         CHECK_STR(got, want);
     }
     psched_schedule_destroy(s);
@@ -337,7 +280,7 @@ static void test_interleaved_zb_last_device_p4_m8_prefix(void)
     psched_schedule *s = generate_ok("interleaved-zb", 4, 2, 8);
     if (!s)
         return;
-    device_text(s, 3, got, sizeof got);
+    tg_device_text(s, 3, got, sizeof got);
     CHECK(strncmp(got, want, strlen(want)) == 0);
     if (strncmp(got, want, strlen(want)) != 0)
         fprintf(stderr, "  got: %s\n", got);
@@ -350,7 +293,7 @@ static void test_interleaved_zb_validates(void)
         for (uint32_t v = 2; v <= 4; v++) {
             for (uint32_t m = p; m <= 4 * p; m++) {
                 psched_schedule *s = NULL;
-                if (generate("interleaved-zb", p, v, m, NO_GROUP, &s) != PSCHED_OK)
+                if (tg_generate("interleaved-zb", p, v, m, NO_GROUP, &s) != PSCHED_OK)
                     continue; /* default N with m not a multiple of rounds */
                 CHECK_EQ_INT(psched_schedule_total_ops(s), 3 * (size_t)p * v * m);
                 CHECK_OK(psched_validate(s));
@@ -360,7 +303,7 @@ static void test_interleaved_zb_validates(void)
     }
     /* An explicit group size with a remainder group (10 = 4 + 4 + 2, p = 2). */
     psched_schedule *s = NULL;
-    CHECK_OK(generate("interleaved-zb", 2, 3, 10, 4, &s));
+    CHECK_OK(tg_generate("interleaved-zb", 2, 3, 10, 4, &s));
     if (s)
         CHECK_OK(psched_validate(s));
     psched_schedule_destroy(s);
@@ -387,17 +330,17 @@ static void test_interleaved_zb_m_below_p_matches_pytorch(void)
     };
     char buf[512];
     psched_schedule *s = NULL;
-    CHECK_OK(generate("interleaved-zb", 4, 2, 3, NO_GROUP, &s));
+    CHECK_OK(tg_generate("interleaved-zb", 4, 2, 3, NO_GROUP, &s));
     for (uint32_t d = 0; s && d < 4; d++) {
-        device_text(s, d, buf, sizeof buf);
+        tg_device_text(s, d, buf, sizeof buf);
         CHECK_STR(buf, p4_v2_m3[d]);
     }
     if (s)
         CHECK_OK(psched_validate(s));
     psched_schedule_destroy(s);
-    CHECK_OK(generate("interleaved-zb", 3, 3, 1, NO_GROUP, &s));
+    CHECK_OK(tg_generate("interleaved-zb", 3, 3, 1, NO_GROUP, &s));
     for (uint32_t d = 0; s && d < 3; d++) {
-        device_text(s, d, buf, sizeof buf);
+        tg_device_text(s, d, buf, sizeof buf);
         CHECK_STR(buf, p3_v3_m1[d]);
     }
     if (s)
@@ -408,17 +351,17 @@ static void test_interleaved_zb_m_below_p_matches_pytorch(void)
 static void test_interleaved_zb_check_errors(void)
 {
     psched_schedule *s = NULL;
-    CHECK_EQ_INT(generate("interleaved-zb", 4, 1, 8, NO_GROUP, &s), PSCHED_EINVAL);
+    CHECK_EQ_INT(tg_generate("interleaved-zb", 4, 1, 8, NO_GROUP, &s), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "chunks (1) must be >= 2 for interleaved-zb");
-    CHECK_EQ_INT(generate("interleaved-zb", 4, 2, 8, 3, &s), PSCHED_EINVAL);
+    CHECK_EQ_INT(tg_generate("interleaved-zb", 4, 2, 8, 3, &s), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "group-size (3) must be >= devices (4)");
-    CHECK_EQ_INT(generate("interleaved-zb", 4, 2, 8, 9, &s), PSCHED_EINVAL);
+    CHECK_EQ_INT(tg_generate("interleaved-zb", 4, 2, 8, 9, &s), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "group-size (9) must be <= microbatches (8)");
     /* 10 mod 4 = 2: a last group of 2 cannot fill 4 devices. */
-    CHECK_EQ_INT(generate("interleaved-zb", 4, 2, 10, 4, &s), PSCHED_EINVAL);
+    CHECK_EQ_INT(tg_generate("interleaved-zb", 4, 2, 10, 4, &s), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "microbatches (10) mod group-size (4) = 2");
     /* Default N: rounds = 9 div 4 = 2 does not divide 9. */
-    CHECK_EQ_INT(generate("interleaved-zb", 4, 2, 9, NO_GROUP, &s), PSCHED_EINVAL);
+    CHECK_EQ_INT(tg_generate("interleaved-zb", 4, 2, 9, NO_GROUP, &s), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "microbatches (9) must be a multiple of rounds (2)");
     CHECK(s == NULL);
 }
