@@ -1649,7 +1649,8 @@ PSCHED_API psched_lower_mode psched_schedule_lower_mode(const psched_schedule *s
  *  and a T pass per micro-batch, and its S passes (with the plan's option
  *  `vocab` 1, Vocab-1, its T passes too) end before its last backward.
  *  Without it the bound leaves them out, as it must for a schedule of the
- *  plan that does not hold them. */
+ *  plan that does not hold them; psched_schedule_bound() sets it for a
+ *  schedule that holds them. */
 #define PSCHED_BOUND_VOCAB_PASSES 0x2u
 
 /** Options of psched_bound() (NULL for the defaults). */
