@@ -20,7 +20,7 @@
  * hook longjmps back and the thread's GLPK environment is freed, as in
  * lib/optimizer/partition_glpk.c. */
 #include "optimal_milp.h"
-#include "optimizer.h" /* psched__now (lib/optimizer/clock.c) */
+#include "optimizer.h" /* psched__now, psched__glpk_ms_left (lib/optimizer/clock.c) */
 
 #include <math.h>
 #include <stdlib.h>
@@ -492,11 +492,6 @@ static void on_branch(glp_tree *tree, void *info)
         ctx->bound = fmax(ctx->bound, glp_ios_node_bound(tree, glp_ios_best_node(tree)));
 }
 
-static int ms_left(double deadline)
-{
-    return (int)fmin(fmax(1, (deadline - psched__now()) * 1000.0), 2e9);
-}
-
 /* Everything that calls GLPK; a GLPK error longjmps out of it. */
 static psched_status run_glpk(solve_ctx *ctx, uint32_t *pos, psched__exact_result *res)
 {
@@ -509,7 +504,7 @@ static psched_status run_glpk(solve_ctx *ctx, uint32_t *pos, psched__exact_resul
     glp_smcp sm;
     glp_init_smcp(&sm);
     sm.msg_lev = GLP_MSG_OFF;
-    sm.tm_lim = ms_left(deadline);
+    sm.tm_lim = psched__glpk_ms_left(deadline);
     int ret = glp_simplex(lp, &sm);
     if (ret == GLP_ETMLIM)
         return PSCHED_OK;
@@ -524,7 +519,7 @@ static psched_status run_glpk(solve_ctx *ctx, uint32_t *pos, psched__exact_resul
     io.msg_lev = GLP_MSG_OFF;
     io.cb_func = on_branch;
     io.cb_info = ctx;
-    io.tm_lim = ms_left(deadline);
+    io.tm_lim = psched__glpk_ms_left(deadline);
     ret = glp_intopt(lp, &io);
     res->nodes = ctx->nodes;
     if (ret != 0 && ret != GLP_ETMLIM && ret != GLP_ESTOP && ret != GLP_ENOPFS &&

@@ -2,6 +2,7 @@
  * clock set per thread. Depends on nothing in the optimizer. */
 #include "optimizer.h"
 
+#include <math.h>
 #include <time.h>
 
 static _Thread_local double (*test_clock)(void);
@@ -9,6 +10,11 @@ static _Thread_local double (*test_clock)(void);
 void psched__set_test_clock(double (*clock)(void))
 {
     test_clock = clock;
+}
+
+int psched__glpk_ms_left(double deadline)
+{
+    return (int)fmin(fmax(1, (deadline - psched__now()) * 1000.0), 2e9);
 }
 
 double psched__now(void)

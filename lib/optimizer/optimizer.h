@@ -151,6 +151,10 @@ static inline double psched__range_param(const psched__problem *pb, uint32_t i, 
 /* Monotonic wall-clock seconds (or the test clock, when one is set). */
 PSCHED_INTERNAL double psched__now(void);
 
+/* GLPK's time limit (tm_lim, milliseconds) until `deadline` on that clock:
+ * at least 1 (a call made late still gets a try), at most 2e9 (an int). */
+PSCHED_INTERNAL int psched__glpk_ms_left(double deadline);
+
 /* Test hook: on this thread psched__now() returns clock() instead of the
  * monotonic clock (NULL restores it), so tests check that every method
  * stops at its deadline without depending on wall-clock time. */

@@ -213,7 +213,7 @@ static psched_status run_glpk(solve_ctx *ctx, double time_limit, int32_t *chosen
     sm.msg_lev = GLP_MSG_OFF;
     sm.presolve = GLP_ON;
     /* Building and scaling took part of the time. */
-    sm.tm_lim = (int)fmin(fmax(1, (deadline - psched__now()) * 1000.0), 2e9);
+    sm.tm_lim = psched__glpk_ms_left(deadline);
     *found = *optimal = false;
     int ret = glp_simplex(lp, &sm);
     /* Out of time before the relaxation was solved: no solution, the
@@ -231,7 +231,7 @@ static psched_status run_glpk(solve_ctx *ctx, double time_limit, int32_t *chosen
     io.cb_func = on_branch;
     io.cb_info = ctx;
     /* The relaxation used part of the time; branch-and-cut gets the rest. */
-    io.tm_lim = (int)fmin(fmax(1, (deadline - psched__now()) * 1000.0), 2e9);
+    io.tm_lim = psched__glpk_ms_left(deadline);
     ret = glp_intopt(lp, &io);
     if (ret != 0 && ret != GLP_ETMLIM && ret != GLP_ENOPFS && ret != GLP_ENODFS)
         return psched_fail(PSCHED_ESOLVER, "GLPK branch-and-cut failed (code %d) on %zu columns",

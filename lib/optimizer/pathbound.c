@@ -815,7 +815,7 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
     glp_init_smcp(&sm);
     sm.msg_lev = GLP_MSG_OFF;
     sm.presolve = GLP_ON;
-    sm.tm_lim = (int)fmin(fmax(1, (until - psched__now()) * 1000.0), 2e9);
+    sm.tm_lim = psched__glpk_ms_left(until);
     int lp_rc = glp_simplex(lp, &sm);
     if (lp_rc == GLP_ENOPFS || (lp_rc == 0 && glp_get_status(lp) == GLP_NOFEAS)) {
         /* no partition below `below`, even fractional */
@@ -837,13 +837,15 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
      * 0.33%, interleaved v = 4 4.96% -> 3.21%; docs/optimizer.md) */
     io.gmi_cuts = GLP_OFF;
     io.mir_cuts = GLP_OFF;
-    io.tm_lim = (int)fmin(fmax(1, (until - psched__now()) * 1000.0), 2e9);
+    io.tm_lim = psched__glpk_ms_left(until);
     run_tree tree = {-INFINITY, 0, agg, naggs};
     io.cb_func = run_on_branch;
     io.cb_info = &tree;
     int rc = glp_intopt(lp, &io);
     *solved = rc == 0 && glp_mip_status(lp) == GLP_OPT;
-    *none = (rc == 0 && glp_mip_status(lp) == GLP_NOFEAS) || rc == GLP_ENOPFS;
+    /* (GLP_ENOPFS comes from the MIP presolver, off here: the LP above
+     * answers an infeasible relaxation) */
+    *none = rc == 0 && glp_mip_status(lp) == GLP_NOFEAS;
     bool stopped = rc == GLP_ETMLIM || rc == GLP_ESTOP;
     if (stopped && isfinite(tree.open)) {
         /* stopped: the optimum is in an open node (at least the largest
