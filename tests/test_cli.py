@@ -1022,6 +1022,19 @@ class TestSolveStatus(CliCase):
         self.assertIn("node-limit is a generator option", err)
         err = self.fails(2, "simulate", "--input", "-", "--group-size", "2", stdin="0F0,0B0\n")
         self.assertIn("group-size is a generator option", err)
+        # --vocab is one of them too, with its own reason, wherever it stands
+        for flags in (["--vocab", "1", "--option", "node-limit=3"],
+                      ["--option", "node-limit=3", "--vocab", "0"]):
+            err = self.fails(2, "simulate", "--input", "-", *flags, stdin="0F0,0B0\n")
+            self.assertIn("--vocab is a generator option", err)
+            self.assertIn("holds its VOCAB_S, VOCAB_T and COLLECTIVE ops itself", err)
+        # ... set in the order given: --vocab N is --option vocab=N
+        vocab = ["generate", "--schedule", "1f1b", "--devices", "2", "--microbatches", "4"]
+        self.assertEqual(self.ok(*vocab, "--vocab", "2"), self.ok(*vocab, "--option", "vocab=2"))
+        self.assertEqual(self.ok(*vocab, "--vocab", "2", "--option", "vocab=1"),
+                         self.ok(*vocab, "--vocab", "1"))
+        self.assertNotEqual(self.ok(*vocab, "--vocab", "1"), self.ok(*vocab, "--vocab", "2"))
+        self.assertNotEqual(self.ok(*vocab, "--vocab", "1"), self.ok(*vocab))
         too_many = [a for i in range(33) for a in ("--option", f"node-limit={i}")]
         err = self.fails(2, "simulate", *self.P3_M3, *too_many)
         self.assertIn("at most 32 generator options", err)

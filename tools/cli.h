@@ -50,7 +50,6 @@ typedef struct cli_costmodel {
     double pcie, budget;
     int offload; /* a psched_offload_policy, 0: none */
     /* Vocabulary Parallelism and collectives (cli_vocab.c) */
-    int vocab;                  /* --vocab N, -1: not given */
     bool have_vocab_cost, have_vocab_mem;
     double vocab_cost[2], vocab_mem[2];
     int coll_bytes_count;       /* --collective-bytes B0,B1,... */
@@ -69,7 +68,7 @@ typedef struct cli_opts {
     bool have_devices, have_microbatches, have_chunks, have_placement, have_format;
     uint32_t chains; /* --chains with --input: 0 = from the file's header (1 without) */
     bool pytorch;    /* --pytorch: csv-comms in PyTorch's own compute_comms dialect */
-    /* generator options: --option KEY=VALUE and --group-size N, in the
+    /* generator options: --option KEY=VALUE, --group-size N and --vocab N, in the
      * order given (a later KEY wins) */
     char option_key[CLI_OPTIONS_MAX][32];
     int64_t option_value[CLI_OPTIONS_MAX];

@@ -20,6 +20,7 @@ enum opt_id {
     OPT_MICROBATCHES,
     OPT_CHUNKS,
     OPT_GROUP_SIZE,
+    OPT_VOCAB,
     OPT_COST,
     OPT_COSTS_FILE,
     OPT_COMM,
@@ -73,7 +74,7 @@ static const struct opt_def {
     {"inter-node", OPT_COSTMODEL, true, PLAN_CMDS},
     {"pcie-bandwidth", OPT_COSTMODEL, true, PLAN_CMDS},
     {"offload", OPT_COSTMODEL, true, PLAN_CMDS},
-    {"vocab", OPT_COSTMODEL, true, PLAN_CMDS},
+    {"vocab", OPT_VOCAB, true, PLAN_CMDS},
     {"vocab-cost", OPT_COSTMODEL, true, PLAN_CMDS},
     {"vocab-mem", OPT_COSTMODEL, true, PLAN_CMDS},
     {"collective-bytes", OPT_COSTMODEL, true, PLAN_CMDS},
@@ -211,12 +212,13 @@ int cli_flag_value(const char *command, int argc, char **argv, int *i, char name
     return CLI_OK;
 }
 
-/* One more generator option (--option, --group-size; `shown` is the flag's
+/* One more generator option (--option, --group-size, --vocab; `shown` is
+ * the flag's
  * value, for the message). */
 static int push_option(cli_opts *o, const char *key, int64_t value, const char *shown)
 {
     if (o->options == CLI_OPTIONS_MAX) {
-        cli_error("'%s': at most %d generator options (--option, --group-size)", shown,
+        cli_error("'%s': at most %d generator options (--option, --group-size, --vocab)", shown,
                   CLI_OPTIONS_MAX);
         return CLI_USAGE;
     }
@@ -272,6 +274,14 @@ static int set_value(cli_opts *o, const struct opt_def *d, const char *v)
         uint32_t n;
         int rc = cli_flag_u32(d->name, v, 1, PSCHED_MAX_MICROBATCHES, &n);
         return rc == CLI_OK ? push_option(o, "group-size", n, v) : rc;
+    }
+    case OPT_VOCAB: { /* the option vocab (Vocabulary Parallelism), its own flag */
+        uint32_t n;
+        if (cli_strtou32(v, &n) != 0 || n > 2) {
+            cli_error("--vocab '%s': expected 0 (off), 1 (Vocab-1) or 2 (Vocab-2)", v);
+            return CLI_USAGE;
+        }
+        return push_option(o, "vocab", n, v);
     }
     case OPT_COST:
         o->have_cost = true;

@@ -115,7 +115,6 @@ void cli_costmodel_defaults(cli_costmodel *c)
 {
     memset(c, 0, sizeof *c);
     c->intra[0] = c->inter[0] = INFINITY;
-    c->vocab = -1;
 }
 
 /* The weights: a comma list ("1,1,4"), else a file of numbers separated by

@@ -33,14 +33,7 @@ static int list(const char *text, double *out, int max, bool signed_ok)
 
 int cli_vocab_flag(cli_costmodel *c, const char *flag, const char *v)
 {
-    if (strcmp(flag, "vocab") == 0) {
-        uint32_t n;
-        if (cli_strtou32(v, &n) != 0 || n > 2) {
-            cli_error("--vocab '%s': expected 0 (off), 1 (Vocab-1) or 2 (Vocab-2)", v);
-            return CLI_USAGE;
-        }
-        c->vocab = (int)n;
-    } else if (strcmp(flag, "vocab-cost") == 0) {
+    if (strcmp(flag, "vocab-cost") == 0) {
         if (list(v, c->vocab_cost, 2, false) != 2) {
             cli_error("--vocab-cost '%s': expected S,T: the times >= 0 of one S pass and one T "
                       "pass on one device", v);

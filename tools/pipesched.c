@@ -211,8 +211,6 @@ static int fill_plan(psched_plan *plan, const cli_opts *o, const psched_generato
     if (rc == CLI_OK && o->have_placement)
         rc = plan_setting(psched_plan_set_placement(plan, o->placement),
                           "--placement");
-    if (rc == CLI_OK && o->costmodel.vocab >= 0)
-        rc = plan_setting(psched_plan_set_option(plan, "vocab", o->costmodel.vocab), "--vocab");
     for (uint32_t i = 0; rc == CLI_OK && i < o->options; i++)
         rc = plan_setting(psched_plan_set_option(plan, o->option_key[i], o->option_value[i]),
                           "--option");
@@ -445,14 +443,15 @@ static int load_usage(const char *command, const cli_opts *o)
                   "--format csv-comms, not '%s'", command, o->format);
         return CLI_USAGE;
     }
-    if (o->input && o->options) {
-        cli_error("%s: %s is a generator option (--option, --group-size): it does not apply "
-                  "to --input", command, o->option_key[0]);
-        return CLI_USAGE;
-    }
-    if (o->input && o->costmodel.vocab >= 0) {
-        cli_error("%s: --vocab is a generator option: it does not apply to --input (a file "
-                  "holds its VOCAB_S, VOCAB_T and COLLECTIVE ops itself)", command);
+    for (uint32_t i = 0; o->input && i < o->options; i++) {
+        if (strcmp(o->option_key[i], "vocab") == 0)
+            cli_error("%s: --vocab is a generator option: it does not apply to --input (a file "
+                      "holds its VOCAB_S, VOCAB_T and COLLECTIVE ops itself)", command);
+        else if (i + 1 == o->options)
+            cli_error("%s: %s is a generator option (--option, --group-size, --vocab): it does "
+                      "not apply to --input", command, o->option_key[0]);
+        else
+            continue;
         return CLI_USAGE;
     }
     return CLI_OK;
