@@ -1054,7 +1054,7 @@ static void test_device_search_four_devices_matches_the_enumeration(void)
 {
     static const char *const names[] = {"interleaved", "interleaved-zb"};
     psched_model *model = run_model(18);
-    int listed = 0;
+    int listed = 0, below = 0, raised = 0;
     for (int k = 0; k < 4; k++) {
         psched_plan *plan = NULL;
         CHECK_OK(psched_plan_create(&plan));
@@ -1101,27 +1101,66 @@ static void test_device_search_four_devices_matches_the_enumeration(void)
                        q.name, k < 2 ? 0 : 0.25, q.limit, mk, q.fitting, unlimited);
             psched_partition_result_destroy(r);
         }
-        /* stopped early: the search's bound (its open subtrees' least) and
-         * the reported one never exceed the enumeration's fastest */
+        /* stopped early (every pass after `stop` nodes, the run MILP after
+         * its first node, the search after its first; every other stop from
+         * the slowest candidate without the device search's polish and with
+         * a dive of one node, so the bounds run with a slow incumbent),
+         * without and with the bound passes: the search's bound (its open subtrees' least,
+         * or a bound pass's threshold) and the reported one never exceed
+         * the enumeration's fastest; the bound passes never lower the
+         * reported bound nor slow the partition, and mostly raise it */
         static const size_t stops[] = {8, 12, 16, 24, 32, 48, 64, 96, 128, 192};
         for (size_t t = 0; t < sizeof stops / sizeof *stops; t++) {
             size_t stop = stops[t];
-            psched__devsearch_test_stop(stop);
-            psched_partition_result *r = NULL;
-            partition_by_device_search(model, plan, q.name, 0, &r);
-            psched__devsearch_test_stop(0);
-            double bound = psched__devsearch_test_bound();
-            double reported = psched_partition_makespan(r) * (1 - psched_partition_gap(r));
-            CHECK(bound <= q.best * (1 + 1e-9));
-            CHECK(reported <= q.best * (1 + 1e-9));
-            /* stopped with subtrees listed (a bound below the incumbent) */
-            listed += bound > 0 && bound < psched_partition_makespan(r) * (1 - 1e-9);
-            psched_partition_result_destroy(r);
+            double reported[2], mk[2];
+            for (int passes = 0; passes < 2; passes++) {
+                psched__certify_test_hooks(1, false); /* the search: one node */
+                size_t ended = psched__certify_test_bound_passes();
+                psched__certify_test_no_bound_passes(!passes);
+                psched__devsearch_test_stop(stop);
+                psched__run_milp_test_selects(1); /* (it would prove most) */
+                psched__certify_test_slowest_start(t % 2 == 1);
+                psched__devsearch_test_no_polish(t % 2 == 1);
+                psched__devsearch_test_dive(t % 2 == 1 ? 1 : 0);
+                psched_partition_result *r = NULL;
+                partition_by_device_search(model, plan, q.name, 0, &r);
+                bool ended_below = psched__certify_test_bound_passes() > ended;
+                psched__certify_test_slowest_start(false);
+                psched__devsearch_test_no_polish(false);
+                psched__devsearch_test_dive(0);
+                psched__run_milp_test_selects(0);
+                psched__devsearch_test_stop(0);
+                psched__certify_test_no_bound_passes(false);
+                psched__certify_test_hooks(0, false);
+                double bound = psched__devsearch_test_bound();
+                mk[passes] = psched_partition_makespan(r);
+                reported[passes] = mk[passes] * (1 - psched_partition_gap(r));
+                if (!(bound <= q.best * (1 + 1e-9)) ||
+                    !(reported[passes] <= q.best * (1 + 1e-9)))
+                    fprintf(stderr, "%s limit %g stop %zu passes %d: bounds %g, %g, best %g\n",
+                            q.name, q.limit, stop, passes, bound, reported[passes], q.best);
+                CHECK(bound <= q.best * (1 + 1e-9));
+                CHECK(reported[passes] <= q.best * (1 + 1e-9));
+                CHECK(psched_partition_status(r) != PSCHED_SOLVE_OPTIMAL ||
+                      fabs(mk[passes] - q.best) <= 1e-9 * q.best);
+                /* stopped with subtrees listed (a bound below the incumbent) */
+                if (!passes)
+                    listed += bound > 0 && bound < mk[0] * (1 - 1e-9);
+                else
+                    below += ended_below;
+                psched_partition_result_destroy(r);
+            }
+            CHECK(reported[1] >= reported[0] * (1 - 1e-9));
+            CHECK(mk[1] <= mk[0] * (1 + 1e-9));
+            raised += reported[1] > reported[0] * (1 + 1e-9);
         }
         psched_plan_destroy(plan);
     }
-    printf("# stopped early: %d of 40 runs with a bound from listed subtrees\n", listed);
+    printf("# stopped early: %d of 40 runs with a bound from listed subtrees; with the bound "
+           "passes, %d with one that ended below its threshold, %d with a higher bound\n",
+           listed, below, raised);
     CHECK(listed >= 12);
+    CHECK(below >= 12 && raised >= 12);
     psched_model_destroy(model);
 }
 

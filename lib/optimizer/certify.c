@@ -104,6 +104,8 @@ static _Thread_local size_t test_run_incumbents;
 static _Thread_local bool test_improve_only;
 static _Thread_local bool test_regenerate;
 static _Thread_local bool test_no_device_search;
+static _Thread_local bool test_no_bound_passes;
+static _Thread_local size_t test_bound_passes;
 static _Thread_local bool test_no_improve;
 static _Thread_local bool test_slowest_start;
 static _Thread_local double test_count_bound;
@@ -118,6 +120,16 @@ static _Thread_local uint8_t test_cand_choice[TEST_CAND_LAYERS];
 void psched__certify_test_no_device_search(bool off)
 {
     test_no_device_search = off;
+}
+
+void psched__certify_test_no_bound_passes(bool off)
+{
+    test_no_bound_passes = off;
+}
+
+size_t psched__certify_test_bound_passes(void)
+{
+    return test_bound_passes;
 }
 
 void psched__certify_test_no_improve(bool off)
@@ -183,6 +195,7 @@ void psched__certify_test_hooks(size_t node_cap, bool check)
     test_checks = 0;
     test_run_proofs = 0;
     test_run_incumbents = 0;
+    test_bound_passes = 0;
 }
 
 double psched__certify_test_worst(size_t *checks)
@@ -1960,10 +1973,15 @@ static void count_candidate(certify *c)
 /* Shares of the time left: the first pass and the second (after the run
  * MILP), which resumes it. With them the LLaMA-70B interleaved v = 4
  * search fits the planner's 1 s per candidate (a first share of 35% did
- * not). The first is 70% rather than half since the ninth pass: DualPipe
- * at L = 80, p = 8 on the grid, proven in 2.6 s at a 20 s limit, was not
- * at 5 s with half and is in 2.8 s with 70%; no benchmark row is slower. */
-#define DEVSEARCH_FIRST_SHARE 0.7
+ * not at the fourth pass). The first was 70% from the ninth pass (DualPipe
+ * at L = 80, p = 8 on the grid was then proven at 5 s with 70%, not with
+ * half) and is half again since the bound passes (seventeenth pass): the
+ * grid's rows the first pass does not prove gain more from the time left
+ * to the run MILP and the bound passes (L = 80, p = 16 DualPipe 2.06% ->
+ * 1.1%), DualPipe at p = 8 is proven in 1.5 and 2.8 s with half, and no
+ * example profile's status or step time changes, in `partition` at 5 s or
+ * in the planner at 1 s per candidate. */
+#define DEVSEARCH_FIRST_SHARE 0.5
 #define DEVSEARCH_SECOND_SHARE 0.6
 
 static psched_status device_consider(void *ctx, const psched__solution *sol, double *makespan,
@@ -1985,11 +2003,13 @@ static psched_status device_consider(void *ctx, const psched__solution *sol, dou
  * with more cannot be in a faster partition) and lo from the others' hi.
  * True when it proves the best optimal; *unfinished when it ran and
  * stopped early, *dove when its pass ended after a dive that found a
- * faster partition (psched__devsearch.dove). At most `share` of the time
- * left. */
-static bool device_certify(certify *c, double share, bool *unfinished, bool *dove)
+ * faster partition (psched__devsearch.dove), *below when it searched
+ * everything below `threshold` (> 0: a bound pass, from the root; 0: the
+ * search for the best, resumed where it stopped). Until `until`. */
+static bool device_run(certify *c, double until, double threshold, bool *unfinished, bool *dove,
+                       bool *below)
 {
-    *unfinished = *dove = false;
+    *unfinished = *dove = *below = false;
     psched__problem *pb = c->pb;
     if (!c->static_order || !isfinite(c->best) ||
         !psched__devsearch_applies(pb, c->work, c->static_order))
@@ -2020,19 +2040,24 @@ static bool device_certify(certify *c, double share, bool *unfinished, bool *dov
         ds.lo = lo;
         ds.hi = hi;
         ds.base = k.base;
-        ds.until = psched__now() + share * fmax(0, pb->deadline - psched__now());
+        ds.until = until;
         ds.ops_budget = DEVSEARCH_OPS_FACTOR * PSCHED__CERTIFY_OPS;
         ds.best = c->best;
+        ds.threshold = threshold;
         ds.best_sol = &c->best_sol;
         ds.consider = device_consider;
         ds.ctx = c;
-        ds.state = c->dev_state;
+        ds.state = threshold > 0 ? NULL : c->dev_state;
         psched_status st = psched__devsearch_run(&ds);
-        c->dev_state = ds.state;
+        if (threshold > 0)
+            psched__devsearch_free(&ds.state);
+        else
+            c->dev_state = ds.state;
         if (st && !c->st)
             c->st = st;
         proven = !st && ds.complete;
         *dove = !st && ds.dove;
+        *below = !st && ds.below;
         *unfinished = !st && !ds.complete && ds.nodes > 0;
         if (!st)
             c->dev_lb = fmax(c->dev_lb, ds.bound);
@@ -2042,6 +2067,52 @@ static bool device_certify(certify *c, double share, bool *unfinished, bool *dov
     psched__dealloc(lo);
     psched__dealloc(hi);
     return proven;
+}
+
+/* The device search for the best with `share` of the time left. */
+static bool device_certify(certify *c, double share, bool *unfinished, bool *dove)
+{
+    bool below;
+    double until = psched__now() + share * fmax(0, c->pb->deadline - psched__now());
+    return device_run(c, until, 0, unfinished, dove, &below);
+}
+
+/* Bound passes (docs/optimizer.md, "The device search", *Bound passes*):
+ * where the search for the best stopped with its bound at its root (depth
+ * first, the open bound rises only when a root child is closed, and under
+ * the best the subtrees hold millions of nodes), passes from the root that
+ * search only below a threshold T between the bound and the best: each
+ * that ends proves every partition at least T (or finds a faster one),
+ * and the nodes below T grow about tenfold for every fifth of the gap
+ * (L = 80, p = 16 interleaved-zb at v = 4: 75, 456, 4 783 and 79 200 nodes
+ * at 0.8, 1.8, 3.8 and 7.8 above the root's 1216.2, best 1230.2). The
+ * step starts at a sixteenth of the gap and doubles while a pass takes
+ * less than a tenth of the time left; a pass stopped by the time or its
+ * budget still bounds (its open subtrees' least, children by rising
+ * bound). True when a pass proves the best. At most `share` of the time
+ * left. */
+#define BOUND_PASS_FIRST_STEP (1.0 / 16)
+/* of the time left after the other bounds (the search gets the rest) */
+#define BOUND_PASS_SHARE 0.7
+static bool device_bound_passes(certify *c, double share)
+{
+    psched__problem *pb = c->pb;
+    double until = psched__now() + share * fmax(0, pb->deadline - psched__now());
+    double lb = fmax(fmax(c->path_lb, c->dev_lb), count_bound(c));
+    double step = (c->best - lb) * BOUND_PASS_FIRST_STEP;
+    while (!c->st && step > 0 && lb < c->best * (1 - 1e-9) && psched__now() < until) {
+        double t = fmin(lb + step, c->best), t0 = psched__now();
+        bool unfinished, dove, below;
+        if (device_run(c, until, t, &unfinished, &dove, &below))
+            return true;
+        if (!below)
+            break; /* stopped: its bound is in c->dev_lb */
+        lb = fmax(lb, fmin(t, c->best));
+        test_bound_passes++;
+        if (psched__now() - t0 < 0.1 * (until - psched__now()))
+            step *= 2;
+    }
+    return false;
 }
 
 static double overlap_bound(const psched__problem *pb);
@@ -2264,6 +2335,9 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         st = st ? st : c.st;
         if (!st && c.have_mult && !run_proven && !dev_proven)
             st = path_library(&c);
+        if (!st && !run_proven && !dev_proven && !test_no_device_search && !test_no_bound_passes)
+            dev_proven = device_bound_passes(&c, BOUND_PASS_SHARE);
+        st = st ? st : c.st;
     }
     /* its cuts charge every op its full time: not with an overlap saving */
     if (!st && c.best_sol.found && !c.stopped && !run_proven && !dev_proven && !count_proven &&

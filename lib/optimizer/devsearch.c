@@ -241,6 +241,14 @@ typedef struct dsctx {
     psched__solution sol;
 } dsctx;
 
+/* What a node's bound must stay below to be searched: the best, or in a
+ * bound pass (psched__devsearch.threshold) the threshold when lower. */
+static double cut_of(const psched__devsearch *ds)
+{
+    double cut = ds->best * (1 - DEVSEARCH_TOL);
+    return ds->threshold > 0 ? fmin(cut, ds->threshold) : cut;
+}
+
 bool psched__devsearch_applies(const psched__problem *pb, const psched_plan *plan,
                                const psched_schedule *order)
 {
@@ -1192,7 +1200,7 @@ static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool counts, bool last, 
     const uint32_t *cutset[DEVSEARCH_DOMINATORS];
     size_t from = counts ? 0 : x->group[e], to = counts ? x->nopt[e] : x->gend[e][from];
     for (size_t o = from; o < to && !x->stop && nk < enough; o = counts ? x->gend[e][o] : o + 1) {
-        double cut = ds->best * (1 - DEVSEARCH_TOL);
+        double cut = cut_of(ds);
         if (counts) {
             uint32_t n = x->opt_total[e][o];
             if (n > left)
@@ -1292,7 +1300,7 @@ static void dfs(dsctx *x, uint32_t depth, uint32_t left, bool resume)
         if (x->stop || be == UINT32_MAX)
             return;
         *lv = (level){x->kids[depth], nbest, 0, be, true};
-        if (x->diving)
+        if (x->diving || x->ds->threshold > 0)
             qsort(lv->kids, lv->n, sizeof *lv->kids, okey_cmp);
     }
     uint32_t be = lv->dev, vd = x->nst[be];
@@ -1315,7 +1323,7 @@ static void dfs(dsctx *x, uint32_t depth, uint32_t left, bool resume)
             x->stop = true;
             break;
         }
-        if (lv->kids[k].key >= ds->best * (1 - DEVSEARCH_TOL))
+        if (lv->kids[k].key >= cut_of(ds))
             continue; /* cut by a better incumbent found since */
         uint32_t o = lv->kids[k].idx;
         x->chosen[be] = o;
@@ -1531,7 +1539,7 @@ static psched_status sort_options(dsctx *x, uint32_t e)
 static bool narrow(dsctx *x)
 {
     psched__devsearch *ds = x->ds;
-    double cut = ds->best * (1 - DEVSEARCH_TOL);
+    double cut = cut_of(ds);
     uint32_t D = x->D, count = ds->run->count;
     for (uint32_t e = 0; e < D; e++) {
         uint32_t lo = UINT32_MAX, hi = 0;
@@ -1697,7 +1705,7 @@ static bool polish_try(polisher *q, uint32_t e, const uint32_t *v, double work)
 {
     dsctx *x = q->x;
     psched__devsearch *ds = x->ds;
-    double cut = ds->best * (1 - DEVSEARCH_TOL);
+    double cut = cut_of(ds);
     bool kept = false;
     /* its own work alone (scan()'s first test) */
     if (ds->base[e] + x->m * (work - x->end_work[e]) < cut) {
@@ -1854,7 +1862,7 @@ static void polish(dsctx *x)
             put(&q, e, q.cur[e].opt + pick * vd);
     }
     if (all) {
-        double cut = ds->best * (1 - DEVSEARCH_TOL), mk = evaluate(x, cut);
+        double cut = cut_of(ds), mk = evaluate(x, cut);
         if (mk < cut) {
             leaf(x, mk);
             test_polish_gains += ds->best < cut;
@@ -1922,6 +1930,8 @@ static psched_status search(dsctx *x)
     x->stop = false;
     x->ops = 0;
     ds->dove = false;
+    if (ds->threshold > 0)
+        x->dived = true; /* a bound pass: no dive, children by rising bound */
     if (!resume && !x->dived) {
         /* the dive: children by rising bound, DEVSEARCH_DIVE_NODES nodes */
         double before = ds->best;
@@ -1949,9 +1959,10 @@ static psched_status search(dsctx *x)
     if (!x->stop && !searched)
         dfs(x, 0, ds->run->count, resume); /* narrow() left the count within [ulo, uhi] */
     psched_status st = x->st;
-    ds->complete = !st && !x->stop && !x->mismatch;
-    double cut = ds->best * (1 - DEVSEARCH_TOL);
-    ds->bound = st || x->mismatch ? 0 : ds->complete ? cut : fmin(cut, open_bound(x));
+    double cut = cut_of(ds);
+    ds->below = !st && !x->stop && !x->mismatch;
+    ds->complete = ds->below && cut >= ds->best * (1 - DEVSEARCH_TOL);
+    ds->bound = st || x->mismatch ? 0 : ds->below ? cut : fmin(cut, open_bound(x));
     test_bound = ds->bound;
     test_proofs += ds->complete;
     if (!st && x->stop && !x->mismatch) {
@@ -1977,10 +1988,16 @@ void psched__devsearch_free(void **state)
 
 static psched_status run_pass(psched__devsearch *ds)
 {
-    ds->complete = false;
+    ds->complete = ds->below = false;
     ds->nodes = ds->options = 0;
     ds->bound = 0;
     dsctx *old = ds->state;
+    if (old && ds->threshold > 0) {
+        /* its lists were cut at another threshold: a bound pass starts
+         * from the root */
+        psched__devsearch_free(&ds->state);
+        old = NULL;
+    }
     if (old) {
         /* go on from where the search stopped: its options, their order
          * and the ranges were built for the incumbent it started from, a
@@ -2064,7 +2081,7 @@ static psched_status run_pass(psched__devsearch *ds)
         }
         if (ds->hi[e] < need || ds->lo[e] > ds->hi[e]) {
             /* the count bound leaves the device nothing: no partition is faster */
-            ds->complete = true;
+            ds->complete = ds->below = true;
             test_proofs++;
             free_ctx(&x);
             return PSCHED_OK;
@@ -2121,7 +2138,7 @@ static psched_status run_pass(psched__devsearch *ds)
     ds->options = x.total_opts;
     /* stopped at the cap (not in the configurations: they are all listed) */
     bool capped = x.stop && x.total_opts >= options_max();
-    if (!st && capped) {
+    if (!st && capped && ds->threshold <= 0) {
         /* too many options for the search; the polish makes its groups
          * itself */
         x.stop = false;
@@ -2133,9 +2150,12 @@ static psched_status run_pass(psched__devsearch *ds)
         return st;
     }
     if (!narrow(&x)) {
-        /* no device can hold a count within the best: none is faster */
-        ds->complete = true;
-        test_proofs++;
+        /* no device can hold a count within the best (in a bound pass, the
+         * threshold): none is faster */
+        ds->below = true;
+        ds->complete = cut_of(ds) >= ds->best * (1 - DEVSEARCH_TOL);
+        ds->bound = ds->complete ? 0 : cut_of(ds);
+        test_proofs += ds->complete;
         free_ctx(&x);
         return PSCHED_OK;
     }
@@ -2219,7 +2239,8 @@ static psched_status run_pass(psched__devsearch *ds)
         free_ctx(&x);
         return st;
     }
-    polish(&x);
+    if (ds->threshold <= 0)
+        polish(&x); /* (a bound pass leaves the incumbent to the others) */
     if (x.st || x.mismatch) {
         st = x.st;
         free_ctx(&x);

@@ -44,6 +44,13 @@ typedef struct psched__devsearch {
     double until;                 /* psched__now() value to stop at */
     size_t ops_budget;            /* evaluated ops, at most */
     double best;                  /* the incumbent's step time */
+    /* > 0: a bound pass. Only nodes whose bound is below it (and the
+     * best) are searched, children by rising bound, no dive or polish;
+     * when it ends every partition is at least the threshold or faster
+     * than the best it started with (found: the new best). 0: the search
+     * proves or refutes the best. A bound pass starts from the root: its
+     * state is not resumed by a pass with another threshold. */
+    double threshold;
     const psched__solution *best_sol;
     /* simulates a partition the search found faster (the library's
      * simulator is the judge) into *makespan and returns the incumbent's
@@ -57,6 +64,7 @@ typedef struct psched__devsearch {
     /* out */
     size_t nodes, options;
     bool complete; /* the enumeration ended: no partition beats `best` (within 1e-9) */
+    bool below;    /* the enumeration below the threshold (or the best) ended */
     bool dove;     /* the pass ended after its first dive (depth first by rising
                       bound, a fixed count of nodes) found a faster partition;
                       the next pass searches from the root */

@@ -423,6 +423,11 @@ PSCHED_INTERNAL void psched__certify_test_regenerate(bool always);
 /* Test hook: off = true skips the device search (devsearch.h) on this
  * thread, so the other bounds and the search are exercised. */
 PSCHED_INTERNAL void psched__certify_test_no_device_search(bool off);
+/* Test hooks: off = true skips the device search's bound passes on this
+ * thread; the count of passes that ended below their threshold since
+ * psched__certify_test_hooks(). */
+PSCHED_INTERNAL void psched__certify_test_no_bound_passes(bool off);
+PSCHED_INTERNAL size_t psched__certify_test_bound_passes(void);
 /* Test hook: off = true skips the local search on this thread (the
  * search and the bounds start from the solver's and the baselines' best). */
 PSCHED_INTERNAL void psched__certify_test_no_improve(bool off);
