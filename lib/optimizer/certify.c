@@ -1980,9 +1980,14 @@ static void count_candidate(certify *c)
  * to the run MILP and the bound passes (L = 80, p = 16 DualPipe 2.06% ->
  * 1.1%), DualPipe at p = 8 is proven in 1.5 and 2.8 s with half, and no
  * example profile's status or step time changes, in `partition` at 5 s or
- * in the planner at 1 s per candidate. */
+ * in the planner at 1 s per candidate. The second (resumed) pass had 60%
+ * until then; a quarter leaves the bound passes more (L = 128, p = 16
+ * interleaved at v = 4 6.17% -> 5.78%, interleaved-zb 2.10% -> 1.78%; a
+ * tenth gave the same) and the profiles do not move, Gemma2-9B
+ * interleaved-zb at 60 GB in the planner at 5 s per candidate included
+ * (proven by the resumed pass). */
 #define DEVSEARCH_FIRST_SHARE 0.5
-#define DEVSEARCH_SECOND_SHARE 0.6
+#define DEVSEARCH_SECOND_SHARE 0.25
 
 static psched_status device_consider(void *ctx, const psched__solution *sol, double *makespan,
                                      double *best)
