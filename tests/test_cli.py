@@ -1288,6 +1288,12 @@ class TestLayouts(CliCase):
             self.assertTrue(lines[k].endswith(f"this is rank {runs[0] + 1}, the fastest plan "
                                               "that fits and that Megatron-LM can take"))
         self.assertIn("schedule 1f1b, p = 2, v = 1", lines[runs[0]])
+        # the figures by hand: 6 layers of f = b = w = 1 and a head of 2, 2, 2
+        # (an embedding of no time) split 4 | 2 + head give both stages 12 per
+        # micro-batch, every other split one stage of 15 or more; 1F1B over
+        # equal stages takes (m + p - 1)(f + b + w) = 9 x 12 = 108
+        self.assertIn("simulated step time 108,", lines[runs[0]])
+        self.assertIn('--pipeline-model-parallel-layout "Et*4|ttL"', lines)
         # torchtitan: the first that is not a vocab candidate
         first = next(k for k, a in enumerate(ranked) if not a["vocab"])
         head = self.ok(*shape, "--emit", "torchtitan").splitlines()[first]
