@@ -443,15 +443,16 @@ static int load_usage(const char *command, const cli_opts *o)
                   "--format csv-comms, not '%s'", command, o->format);
         return CLI_USAGE;
     }
-    for (uint32_t i = 0; o->input && i < o->options; i++) {
-        if (strcmp(o->option_key[i], "vocab") == 0)
+    if (o->input && o->options) {
+        bool vocab = false;
+        for (uint32_t i = 0; i < o->options; i++)
+            vocab = vocab || strcmp(o->option_key[i], "vocab") == 0;
+        if (vocab)
             cli_error("%s: --vocab is a generator option: it does not apply to --input (a file "
                       "holds its VOCAB_S, VOCAB_T and COLLECTIVE ops itself)", command);
-        else if (i + 1 == o->options)
+        else
             cli_error("%s: %s is a generator option (--option, --group-size, --vocab): it does "
                       "not apply to --input", command, o->option_key[0]);
-        else
-            continue;
         return CLI_USAGE;
     }
     return CLI_OK;

@@ -2052,12 +2052,9 @@ static bool device_run(certify *c, double until, double threshold, bool *unfinis
         ds.best_sol = &c->best_sol;
         ds.consider = device_consider;
         ds.ctx = c;
-        ds.state = threshold > 0 ? NULL : c->dev_state;
+        ds.state = c->dev_state;
         psched_status st = psched__devsearch_run(&ds);
-        if (threshold > 0)
-            psched__devsearch_free(&ds.state);
-        else
-            c->dev_state = ds.state;
+        c->dev_state = ds.state;
         if (st && !c->st)
             c->st = st;
         proven = !st && ds.complete;
@@ -2105,14 +2102,14 @@ static bool device_bound_passes(certify *c, double share)
     double until = psched__now() + share * fmax(0, pb->deadline - psched__now());
     double lb = fmax(fmax(c->path_lb, c->dev_lb), count_bound(c));
     double step = (c->best - lb) * BOUND_PASS_FIRST_STEP;
-    while (!c->st && step > 0 && lb < c->best * (1 - 1e-9) && psched__now() < until) {
+    while (!c->st && lb < c->best * (1 - 1e-9) && psched__now() < until) {
         double t = fmin(lb + step, c->best), t0 = psched__now();
         bool unfinished, dove, below;
         if (device_run(c, until, t, &unfinished, &dove, &below))
             return true;
         if (!below)
             break; /* stopped: its bound is in c->dev_lb */
-        lb = fmax(lb, fmin(t, c->best));
+        lb = t; /* (a best found below t would have made the pass a proof) */
         test_bound_passes++;
         if (psched__now() - t0 < 0.1 * (until - psched__now()))
             step *= 2;

@@ -249,6 +249,13 @@ static double cut_of(const psched__devsearch *ds)
     return ds->threshold > 0 ? fmin(cut, ds->threshold) : cut;
 }
 
+/* Whether a search that ended below cut_of() proves the best: it searched
+ * below the best itself (no threshold under it). */
+static bool proves_best(const psched__devsearch *ds)
+{
+    return cut_of(ds) >= ds->best * (1 - DEVSEARCH_TOL);
+}
+
 bool psched__devsearch_applies(const psched__problem *pb, const psched_plan *plan,
                                const psched_schedule *order)
 {
@@ -1961,11 +1968,12 @@ static psched_status search(dsctx *x)
     psched_status st = x->st;
     double cut = cut_of(ds);
     ds->below = !st && !x->stop && !x->mismatch;
-    ds->complete = ds->below && cut >= ds->best * (1 - DEVSEARCH_TOL);
+    ds->complete = ds->below && proves_best(ds);
     ds->bound = st || x->mismatch ? 0 : ds->below ? cut : fmin(cut, open_bound(x));
     test_bound = ds->bound;
     test_proofs += ds->complete;
-    if (!st && x->stop && !x->mismatch) {
+    if (!st && x->stop && !x->mismatch && ds->threshold <= 0) {
+        /* (a bound pass keeps nothing: its lists were cut at its threshold) */
         dsctx *keep = psched__calloc(1, sizeof *keep);
         if (keep) {
             *keep = *x;
@@ -1991,13 +1999,9 @@ static psched_status run_pass(psched__devsearch *ds)
     ds->complete = ds->below = false;
     ds->nodes = ds->options = 0;
     ds->bound = 0;
-    dsctx *old = ds->state;
-    if (old && ds->threshold > 0) {
-        /* its lists were cut at another threshold: a bound pass starts
-         * from the root */
-        psched__devsearch_free(&ds->state);
-        old = NULL;
-    }
+    /* a bound pass starts from the root and leaves the state it was given
+     * (the search for the best's) as it is */
+    dsctx *old = ds->threshold > 0 ? NULL : ds->state;
     if (old) {
         /* go on from where the search stopped: its options, their order
          * and the ranges were built for the incumbent it started from, a
@@ -2153,7 +2157,7 @@ static psched_status run_pass(psched__devsearch *ds)
         /* no device can hold a count within the best (in a bound pass, the
          * threshold): none is faster */
         ds->below = true;
-        ds->complete = cut_of(ds) >= ds->best * (1 - DEVSEARCH_TOL);
+        ds->complete = proves_best(ds);
         ds->bound = ds->complete ? 0 : cut_of(ds);
         test_proofs += ds->complete;
         free_ctx(&x);
@@ -2259,7 +2263,9 @@ psched_status psched__devsearch_run(psched__devsearch *ds)
 {
     psched_status st = run_pass(ds);
     /* test hook: passes of test_slice nodes, each resuming the last */
-    for (size_t k = 0; test_slice && !st && !ds->complete && ds->state && k < 100000; k++)
+    for (size_t k = 0; test_slice && ds->threshold <= 0 && !st && !ds->complete && ds->state &&
+                       k < 100000;
+         k++)
         st = run_pass(ds);
     return st;
 }

@@ -48,8 +48,8 @@ typedef struct psched__devsearch {
      * best) are searched, children by rising bound, no dive or polish;
      * when it ends every partition is at least the threshold or faster
      * than the best it started with (found: the new best). 0: the search
-     * proves or refutes the best. A bound pass starts from the root: its
-     * state is not resumed by a pass with another threshold. */
+     * proves or refutes the best. A bound pass starts from the root, keeps
+     * no state and leaves `state` as it was given. */
     double threshold;
     const psched__solution *best_sol;
     /* simulates a partition the search found faster (the library's
