@@ -907,6 +907,37 @@ class TestOptimizer(Case):
             self.assertEqual(firsts[:2], firsts[2:])
             self.assertEqual(sum(c for _, c in firsts[:2]), 8)
 
+    def test_a_partition_is_rebuilt_from_its_counts_and_recompute(self):
+        # docs/pytorch.md's recipe for ranks that must agree: one rank
+        # partitions, the others rebuild the same partition from its layer
+        # counts and recompute choices with Partition.evaluate() (for DualPipe
+        # its 2p stages and 2L choices, as partition() lists them). The
+        # memory limit binds: each schedule's fastest partition without it
+        # holds 69 to 95 on a device (first device of 1F1B, no recompute:
+        # 4 + 7 * 1 params + (1 + 7 * 4) * 2 in flight = 69), so the choices
+        # are not all "none".
+        m = pipesched.Model()
+        self.addCleanup(m.close)
+        m.add_layers("embedding", 1, 0.2, 0.2, 0.2, 1, 4)
+        m.add_layers("layer", 10, 1, 1, 1, 4, 1, selective=(2, 0.25), full=(0.5, 1))
+        m.add_layers("head", 1, 3, 3, 3, 8, 4)
+        cases = (("1f1b", None), ("interleaved", 2), ("v-zb", 2), ("dualpipe", None))
+        for schedule, chunks in cases:
+            with self.subTest(schedule=schedule), \
+                    pipesched.Plan(devices=2, microbatches=4, chunks=chunks or 0,
+                                   mem_limit=40) as plan:
+                made = pipesched.partition(m, plan, schedule, time_limit=5)
+                self.assertIn(made.status, ("optimal", "feasible"))
+                self.assertIn("none", made.recompute)
+                self.assertNotEqual(set(made.recompute), {"none"})
+                again = pipesched.Partition.evaluate(
+                    m, plan, schedule, [st.count for st in made.stages], made.recompute)
+                self.assertEqual(again.status, "feasible")
+                self.assertEqual(again.makespan, made.makespan)
+                self.assertEqual(again.recompute, made.recompute)
+                self.assertEqual(again.stages, made.stages)
+                self.assertEqual(again.devices, made.devices)
+
     def test_plan_search_ranks_and_reports_failures(self):
         # 8 equal layers, p = 2, m = 4: 1f1b gives (m+p-1)·12 = 60; dualpipe
         # (two chains, partitioned together) fits like the others.
