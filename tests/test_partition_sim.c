@@ -616,7 +616,7 @@ static void test_run_milp_stopped_tree_bound_is_sound(void)
         return; /* no MILP to stop */
     rng_state = 20261127;
     int cases = 0, trees = 0, tightest = 0;
-    size_t incumbents = 0;
+    size_t incumbents = 0, found = 0;
     psched__certify_test_no_device_search(true);
     for (size_t k = 0; k < sizeof run_kinds / sizeof *run_kinds; k++) {
         for (int t = 0; t < 30; t++) {
@@ -639,9 +639,28 @@ static void test_run_milp_stopped_tree_bound_is_sound(void)
             psched__certify_test_no_improve(false);
             psched__run_milp_test_selects(0);
             incumbents += psched__certify_test_run_incumbents();
+            double mk = psched_partition_makespan(r);
+            /* every integer solution GLPK found on its way that fits is
+             * at least as slow as the partition returned */
+            for (size_t i = 0; i < psched__certify_test_run_found(); i++) {
+                uint32_t counts[16];
+                uint8_t choice[10];
+                if (!psched__certify_test_run_solution(i, counts, o.R, choice, o.L))
+                    continue;
+                psched_recompute rec[10];
+                for (uint32_t l = 0; l < o.L; l++)
+                    rec[l] = (psched_recompute)choice[l];
+                psched_partition_result *x = NULL;
+                CHECK_OK(psched_partition_evaluate(model, plan, o.name, counts, o.R, rec, &x));
+                if (psched_partition_status(x) == PSCHED_SOLVE_FEASIBLE) {
+                    found++;
+                    CHECK(mk <= psched_partition_makespan(x) * (1 + 1e-9));
+                }
+                psched_partition_result_destroy(x);
+            }
             psched__certify_test_hooks(0, false);
             double tree = psched__certify_test_run_tree();
-            double mk = psched_partition_makespan(r), gap = psched_partition_gap(r);
+            double gap = psched_partition_gap(r);
             double bound = mk * (1 - gap);
             if (!(tree <= o.best * (1 + 1e-9)) || !(bound <= o.best * (1 + 1e-9)))
                 fprintf(stderr, "%s p=%u v=%u m=%u L=%u limit %g: tree %g, bound %g, best %g\n",
@@ -658,10 +677,56 @@ static void test_run_milp_stopped_tree_bound_is_sound(void)
     }
     psched__certify_test_no_device_search(false);
     printf("# stopped run MILP: %d instances, %d with a tree bound, %d where it is the bound "
-           "reported, %zu incumbents taken\n",
-           cases, trees, tightest, incumbents);
+           "reported, %zu incumbents taken, %zu integer solutions found that fit\n",
+           cases, trees, tightest, incumbents, found);
     CHECK(cases >= 40);
     CHECK(trees >= 10);
+}
+
+/* The grid's shape (an embedding, `run` identical layers with both
+ * recompute kinds, a head) on p = 2, m = 8, v = 4 with the memory limit at
+ * 70% of the even split's largest device under `schedule`, and the
+ * certificate's hooks of the run MILP tests (no local search, no device
+ * search, from the slowest candidate; off again with
+ * run_milp_hooks_off()): returns the limit. */
+static double run_milp_instance(uint32_t run, const char *schedule, psched_model **model,
+                                psched_plan **plan)
+{
+    CHECK_OK(psched_model_create(model));
+    CHECK_OK(psched_model_add_layers(*model, "embedding", 1, 0.2, 0.2, 0.2, 1, 40));
+    CHECK_OK(psched_model_add_layers(*model, "layer", run, 1, 1, 1, 4, 10));
+    CHECK_OK(psched_model_set_recompute(*model, 1, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
+    CHECK_OK(psched_model_set_recompute(*model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
+    CHECK_OK(psched_model_add_layers(*model, "head", 1, 3, 3, 3, 8, 40));
+    CHECK_OK(psched_plan_create(plan));
+    CHECK_OK(psched_plan_set_devices(*plan, 2));
+    CHECK_OK(psched_plan_set_microbatches(*plan, 8));
+    CHECK_OK(psched_plan_set_chunks(*plan, 4));
+    psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+    opt.method = PSCHED_PARTITION_EVEN;
+    psched_partition_result *e = NULL;
+    CHECK_OK(psched_partition(*model, *plan, schedule, &opt, &e));
+    double most = 0;
+    for (uint32_t d = 0; d < 2; d++) {
+        double params, memory, peak;
+        CHECK_OK(psched_partition_device(e, d, &params, &memory, &peak));
+        most = fmax(most, memory);
+    }
+    psched_partition_result_destroy(e);
+    CHECK_OK(psched_plan_set_memory_limit(*plan, 0.7 * most));
+    psched__certify_test_no_device_search(true);
+    psched__certify_test_no_improve(true);
+    psched__certify_test_slowest_start(true);
+    return 0.7 * most;
+}
+
+static void run_milp_hooks_off(void)
+{
+    psched__run_milp_test_selects(0);
+    psched__certify_test_hooks(0, false);
+    psched__certify_test_no_improve(false);
+    psched__certify_test_slowest_start(false);
+    psched__certify_test_no_device_search(false);
 }
 
 /* A run MILP stopped with an incumbent (issue 17 item 5, eleventh pass):
@@ -679,34 +744,10 @@ static void test_run_milp_stopped_tree_bound_is_sound(void)
 static void test_run_milp_stopped_incumbent_is_simulated(void)
 {
     psched_model *model = NULL;
-    CHECK_OK(psched_model_create(&model));
-    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.2, 0.2, 0.2, 1, 40));
-    CHECK_OK(psched_model_add_layers(model, "layer", 10, 1, 1, 1, 4, 10));
-    CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
-    CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
-    CHECK_OK(psched_model_add_layers(model, "head", 1, 3, 3, 3, 8, 40));
     psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, 2));
-    CHECK_OK(psched_plan_set_microbatches(plan, 8));
-    CHECK_OK(psched_plan_set_chunks(plan, 4));
+    double limit = run_milp_instance(10, "interleaved", &model, &plan);
     psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
     opt.time_limit = 86400; /* the budgets and the hooks end it, not the clock */
-    opt.method = PSCHED_PARTITION_EVEN;
-    psched_partition_result *e = NULL;
-    CHECK_OK(psched_partition(model, plan, "interleaved", &opt, &e));
-    double most = 0;
-    for (uint32_t d = 0; d < 2; d++) {
-        double params, memory, peak;
-        CHECK_OK(psched_partition_device(e, d, &params, &memory, &peak));
-        most = fmax(most, memory);
-    }
-    double limit = 0.7 * most;
-    CHECK_OK(psched_plan_set_memory_limit(plan, limit));
-    opt.method = PSCHED_PARTITION_ILP;
-    psched__certify_test_no_device_search(true);
-    psched__certify_test_no_improve(true);
-    psched__certify_test_slowest_start(true);
     size_t stops = 0, taken = 0;
     for (size_t selects = 14; selects <= 34; selects += 2) {
         psched__certify_test_hooks(5, false);
@@ -739,15 +780,76 @@ static void test_run_milp_stopped_incumbent_is_simulated(void)
         psched_partition_result_destroy(x);
         psched_partition_result_destroy(r);
     }
-    psched__run_milp_test_selects(0);
-    psched__certify_test_hooks(0, false);
-    psched__certify_test_no_improve(false);
-    psched__certify_test_slowest_start(false);
-    psched__certify_test_no_device_search(false);
+    run_milp_hooks_off();
     printf("# stopped run MILP: an incumbent taken at %zu of %zu stops, each evaluated again\n",
            taken, stops);
     CHECK(taken >= 1);
-    psched_partition_result_destroy(e);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
+/* Every integer solution GLPK finds on the run MILP's way is a partition
+ * (its rows bound the step time from below, so the one with the least
+ * bound, which GLPK keeps, need not be the fastest simulated, and a search
+ * the clock stops keeps only its last): the certificate simulates each and
+ * keeps the fastest that fits. The grid's shape at L = 14, p = 2,
+ * interleaved-zb v = 4, m = 8, memory limit 70% of the even split's
+ * largest device, the local search and the device search off, started
+ * from the slowest candidate, the certificate's search cut after 5 nodes,
+ * GLPK stopped after 40, 48, ..., 80 node selections and once not
+ * stopped: each solution a test hook recorded, evaluated again through
+ * psched_partition_evaluate(), is never faster than the partition returned
+ * when it fits. From 48 selections on, GLPK's first solution simulates
+ * 210.4 and its last, which it stops with, 211.1: a certificate that
+ * simulated only the last returned 211.1 (found by a search over these
+ * shapes with that mutant). */
+static void test_run_milp_keeps_its_fastest_integer_solution(void)
+{
+    if (!psched__have_glpk())
+        return; /* no MILP */
+    psched_model *model = NULL;
+    psched_plan *plan = NULL;
+    run_milp_instance(12, "interleaved-zb", &model, &plan);
+    psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+    opt.time_limit = 86400; /* the budgets and the hooks end it, not the clock */
+    size_t found = 0, fitting = 0, runs = 0;
+    for (size_t selects = 40; selects <= 88; selects += 8) {
+        psched__certify_test_hooks(5, false);
+        psched__run_milp_test_selects(selects <= 80 ? selects : 0);
+        psched_partition_result *r = NULL;
+        CHECK_OK(psched_partition(model, plan, "interleaved-zb", &opt, &r));
+        double mk = psched_partition_makespan(r);
+        size_t n = psched__certify_test_run_found();
+        found += n;
+        runs++;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t counts[8];
+            uint8_t choice[14];
+            if (!psched__certify_test_run_solution(i, counts, 8, choice, 14))
+                continue;
+            psched_recompute rec[14];
+            for (uint32_t l = 0; l < 14; l++)
+                rec[l] = (psched_recompute)choice[l];
+            psched_partition_result *x = NULL;
+            CHECK_OK(psched_partition_evaluate(model, plan, "interleaved-zb", counts, 8, rec,
+                                               &x));
+            if (psched_partition_status(x) == PSCHED_SOLVE_FEASIBLE) {
+                fitting++;
+                if (!(mk <= psched_partition_makespan(x) * (1 + 1e-9)))
+                    fprintf(stderr, "selects %zu: solution %zu simulates %g, returned %g\n",
+                            selects, i, psched_partition_makespan(x), mk);
+                CHECK(mk <= psched_partition_makespan(x) * (1 + 1e-9));
+            }
+            psched_partition_result_destroy(x);
+        }
+        psched_partition_result_destroy(r);
+    }
+    run_milp_hooks_off();
+    printf("# run MILP: %zu integer solutions found in %zu runs, %zu fit, none faster than "
+           "the partition returned\n",
+           found, runs, fitting);
+    /* (14 found, each fitting: a floor on what the test exercises) */
+    CHECK(fitting >= 7);
     psched_plan_destroy(plan);
     psched_model_destroy(model);
 }
@@ -2258,6 +2360,7 @@ int main(void)
     RUN(test_identical_layers_match_the_brute_force);
     RUN(test_run_milp_stopped_tree_bound_is_sound);
     RUN(test_run_milp_stopped_incumbent_is_simulated);
+    RUN(test_run_milp_keeps_its_fastest_integer_solution);
     RUN(test_device_search_matches_the_brute_force);
     RUN(test_device_search_bound_holds_for_two_chains);
     RUN(test_device_search_mid_size_matches_the_enumeration);

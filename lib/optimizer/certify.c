@@ -116,6 +116,15 @@ static _Thread_local uint32_t test_whole_max = UINT32_MAX; /* UINT32_MAX: COUNT_
 static _Thread_local bool test_cand_made;
 static _Thread_local uint32_t test_cand_count[TEST_CAND_STAGES];
 static _Thread_local uint8_t test_cand_choice[TEST_CAND_LAYERS];
+/* the run MILP's integer solutions handed to run_found(), the first few
+ * when small */
+#define TEST_FOUND_MAX 32
+#define TEST_FOUND_STAGES 16
+#define TEST_FOUND_LAYERS 64
+static _Thread_local size_t test_found;
+static _Thread_local uint32_t test_found_count[TEST_FOUND_MAX][TEST_FOUND_STAGES];
+static _Thread_local uint8_t test_found_choice[TEST_FOUND_MAX][TEST_FOUND_LAYERS];
+static _Thread_local bool test_found_kept[TEST_FOUND_MAX];
 
 void psched__certify_test_no_device_search(bool off)
 {
@@ -187,6 +196,22 @@ size_t psched__certify_test_run_incumbents(void)
     return test_run_incumbents;
 }
 
+size_t psched__certify_test_run_found(void)
+{
+    return test_found;
+}
+
+bool psched__certify_test_run_solution(size_t i, uint32_t *count, uint32_t stages,
+                                       uint8_t *choice, uint32_t layers)
+{
+    if (i >= test_found || i >= TEST_FOUND_MAX || !test_found_kept[i] ||
+        stages > TEST_FOUND_STAGES || layers > TEST_FOUND_LAYERS)
+        return false;
+    memcpy(count, test_found_count[i], stages * sizeof *count);
+    memcpy(choice, test_found_choice[i], layers * sizeof *choice);
+    return true;
+}
+
 void psched__certify_test_hooks(size_t node_cap, bool check)
 {
     test_node_cap = node_cap;
@@ -196,6 +221,7 @@ void psched__certify_test_hooks(size_t node_cap, bool check)
     test_run_proofs = 0;
     test_run_incumbents = 0;
     test_bound_passes = 0;
+    test_found = 0;
 }
 
 double psched__certify_test_worst(size_t *checks)
@@ -939,6 +965,32 @@ static bool run_fits(certify *c, const psched__solution *x)
     return true;
 }
 
+/* An integer solution the run MILP found on its way (its rows are a
+ * relaxation: the solution with the least step time bound over the paths
+ * is not always the fastest simulated, and a search the clock stops keeps
+ * only its last): simulated, and the best when it fits and is faster. */
+static psched_status run_found(void *ctx, const psched__solution *sol)
+{
+    certify *c = ctx;
+    size_t i = test_found++;
+    uint32_t S = c->pb->stages, L = c->pb->layers;
+    if (i < TEST_FOUND_MAX) {
+        test_found_kept[i] = S <= TEST_FOUND_STAGES && L <= TEST_FOUND_LAYERS;
+        if (test_found_kept[i]) {
+            memcpy(test_found_count[i], sol->count, S * sizeof *sol->count);
+            memcpy(test_found_choice[i], sol->choice, L * sizeof *sol->choice);
+        }
+    }
+    double mk;
+    psched_status st = simulate_solution(c, sol, &mk, NULL, NULL);
+    if (!st && c->use_paths && run_fits(c, sol) && mk < c->best) {
+        c->best = mk;
+        psched__solution_copy(c->pb, sol, &c->best_sol);
+        test_run_incumbents++;
+    }
+    return st;
+}
+
 static bool run_certify(certify *c)
 {
     psched__problem *pb = c->pb;
@@ -974,8 +1026,8 @@ static bool run_certify(certify *c)
             use[i] = i >= first_new || c->paths.critical[i];
         bool none = false;
         double tree = 0;
-        st = psched__run_milp(pb, &c->paths, &run, use, c->best * (1 - RUN_TOL), until, &x,
-                              &z, &solved, &none, &tree);
+        st = psched__run_milp(pb, &c->paths, &run, use, c->best * (1 - RUN_TOL), until,
+                              run_found, c, &x, &z, &solved, &none, &tree);
         if (!st && none) {
             proven = true;
             break;

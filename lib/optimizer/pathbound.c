@@ -631,16 +631,68 @@ static double layer_coef(const psched__problem *pb, const psched__paths *pp, siz
  * bound is taken this fraction lower. */
 #define RUN_TREE_TOL 1e-6
 
+/* Where the run MILP's columns are and what they mean: k[s][q] (column
+ * 1 + s·nv + q) run layers of variant rv[q] on stage s, then the head's
+ * choice of hv (from hcol) and the tail's of tv (from tcol). */
+typedef struct run_cols {
+    const psched__problem *pb;
+    const psched__run *run;
+    uint8_t rv[PSCHED__RECOMPUTE_KINDS], hv[PSCHED__RECOMPUTE_KINDS], tv[PSCHED__RECOMPUTE_KINDS];
+    uint32_t nv, nh, nt;
+    int hcol, tcol;
+} run_cols;
+
+/* The partition of lp's integer solution (GLPK's incumbent) into sol;
+ * sol->found says whether its rounded counts are a partition of every
+ * layer. */
+static void run_solution(const run_cols *rc, glp_prob *lp, psched__solution *sol)
+{
+    const psched__problem *pb = rc->pb;
+    uint32_t S = pb->stages, L = pb->layers, a = 0;
+    for (uint32_t s = 0; s < S; s++) {
+        sol->first[s] = a;
+        uint32_t at = a;
+        if (s == 0 && rc->run->head) {
+            for (uint32_t q = 0; q < rc->nh; q++)
+                if (glp_mip_col_val(lp, rc->hcol + (int)q) > 0.5)
+                    sol->choice[0] = rc->hv[q];
+            at++;
+        }
+        for (uint32_t q = 0; q < rc->nv; q++) {
+            double x = glp_mip_col_val(lp, (int)(s * rc->nv + q) + 1);
+            uint32_t k = x > 0 ? (uint32_t)floor(x + 0.5) : 0;
+            for (uint32_t u = 0; u < k && at < L; u++)
+                sol->choice[at++] = rc->rv[q];
+        }
+        if (s == S - 1 && rc->run->tail) {
+            for (uint32_t q = 0; q < rc->nt; q++)
+                if (glp_mip_col_val(lp, rc->tcol + (int)q) > 0.5)
+                    sol->choice[L - 1] = rc->tv[q];
+            at++;
+        }
+        sol->count[s] = at - a;
+        a = at;
+    }
+    sol->found = a == L && sol->count[S - 1] > 0;
+}
+
 /* Branch-and-cut callback of the run MILP: the largest over the search of
  * its open nodes' least bound (each a lower bound of every solution not
  * yet cut off; the ones cut off are at least the incumbent), the
  * branching order (the first aggregate that can be branched upon: each
- * device's run layers, then each stage's), and the test hook's stop after
- * a count of node selections. */
+ * device's run layers, then each stage's), each integer solution GLPK
+ * finds handed over as a partition, and the test hook's stop after a
+ * count of node selections. */
 typedef struct run_tree {
     double open;    /* -INFINITY: no open node seen */
     size_t selects; /* GLP_ISELECT calls */
     int agg, naggs; /* the aggregates' columns: agg .. agg + naggs - 1 */
+    /* each integer solution GLPK finds, handed to `found` (NULL: none) */
+    const run_cols *cols;
+    psched__solution *sol;
+    psched__run_found found;
+    void *found_ctx;
+    psched_status st;
 } run_tree;
 
 static _Thread_local size_t test_run_selects;
@@ -666,20 +718,32 @@ static void run_on_branch(glp_tree *tree, void *info)
     if (glp_ios_reason(tree) == GLP_ISELECT && test_run_selects &&
         ++t->selects >= test_run_selects)
         glp_ios_terminate(tree);
+    if (glp_ios_reason(tree) == GLP_IBINGO && t->found && !t->st) {
+        /* GLPK has just recorded it as its incumbent */
+        run_solution(t->cols, glp_ios_get_prob(tree), t->sol);
+        if (t->sol->found)
+            t->st = t->found(t->found_ctx, t->sol);
+        if (t->st)
+            glp_ios_terminate(tree);
+    }
 }
 
 static psched_status run_milp_solve(const psched__problem *pb, const psched__paths *pp,
                                     const psched__run *run, const bool *use, double below,
-                                    double until, psched__solution *sol, double *z,
-                                    bool *solved, bool *none, double *tree_bound)
+                                    double until, psched__run_found found, void *found_ctx,
+                                    psched__solution *sol, double *z, bool *solved, bool *none,
+                                    double *tree_bound)
 {
     uint32_t S = pb->stages, L = pb->layers, D = pb->devices;
-    uint8_t rv[PSCHED__RECOMPUTE_KINDS], hv[PSCHED__RECOMPUTE_KINDS], tv[PSCHED__RECOMPUTE_KINDS];
-    uint32_t r = run->first, nv = variants_of(pb, r, rv);
-    uint32_t nh = run->head ? variants_of(pb, 0, hv) : 0;
-    uint32_t nt = run->tail ? variants_of(pb, L - 1, tv) : 0;
+    run_cols rc = {.pb = pb, .run = run};
+    const uint8_t *rv = rc.rv, *hv = rc.hv, *tv = rc.tv;
+    uint32_t r = run->first, nv = rc.nv = variants_of(pb, r, rc.rv);
+    uint32_t nh = rc.nh = run->head ? variants_of(pb, 0, rc.hv) : 0;
+    uint32_t nt = rc.nt = run->tail ? variants_of(pb, L - 1, rc.tv) : 0;
     /* columns: k[s][q] (1 + s·nv + q), the head's and tail's choices, z */
     int hcol = (int)(S * nv) + 1, tcol = hcol + (int)nh, zcol = tcol + (int)nt;
+    rc.hcol = hcol;
+    rc.tcol = tcol;
     glp_prob *lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);
     glp_add_cols(lp, zcol);
@@ -838,15 +902,19 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
     io.gmi_cuts = GLP_OFF;
     io.mir_cuts = GLP_OFF;
     io.tm_lim = psched__glpk_ms_left(until);
-    run_tree tree = {-INFINITY, 0, agg, naggs};
+    run_tree tree = {-INFINITY, 0, agg, naggs, &rc, sol, found, found_ctx, PSCHED_OK};
     io.cb_func = run_on_branch;
     io.cb_info = &tree;
-    int rc = glp_intopt(lp, &io);
-    *solved = rc == 0 && glp_mip_status(lp) == GLP_OPT;
+    int ret = glp_intopt(lp, &io);
+    if (tree.st) {
+        glp_delete_prob(lp);
+        return tree.st;
+    }
+    *solved = ret == 0 && glp_mip_status(lp) == GLP_OPT;
     /* (GLP_ENOPFS comes from the MIP presolver, off here: the LP above
      * answers an infeasible relaxation) */
-    *none = rc == 0 && glp_mip_status(lp) == GLP_NOFEAS;
-    bool stopped = rc == GLP_ETMLIM || rc == GLP_ESTOP;
+    *none = ret == 0 && glp_mip_status(lp) == GLP_NOFEAS;
+    bool stopped = ret == GLP_ETMLIM || ret == GLP_ESTOP;
     if (stopped && isfinite(tree.open)) {
         /* stopped: the optimum is in an open node (at least the largest
          * least bound seen) or in one cut off (at least the incumbent it
@@ -862,33 +930,8 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
     if (have) {
         if (*solved)
             *z = glp_mip_obj_val(lp);
-        uint32_t a = 0;
-        for (uint32_t s = 0; s < S; s++) {
-            sol->first[s] = a;
-            uint32_t at = a;
-            if (s == 0 && run->head) {
-                for (uint32_t q = 0; q < nh; q++)
-                    if (glp_mip_col_val(lp, hcol + (int)q) > 0.5)
-                        sol->choice[0] = hv[q];
-                at++;
-            }
-            for (uint32_t q = 0; q < nv; q++) {
-                double x = glp_mip_col_val(lp, (int)(s * nv + q) + 1);
-                uint32_t k = x > 0 ? (uint32_t)floor(x + 0.5) : 0;
-                for (uint32_t u = 0; u < k && at < L; u++)
-                    sol->choice[at++] = rv[q];
-            }
-            if (s == S - 1 && run->tail) {
-                for (uint32_t q = 0; q < nt; q++)
-                    if (glp_mip_col_val(lp, tcol + (int)q) > 0.5)
-                        sol->choice[L - 1] = tv[q];
-                at++;
-            }
-            sol->count[s] = at - a;
-            a = at;
-        }
         /* the rounded counts must be a partition of every layer */
-        sol->found = a == L && sol->count[S - 1] > 0;
+        run_solution(&rc, lp, sol);
         *solved = *solved && sol->found;
     }
     glp_delete_prob(lp);
@@ -897,8 +940,9 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
 
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
                                const psched__run *run, const bool *use, double below,
-                               double until, psched__solution *sol, double *z, bool *solved,
-                               bool *none, double *tree_bound)
+                               double until, psched__run_found found, void *found_ctx,
+                               psched__solution *sol, double *z, bool *solved, bool *none,
+                               double *tree_bound)
 {
     *solved = *none = false;
     *tree_bound = 0;
@@ -912,8 +956,8 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
     }
     glp_error_hook(on_lp_error, &ctx);
     glp_term_out(GLP_OFF);
-    psched_status st =
-        run_milp_solve(pb, pp, run, use, below, until, sol, z, solved, none, tree_bound);
+    psched_status st = run_milp_solve(pb, pp, run, use, below, until, found, found_ctx, sol, z,
+                                      solved, none, tree_bound);
     glp_error_hook(NULL, NULL);
     glp_free_env();
     return st;
@@ -923,10 +967,12 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
 
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
                                const psched__run *run, const bool *use, double below,
-                               double until, psched__solution *sol, double *z, bool *solved,
-                               bool *none, double *tree_bound)
+                               double until, psched__run_found found, void *found_ctx,
+                               psched__solution *sol, double *z, bool *solved, bool *none,
+                               double *tree_bound)
 {
     (void)pb, (void)pp, (void)run, (void)use, (void)below, (void)until, (void)z;
+    (void)found, (void)found_ctx;
     *solved = *none = false;
     *tree_bound = 0;
     sol->found = false;

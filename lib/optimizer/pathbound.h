@@ -129,11 +129,16 @@ PSCHED_INTERNAL bool psched__run_shape(const psched__problem *pb, psched__run *r
  * gets what its search tree proves (0: nothing): the
  * least of the largest open-node bound it saw, its incumbent and `below`,
  * less 10^-6 of it (GLPK's tolerances), a lower bound of every fitting partition's step
- * time (those at `below` or more included). */
+ * time (those at `below` or more included). `found` (NULL: none) gets
+ * each integer solution GLPK finds on its way, a partition of every layer
+ * (GLPK's tolerances may let one a little over a memory limit), in `sol`;
+ * a status it returns stops the search and is returned. */
+typedef psched_status (*psched__run_found)(void *ctx, const psched__solution *sol);
 PSCHED_INTERNAL psched_status psched__run_milp(const psched__problem *pb,
                                                const psched__paths *pp,
                                                const psched__run *run, const bool *use,
                                                double below, double until,
+                                               psched__run_found found, void *found_ctx,
                                                psched__solution *sol, double *z, bool *solved,
                                                bool *none, double *tree_bound);
 
@@ -149,8 +154,19 @@ PSCHED_INTERNAL size_t psched__certify_test_run_proofs(void);
  * MILP's tree (0: none), this thread. */
 PSCHED_INTERNAL double psched__certify_test_run_tree(void);
 
-/* Test hook: stopped run MILPs whose incumbent became the best (since
+/* Test hook: the run MILP's integer solutions (each one GLPK found on its
+ * way, and a stopped search's last) that became the best (since
  * psched__certify_test_hooks()), this thread. */
 PSCHED_INTERNAL size_t psched__certify_test_run_incumbents(void);
+
+/* Test hooks: the integer solutions GLPK found on the run MILP's way and
+ * the certificate simulated (since psched__certify_test_hooks()), this
+ * thread; and the i-th (per stage its layer count, per layer its
+ * recompute variant), false when i is past the first 32 or its plan has
+ * more than 16 stages or 64 layers, or more than `stages` and `layers`. */
+PSCHED_INTERNAL size_t psched__certify_test_run_found(void);
+PSCHED_INTERNAL bool psched__certify_test_run_solution(size_t i, uint32_t *count,
+                                                       uint32_t stages, uint8_t *choice,
+                                                       uint32_t layers);
 
 #endif
