@@ -213,8 +213,7 @@ int cli_flag_value(const char *command, int argc, char **argv, int *i, char name
 }
 
 /* One more generator option (--option, --group-size, --vocab; `shown` is
- * the flag's
- * value, for the message). */
+ * the flag's value, for the message). */
 static int push_option(cli_opts *o, const char *key, int64_t value, const char *shown)
 {
     if (o->options == CLI_OPTIONS_MAX) {

@@ -965,10 +965,10 @@ static bool run_fits(certify *c, const psched__solution *x)
     return true;
 }
 
-/* An integer solution the run MILP found on its way (its rows are a
- * relaxation: the solution with the least step time bound over the paths
- * is not always the fastest simulated, and a search the clock stops keeps
- * only its last): simulated, and the best when it fits and is faster. */
+/* An integer solution the run MILP hands over (each GLPK finds on its way,
+ * and its last when stopped; its rows are a relaxation, so the solution
+ * with the least bound over the paths is not always the fastest
+ * simulated): simulated, and the best when it fits and is faster. */
 static psched_status run_found(void *ctx, const psched__solution *sol)
 {
     certify *c = ctx;
@@ -1037,16 +1037,6 @@ static bool run_certify(certify *c)
              * interleaved at v = 4: 1277.07 against the root's 1215.93) */
             c->path_lb = fmax(c->path_lb, tree);
             test_run_tree = fmax(test_run_tree, tree);
-        }
-        if (!st && !solved && x.found) {
-            /* stopped with an incumbent: a partition, perhaps faster */
-            double mk;
-            st = simulate_solution(c, &x, &mk, NULL, NULL);
-            if (!st && c->use_paths && run_fits(c, &x) && mk < c->best) {
-                c->best = mk;
-                psched__solution_copy(pb, &x, &c->best_sol);
-                test_run_incumbents++;
-            }
         }
         if (st || !solved)
             break;

@@ -1937,9 +1937,8 @@ static psched_status search(dsctx *x)
     x->stop = false;
     x->ops = 0;
     ds->dove = false;
-    if (ds->threshold > 0)
-        x->dived = true; /* a bound pass: no dive, children by rising bound */
-    if (!resume && !x->dived) {
+    /* (a bound pass has no dive: dfs() takes its children by rising bound) */
+    if (!resume && !x->dived && ds->threshold <= 0) {
         /* the dive: children by rising bound, DEVSEARCH_DIVE_NODES nodes */
         double before = ds->best;
         x->dived = x->diving = true;

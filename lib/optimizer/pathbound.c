@@ -924,18 +924,22 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
             b = fmin(b, glp_mip_obj_val(lp));
         *tree_bound = fmin(b, below) * (1 - RUN_TREE_TOL);
     }
-    /* the optimum, or where GLPK stopped first its incumbent (a
-     * partition the caller simulates) */
+    /* the optimum, or where GLPK stopped first its incumbent, which is
+     * handed over too: its heuristics record solutions without the
+     * callback */
     bool have = *solved || (stopped && glp_mip_status(lp) == GLP_FEAS);
+    psched_status st = PSCHED_OK;
     if (have) {
         if (*solved)
             *z = glp_mip_obj_val(lp);
         /* the rounded counts must be a partition of every layer */
         run_solution(&rc, lp, sol);
         *solved = *solved && sol->found;
+        if (!*solved && sol->found && found)
+            st = found(found_ctx, sol);
     }
     glp_delete_prob(lp);
-    return PSCHED_OK;
+    return st;
 }
 
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,

@@ -130,9 +130,10 @@ PSCHED_INTERNAL bool psched__run_shape(const psched__problem *pb, psched__run *r
  * least of the largest open-node bound it saw, its incumbent and `below`,
  * less 10^-6 of it (GLPK's tolerances), a lower bound of every fitting partition's step
  * time (those at `below` or more included). `found` (NULL: none) gets
- * each integer solution GLPK finds on its way, a partition of every layer
- * (GLPK's tolerances may let one a little over a memory limit), in `sol`;
- * a status it returns stops the search and is returned. */
+ * each integer solution GLPK finds on its way and, when it stopped first,
+ * its last incumbent, each a partition of every layer (GLPK's tolerances
+ * may let one a little over a memory limit), in `sol`; a status it returns
+ * stops the search and is returned. */
 typedef psched_status (*psched__run_found)(void *ctx, const psched__solution *sol);
 PSCHED_INTERNAL psched_status psched__run_milp(const psched__problem *pb,
                                                const psched__paths *pp,
@@ -154,8 +155,8 @@ PSCHED_INTERNAL size_t psched__certify_test_run_proofs(void);
  * MILP's tree (0: none), this thread. */
 PSCHED_INTERNAL double psched__certify_test_run_tree(void);
 
-/* Test hook: the run MILP's integer solutions (each one GLPK found on its
- * way, and a stopped search's last) that became the best (since
+/* Test hook: the run MILP's integer solutions handed to the certificate
+ * (psched__run_milp()'s `found`) that became the best (since
  * psched__certify_test_hooks()), this thread. */
 PSCHED_INTERNAL size_t psched__certify_test_run_incumbents(void);
 
