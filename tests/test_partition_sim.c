@@ -583,23 +583,94 @@ static const struct {
  * proves some of them itself. */
 static void test_identical_layers_match_the_brute_force(void)
 {
-    rng_state = 20261128;
-    tally tl = {0};
-    psched__certify_test_hooks(0, false);
-    /* the run MILP's own proofs: the device search, which runs first and
-     * proves these itself, is off (its test is below) */
+    /* the run MILP over the pool's paths, then over the reference order's
+     * DAG (both test hooks; by default the DAG up to a unit count) */
+    static const char *const rows[] = {"paths", "DAG"};
+    for (int mode = 1; mode <= 2; mode++) {
+        rng_state = 20261128;
+        tally tl = {0};
+        psched__certify_test_hooks(0, false);
+        /* the run MILP's own proofs: the device search, which runs first
+         * and proves these itself, is off (its test is below) */
+        psched__certify_test_no_device_search(true);
+        psched__certify_test_run_dag(mode);
+        for (size_t k = 0; k < sizeof run_kinds / sizeof *run_kinds; k++)
+            for (int t = 0; t < 10; t++)
+                run_identical_instance(run_kinds[k].name, run_kinds[k].v, run_kinds[k].p,
+                                       run_kinds[k].lmin, &tl);
+        psched__certify_test_run_dag(0);
+        psched__certify_test_no_device_search(false);
+        size_t proofs = psched__certify_test_run_proofs();
+        printf("# identical layers, the run MILP's rows the %s: %d instances, %d proven "
+               "optimal (%zu by the run MILP), %d faster than the even split; %ld brute-force "
+               "simulations\n",
+               rows[mode - 1], tl.cases, tl.optimal, proofs, tl.improved, tl.sims);
+        CHECK(tl.cases >= 40);
+        CHECK(!psched__have_glpk() || proofs >= 10);
+    }
+}
+
+/* The run MILP over the reference order's DAG (docs/optimizer.md, "The
+ * run MILP", *The whole DAG*): its rows are every dependency of the
+ * order, so its optimum is the least simulated step time over every
+ * partition that fits, which the brute force (every split x every
+ * per-layer choice, each simulated) finds independently. The identical-
+ * layer instances (interleaved and interleaved-zb at v = 4 and 2 on
+ * p = 2, 1f1b and DualPipe on p = 4, memory limits, t_comm 0 or 0.5),
+ * started from the slowest candidate without the local search or the
+ * device search so that the MILP has a faster partition to find: where
+ * GLPK solves it (rather than proving that nothing is below the best),
+ * its optimum equals the brute force's within GLPK's tolerances. Checked
+ * to fail with the comm latency left out of the rows (DualPipe and
+ * 1F1B's cross-device inputs) and with the device order's rows left out. */
+static void test_run_dag_milp_optimum_is_the_brute_force(void)
+{
+    if (!psched__have_glpk())
+        return; /* no MILP */
+    rng_state = 20261129;
+    int cases = 0, solved = 0;
     psched__certify_test_no_device_search(true);
-    for (size_t k = 0; k < sizeof run_kinds / sizeof *run_kinds; k++)
-        for (int t = 0; t < 10; t++)
-            run_identical_instance(run_kinds[k].name, run_kinds[k].v, run_kinds[k].p,
-                                   run_kinds[k].lmin, &tl);
+    psched__certify_test_no_improve(true);
+    psched__certify_test_slowest_start(true);
+    psched__certify_test_run_dag(2);
+    for (size_t k = 0; k < sizeof run_kinds / sizeof *run_kinds; k++) {
+        for (int t = 0; t < 10; t++) {
+            brute o;
+            identical_brute(&o, run_kinds[k].name, run_kinds[k].v, run_kinds[k].p,
+                            run_kinds[k].lmin);
+            psched_model *model = NULL;
+            psched_plan *plan = NULL;
+            if (!brute_instance(&o, 4000, &model, &plan))
+                continue;
+            psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+            opt.time_limit = 86400;
+            psched_partition_result *r = NULL;
+            psched__certify_test_hooks(0, false);
+            CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
+            double z = psched__certify_test_run_dag_z();
+            if (z > 0) {
+                if (!(fabs(z - o.best) <= 1e-6 * o.best))
+                    fprintf(stderr, "%s p=%u v=%u m=%u L=%u limit %g: DAG MILP %g, brute %g\n",
+                            o.name, o.p, o.v, o.m, o.L, o.limit, z, o.best);
+                CHECK(fabs(z - o.best) <= 1e-6 * o.best);
+                solved++;
+            }
+            CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
+            CHECK(fabs(psched_partition_makespan(r) - o.best) <= 1e-9 * o.best);
+            cases++;
+            psched_partition_result_destroy(r);
+            brute_instance_free(&o, model, plan);
+        }
+    }
+    psched__certify_test_run_dag(0);
+    psched__certify_test_slowest_start(false);
+    psched__certify_test_no_improve(false);
     psched__certify_test_no_device_search(false);
-    size_t proofs = psched__certify_test_run_proofs();
-    printf("# identical layers: %d instances, %d proven optimal (%zu by the run MILP), %d "
-           "faster than the even split; %ld brute-force simulations\n",
-           tl.cases, tl.optimal, proofs, tl.improved, tl.sims);
-    CHECK(tl.cases >= 40);
-    CHECK(!psched__have_glpk() || proofs >= 10);
+    printf("# run MILP over the DAG: %d instances, its optimum equal to the brute force's on "
+           "the %d it solved\n",
+           cases, solved);
+    CHECK(cases >= 40);
+    CHECK(solved >= 20);
 }
 
 /* The integer solutions the run MILP handed to the certificate (a test
@@ -665,7 +736,10 @@ static void test_run_milp_stopped_tree_bound_is_sound(void)
             /* half without the local search: the MILP's incumbent can then
              * be faster than the solvers' partitions */
             psched__certify_test_no_improve(t % 2 == 1);
+            /* the run MILP's rows the paths or the whole DAG, in turn */
+            psched__certify_test_run_dag(1 + (t / 2) % 2);
             CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
+            psched__certify_test_run_dag(0);
             psched__certify_test_no_improve(false);
             psched__run_milp_test_selects(0);
             incumbents += psched__certify_test_run_incumbents();
@@ -732,6 +806,7 @@ static double run_milp_instance(uint32_t run, const char *schedule, psched_model
     psched__certify_test_no_device_search(true);
     psched__certify_test_no_improve(true);
     psched__certify_test_slowest_start(true);
+    psched__certify_test_run_dag(1); /* the paths' rows: their rounds and incumbents */
     return 0.7 * most;
 }
 
@@ -742,6 +817,7 @@ static void run_milp_hooks_off(void)
     psched__certify_test_no_improve(false);
     psched__certify_test_slowest_start(false);
     psched__certify_test_no_device_search(false);
+    psched__certify_test_run_dag(0);
 }
 
 /* A run MILP stopped with an incumbent (issue 17 item 5, eleventh pass):
@@ -2354,6 +2430,7 @@ int main(void)
     RUN(test_dualpipe_matches_the_brute_force);
     RUN(test_weighted_microbatches_match_the_brute_force);
     RUN(test_identical_layers_match_the_brute_force);
+    RUN(test_run_dag_milp_optimum_is_the_brute_force);
     RUN(test_run_milp_stopped_tree_bound_is_sound);
     RUN(test_run_milp_stopped_incumbent_is_simulated);
     RUN(test_run_milp_keeps_its_fastest_integer_solution);

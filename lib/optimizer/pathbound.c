@@ -598,6 +598,22 @@ bool psched__run_shape(const psched__problem *pb, psched__run *run)
     return true;
 }
 
+size_t psched__run_dag_units(const psched_schedule *sched)
+{
+    const psched_plan *sp = psched_schedule_plan(sched);
+    size_t units = 0;
+    for (uint32_t d = 0; d < psched_plan_devices(sp); d++) {
+        size_t n = psched_schedule_op_count(sched, d);
+        for (size_t i = 0; i < n; i++) {
+            psched_op op;
+            psched_schedule_ops(sched, d, i, 1, &op, sizeof op);
+            /* the second op of an overlapped pair is its first's unit */
+            units += !(op.flags & PSCHED_OP_OVERLAP_NEXT);
+        }
+    }
+    return units;
+}
+
 #ifdef PSCHED_HAVE_GLPK
 
 /* The present variants of layer l's group (indices into variant[]). */
@@ -728,9 +744,189 @@ static void run_on_branch(glp_tree *tree, void *info)
     }
 }
 
+/* One layer l with variant v's share of an op of kind `kind` (a BW is a B
+ * and a W; the recompute time goes with the backward). */
+static double op_coef(const psched__problem *pb, uint8_t kind, uint32_t l, uint8_t v)
+{
+    double f = pb->f_prefix[l + 1] - pb->f_prefix[l];
+    double b = pb->b_prefix[l + 1] - pb->b_prefix[l];
+    double w = psched__range_time(pb, l, 1) - f - b;
+    double extra = psched__layer_group(pb, l)->variant[v].extra;
+    switch (kind) {
+    case PSCHED_OP_F:
+        return f;
+    case PSCHED_OP_B:
+        return b + extra;
+    case PSCHED_OP_W:
+        return w;
+    default:
+        return b + extra + w;
+    }
+}
+
+/* The ops of an order, all devices in one array (device d's from
+ * offset[d]), and where each micro-batch's F and backward of each stage is
+ * (at[2·(mb·S + stage) + slot], slot 0 its F, 1 its B or BW). */
+typedef struct dag_ops {
+    size_t total, *offset;
+    uint32_t *at;
+    psched_op *ops;
+} dag_ops;
+
+static void dag_ops_free(dag_ops *g)
+{
+    psched__dealloc(g->offset);
+    psched__dealloc(g->at);
+    psched__dealloc(g->ops);
+}
+
+static psched_status dag_ops_read(const psched_schedule *sched, dag_ops *g)
+{
+    const psched_plan *sp = psched_schedule_plan(sched);
+    uint32_t p = psched_plan_devices(sp), S = psched_plan_stages(sp);
+    uint32_t chains = psched_plan_chains(sp) ? psched_plan_chains(sp) : 1;
+    size_t cells = (size_t)S * (psched_plan_microbatches(sp) / chains);
+    memset(g, 0, sizeof *g);
+    for (uint32_t d = 0; d < p; d++)
+        g->total += psched_schedule_op_count(sched, d);
+    g->offset = psched__calloc((size_t)p + 1, sizeof *g->offset);
+    g->at = psched__calloc(2 * cells + 1, sizeof *g->at);
+    g->ops = psched__calloc(g->total + 1, sizeof *g->ops);
+    if (!g->offset || !g->at || !g->ops) {
+        dag_ops_free(g);
+        return PSCHED_ENOMEM_FAIL();
+    }
+    psched_status st = PSCHED_OK;
+    for (uint32_t d = 0; !st && d < p; d++) {
+        size_t n = psched_schedule_op_count(sched, d);
+        g->offset[d + 1] = g->offset[d] + n;
+        st = psched_schedule_ops(sched, d, 0, n, g->ops + g->offset[d], sizeof *g->ops);
+    }
+    for (size_t i = 0; !st && i < g->total; i++) {
+        const psched_op *o = &g->ops[i];
+        if (o->kind != PSCHED_OP_W)
+            g->at[2 * ((size_t)o->microbatch * S + o->stage) + (o->kind != PSCHED_OP_F)] =
+                (uint32_t)i;
+    }
+    if (st)
+        dag_ops_free(g);
+    return st;
+}
+
+/* The DAG rows of the run MILP (psched__run_milp() with an order): a
+ * column per unit (an op, or an overlapped pair, which starts when both
+ * its ops may and takes their summed time), its end e_u ≥ 0, and per
+ * predecessor (the device's unit before it, each op's input from the
+ * neighbouring stage, + t_comm from another device) a row
+ *     e_u − e_pred − dur_u(k) ≥ latency,
+ * dur_u linear in the counts; z ≥ each device's last unit's end. With the
+ * least e the longest path, so the MILP's optimum is the least step time
+ * over every partition that fits (the simulator's, for an order that does
+ * not depend on the costs and the plain cost model). */
+static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_schedule *sched,
+                              int zcol)
+{
+    const psched__problem *pb = rc->pb;
+    const psched_plan *sp = psched_schedule_plan(sched);
+    uint32_t p = psched_plan_devices(sp), S = psched_plan_stages(sp), L = pb->layers;
+    uint32_t chains = psched_plan_chains(sp) ? psched_plan_chains(sp) : 1;
+    uint32_t per = S / chains;
+    double comm = psched_plan_comm(sp);
+    int ncount = glp_get_num_cols(lp);
+    dag_ops g;
+    psched_status st = dag_ops_read(sched, &g);
+    if (st)
+        return st;
+    int *col = psched__calloc(g.total + 1, sizeof *col);
+    /* a unit's duration, dense over the count columns (a pair's two ops
+     * may share a stage's columns), and its row */
+    double *coef = psched__calloc((size_t)ncount + 1, sizeof *coef);
+    int *idx = psched__calloc((size_t)ncount + 3, sizeof *idx);
+    double *val = psched__calloc((size_t)ncount + 3, sizeof *val);
+    if (!col || !coef || !idx || !val)
+        st = PSCHED_ENOMEM_FAIL();
+    int units = 0;
+    for (uint32_t d = 0; !st && d < p; d++)
+        for (size_t i = g.offset[d]; i < g.offset[d + 1]; i++)
+            col[i] = i > g.offset[d] && (g.ops[i - 1].flags & PSCHED_OP_OVERLAP_NEXT)
+                         ? col[i - 1]
+                         : ncount + ++units;
+    if (!st && units > 0) {
+        glp_add_cols(lp, units);
+        for (int j = ncount + 1; j <= ncount + units; j++)
+            glp_set_col_bnds(lp, j, GLP_LO, 0, 0);
+    }
+    for (uint32_t d = 0; !st && d < p; d++)
+        for (size_t i = g.offset[d]; i < g.offset[d + 1]; i++) {
+            if (i > g.offset[d] && col[i] == col[i - 1])
+                continue; /* the second op of a pair: done with its first */
+            size_t n = (g.ops[i].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
+            for (size_t u = i; u < i + n; u++) {
+                const psched_op *o = &g.ops[u];
+                uint32_t r = psched__range_of(pb, o->stage);
+                for (uint32_t q = 0; q < rc->nv; q++)
+                    coef[r * rc->nv + q + 1] += op_coef(pb, o->kind, rc->run->first, rc->rv[q]);
+                for (uint32_t q = 0; r == 0 && q < rc->nh; q++)
+                    coef[rc->hcol + (int)q] += op_coef(pb, o->kind, 0, rc->hv[q]);
+                for (uint32_t q = 0; r == pb->stages - 1 && q < rc->nt; q++)
+                    coef[rc->tcol + (int)q] += op_coef(pb, o->kind, L - 1, rc->tv[q]);
+            }
+            int cnt = 0;
+            idx[++cnt] = col[i], val[cnt] = 1;
+            for (int j = 1; j <= ncount; j++)
+                if (coef[j] != 0) {
+                    idx[++cnt] = j, val[cnt] = -coef[j];
+                    coef[j] = 0;
+                }
+            /* the predecessors: the device's unit before, each input */
+            int pred[3];
+            double lat[3];
+            int np = 0;
+            if (i > g.offset[d])
+                pred[np] = col[i - 1], lat[np++] = 0;
+            for (size_t u = i; u < i + n; u++) {
+                const psched_op *o = &g.ops[u];
+                bool has_in = o->kind == PSCHED_OP_F ? o->stage % per != 0
+                              : o->kind != PSCHED_OP_W && o->stage % per != per - 1;
+                if (!has_in)
+                    continue;
+                uint32_t in = o->kind == PSCHED_OP_F ? o->stage - 1 : o->stage + 1;
+                size_t h = g.at[2 * ((size_t)o->microbatch * S + in) + (o->kind != PSCHED_OP_F)];
+                pred[np] = col[h];
+                lat[np++] = psched_plan_stage_device(sp, in) != d ? comm : 0;
+            }
+            if (np == 0)
+                pred[np] = 0, lat[np++] = 0; /* e_u ≥ dur_u: it starts at 0 or later */
+            for (int k = 0; k < np; k++) {
+                int c = cnt;
+                if (pred[k] == col[i])
+                    continue; /* both ops of a pair: no edge */
+                if (pred[k])
+                    idx[++c] = pred[k], val[c] = -1;
+                int row = glp_add_rows(lp, 1);
+                glp_set_row_bnds(lp, row, GLP_LO, lat[k], 0);
+                glp_set_mat_row(lp, row, c, idx, val);
+            }
+            if (i + n == g.offset[d + 1]) {
+                /* the device's last unit: z ≥ its end */
+                idx[1] = zcol, val[1] = 1;
+                idx[2] = col[i], val[2] = -1;
+                int row = glp_add_rows(lp, 1);
+                glp_set_row_bnds(lp, row, GLP_LO, 0, 0);
+                glp_set_mat_row(lp, row, 2, idx, val);
+            }
+        }
+    psched__dealloc(col);
+    psched__dealloc(coef);
+    psched__dealloc(idx);
+    psched__dealloc(val);
+    dag_ops_free(&g);
+    return st;
+}
+
 static psched_status run_milp_solve(const psched__problem *pb, const psched__paths *pp,
-                                    const psched__run *run, const bool *use, double below,
-                                    double until, psched__run_found found, void *found_ctx,
+                                    const psched__run *run, const bool *use,
+                                    const psched_schedule *dag, double below, double until, psched__run_found found, void *found_ctx,
                                     psched__solution *sol, double *z, bool *solved, bool *none,
                                     double *tree_bound)
 {
@@ -787,13 +983,14 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
         glp_set_row_bnds(lp, row, GLP_FX, 1, 1);
         glp_set_mat_row(lp, row, cnt, idx, val);
     }
-    /* rows of one path (path < pp->n: z − Σ coef·k ≥ K) or of device d's
-     * memory over the limit (Σ mem/limit ≤ 1) */
-    size_t nrows = pp->n + (isfinite(pb->limit) ? D : 0);
+    /* rows of one path (path < npaths: z − Σ coef·k ≥ K; none with the
+     * DAG's rows) or of device d's memory over the limit (Σ mem/limit ≤ 1) */
+    size_t npaths = dag ? 0 : pp->n;
+    size_t nrows = npaths + (isfinite(pb->limit) ? D : 0);
     for (size_t t = 0; t < nrows; t++) {
-        bool mem = t >= pp->n;
+        bool mem = t >= npaths;
         size_t path = mem ? SIZE_MAX : t;
-        uint32_t d = mem ? (uint32_t)(t - pp->n) : 0;
+        uint32_t d = mem ? (uint32_t)(t - npaths) : 0;
         if (!mem && use && !use[t])
             continue;
         cnt = 0;
@@ -872,6 +1069,13 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
     }
     glp_free(idx);
     glp_free(val);
+    if (dag) {
+        psched_status st = dag_rows(lp, &rc, dag, zcol);
+        if (st) {
+            glp_delete_prob(lp);
+            return st;
+        }
+    }
     /* The branching order names the columns of this problem, so GLPK's
      * MIP presolver (which renumbers them) stays off and the LP relaxation
      * is solved first, with the LP presolver. */
@@ -943,8 +1147,9 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
 }
 
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
-                               const psched__run *run, const bool *use, double below,
-                               double until, psched__run_found found, void *found_ctx,
+                               const psched__run *run, const bool *use,
+                               const psched_schedule *dag, double below, double until,
+                               psched__run_found found, void *found_ctx,
                                psched__solution *sol, double *z, bool *solved, bool *none,
                                double *tree_bound)
 {
@@ -960,8 +1165,8 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
     }
     glp_error_hook(on_lp_error, &ctx);
     glp_term_out(GLP_OFF);
-    psched_status st = run_milp_solve(pb, pp, run, use, below, until, found, found_ctx, sol, z,
-                                      solved, none, tree_bound);
+    psched_status st = run_milp_solve(pb, pp, run, use, dag, below, until, found, found_ctx, sol,
+                                      z, solved, none, tree_bound);
     glp_error_hook(NULL, NULL);
     glp_free_env();
     return st;
@@ -970,12 +1175,13 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
 #else
 
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
-                               const psched__run *run, const bool *use, double below,
-                               double until, psched__run_found found, void *found_ctx,
+                               const psched__run *run, const bool *use,
+                               const psched_schedule *dag, double below, double until,
+                               psched__run_found found, void *found_ctx,
                                psched__solution *sol, double *z, bool *solved, bool *none,
                                double *tree_bound)
 {
-    (void)pb, (void)pp, (void)run, (void)use, (void)below, (void)until, (void)z;
+    (void)pb, (void)pp, (void)run, (void)use, (void)dag, (void)below, (void)until, (void)z;
     (void)found, (void)found_ctx;
     *solved = *none = false;
     *tree_bound = 0;

@@ -119,12 +119,15 @@ typedef struct psched__run {
 /* Whether pb has that shape (and at least two stages, none empty). */
 PSCHED_INTERNAL bool psched__run_shape(const psched__problem *pb, psched__run *run);
 
-/* The MILP over the pool's paths with use[path] (NULL: all), for step
+/* The MILP over the pool's paths with use[path] (NULL: all), or, with an
+ * order `dag` (NULL: the paths), over its whole DAG (a column per op's
+ * end, a row per dependency: its optimum is the least step time of every
+ * partition with that order, docs/optimizer.md "The run MILP"), for step
  * times below `below` only (z < below; each device's own work, m x its
  * layers' time, below it too), into sol (its minimiser) and *z (GLPK's optimum,
  * a lower bound within its tolerances); *solved false when GLPK did not
  * prove an optimum by `until` (a psched__now() value) (or is absent); *none when GLPK proved
- * that no partition is below `below` over those paths. When GLPK stopped
+ * that no partition is below `below` over those paths (or that DAG). When GLPK stopped
  * first, sol->found says whether its incumbent is in sol, and *tree_bound
  * gets what its search tree proves (0: nothing): the
  * least of the largest open-node bound it saw, its incumbent and `below`,
@@ -138,10 +141,15 @@ typedef psched_status (*psched__run_found)(void *ctx, const psched__solution *so
 PSCHED_INTERNAL psched_status psched__run_milp(const psched__problem *pb,
                                                const psched__paths *pp,
                                                const psched__run *run, const bool *use,
+                                               const psched_schedule *dag,
                                                double below, double until,
                                                psched__run_found found, void *found_ctx,
                                                psched__solution *sol, double *z, bool *solved,
                                                bool *none, double *tree_bound);
+
+/* The units of an order's DAG: its ops, an overlapped pair counted once
+ * (the size of the run MILP's DAG rows, psched__run_milp()). */
+PSCHED_INTERNAL size_t psched__run_dag_units(const psched_schedule *sched);
 
 /* Test hook: GLPK's search stops after this many node selections (0: by
  * the time limit only), this thread. */
@@ -154,6 +162,13 @@ PSCHED_INTERNAL size_t psched__certify_test_run_proofs(void);
 /* Test hook: the bound the last certificate took from a stopped run
  * MILP's tree (0: none), this thread. */
 PSCHED_INTERNAL double psched__certify_test_run_tree(void);
+
+/* Test hooks: whether the run MILP takes the reference order's DAG as its
+ * rows (0: up to the certificate's unit count, 1: never, the paths, 2:
+ * always), this thread; and the optimum of the last DAG MILP solved to
+ * the end (0: none; since psched__certify_test_hooks()). */
+PSCHED_INTERNAL void psched__certify_test_run_dag(int mode);
+PSCHED_INTERNAL double psched__certify_test_run_dag_z(void);
 
 /* Test hook: the run MILP's integer solutions handed to the certificate
  * (psched__run_milp()'s `found`) that became the best (since
