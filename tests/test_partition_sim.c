@@ -572,6 +572,14 @@ static const struct {
 } run_kinds[] = {{"interleaved", 4, 2, 8}, {"interleaved-zb", 4, 2, 8}, {"interleaved", 2, 2, 6},
                  {"interleaved-zb", 2, 2, 6}, {"1f1b", 1, 4, 5},       {"dualpipe", 2, 4, 5}};
 
+/* Instance o of run kind k, its model and plan (brute_instance()); false
+ * when skipped (too many candidates). */
+static bool run_kind_instance(size_t k, brute *o, psched_model **model, psched_plan **plan)
+{
+    identical_brute(o, run_kinds[k].name, run_kinds[k].v, run_kinds[k].p, run_kinds[k].lmin);
+    return brute_instance(o, 4000, model, plan);
+}
+
 /* The run MILP (docs/optimizer.md, "Where v = 4 is proven"): models whose
  * layers between the first and the last are identical (an embedding, one
  * run, a head, each end optional), where the certificate's MILP over the
@@ -636,11 +644,9 @@ static void test_run_dag_milp_optimum_is_the_brute_force(void)
     for (size_t k = 0; k < sizeof run_kinds / sizeof *run_kinds; k++) {
         for (int t = 0; t < 10; t++) {
             brute o;
-            identical_brute(&o, run_kinds[k].name, run_kinds[k].v, run_kinds[k].p,
-                            run_kinds[k].lmin);
             psched_model *model = NULL;
             psched_plan *plan = NULL;
-            if (!brute_instance(&o, 4000, &model, &plan))
+            if (!run_kind_instance(k, &o, &model, &plan))
                 continue;
             psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
             opt.time_limit = 86400;
@@ -722,11 +728,9 @@ static void test_run_milp_stopped_tree_bound_is_sound(void)
     for (size_t k = 0; k < sizeof run_kinds / sizeof *run_kinds; k++) {
         for (int t = 0; t < 30; t++) {
             brute o;
-            identical_brute(&o, run_kinds[k].name, run_kinds[k].v, run_kinds[k].p,
-                            run_kinds[k].lmin);
             psched_model *model = NULL;
             psched_plan *plan = NULL;
-            if (!brute_instance(&o, 4000, &model, &plan))
+            if (!run_kind_instance(k, &o, &model, &plan))
                 continue;
             psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
             opt.time_limit = 86400;

@@ -127,6 +127,55 @@ bool psched__paths_applies(const psched_plan *plan, const psched_schedule *sched
     return true;
 }
 
+/* The ops of an order, all devices in one array (device d's from
+ * offset[d]), and where each micro-batch's F and backward of each stage is
+ * (at[2·(mb·S + stage) + slot], slot 0 its F, 1 its B or BW). */
+typedef struct dag_ops {
+    size_t total, *offset;
+    uint32_t *at;
+    psched_op *ops;
+} dag_ops;
+
+static void dag_ops_free(dag_ops *g)
+{
+    psched__dealloc(g->offset);
+    psched__dealloc(g->at);
+    psched__dealloc(g->ops);
+}
+
+static psched_status dag_ops_read(const psched_schedule *sched, dag_ops *g)
+{
+    const psched_plan *sp = psched_schedule_plan(sched);
+    uint32_t p = psched_plan_devices(sp), S = psched_plan_stages(sp);
+    uint32_t chains = psched_plan_chains(sp) ? psched_plan_chains(sp) : 1;
+    size_t cells = (size_t)S * (psched_plan_microbatches(sp) / chains);
+    memset(g, 0, sizeof *g);
+    for (uint32_t d = 0; d < p; d++)
+        g->total += psched_schedule_op_count(sched, d);
+    g->offset = psched__calloc((size_t)p + 1, sizeof *g->offset);
+    g->at = psched__calloc(2 * cells + 1, sizeof *g->at);
+    g->ops = psched__calloc(g->total + 1, sizeof *g->ops);
+    if (!g->offset || !g->at || !g->ops) {
+        dag_ops_free(g);
+        return PSCHED_ENOMEM_FAIL();
+    }
+    psched_status st = PSCHED_OK;
+    for (uint32_t d = 0; !st && d < p; d++) {
+        size_t n = psched_schedule_op_count(sched, d);
+        g->offset[d + 1] = g->offset[d] + n;
+        st = psched_schedule_ops(sched, d, 0, n, g->ops + g->offset[d], sizeof *g->ops);
+    }
+    for (size_t i = 0; !st && i < g->total; i++) {
+        const psched_op *o = &g->ops[i];
+        if (o->kind != PSCHED_OP_W)
+            g->at[2 * ((size_t)o->microbatch * S + o->stage) + (o->kind != PSCHED_OP_F)] =
+                (uint32_t)i;
+    }
+    if (st)
+        dag_ops_free(g);
+    return st;
+}
+
 psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb,
                                     const psched_schedule *sched, const psched_report *rep,
                                     bool every_device, bool *added)
@@ -135,35 +184,25 @@ psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb
     const psched_plan *sp = psched_schedule_plan(sched);
     uint32_t p = psched_plan_devices(sp), S = psched_plan_stages(sp);
     uint32_t chains = psched_plan_chains(sp) ? psched_plan_chains(sp) : 1;
-    uint32_t per = S / chains, mbs = psched_plan_microbatches(sp) / chains;
+    uint32_t per = S / chains;
     double comm = psched_plan_comm(sp);
-    size_t cells = (size_t)S * mbs, total = 0;
-    for (uint32_t d = 0; d < p; d++)
-        total += psched_schedule_op_count(sched, d);
-    size_t *offset = psched__calloc((size_t)p + 1, sizeof *offset);
-    /* [2·(mb·S + stage) + slot]: the op's index, slot 0 its F, 1 its backward */
-    uint32_t *at = psched__calloc(2 * cells + 1, sizeof *at);
-    psched_op *ops = psched__calloc(total + 1, sizeof *ops);
+    dag_ops dg;
+    psched_status st = dag_ops_read(sched, &dg);
+    if (st)
+        return st;
+    size_t total = dg.total, *offset = dg.offset;
+    const uint32_t *at = dg.at;
+    const psched_op *ops = dg.ops;
     double *start = psched__calloc(total + 1, sizeof(double));
     double *end = psched__calloc(total + 1, sizeof(double));
-    psched_status st = PSCHED_OK;
-    if (!offset || !at || !ops || !start || !end)
+    if (!start || !end)
         st = PSCHED_ENOMEM_FAIL();
-    for (uint32_t d = 0; !st && d < p; d++) {
-        size_t n = psched_schedule_op_count(sched, d);
-        offset[d + 1] = offset[d] + n;
-        st = psched_schedule_ops(sched, d, 0, n, ops + offset[d], sizeof *ops);
-        if (!st)
-            st = psched_report_op_times(rep, d, 0, n, start + offset[d], end + offset[d]);
-    }
+    for (uint32_t d = 0; !st && d < p; d++)
+        st = psched_report_op_times(rep, d, 0, offset[d + 1] - offset[d], start + offset[d],
+                                    end + offset[d]);
     size_t last = 0;
     double mk = -1;
     for (size_t g = 0; !st && g < total; g++) {
-        const psched_op *o = &ops[g];
-        if (o->kind != PSCHED_OP_W) {
-            size_t cell = (size_t)o->microbatch * S + o->stage;
-            at[2 * cell + (o->kind != PSCHED_OP_F)] = (uint32_t)g;
-        }
         if (end[g] > mk) {
             mk = end[g];
             last = g;
@@ -255,9 +294,7 @@ psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb
             pp->n--;
         *added = *added || !dup;
     }
-    psched__dealloc(offset);
-    psched__dealloc(at);
-    psched__dealloc(ops);
+    dag_ops_free(&dg);
     psched__dealloc(start);
     psched__dealloc(end);
     return st;
@@ -764,54 +801,6 @@ static double op_coef(const psched__problem *pb, uint8_t kind, uint32_t l, uint8
     }
 }
 
-/* The ops of an order, all devices in one array (device d's from
- * offset[d]), and where each micro-batch's F and backward of each stage is
- * (at[2·(mb·S + stage) + slot], slot 0 its F, 1 its B or BW). */
-typedef struct dag_ops {
-    size_t total, *offset;
-    uint32_t *at;
-    psched_op *ops;
-} dag_ops;
-
-static void dag_ops_free(dag_ops *g)
-{
-    psched__dealloc(g->offset);
-    psched__dealloc(g->at);
-    psched__dealloc(g->ops);
-}
-
-static psched_status dag_ops_read(const psched_schedule *sched, dag_ops *g)
-{
-    const psched_plan *sp = psched_schedule_plan(sched);
-    uint32_t p = psched_plan_devices(sp), S = psched_plan_stages(sp);
-    uint32_t chains = psched_plan_chains(sp) ? psched_plan_chains(sp) : 1;
-    size_t cells = (size_t)S * (psched_plan_microbatches(sp) / chains);
-    memset(g, 0, sizeof *g);
-    for (uint32_t d = 0; d < p; d++)
-        g->total += psched_schedule_op_count(sched, d);
-    g->offset = psched__calloc((size_t)p + 1, sizeof *g->offset);
-    g->at = psched__calloc(2 * cells + 1, sizeof *g->at);
-    g->ops = psched__calloc(g->total + 1, sizeof *g->ops);
-    if (!g->offset || !g->at || !g->ops) {
-        dag_ops_free(g);
-        return PSCHED_ENOMEM_FAIL();
-    }
-    psched_status st = PSCHED_OK;
-    for (uint32_t d = 0; !st && d < p; d++) {
-        size_t n = psched_schedule_op_count(sched, d);
-        g->offset[d + 1] = g->offset[d] + n;
-        st = psched_schedule_ops(sched, d, 0, n, g->ops + g->offset[d], sizeof *g->ops);
-    }
-    for (size_t i = 0; !st && i < g->total; i++) {
-        const psched_op *o = &g->ops[i];
-        if (o->kind != PSCHED_OP_W)
-            g->at[2 * ((size_t)o->microbatch * S + o->stage) + (o->kind != PSCHED_OP_F)] =
-                (uint32_t)i;
-    }
-    if (st)
-        dag_ops_free(g);
-    return st;
-}
 
 /* A unit of the DAG: an op, or an overlapped pair (which starts when both
  * its ops may and takes their summed time). */
@@ -850,6 +839,25 @@ static int dag_end(const run_cols *rc, const dag_ops *g, const dag_unit *units, 
         v = units[v].prev;
     }
     return v == SIZE_MAX ? 0 : units[v].col;
+}
+
+/* The row col − anchor (0: none) − Σ coef·k ≥ rhs, coef dense over the
+ * count columns 1 .. ncount (left zero); idx and val hold ncount + 2. */
+static void dag_row(glp_prob *lp, int col, int anchor, double *coef, int ncount, double rhs,
+                    int *idx, double *val)
+{
+    int cnt = 0;
+    idx[++cnt] = col, val[cnt] = 1;
+    if (anchor)
+        idx[++cnt] = anchor, val[cnt] = -1;
+    for (int j = 1; j <= ncount; j++)
+        if (coef[j] != 0) {
+            idx[++cnt] = j, val[cnt] = -coef[j];
+            coef[j] = 0;
+        }
+    int row = glp_add_rows(lp, 1);
+    glp_set_row_bnds(lp, row, GLP_LO, rhs, 0);
+    glp_set_mat_row(lp, row, cnt, idx, val);
 }
 
 /* The DAG rows of the run MILP (psched__run_milp() with an order): per
@@ -936,18 +944,8 @@ static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_sch
                 continue;
             dag_dur(rc, &g, &units[u], coef);
             int anchor = dag_end(rc, &g, units, v, coef);
-            int cnt = 0;
-            idx[++cnt] = units[u].col, val[cnt] = 1;
-            if (anchor)
-                idx[++cnt] = anchor, val[cnt] = -1;
-            for (int j = 1; j <= ncount; j++)
-                if (coef[j] != 0) {
-                    idx[++cnt] = j, val[cnt] = -coef[j];
-                    coef[j] = 0;
-                }
-            int row = glp_add_rows(lp, 1);
-            glp_set_row_bnds(lp, row, GLP_LO, k < 0 ? 0 : in_lat[2 * u + (size_t)k], 0);
-            glp_set_mat_row(lp, row, cnt, idx, val);
+            dag_row(lp, units[u].col, anchor, coef, ncount, k < 0 ? 0 : in_lat[2 * u + (size_t)k],
+                    idx, val);
         }
     }
     /* z ≥ each device's last unit's end */
@@ -955,18 +953,7 @@ static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_sch
         if (g.offset[d + 1] == g.offset[d])
             continue;
         int anchor = dag_end(rc, &g, units, unit_of[g.offset[d + 1] - 1], coef);
-        int cnt = 0;
-        idx[++cnt] = zcol, val[cnt] = 1;
-        if (anchor)
-            idx[++cnt] = anchor, val[cnt] = -1;
-        for (int j = 1; j <= ncount; j++)
-            if (coef[j] != 0) {
-                idx[++cnt] = j, val[cnt] = -coef[j];
-                coef[j] = 0;
-            }
-        int row = glp_add_rows(lp, 1);
-        glp_set_row_bnds(lp, row, GLP_LO, 0, 0);
-        glp_set_mat_row(lp, row, cnt, idx, val);
+        dag_row(lp, zcol, anchor, coef, ncount, 0, idx, val);
     }
     psched__dealloc(unit_of);
     psched__dealloc(units);
