@@ -961,8 +961,9 @@ static psched_status path_library(certify *c)
 /* The run MILP takes the reference order's whole DAG as its rows (exact:
  * one tree, no rounds, no pool) up to this many units (ops, an overlapped
  * pair once); beyond, its nodes' LPs are too slow for the time limits
- * (the grid at p = 8, v = 4: 2 048 and 3 072 units, gaps 2.6-3.7% against
- * the paths' 2.6-3.6%; docs/optimizer.md, "The run MILP"). */
+ * (the grid at p = 8, v = 4, 2 048 and 3 072 units: within 5 s its tree
+ * has no bound, the paths' gives 2.6-3.6%; docs/optimizer-passes.md,
+ * nineteenth pass). */
 #define RUN_DAG_UNITS 2000
 /* Its share of the time left: the search after it rarely proves what the
  * exact MILP did not (the paths' rounds keep 0.6). */

@@ -165,8 +165,8 @@ PSCHED_INTERNAL double psched__certify_test_run_tree(void);
 
 /* Test hooks: whether the run MILP takes the reference order's DAG as its
  * rows (0: up to the certificate's unit count, 1: never, the paths, 2:
- * always), this thread; and the optimum of the last DAG MILP solved to
- * the end (0: none; since psched__certify_test_hooks()). */
+ * always), this thread; and the optimum of the DAG's MILP when the last
+ * certificate solved it to the end (0: it did not). */
 PSCHED_INTERNAL void psched__certify_test_run_dag(int mode);
 PSCHED_INTERNAL double psched__certify_test_run_dag_z(void);
 
