@@ -630,7 +630,9 @@ static void test_identical_layers_match_the_brute_force(void)
  * GLPK solves it (rather than proving that nothing is below the best),
  * its optimum equals the brute force's within GLPK's tolerances. Checked
  * to fail with the comm latency left out of the rows (DualPipe and
- * 1F1B's cross-device inputs) and with the device order's rows left out. */
+ * 1F1B's cross-device inputs), with the device order's rows left out, and
+ * with the units of one input left without a column as if they had none
+ * (their input's row lost). */
 static void test_run_dag_milp_optimum_is_the_brute_force(void)
 {
     if (!psched__have_glpk())
