@@ -134,6 +134,7 @@ typedef struct dag_ops {
     size_t total, *offset;
     uint32_t *at;
     psched_op *ops;
+    uint32_t stages, per; /* the plan's stages, per chain */
 } dag_ops;
 
 static void dag_ops_free(dag_ops *g)
@@ -150,6 +151,8 @@ static psched_status dag_ops_read(const psched_schedule *sched, dag_ops *g)
     uint32_t chains = psched_plan_chains(sp) ? psched_plan_chains(sp) : 1;
     size_t cells = (size_t)S * (psched_plan_microbatches(sp) / chains);
     memset(g, 0, sizeof *g);
+    g->stages = S;
+    g->per = S / chains;
     for (uint32_t d = 0; d < p; d++)
         g->total += psched_schedule_op_count(sched, d);
     g->offset = psched__calloc((size_t)p + 1, sizeof *g->offset);
@@ -176,22 +179,33 @@ static psched_status dag_ops_read(const psched_schedule *sched, dag_ops *g)
     return st;
 }
 
+/* Op i's input from the neighbouring stage (an F's from the stage before,
+ * a B's or BW's from the stage after, within its chain): its index, and
+ * its stage in *in; SIZE_MAX when it has none. */
+static size_t dag_input(const dag_ops *g, size_t i, uint32_t *in)
+{
+    const psched_op *o = &g->ops[i];
+    bool has_in = o->kind == PSCHED_OP_F ? o->stage % g->per != 0
+                  : o->kind != PSCHED_OP_W && o->stage % g->per != g->per - 1;
+    if (!has_in)
+        return SIZE_MAX;
+    *in = o->kind == PSCHED_OP_F ? o->stage - 1 : o->stage + 1;
+    return g->at[2 * ((size_t)o->microbatch * g->stages + *in) + (o->kind != PSCHED_OP_F)];
+}
+
 psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb,
                                     const psched_schedule *sched, const psched_report *rep,
                                     bool every_device, bool *added)
 {
     *added = false;
     const psched_plan *sp = psched_schedule_plan(sched);
-    uint32_t p = psched_plan_devices(sp), S = psched_plan_stages(sp);
-    uint32_t chains = psched_plan_chains(sp) ? psched_plan_chains(sp) : 1;
-    uint32_t per = S / chains;
+    uint32_t p = psched_plan_devices(sp);
     double comm = psched_plan_comm(sp);
     dag_ops dg;
     psched_status st = dag_ops_read(sched, &dg);
     if (st)
         return st;
     size_t total = dg.total, *offset = dg.offset;
-    const uint32_t *at = dg.at;
     const psched_op *ops = dg.ops;
     double *start = psched__calloc(total + 1, sizeof(double));
     double *end = psched__calloc(total + 1, sizeof(double));
@@ -262,14 +276,10 @@ psched_status psched__paths_extract(psched__paths *pp, const psched__problem *pb
             size_t next = SIZE_MAX;
             bool cross = false;
             for (size_t u = g0; u < g0 + n && next == SIZE_MAX; u++) {
-                const psched_op *o = &ops[u];
-                bool has_in = o->kind == PSCHED_OP_F ? o->stage % per != 0
-                              : o->kind != PSCHED_OP_W && o->stage % per != per - 1;
-                if (!has_in)
+                uint32_t in_stage;
+                size_t h = dag_input(&dg, u, &in_stage);
+                if (h == SIZE_MAX)
                     continue;
-                uint32_t in_stage = o->kind == PSCHED_OP_F ? o->stage - 1 : o->stage + 1;
-                size_t cell = (size_t)o->microbatch * S + in_stage;
-                size_t h = at[2 * cell + (o->kind != PSCHED_OP_F)];
                 bool other = psched_plan_stage_device(sp, in_stage) != d;
                 double t = end[h] + (other ? comm : 0);
                 if (fabs(t - start[g0]) <= tol) {
@@ -664,6 +674,26 @@ static uint32_t variants_of(const psched__problem *pb, uint32_t l, uint8_t *out)
     return n;
 }
 
+/* One layer l with variant v's share of an op of kind `kind` (a BW is a B
+ * and a W; the recompute time goes with the backward). */
+static double op_coef(const psched__problem *pb, uint8_t kind, uint32_t l, uint8_t v)
+{
+    double f = pb->f_prefix[l + 1] - pb->f_prefix[l];
+    double b = pb->b_prefix[l + 1] - pb->b_prefix[l];
+    double w = psched__range_time(pb, l, 1) - f - b;
+    double extra = psched__layer_group(pb, l)->variant[v].extra;
+    switch (kind) {
+    case PSCHED_OP_F:
+        return f;
+    case PSCHED_OP_B:
+        return b + extra;
+    case PSCHED_OP_W:
+        return w;
+    default:
+        return b + extra + w;
+    }
+}
+
 /* Path P's (or, path = SIZE_MAX, the memory's) coefficient of one layer l
  * with variant v on range s. */
 static double layer_coef(const psched__problem *pb, const psched__paths *pp, size_t path,
@@ -673,11 +703,9 @@ static double layer_coef(const psched__problem *pb, const psched__paths *pp, siz
     if (path == SIZE_MAX)
         return (psched__range_param(pb, l, 1) + pb->inflight[s] * x->act) / pb->limit;
     const double *c = pp->coef + path * pp->stride;
-    double f = pb->f_prefix[l + 1] - pb->f_prefix[l];
-    double b = pb->b_prefix[l + 1] - pb->b_prefix[l];
-    double w = psched__range_time(pb, l, 1) - f - b;
-    return c[3 * (size_t)s] * f + c[3 * (size_t)s + 1] * (b + x->extra) +
-           c[3 * (size_t)s + 2] * w;
+    return c[3 * (size_t)s] * op_coef(pb, PSCHED_OP_F, l, v) +
+           c[3 * (size_t)s + 1] * op_coef(pb, PSCHED_OP_B, l, v) +
+           c[3 * (size_t)s + 2] * op_coef(pb, PSCHED_OP_W, l, v);
 }
 
 /* GLPK's relative tolerances (10^-7) with a margin: the stopped tree's
@@ -781,26 +809,6 @@ static void run_on_branch(glp_tree *tree, void *info)
     }
 }
 
-/* One layer l with variant v's share of an op of kind `kind` (a BW is a B
- * and a W; the recompute time goes with the backward). */
-static double op_coef(const psched__problem *pb, uint8_t kind, uint32_t l, uint8_t v)
-{
-    double f = pb->f_prefix[l + 1] - pb->f_prefix[l];
-    double b = pb->b_prefix[l + 1] - pb->b_prefix[l];
-    double w = psched__range_time(pb, l, 1) - f - b;
-    double extra = psched__layer_group(pb, l)->variant[v].extra;
-    switch (kind) {
-    case PSCHED_OP_F:
-        return f;
-    case PSCHED_OP_B:
-        return b + extra;
-    case PSCHED_OP_W:
-        return w;
-    default:
-        return b + extra + w;
-    }
-}
-
 
 /* A unit of the DAG: an op, or an overlapped pair (which starts when both
  * its ops may and takes their summed time). */
@@ -876,9 +884,7 @@ static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_sch
                               int zcol)
 {
     const psched_plan *sp = psched_schedule_plan(sched);
-    uint32_t p = psched_plan_devices(sp), S = psched_plan_stages(sp);
-    uint32_t chains = psched_plan_chains(sp) ? psched_plan_chains(sp) : 1;
-    uint32_t per = S / chains;
+    uint32_t p = psched_plan_devices(sp);
     double comm = psched_plan_comm(sp);
     int ncount = glp_get_num_cols(lp);
     dag_ops g;
@@ -912,13 +918,11 @@ static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_sch
         uint32_t d = psched_plan_stage_device(sp, g.ops[units[u].op].stage);
         size_t k = 0;
         for (size_t i = units[u].op; i < units[u].op + units[u].n; i++) {
-            const psched_op *o = &g.ops[i];
-            bool has_in = o->kind == PSCHED_OP_F ? o->stage % per != 0
-                          : o->kind != PSCHED_OP_W && o->stage % per != per - 1;
-            if (!has_in)
+            uint32_t in;
+            size_t h = dag_input(&g, i, &in);
+            if (h == SIZE_MAX)
                 continue;
-            uint32_t in = o->kind == PSCHED_OP_F ? o->stage - 1 : o->stage + 1;
-            size_t h = unit_of[g.at[2 * ((size_t)o->microbatch * S + in) + (o->kind != PSCHED_OP_F)]];
+            h = unit_of[h];
             if (h == u)
                 continue; /* both ops of a pair */
             in_unit[2 * u + k] = h;
