@@ -989,9 +989,10 @@ static bool run_fits(certify *c, const psched__solution *x)
 }
 
 /* An integer solution the run MILP hands over (each GLPK finds on its way,
- * and its last when stopped; its rows are a relaxation, so the solution
- * with the least bound over the paths is not always the fastest
- * simulated): simulated, and the best when it fits and is faster. */
+ * and its last when stopped; over the paths its rows are a relaxation, so
+ * the solution with the least bound is not always the fastest simulated;
+ * over the DAG its z is its step time, and GLPK's solutions only get
+ * faster): simulated, and the best when it fits and is faster. */
 static psched_status run_found(void *ctx, const psched__solution *sol)
 {
     certify *c = ctx;
