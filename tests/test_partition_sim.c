@@ -638,7 +638,7 @@ static void test_run_dag_milp_optimum_is_the_brute_force(void)
     if (!psched__have_glpk())
         return; /* no MILP */
     rng_state = 20261129;
-    int cases = 0, solved = 0;
+    int cases = 0, solved = 0, started = 0;
     psched__certify_test_no_device_search(true);
     psched__certify_test_no_improve(true);
     psched__certify_test_slowest_start(true);
@@ -663,6 +663,13 @@ static void test_run_dag_milp_optimum_is_the_brute_force(void)
                 CHECK(fabs(z - o.best) <= 1e-6 * o.best);
                 solved++;
             }
+            /* the start, GLPK's first incumbent, at its simulated step
+             * time (the least ends over the DAG's rows) */
+            double start_best = 0, start_z = psched__certify_test_run_start(&start_best);
+            if (start_z > 0) {
+                CHECK(fabs(start_z - start_best) <= 1e-9 * start_best);
+                started++;
+            }
             CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
             CHECK(fabs(psched_partition_makespan(r) - o.best) <= 1e-9 * o.best);
             cases++;
@@ -675,10 +682,11 @@ static void test_run_dag_milp_optimum_is_the_brute_force(void)
     psched__certify_test_no_improve(false);
     psched__certify_test_no_device_search(false);
     printf("# run MILP over the DAG: %d instances, its optimum equal to the brute force's on "
-           "the %d it solved\n",
-           cases, solved);
+           "the %d it solved; %d starts at their simulated step time\n",
+           cases, solved, started);
     CHECK(cases >= 40);
     CHECK(solved >= 20);
+    CHECK(started >= 20);
 }
 
 /* The integer solutions the run MILP handed to the certificate (a test

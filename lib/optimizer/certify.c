@@ -103,6 +103,7 @@ static _Thread_local size_t test_run_proofs;
 static _Thread_local double test_run_tree;
 static _Thread_local int test_run_dag; /* 0: by RUN_DAG_UNITS, 1: never, 2: always */
 static _Thread_local double test_run_dag_z;
+static _Thread_local double test_run_start_z, test_run_start_best;
 static _Thread_local size_t test_run_incumbents;
 static _Thread_local bool test_improve_only;
 static _Thread_local bool test_regenerate;
@@ -197,6 +198,12 @@ double psched__certify_test_run_tree(void)
 void psched__certify_test_run_dag(int mode)
 {
     test_run_dag = mode;
+}
+
+double psched__certify_test_run_start(double *best)
+{
+    *best = test_run_start_best;
+    return test_run_start_z;
 }
 
 double psched__certify_test_run_dag_z(void)
@@ -1053,8 +1060,15 @@ static bool run_certify(certify *c)
             use[i] = i >= first_new || c->paths.critical[i];
         bool none = false;
         double tree = 0;
+        double start_best = c->best;
         st = psched__run_milp(pb, &c->paths, &run, use, dag, c->best * (1 - RUN_TOL), until,
-                              run_found, c, &x, &z, &solved, &none, &tree);
+                              c->best_sol.found ? &c->best_sol : NULL, run_found, c, &x, &z,
+                              &solved, &none, &tree);
+        double start_z = psched__run_milp_test_start_z();
+        if (start_z > 0) {
+            test_run_start_z = start_z;
+            test_run_start_best = start_best;
+        }
         if (!st && none) {
             proven = true;
             break;
@@ -1069,9 +1083,13 @@ static bool run_certify(certify *c)
             break;
         if (dag)
             test_run_dag_z = z;
-        /* the optimum at the rounded minimiser, from the pool itself */
+        /* over the paths, the optimum at the rounded minimiser, from the
+         * pool itself; over the DAG GLPK's optimum (which may be the best
+         * partition, GLPK's first incumbent, whose pool paths can be
+         * shorter than its step time) */
         psched__paths_vector(pb, &x, c->xbuf);
-        z = fmin(z, psched__paths_max(&c->paths, c->xbuf));
+        if (!dag)
+            z = fmin(z, psched__paths_max(&c->paths, c->xbuf));
         c->path_lb = fmax(c->path_lb, z);
         if (z >= c->best * (1 - RUN_TOL)) {
             proven = true;
@@ -2058,6 +2076,13 @@ static void count_candidate(certify *c)
  * interleaved-zb at 60 GB in the planner at 5 s per candidate included
  * (proven by the resumed pass). */
 #define DEVSEARCH_FIRST_SHARE 0.5
+/* DualPipe's first share where the run MILP takes the whole DAG: GLPK,
+ * started from the best partition, proves the grid's DualPipe rows sooner
+ * than the device search (L = 80 and 128, p = 8: 1.4 -> 0.4 s and 2.7 ->
+ * 0.5 s; p = 16, L = 80: proven in 3.9 s, `feasible` at 0.06% before;
+ * L = 128 0.11% -> 0.03%), and the example profiles' DualPipe candidates
+ * are proven as before (docs/optimizer-passes.md, twentieth pass). */
+#define DEVSEARCH_FIRST_SHARE_DAG 0.05
 #define DEVSEARCH_SECOND_SHARE 0.25
 
 static psched_status device_consider(void *ctx, const psched__solution *sol, double *makespan,
@@ -2232,6 +2257,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     test_count_bound = 0;
     test_run_tree = 0;
     test_run_dag_z = 0;
+    test_run_start_z = test_run_start_best = 0;
     test_cand_made = false;
     psched__devsearch_test_forget();
     c.pb = pb;
@@ -2359,14 +2385,22 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
             st = psched_generate(c.work, name, &c.ref);
         if (!st && pb->chains == 1 && !c.tail_stage)
             st = find_tails(&c, c.ref);
-        /* the device search first with 70% of the time (it proves
-         * LLaMA-70B's v = 4 candidates in under a second), then the run
-         * MILP, which often finds a much faster incumbent (Gemma2-9B), then
-         * the device search again, resumed where it stopped (devsearch.h),
-         * with three fifths of what is left */
+        /* whether the run MILP can take the order's whole DAG (exact) */
+        psched__run run;
+        bool dag_fits = !st && psched__have_glpk() && psched__run_shape(pb, &run) &&
+                        test_run_dag != 1 &&
+                        (test_run_dag == 2 || psched__run_dag_units(c.ref) <= RUN_DAG_UNITS);
+        /* the device search first with half the time (it proves
+         * LLaMA-70B's v = 4 candidates in under a second; DualPipe's, where
+         * the DAG's MILP follows, a twentieth), then the run MILP, which
+         * often finds a much faster incumbent (Gemma2-9B), then the device
+         * search again, resumed where it stopped (devsearch.h), with a
+         * quarter of what is left */
+        double first = pb->chains == 2 && dag_fits ? DEVSEARCH_FIRST_SHARE_DAG
+                                                   : DEVSEARCH_FIRST_SHARE;
         bool dev_again = false, dove = false;
         if (!st && !test_no_device_search)
-            dev_proven = device_certify(&c, DEVSEARCH_FIRST_SHARE, &dev_again, &dove);
+            dev_proven = device_certify(&c, first, &dev_again, &dove);
         st = st ? st : c.st;
         if (!st && !dev_proven && dove) {
             /* the dive's partition is a new start for the local search
@@ -2377,7 +2411,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
                 improve(&c);
             st = c.st;
             if (!st)
-                dev_proven = device_certify(&c, DEVSEARCH_FIRST_SHARE, &dev_again, &dove);
+                dev_proven = device_certify(&c, first, &dev_again, &dove);
             st = st ? st : c.st;
         }
         /* the device search's polish and dive may have found a faster
@@ -2398,10 +2432,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         }
         /* the run MILP over the reference order's DAG (exact) where it is
          * small enough */
-        psched__run run;
-        c.run_dag = c.use_paths && psched__have_glpk() && psched__run_shape(pb, &run) &&
-                    test_run_dag != 1 &&
-                    (test_run_dag == 2 || psched__run_dag_units(c.ref) <= RUN_DAG_UNITS);
+        c.run_dag = c.use_paths && dag_fits;
         if (!st && c.use_paths) {
             path_root(&c, candidates, count);
             st = c.st;
