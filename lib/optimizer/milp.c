@@ -14,6 +14,16 @@
  * keeps its seed (feasible) or an unknown minimum. docs/optimizer.md. */
 #define SETUP_SECONDS_PER_COLUMN 4e-5
 
+/* With more than two chunks GLPK rarely proves the estimate's optimum,
+ * so its three tenths of the time grew with the limit while the
+ * certificate waited: at `--time-limit 40` the grid's L = 80, p = 4
+ * interleaved v = 4 was proven after 13.8 s, 12 of them in this MILP, and
+ * LLaMA-70B's interleaved v = 4 at 20 s after 6.2 s. At most this many
+ * seconds (three tenths of 5 s, so a limit up to 5 s is as before): 1.8
+ * and 1.7 s, the same partitions and statuses (docs/optimizer-passes.md,
+ * twentieth pass). */
+#define ESTIMATE_SECONDS_MAX 1.5
+
 static _Thread_local size_t test_most_columns;
 static _Thread_local bool test_columns_cut;
 
@@ -194,8 +204,10 @@ psched_status psched__solve_ilp(psched__problem *pb, psched__evaluation *ev, con
      * status for the simulated step time, searches in the last quarter
      * (enough for the instances it can prove). With more than two chunks
      * the certificate's critical-path bound needs the time more than GLPK
-     * does: three tenths. */
+     * does: three tenths, and at most ESTIMATE_SECONDS_MAX. */
     double share = pb->chunks > 2 ? 0.3 : 0.75;
+    if (pb->chunks > 2)
+        share = fmin(share, ESTIMATE_SECONDS_MAX / time_left(pb));
     column_list cols = {.max = columns_max(share * time_left(pb))};
     int32_t *chosen = psched__calloc(pb->stages, sizeof *chosen);
     int32_t *seed_cols = psched__calloc(pb->stages, sizeof *seed_cols);
