@@ -103,7 +103,6 @@ static _Thread_local size_t test_run_proofs;
 static _Thread_local double test_run_tree;
 static _Thread_local int test_run_dag; /* 0: by RUN_DAG_UNITS, 1: never, 2: always */
 static _Thread_local double test_run_dag_z;
-static _Thread_local double test_run_start_z, test_run_start_best;
 static _Thread_local size_t test_run_incumbents;
 static _Thread_local bool test_improve_only;
 static _Thread_local bool test_regenerate;
@@ -198,12 +197,6 @@ double psched__certify_test_run_tree(void)
 void psched__certify_test_run_dag(int mode)
 {
     test_run_dag = mode;
-}
-
-double psched__certify_test_run_start(double *best)
-{
-    *best = test_run_start_best;
-    return test_run_start_z;
 }
 
 double psched__certify_test_run_dag_z(void)
@@ -1060,15 +1053,20 @@ static bool run_certify(certify *c)
             use[i] = i >= first_new || c->paths.critical[i];
         bool none = false;
         double tree = 0;
-        double start_best = c->best;
-        st = psched__run_milp(pb, &c->paths, &run, use, dag, c->best * (1 - RUN_TOL), until,
-                              c->best_sol.found ? &c->best_sol : NULL, run_found, c, &x, &z,
-                              &solved, &none, &tree);
-        double start_z = psched__run_milp_test_start_z();
-        if (start_z > 0) {
-            test_run_start_z = start_z;
-            test_run_start_best = start_best;
+        /* the best partition, GLPK's first incumbent; over the DAG with
+         * its simulated op ends (the reference order with its costs) */
+        const psched__solution *start = c->best_sol.found ? &c->best_sol : NULL;
+        psched_report *times = NULL;
+        if (start && dag) {
+            st = psched__write_costs(pb, start, c->work);
+            if (!st)
+                st = psched_simulate(c->ref, c->work, &times);
+            if (st)
+                break;
         }
+        st = psched__run_milp(pb, &c->paths, &run, use, dag, c->best * (1 - RUN_TOL), until,
+                              start, times, run_found, c, &x, &z, &solved, &none, &tree);
+        psched_report_destroy(times);
         if (!st && none) {
             proven = true;
             break;
@@ -2257,7 +2255,6 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     test_count_bound = 0;
     test_run_tree = 0;
     test_run_dag_z = 0;
-    test_run_start_z = test_run_start_best = 0;
     test_cand_made = false;
     psched__devsearch_test_forget();
     c.pb = pb;

@@ -781,18 +781,10 @@ typedef struct run_tree {
 } run_tree;
 
 static _Thread_local size_t test_run_selects;
-static _Thread_local double test_start_z;
 
 void psched__run_milp_test_selects(size_t selects)
 {
     test_run_selects = selects;
-}
-
-double psched__run_milp_test_start_z(void)
-{
-    double z = test_start_z;
-    test_start_z = 0;
-    return z;
 }
 
 static void run_on_branch(glp_tree *tree, void *info)
@@ -885,53 +877,6 @@ static void dag_row(glp_prob *lp, int col, int anchor, double *coef, int ncount,
     glp_set_mat_row(lp, row, cnt, idx, val);
 }
 
-/* A partition's unit ends (the count columns of xs, 1 .. ncount, hold
- * it) into their columns of xs, and its step time into xs[zcol]: the least
- * ends, by passes over the units until none rises (each pass in device
- * order; as many as the longest path changes devices, at most one per
- * unit). */
-static psched_status dag_start(const run_cols *rc, const dag_ops *g, const dag_unit *units,
-                               size_t nu, const size_t *in_unit, const double *in_lat,
-                               int ncount, int zcol, double *xs)
-{
-    double *end = psched__calloc(nu + 1, sizeof *end), *dur = psched__calloc(nu + 1, sizeof *dur);
-    double *coef = psched__calloc((size_t)ncount + 1, sizeof *coef);
-    psched_status st = end && dur && coef ? PSCHED_OK : PSCHED_ENOMEM_FAIL();
-    for (size_t u = 0; !st && u < nu; u++) {
-        dag_dur(rc, g, &units[u], coef);
-        for (int j = 1; j <= ncount; j++) {
-            dur[u] += coef[j] * xs[j];
-            coef[j] = 0;
-        }
-    }
-    bool moved = true;
-    for (size_t pass = 0; !st && moved && pass <= nu; pass++) {
-        moved = false;
-        for (size_t u = 0; u < nu; u++) {
-            double t = units[u].prev != SIZE_MAX ? end[units[u].prev] : 0;
-            for (size_t k = 0; k < 2; k++)
-                if (in_unit[2 * u + k] != SIZE_MAX)
-                    t = fmax(t, end[in_unit[2 * u + k]] + in_lat[2 * u + k]);
-            if (t + dur[u] > end[u]) {
-                end[u] = t + dur[u];
-                moved = true;
-            }
-        }
-    }
-    double z = 0;
-    for (size_t u = 0; !st && u < nu; u++) {
-        if (units[u].col)
-            xs[units[u].col] = end[u];
-        z = fmax(z, end[u]);
-    }
-    if (!st)
-        xs[zcol] = z;
-    psched__dealloc(end);
-    psched__dealloc(dur);
-    psched__dealloc(coef);
-    return st;
-}
-
 /* The count columns (k, the head's and tail's choices, the aggregates
  * from agg) of a partition into xs. */
 static void run_start(const run_cols *rc, const psched__solution *start, int agg, double *xs)
@@ -967,11 +912,12 @@ static void run_start(const run_cols *rc, const psched__solution *start, int agg
  * not depend on the costs and the plain cost model). A unit whose only
  * predecessor is the device's unit before it (a W, the first stage's F)
  * has no column: its end, e_pred + dur_u at the optimum, is written into
- * the rows that use it (fewer columns and rows for GLPK's nodes). With xs
- * (NULL: none) holding a partition's count columns, its units' ends and z
- * (the least: its step time) go to their columns in xs. */
+ * the rows that use it (fewer columns and rows for GLPK's nodes). With
+ * xs (NULL: none), the simulation `times` of a partition with this order:
+ * each column unit's end (its last op's) and the step time go to their
+ * columns in xs. */
 static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_schedule *sched,
-                              int zcol, double *xs)
+                              int zcol, const psched_report *times, double *xs)
 {
     const psched_plan *sp = psched_schedule_plan(sched);
     uint32_t p = psched_plan_devices(sp);
@@ -1042,8 +988,21 @@ static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_sch
                     idx, val);
         }
     }
-    if (!st && xs)
-        st = dag_start(rc, &g, units, nu, in_unit, in_lat, ncount, zcol, xs);
+    if (!st && xs) {
+        /* the report's ops are the order's, device by device */
+        double *end = psched__calloc(g.total + 1, sizeof *end);
+        if (!end)
+            st = PSCHED_ENOMEM_FAIL();
+        for (uint32_t d = 0; !st && d < p; d++)
+            st = psched_report_op_times(times, d, 0, g.offset[d + 1] - g.offset[d], NULL,
+                                        end + g.offset[d]);
+        for (size_t u = 0; !st && u < nu; u++)
+            if (units[u].col)
+                xs[units[u].col] = end[units[u].op + units[u].n - 1];
+        if (!st)
+            xs[zcol] = psched_report_makespan(times);
+        psched__dealloc(end);
+    }
     /* z ≥ each device's last unit's end */
     for (uint32_t d = 0; !st && d < p; d++) {
         if (g.offset[d + 1] == g.offset[d])
@@ -1065,7 +1024,8 @@ static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_sch
 static psched_status run_milp_solve(const psched__problem *pb, const psched__paths *pp,
                                     const psched__run *run, const bool *use,
                                     const psched_schedule *dag, double below, double until,
-                                    const psched__solution *start, psched__run_found found,
+                                    const psched__solution *start,
+                                    const psched_report *start_times, psched__run_found found,
                                     void *found_ctx, psched__solution *sol, double *z,
                                     bool *solved, bool *none, double *tree_bound)
 {
@@ -1217,7 +1177,7 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
      * (as no partition below `below` did). */
     double *xs = NULL;
     psched_status st = PSCHED_OK;
-    if (start && start->found) {
+    if (start && start->found && (!dag || start_times)) {
         /* GLPK's allocator: freed with its environment if it fails */
         size_t cols = (size_t)glp_get_num_cols(lp) + (dag ? psched__run_dag_units(dag) : 0) + 1;
         xs = cols < INT_MAX / sizeof *xs ? glp_alloc((int)cols, sizeof *xs) : NULL;
@@ -1229,9 +1189,7 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
         }
     }
     if (!st && dag)
-        st = dag_rows(lp, &rc, dag, zcol, xs);
-    if (!st && dag && xs)
-        test_start_z = xs[zcol];
+        st = dag_rows(lp, &rc, dag, zcol, start_times, xs);
     if (!st && xs && !dag) {
         double *x = psched__calloc(3 * (size_t)S + D, sizeof *x);
         if (!x)
@@ -1343,7 +1301,8 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
                                const psched__run *run, const bool *use,
                                const psched_schedule *dag, double below, double until,
-                               const psched__solution *start, psched__run_found found,
+                               const psched__solution *start,
+                               const psched_report *start_times, psched__run_found found,
                                void *found_ctx, psched__solution *sol, double *z, bool *solved,
                                bool *none, double *tree_bound)
 {
@@ -1359,8 +1318,8 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
     }
     glp_error_hook(on_lp_error, &ctx);
     glp_term_out(GLP_OFF);
-    psched_status st = run_milp_solve(pb, pp, run, use, dag, below, until, start, found,
-                                      found_ctx, sol, z, solved, none, tree_bound);
+    psched_status st = run_milp_solve(pb, pp, run, use, dag, below, until, start, start_times,
+                                      found, found_ctx, sol, z, solved, none, tree_bound);
     glp_error_hook(NULL, NULL);
     glp_free_env();
     return st;
@@ -1371,12 +1330,13 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
                                const psched__run *run, const bool *use,
                                const psched_schedule *dag, double below, double until,
-                               const psched__solution *start, psched__run_found found,
+                               const psched__solution *start,
+                               const psched_report *start_times, psched__run_found found,
                                void *found_ctx, psched__solution *sol, double *z, bool *solved,
                                bool *none, double *tree_bound)
 {
     (void)pb, (void)pp, (void)run, (void)use, (void)dag, (void)below, (void)until, (void)z;
-    (void)found, (void)found_ctx;
+    (void)start, (void)start_times, (void)found, (void)found_ctx;
     *solved = *none = false;
     *tree_bound = 0;
     sol->found = false;

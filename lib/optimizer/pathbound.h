@@ -126,9 +126,11 @@ PSCHED_INTERNAL bool psched__run_shape(const psched__problem *pb, psched__run *r
  * times below `below` only (z < below; each device's own work, m x its
  * layers' time, below it too), into sol (its minimiser) and *z (GLPK's optimum,
  * a lower bound within its tolerances); `start` (NULL: none), a partition,
- * is GLPK's first incumbent, at its step time over the DAG or its longest
- * path of the rows over the paths, and z may reach that value (an optimum
- * there means that no partition is below `below`); *solved false when GLPK did not
+ * is GLPK's first incumbent, at its step time over the DAG (its ends and
+ * step time from `start_times`, its simulation with the order `dag`;
+ * without them no start is taken) or its longest path of the rows over
+ * the paths, and z may reach that value (an optimum there means that no
+ * partition is below `below`); *solved false when GLPK did not
  * prove an optimum by `until` (a psched__now() value) (or is absent); *none when GLPK proved
  * that no partition is below `below` over those paths (or that DAG). When GLPK stopped
  * first, sol->found says whether its incumbent is in sol, and *tree_bound
@@ -147,6 +149,7 @@ PSCHED_INTERNAL psched_status psched__run_milp(const psched__problem *pb,
                                                const psched_schedule *dag,
                                                double below, double until,
                                                const psched__solution *start,
+                                               const psched_report *start_times,
                                                psched__run_found found, void *found_ctx,
                                                psched__solution *sol, double *z, bool *solved,
                                                bool *none, double *tree_bound);
@@ -158,11 +161,6 @@ PSCHED_INTERNAL size_t psched__run_dag_units(const psched_schedule *sched);
 /* Test hook: GLPK's search stops after this many node selections (0: by
  * the time limit only), this thread. */
 PSCHED_INTERNAL void psched__run_milp_test_selects(size_t selects);
-
-/* Test hook: the step time the DAG's rows gave the start when the run
- * MILP last took one over a DAG on this thread (0: none since the last
- * call), and reset. */
-PSCHED_INTERNAL double psched__run_milp_test_start_z(void);
 
 /* Test hook: partitions the run MILP proved optimal on this thread (since
  * psched__certify_test_hooks()). */
@@ -179,10 +177,6 @@ PSCHED_INTERNAL double psched__certify_test_run_tree(void);
 PSCHED_INTERNAL void psched__certify_test_run_dag(int mode);
 PSCHED_INTERNAL double psched__certify_test_run_dag_z(void);
 
-/* Test hook: the step time the DAG MILP's rows gave its start, the best
- * partition so far, when the last certificate handed one over (0: it did
- * not), and that partition's simulated step time in *best. */
-PSCHED_INTERNAL double psched__certify_test_run_start(double *best);
 
 /* Test hook: the run MILP's integer solutions handed to the certificate
  * (psched__run_milp()'s `found`) that became the best (since
