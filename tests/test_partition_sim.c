@@ -1084,6 +1084,7 @@ static void test_device_search_mid_size_matches_the_enumeration(void)
     static const char *const names[] = {"interleaved", "interleaved-zb"};
     psched_model *model = run_model(14);
     size_t dives = psched__devsearch_test_dives();
+    size_t nodes_with[2] = {0, 0}, chain_rises = 0; /* with and without the chain bound */
     for (int k = 0; k < 4; k++) {
         const char *name = names[k % 2];
         psched_plan *plan = NULL;
@@ -1133,12 +1134,25 @@ static void test_device_search_mid_size_matches_the_enumeration(void)
                 break;
         }
         CHECK(evaluated == 6435);
-        /* in one pass, then in passes of at most 40 evaluated options
-         * between two children, each resuming where the last stopped */
-        for (int sliced = 0; sliced < 2; sliced++) {
+        /* in one pass, again without the chain bound, then (without it,
+         * so that the search has nodes to slice) in passes of at most 40
+         * evaluated options between two children, each resuming where the
+         * last stopped */
+        for (int run = 0; run < 3; run++) {
+            bool sliced = run == 2;
             size_t resumed = psched__devsearch_test_resumes();
+            size_t nodes = psched__devsearch_test_nodes();
+            size_t rises = psched__devsearch_test_chain_rises();
             psched_partition_result *r = NULL;
+            psched__devsearch_test_no_chain(run > 0);
             CHECK(partition_by_device_search(model, plan, name, sliced ? 40 : 0, &r));
+            psched__devsearch_test_no_chain(false);
+            if (run < 2)
+                nodes_with[run] += psched__devsearch_test_nodes() - nodes;
+            if (run > 0)
+                CHECK(psched__devsearch_test_chain_rises() == rises);
+            else
+                chain_rises += psched__devsearch_test_chain_rises() - rises;
             double mk = psched_partition_makespan(r);
             CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
             if (!(fabs(mk - best) <= 1e-9 * best))
@@ -1151,7 +1165,10 @@ static void test_device_search_mid_size_matches_the_enumeration(void)
             size_t passes = psched__devsearch_test_resumes() - resumed;
             CHECK(sliced ? passes >= 3 : passes == 0);
             printf("# %s, comm %g: proven %g, the enumeration's best of %ld splits (%s)\n", name,
-                   k < 2 ? 0 : 0.25, mk, evaluated, sliced ? "resumed passes" : "one pass");
+                   k < 2 ? 0 : 0.25, mk, evaluated,
+                   sliced    ? "resumed passes"
+                   : run > 0 ? "one pass, no chain bound"
+                             : "one pass");
             psched_partition_result_destroy(r);
         }
         /* from the stage DP's partition (the dp method), with a dive of 300
@@ -1160,7 +1177,9 @@ static void test_device_search_mid_size_matches_the_enumeration(void)
         psched_partition_result *r = NULL;
         psched__devsearch_test_dive(300);
         psched__devsearch_test_no_polish(true); /* else the polish finds it first */
+        psched__devsearch_test_no_chain(true);  /* else the root proves it first */
         bool proven = partition_by_method(model, plan, name, 0, PSCHED_PARTITION_DP, &r);
+        psched__devsearch_test_no_chain(false);
         psched__devsearch_test_no_polish(false);
         psched__devsearch_test_dive(0);
         if (psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE) {
@@ -1174,6 +1193,11 @@ static void test_device_search_mid_size_matches_the_enumeration(void)
     printf("# %zu dives found a faster partition and ended their pass\n",
            psched__devsearch_test_dives() - dives);
     CHECK(psched__devsearch_test_dives() > dives);
+    /* the chain bound made ops start later and the searches smaller */
+    printf("# device search nodes: %zu with the chain bound, %zu without (%zu rises)\n",
+           nodes_with[0], nodes_with[1], chain_rises);
+    CHECK(chain_rises > 0);
+    CHECK(nodes_with[0] < nodes_with[1]);
     psched_model_destroy(model);
 }
 
@@ -1225,6 +1249,176 @@ static void vectors_stage(vectors *q, uint32_t s, uint32_t left)
         q->x[s] = c;
         vectors_stage(q, s + 1, left - c);
     }
+}
+
+/* Every count vector of a run over `S` stages (the first and the last
+ * may hold no run layer: the embedding's and the head's) with its
+ * simulated step time, for first_depth_case(). */
+typedef struct split_table {
+    uint32_t S, L, n, cap;
+    uint32_t *counts; /* n x S run layers */
+    double *mk;
+} split_table;
+
+static void split_fill(split_table *t, const psched_model *model, const psched_plan *plan,
+                       const char *name, uint32_t *x, uint32_t s, uint32_t left)
+{
+    uint32_t S = t->S, lo = s == 0 || s == S - 1 ? 0 : 1;
+    if (s == S - 1) {
+        if (left < lo)
+            return;
+        x[s] = left;
+        uint32_t counts[16];
+        for (uint32_t q = 0; q < S; q++)
+            counts[q] = x[q] + (q == 0) + (q == S - 1);
+        psched_partition_result *r = NULL;
+        CHECK_OK(psched_partition_evaluate(model, plan, name, counts, S, NULL, &r));
+        CHECK(t->n < t->cap);
+        if (t->n < t->cap) {
+            memcpy(t->counts + (size_t)t->n * S, x, S * sizeof *x);
+            t->mk[t->n++] = psched_partition_makespan(r);
+        }
+        psched_partition_result_destroy(r);
+        return;
+    }
+    for (uint32_t c = lo; c <= left; c++) {
+        x[s] = c;
+        split_fill(t, model, plan, name, x, s + 1, left - c);
+    }
+}
+
+/* One instance of test_device_search_first_depth_bounds_hold(): the
+ * records' bounds against the fastest completion of each; adds to
+ * *records, *tight (within 1e-9 of it) and *ratio (bound / fastest). */
+static void first_depth_case(const char *name, uint32_t p, uint32_t v, uint32_t m, uint32_t L,
+                             double comm, double head, bool chain, size_t *records,
+                             size_t *tight, double *ratio)
+{
+    uint32_t S = p * v;
+    psched_model *model = NULL;
+    if (head > 0) {
+        /* a light head: the last stage takes run layers too */
+        CHECK_OK(psched_model_create(&model));
+        CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.3, 0.3, 0.3, 1, 4));
+        CHECK_OK(psched_model_add_layers(model, "layer", L, 1, 1.5, 1, 4, 2));
+        CHECK_OK(psched_model_add_layers(model, "head", 1, head, head, head, 1, 4));
+    } else {
+        model = run_model(L);
+    }
+    psched_plan *plan = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, p));
+    CHECK_OK(psched_plan_set_microbatches(plan, m));
+    CHECK_OK(psched_plan_set_chunks(plan, v));
+    CHECK_OK(psched_plan_set_comm(plan, comm));
+    split_table t = {S, L, 0, 20000, NULL, NULL};
+    t.counts = calloc((size_t)t.cap * S, sizeof *t.counts);
+    t.mk = calloc(t.cap, sizeof *t.mk);
+    CHECK(t.counts && t.mk);
+    uint32_t x[16] = {0};
+    split_fill(&t, model, plan, name, x, 0, L);
+    /* from the slowest candidate, without the local search and the
+     * polish, so that the first depth's bounds meet slow incumbents */
+    psched__devsearch_test_record(100000, S);
+    psched__devsearch_test_no_chain(!chain);
+    psched__certify_test_slowest_start(true);
+    psched__devsearch_test_no_polish(true);
+    psched_partition_result *r = NULL;
+    partition_by_device_search(model, plan, name, 0, &r);
+    psched__devsearch_test_no_polish(false);
+    psched__certify_test_slowest_start(false);
+    psched__devsearch_test_no_chain(false);
+    size_t n = psched__devsearch_test_records();
+    for (size_t i = 0; i < n; i++) {
+        uint32_t known[16];
+        double bound = psched__devsearch_test_record_at(i, known);
+        double least = INFINITY;
+        for (uint32_t k = 0; k < t.n; k++) {
+            bool match = true;
+            for (uint32_t s = 0; s < S && match; s++)
+                match = known[s] == UINT32_MAX || known[s] == t.counts[(size_t)k * S + s];
+            if (match)
+                least = fmin(least, t.mk[k]);
+        }
+        if (!isfinite(least))
+            continue; /* counts no split completes (the search's ranges allow them) */
+        if (!(bound <= least * (1 + 1e-9)))
+            fprintf(stderr, "%s p=%u v=%u m=%u L=%u comm %g chain %d: bound %g, fastest %g\n",
+                    name, p, v, m, L, comm, chain, bound, least);
+        CHECK(bound <= least * (1 + 1e-9));
+        (*records)++;
+        *tight += bound >= least * (1 - 1e-9);
+        *ratio += bound / least;
+    }
+    psched__devsearch_test_record(0, 0);
+    /* and the partition is the enumeration's fastest, proven */
+    double fastest = INFINITY;
+    for (uint32_t k = 0; k < t.n; k++)
+        fastest = fmin(fastest, t.mk[k]);
+    CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
+    CHECK(fabs(psched_partition_makespan(r) - fastest) <= 1e-9 * fastest);
+    psched_partition_result_destroy(r);
+    free(t.counts);
+    free(t.mk);
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
+/* The bounds the device search gives one device's layer counts at its
+ * first depth (the other devices without counts: their stages at their
+ * fewest layers, the chain bound and the share of the layers left on
+ * top) never exceed the fastest split that completes those counts, which
+ * the test finds by enumerating every split of the run (1f1b on 3 and 4
+ * devices, interleaved, interleaved-zb and looped-bfs on 2 at v = 2 and 4,
+ * 1-4 micro-batches, with and without latency). With one micro-batch the
+ * step is micro-batch 0's chain itself, so the chain bound is exact there
+ * when the stages up to the backward's can hold no more layers: the test
+ * fails when the bound counts a layer too many, takes the backward's own
+ * stage, counts W into a B, or is scaled by 1.1. Without the chain bound
+ * the bounds are lower (fewer equal the fastest completion). */
+static void test_device_search_first_depth_bounds_hold(void)
+{
+    static const struct {
+        const char *name;
+        uint32_t p, v, m, L;
+        double comm, head; /* 0: run_model()'s head */
+    } cases[] = {
+        {"1f1b", 3, 1, 1, 9, 0, 0},
+        {"1f1b", 4, 1, 2, 10, 0, 0},
+        {"1f1b", 4, 1, 4, 10, 0.25, 0},
+        {"1f1b", 3, 1, 3, 12, 0.25, 0},
+        {"interleaved", 2, 2, 1, 10, 0, 0},
+        {"interleaved", 2, 2, 2, 10, 0.25, 0},
+        {"interleaved", 2, 2, 4, 10, 0, 0},
+        {"interleaved-zb", 2, 2, 2, 10, 0, 0},
+        {"interleaved-zb", 2, 4, 2, 10, 0.25, 0},
+        {"interleaved", 2, 4, 4, 10, 0, 0},
+        {"looped-bfs", 2, 2, 2, 10, 0, 0},
+        {"looped-bfs", 2, 4, 2, 10, 0.25, 0},
+        {"zb-h1", 4, 1, 1, 10, 0, 0},
+        {"zb-h1", 3, 1, 2, 9, 0.25, 0},
+        {"interleaved-zb", 2, 2, 1, 10, 0, 0},
+        {"1f1b", 3, 1, 4, 9, 0, 0.1},
+        {"1f1b", 3, 1, 8, 10, 0.25, 0.1},
+        {"1f1b", 4, 1, 6, 10, 0, 0.1},
+        {"zb-h1", 3, 1, 6, 9, 0, 0.1},
+        {"1f1b", 2, 1, 2, 8, 0, 0.1},
+        {"1f1b", 2, 1, 3, 8, 0.25, 0.1},
+        {"1f1b", 2, 1, 4, 9, 0, 0},
+    };
+    size_t records[2] = {0, 0}, tight[2] = {0, 0};
+    double ratio[2] = {0, 0};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+        for (int chain = 0; chain < 2; chain++)
+            first_depth_case(cases[k].name, cases[k].p, cases[k].v, cases[k].m, cases[k].L,
+                             cases[k].comm, cases[k].head, chain, &records[chain], &tight[chain],
+                             &ratio[chain]);
+    printf("# first depth: %zu bounds with the chain bound, %zu equal to the fastest completion, "
+           "mean %.4f of it; without: %zu, %zu, %.4f\n",
+           records[1], tight[1], records[1] ? ratio[1] / records[1] : 0, records[0], tight[0],
+           records[0] ? ratio[0] / records[0] : 0);
+    CHECK(records[1] > 0 && records[0] > 0);
+    CHECK(tight[1] > tight[0]);
 }
 
 /* The device search where devices' layer counts differ widely: p = 4,
@@ -2454,6 +2648,7 @@ int main(void)
     RUN(test_device_search_matches_the_brute_force);
     RUN(test_device_search_bound_holds_for_two_chains);
     RUN(test_device_search_mid_size_matches_the_enumeration);
+    RUN(test_device_search_first_depth_bounds_hold);
     RUN(test_device_search_recompute_matches_the_enumeration);
     RUN(test_device_search_four_devices_matches_the_enumeration);
     RUN(test_device_search_polish_ends_at_a_device_optimum);

@@ -40,7 +40,13 @@ static _Thread_local double test_bound;
  * kept assignments */
 #define TEST_POLISH_STAGES 64
 #define TEST_POLISH_LAYERS 256
-static _Thread_local bool test_polish_ran, test_no_polish;
+static _Thread_local bool test_polish_ran, test_no_polish, test_no_chain;
+static _Thread_local size_t test_nodes, test_chain_rises;
+/* psched__devsearch_test_record(): per record `test_rec_stages` counts, then
+ * its bound in test_rec_bound */
+static _Thread_local uint32_t *test_rec, test_rec_stages;
+static _Thread_local double *test_rec_bound;
+static _Thread_local size_t test_rec_n, test_rec_max;
 static _Thread_local size_t test_options_cap;
 static _Thread_local uint32_t test_polish_count[TEST_POLISH_STAGES];
 static _Thread_local uint8_t test_polish_choice[TEST_POLISH_LAYERS];
@@ -103,6 +109,50 @@ bool psched__devsearch_test_polished(uint32_t *count, uint32_t stages, uint8_t *
     memcpy(choice, test_polish_choice, layers * sizeof *choice);
     *makespan = test_polish_time;
     return true;
+}
+
+void psched__devsearch_test_no_chain(bool off)
+{
+    test_no_chain = off;
+}
+
+size_t psched__devsearch_test_nodes(void)
+{
+    return test_nodes;
+}
+
+size_t psched__devsearch_test_chain_rises(void)
+{
+    return test_chain_rises;
+}
+
+void psched__devsearch_test_record(size_t max, uint32_t stages)
+{
+    psched__dealloc(test_rec);
+    psched__dealloc(test_rec_bound);
+    test_rec = NULL;
+    test_rec_bound = NULL;
+    test_rec_n = test_rec_max = 0;
+    test_rec_stages = stages;
+    if (!max || !stages)
+        return;
+    test_rec = psched__calloc(max * stages, sizeof *test_rec);
+    test_rec_bound = psched__calloc(max, sizeof *test_rec_bound);
+    if (test_rec && test_rec_bound)
+        test_rec_max = max;
+}
+
+size_t psched__devsearch_test_records(void)
+{
+    return test_rec_n;
+}
+
+double psched__devsearch_test_record_at(size_t i, uint32_t *counts)
+{
+    if (i >= test_rec_n)
+        return NAN;
+    memcpy(counts, test_rec + i * test_rec_stages, test_rec_stages * sizeof *counts);
+    return test_rec_bound[i];
 }
 
 void psched__devsearch_test_forget(void)
@@ -193,6 +243,24 @@ typedef struct dsctx {
     double *low;     /* per device: its work with every stage at its least cost */
     uint32_t *brank; /* per stage: how many of its device's stages start
                         their backward before it */
+    /* The chain bound (one chain, no overlapped pair): micro-batch 0's
+     * forward through every stage and its backward back to stage 0, 2S
+     * nodes in the order of the chain (F(s, 0) for s = 0 .. S - 1, then
+     * B(s, 0), or BW, for s = S - 1 .. 0; NULL: none). The stages of the
+     * devices without counts cost their fewest layers, but together they
+     * hold every run layer the others leave: the forward runs through all
+     * of them, so the chain's last forward and its backward nodes start
+     * (and end) at least those layers' f (and the backward's stages' b)
+     * later than the chain at the present costs. bump[j]: that much
+     * before the chain's j-th node, bumpin[j] through it (its own stage's
+     * layers too), set by chain_bumps() for one evaluation (bumped); a
+     * device's first op takes bump[] only (its work still to come counts
+     * its own layers). chain_bw: every backward node is a BW. */
+    uint32_t *chain;
+    double *bump, *bumpin;
+    bool bumped, chain_bw;
+    double layer_f, layer_b, layer_w; /* a run layer's least f, b and w */
+    uint32_t *ustage;                 /* S: 1 for a stage of a device without counts */
     double *ext;
     double **ux;     /* per device, with no counts chosen and at least n run
                         layers to come (from (n - lo) x (nst + 2)): ext's values */
@@ -307,6 +375,15 @@ static psched_status relabel(dsctx *x, const uint32_t *topo)
         st = PSCHED_ENOMEM_FAIL();
     for (size_t k = 0; !st && k < n; k++)
         pos[topo[k]] = (uint32_t)k;
+    /* the chain's nodes renumbered; in that numbering they must rise (each
+     * depends on the one before), else no chain bound */
+    for (uint32_t j = 0; !st && x->chain && j < 2 * x->SP; j++) {
+        x->chain[j] = pos[x->chain[j]];
+        if (j && x->chain[j] <= x->chain[j - 1]) {
+            psched__dealloc(x->chain);
+            x->chain = NULL;
+        }
+    }
     for (size_t k = 0; !st && k < n; k++) {
         uint32_t i = topo[k];
         pd[k] = x->pd[i] >= 0 ? (int32_t)pos[x->pd[i]] : (int32_t)n;
@@ -559,6 +636,32 @@ static psched_status build_dag(dsctx *x)
     }
     if (!st && tail != n)
         st = PSCHED_EINVAL; /* a cycle: the order deadlocks */
+    /* the chain bound's nodes (one chain, no pair): micro-batch 0's F at
+     * each stage, then its B (or BW) from the last stage back */
+    if (!st && x->pb->chains == 1 && !pairs) {
+        x->chain = psched__calloc(2 * (size_t)S, sizeof(uint32_t));
+        x->bump = psched__calloc(2 * (size_t)S, sizeof(double));
+        x->bumpin = psched__calloc(2 * (size_t)S, sizeof(double));
+        x->ustage = psched__calloc(S, sizeof(uint32_t));
+        if (!x->chain || !x->bump || !x->bumpin || !x->ustage)
+            st = PSCHED_ENOMEM_FAIL();
+        size_t found = 0;
+        for (size_t k = 0; !st && k < n; k++) {
+            const psched_op *o = &ops[src[k]];
+            if (o->microbatch || o->kind == PSCHED_OP_W)
+                continue;
+            x->chain[o->kind == PSCHED_OP_F ? o->stage : 2 * S - 1 - o->stage] = (uint32_t)k;
+            found++;
+        }
+        if (!st && found != 2 * (size_t)S) {
+            psched__dealloc(x->chain);
+            x->chain = NULL; /* not one F and one B per stage: no chain bound */
+        }
+        x->chain_bw = true;
+        for (size_t k = 0; !st && x->chain && k < n; k++)
+            if (!ops[src[k]].microbatch && ops[src[k]].kind == PSCHED_OP_B)
+                x->chain_bw = false;
+    }
     if (!st)
         st = relabel(x, topo);
     if (!st) {
@@ -600,6 +703,52 @@ static inline double dmax(double a, double b)
     return a > b ? a : b;
 }
 
+/* The chain bound's bump[] and bumpin[] for an evaluation where `left`
+ * run layers go to the devices without counts but `skip` (their stages
+ * at their fewest layers): the forward through every stage holds all of
+ * them, each beyond the fewest adding at least a run layer's least f
+ * (before the last stage's forward, those that stage cannot hold); the
+ * backward back to stage s, the layers of stages s .. S - 1 (before it,
+ * of s + 1 .. S - 1), which hold at least `left` less the most the
+ * earlier ones can hold, each adding at least a run layer's least b (and
+ * w where the backward is BW). The other forward nodes get none (no
+ * measured bound moved with them). False when nothing rises. */
+static bool chain_bumps(dsctx *x, uint32_t left, uint32_t skip)
+{
+    uint32_t S = x->SP;
+    int64_t umin = 0, umax = 0;
+    for (uint32_t s = 0; s < S; s++) {
+        uint32_t u = x->pb->device_of[s];
+        x->ustage[s] = u != skip && x->group[u] == UINT32_MAX;
+        umin += x->ustage[s] ? x->cmin[s] : 0;
+        umax += x->ustage[s] ? x->cmax[s] : 0;
+    }
+    if ((int64_t)left <= umin)
+        return false;
+    for (uint32_t s = 0; s < S; s++)
+        x->bump[s] = x->bumpin[s] = 0;
+    /* the last forward: before it the other stages' layers, through it all */
+    int64_t last_min = x->ustage[S - 1] ? x->cmin[S - 1] : 0;
+    int64_t last_max = x->ustage[S - 1] ? x->cmax[S - 1] : 0;
+    int64_t before = (int64_t)left - last_max - (umin - last_min);
+    double fwd = (double)((int64_t)left - umin) * x->layer_f;
+    x->bump[S - 1] = before > 0 ? (double)before * x->layer_f : 0;
+    x->bumpin[S - 1] = fwd;
+    double per = x->layer_b + (x->chain_bw ? x->layer_w : 0);
+    /* the backward to stage s: stages s + 1 .. S - 1 (through it, s .. S - 1)
+     * hold at least left - (the most of the stages before them) */
+    int64_t after_min = 0, upto_max = umax;
+    for (uint32_t s = S; s-- > 0;) {
+        int64_t out = (int64_t)left - upto_max - after_min; /* stages after s */
+        upto_max -= x->ustage[s] ? x->cmax[s] : 0;
+        after_min += x->ustage[s] ? x->cmin[s] : 0;
+        int64_t in = (int64_t)left - upto_max - after_min; /* s and after */
+        x->bump[2 * S - 1 - s] = fwd + (out > 0 ? (double)out * per : 0);
+        x->bumpin[2 * S - 1 - s] = fwd + (in > 0 ? (double)in * per : 0);
+    }
+    return true;
+}
+
 /* A bound of every completion of the node: the step time of the order at
  * x->cost (the simulator's longest path; at a leaf, where ext is 0, that
  * is the bound), at least each op's end plus the time of its device's ops
@@ -637,10 +786,25 @@ static double evaluate(dsctx *x, double cut)
     const uint32_t *i1 = x->i1, *i2 = x->i2, *dev = x->dev, *xat = x->xat;
     const double *lat = x->lat, *ext = x->ext;
     double *end = x->end, *rem = x->rem;
+    /* the chain bound's next node (SIZE_MAX: none) and the chain's length
+     * at the present costs up to it */
+    size_t nextk = x->bumped ? x->chain[0] : SIZE_MAX, j = 0;
+    double chain_len = 0;
+    bool rose = false;
     for (size_t k = 0; k < x->n; k++) {
         double s = dmax(end[pd[k]], end[px[k]] + lat[k]);
         double dur = c[i1[k]] + c[i2[k]];
         double e = s + dur;
+        if (k == nextk) {
+            /* (the chain's previous node is this one's input, or at the
+             * turn an earlier op of its device: latency 0) */
+            double from = chain_len + lat[k] + x->bump[j];
+            chain_len += lat[k] + dur;
+            double to = xat[k] == x->xoff[dev[k]] ? from + dur : chain_len + x->bumpin[j];
+            rose = rose || to > e;
+            e = dmax(e, to);
+            nextk = ++j < 2 * (size_t)x->SP ? x->chain[j] : SIZE_MAX;
+        }
         end[k] = e;
         /* the op's end and its device's work after it: the ops at their
          * present costs and what every completion adds (ext) */
@@ -648,10 +812,12 @@ static double evaluate(dsctx *x, double cut)
         mk = dmax(mk, e + left);
         if (e + left > margin) {
             x->ops += k + 1;
+            test_chain_rises += rose;
             return e + left;
         }
     }
     x->ops += x->n;
+    test_chain_rises += rose;
     return mk;
 }
 
@@ -1191,6 +1357,23 @@ static bool dominated(const dsctx *x, uint32_t e, const uint32_t *opt,
     return false;
 }
 
+/* Keeps device e's counts at option o (a group's first) and their bound
+ * when the hook records and no other device has counts yet. */
+static void test_keep(const dsctx *x, uint32_t e, size_t o, double lb)
+{
+    if (test_rec_n >= test_rec_max || test_rec_stages != x->S || x->pb->chains != 1)
+        return;
+    for (uint32_t u = 0; u < x->D; u++)
+        if (u != e && x->group[u] != UINT32_MAX)
+            return;
+    uint32_t *r = test_rec + test_rec_n * test_rec_stages;
+    for (uint32_t s = 0; s < x->S; s++)
+        r[s] = UINT32_MAX;
+    for (uint32_t j = 0; j < x->nst[e]; j++)
+        r[x->stages_of[e][j]] = x->cfgs[x->gmin[e][o * x->nst[e] + j]].count;
+    test_rec_bound[test_rec_n++] = lb;
+}
+
 /* Bounds device e's choices: with `counts` (the first phase), each group
  * of its options with the same counts (`left` run layers for the devices
  * without counts yet), at the group's fastest configuration of each
@@ -1228,9 +1411,15 @@ static size_t scan(dsctx *x, uint32_t e, uint32_t left, bool counts, bool last, 
             set_unplaced(x, left - x->opt_total[e][o], x->uhi - x->hi[e], e);
         x->chosen[e] = (uint32_t)o;
         ds->nodes++;
+        test_nodes++;
+        x->bumped =
+            counts && x->chain && !test_no_chain && chain_bumps(x, left - x->opt_total[e][o], e);
         double lb = evaluate(x, cut);
+        x->bumped = false;
         if (counts && lb < cut)
             lb = fmax(lb, share_bound(x, left - x->opt_total[e][o], e));
+        if (counts && test_rec_max)
+            test_keep(x, e, o, lb);
         if (lb < cut) {
             if (last)
                 leaf(x, lb);
@@ -1379,6 +1568,10 @@ static void free_ctx(dsctx *x)
     psched__dealloc(x->share);
     psched__dealloc(x->start);
     psched__dealloc(x->brank);
+    psched__dealloc(x->chain);
+    psched__dealloc(x->bump);
+    psched__dealloc(x->bumpin);
+    psched__dealloc(x->ustage);
     for (uint32_t e = 0; x->ux && e < x->D; e++)
         psched__dealloc(x->ux[e]);
     psched__dealloc(x->ux);
@@ -2125,6 +2318,17 @@ static psched_status run_pass(psched__devsearch *ds)
         x.minc[3 * s] = c0->f;
         x.minc[3 * s + 1] = c0->b;
         x.minc[3 * s + 2] = c0->w;
+    }
+    /* a run layer's least f, b and w (the chain bound's per layer) */
+    if (!st && !x.stop) {
+        const psched__group *rg = psched__layer_group(pb, run->first);
+        double extra = INFINITY;
+        for (uint8_t v = 0; v < PSCHED__RECOMPUTE_KINDS; v++)
+            if (rg->variant[v].present)
+                extra = fmin(extra, rg->variant[v].extra);
+        x.layer_f = rg->f;
+        x.layer_b = rg->b + (isfinite(extra) ? extra : 0);
+        x.layer_w = rg->w;
     }
     /* options, device by device */
     for (uint32_t e = 0; !st && !x.stop && e < D; e++) {

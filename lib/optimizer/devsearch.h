@@ -130,4 +130,20 @@ PSCHED_INTERNAL void psched__devsearch_test_options_cap(size_t options);
 /* Test hook: off = true skips the polish on this thread (the dive then
  * starts from the incumbent as the certificate has it). */
 PSCHED_INTERNAL void psched__devsearch_test_no_polish(bool off);
+/* Test hooks: off = true leaves the chain bound out on this thread
+ * (devsearch.c, chain_bumps()); the nodes the searches on this thread
+ * evaluated, and the evaluations in which the chain bound made an op
+ * start later. */
+PSCHED_INTERNAL void psched__devsearch_test_no_chain(bool off);
+PSCHED_INTERNAL size_t psched__devsearch_test_nodes(void);
+PSCHED_INTERNAL size_t psched__devsearch_test_chain_rises(void);
+/* Test hooks: with `max` > 0, the searches on this thread record up to
+ * `max` of the bounds they give a device's counts at the first depth
+ * (every other device without counts; with one chain only), each with the
+ * run layers per stage of those counts (UINT32_MAX on the other devices'
+ * stages); 0 stops and forgets them. The records kept, and record i's
+ * counts (into `stages` values) and bound. */
+PSCHED_INTERNAL void psched__devsearch_test_record(size_t max, uint32_t stages);
+PSCHED_INTERNAL size_t psched__devsearch_test_records(void);
+PSCHED_INTERNAL double psched__devsearch_test_record_at(size_t i, uint32_t *counts);
 #endif
