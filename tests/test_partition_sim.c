@@ -1255,7 +1255,7 @@ static void vectors_stage(vectors *q, uint32_t s, uint32_t left)
  * may hold no run layer: the embedding's and the head's) with its
  * simulated step time, for first_depth_case(). */
 typedef struct split_table {
-    uint32_t S, L, n, cap;
+    uint32_t S, n, cap;
     uint32_t *counts; /* n x S run layers */
     double *mk;
 } split_table;
@@ -1311,7 +1311,7 @@ static void first_depth_case(const char *name, uint32_t p, uint32_t v, uint32_t 
     CHECK_OK(psched_plan_set_microbatches(plan, m));
     CHECK_OK(psched_plan_set_chunks(plan, v));
     CHECK_OK(psched_plan_set_comm(plan, comm));
-    split_table t = {S, L, 0, 20000, NULL, NULL};
+    split_table t = {S, 0, 20000, NULL, NULL};
     t.counts = calloc((size_t)t.cap * S, sizeof *t.counts);
     t.mk = calloc(t.cap, sizeof *t.mk);
     CHECK(t.counts && t.mk);
@@ -1368,14 +1368,16 @@ static void first_depth_case(const char *name, uint32_t p, uint32_t v, uint32_t 
  * first depth (the other devices without counts: their stages at their
  * fewest layers, the chain bound and the share of the layers left on
  * top) never exceed the fastest split that completes those counts, which
- * the test finds by enumerating every split of the run (1f1b on 3 and 4
- * devices, interleaved, interleaved-zb and looped-bfs on 2 at v = 2 and 4,
- * 1-4 micro-batches, with and without latency). With one micro-batch the
- * step is micro-batch 0's chain itself, so the chain bound is exact there
- * when the stages up to the backward's can hold no more layers: the test
- * fails when the bound counts a layer too many, takes the backward's own
- * stage, counts W into a B, or is scaled by 1.1. Without the chain bound
- * the bounds are lower (fewer equal the fastest completion). */
+ * the test finds by enumerating every split of the run: 22 instances,
+ * 1f1b and zb-h1 on 2-4 devices, interleaved, interleaved-zb and
+ * looped-bfs on 2 at v = 2 and 4, 1-8 micro-batches, with and without
+ * latency, with run_model()'s heavy head and with a light one (the last
+ * stage then takes run layers, which is where a device's first op can
+ * be the chain's: one chunk per device). The test fails when the chain
+ * bound counts a layer too many in the forward, raises a device's first
+ * op through its own layers, counts w into a B, or is scaled by 1.05 or
+ * 1.1. Without the chain bound fewer bounds equal the fastest
+ * completion (the test fails with it off). */
 static void test_device_search_first_depth_bounds_hold(void)
 {
     static const struct {
