@@ -1034,14 +1034,34 @@ static void test_device_search_bound_holds_for_two_chains(void)
 
 /* An embedding, `layers` identical layers and a head (the mid-size runs
  * below). */
-static psched_model *run_model(uint32_t layers)
+/* with a head of f = b = w = `head`, `head_act` activations and
+ * `head_param` parameters */
+static psched_model *run_model_head(uint32_t layers, double head, double head_act,
+                                    double head_param)
 {
     psched_model *model = NULL;
     CHECK_OK(psched_model_create(&model));
     CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.3, 0.3, 0.3, 1, 4));
     CHECK_OK(psched_model_add_layers(model, "layer", layers, 1, 1.5, 1, 4, 2));
-    CHECK_OK(psched_model_add_layers(model, "head", 1, 2, 2, 2, 8, 8));
+    CHECK_OK(psched_model_add_layers(model, "head", 1, head, head, head, head_act, head_param));
     return model;
+}
+
+static psched_model *run_model(uint32_t layers)
+{
+    return run_model_head(layers, 2, 8, 8);
+}
+
+/* A plan of p devices, m micro-batches, v chunks and comm latency `comm` */
+static psched_plan *run_plan(uint32_t p, uint32_t m, uint32_t v, double comm)
+{
+    psched_plan *plan = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    CHECK_OK(psched_plan_set_devices(plan, p));
+    CHECK_OK(psched_plan_set_microbatches(plan, m));
+    CHECK_OK(psched_plan_set_chunks(plan, v));
+    CHECK_OK(psched_plan_set_comm(plan, comm));
+    return plan;
 }
 
 /* psched_partition() with the local search off (the device search then
@@ -1087,12 +1107,7 @@ static void test_device_search_mid_size_matches_the_enumeration(void)
     size_t nodes_with[2] = {0, 0}, chain_rises = 0; /* with and without the chain bound */
     for (int k = 0; k < 4; k++) {
         const char *name = names[k % 2];
-        psched_plan *plan = NULL;
-        CHECK_OK(psched_plan_create(&plan));
-        CHECK_OK(psched_plan_set_devices(plan, 2));
-        CHECK_OK(psched_plan_set_microbatches(plan, 8));
-        CHECK_OK(psched_plan_set_chunks(plan, 4));
-        CHECK_OK(psched_plan_set_comm(plan, k < 2 ? 0 : 0.25));
+        psched_plan *plan = run_plan(2, 8, 4, k < 2 ? 0 : 0.25);
         /* the enumeration: x[s] run layers on stage s, Σ x = 14 */
         uint32_t x[8] = {0}, counts[8], best_counts[8] = {0};
         double best = INFINITY;
@@ -1201,11 +1216,12 @@ static void test_device_search_mid_size_matches_the_enumeration(void)
     psched_model_destroy(model);
 }
 
-/* Every count vector of test_device_search_four_devices: x[s] run
- * layers on stage s (the embedding's stage 0 and the head's last stage
- * may hold none, every other stage at least one), each evaluated by
- * psched_partition_evaluate(); the fastest whose every device fits the
- * plan's memory limit is kept. */
+/* Every count vector of a run over S stages (test_device_search_four_devices,
+ * first_depth_case()): x[s] run layers on stage s (the embedding's stage
+ * 0 and the head's last stage may hold none, every other stage at least
+ * one), each evaluated by psched_partition_evaluate(); the fastest whose
+ * every device fits the plan's memory limit is kept, and with a table
+ * (cap > 0) every vector and its step time. */
 typedef struct vectors {
     const psched_model *model;
     const psched_plan *plan;
@@ -1214,6 +1230,9 @@ typedef struct vectors {
     double limit, best;
     double lean, best_mem; /* the least largest device memory; the fastest's */
     long evaluated, fitting;
+    uint32_t *table; /* n x S run layers */
+    double *table_mk;
+    size_t n, cap;
 } vectors;
 
 static void vectors_stage(vectors *q, uint32_t s, uint32_t left)
@@ -1232,6 +1251,11 @@ static void vectors_stage(vectors *q, uint32_t s, uint32_t left)
             mem = fmax(mem, md);
         }
         q->evaluated++;
+        CHECK(q->n < q->cap || !q->cap);
+        if (q->n < q->cap) {
+            memcpy(q->table + q->n * q->S, q->x, q->S * sizeof *q->x);
+            q->table_mk[q->n++] = mk;
+        }
         q->lean = fmin(q->lean, mem);
         if (mem <= q->limit) {
             q->fitting++;
@@ -1251,42 +1275,6 @@ static void vectors_stage(vectors *q, uint32_t s, uint32_t left)
     }
 }
 
-/* Every count vector of a run over `S` stages (the first and the last
- * may hold no run layer: the embedding's and the head's) with its
- * simulated step time, for first_depth_case(). */
-typedef struct split_table {
-    uint32_t S, n, cap;
-    uint32_t *counts; /* n x S run layers */
-    double *mk;
-} split_table;
-
-static void split_fill(split_table *t, const psched_model *model, const psched_plan *plan,
-                       const char *name, uint32_t *x, uint32_t s, uint32_t left)
-{
-    uint32_t S = t->S, lo = s == 0 || s == S - 1 ? 0 : 1;
-    if (s == S - 1) {
-        if (left < lo)
-            return;
-        x[s] = left;
-        uint32_t counts[16];
-        for (uint32_t q = 0; q < S; q++)
-            counts[q] = x[q] + (q == 0) + (q == S - 1);
-        psched_partition_result *r = NULL;
-        CHECK_OK(psched_partition_evaluate(model, plan, name, counts, S, NULL, &r));
-        CHECK(t->n < t->cap);
-        if (t->n < t->cap) {
-            memcpy(t->counts + (size_t)t->n * S, x, S * sizeof *x);
-            t->mk[t->n++] = psched_partition_makespan(r);
-        }
-        psched_partition_result_destroy(r);
-        return;
-    }
-    for (uint32_t c = lo; c <= left; c++) {
-        x[s] = c;
-        split_fill(t, model, plan, name, x, s + 1, left - c);
-    }
-}
-
 /* One instance of test_device_search_first_depth_bounds_hold(): the
  * records' bounds against the fastest completion of each; adds to
  * *records, *tight (within 1e-9 of it) and *ratio (bound / fastest). */
@@ -1295,28 +1283,21 @@ static void first_depth_case(const char *name, uint32_t p, uint32_t v, uint32_t 
                              size_t *tight, double *ratio)
 {
     uint32_t S = p * v;
-    psched_model *model = NULL;
-    if (head > 0) {
-        /* a light head: the last stage takes run layers too */
-        CHECK_OK(psched_model_create(&model));
-        CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.3, 0.3, 0.3, 1, 4));
-        CHECK_OK(psched_model_add_layers(model, "layer", L, 1, 1.5, 1, 4, 2));
-        CHECK_OK(psched_model_add_layers(model, "head", 1, head, head, head, 1, 4));
-    } else {
-        model = run_model(L);
-    }
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, p));
-    CHECK_OK(psched_plan_set_microbatches(plan, m));
-    CHECK_OK(psched_plan_set_chunks(plan, v));
-    CHECK_OK(psched_plan_set_comm(plan, comm));
-    split_table t = {S, 0, 20000, NULL, NULL};
-    t.counts = calloc((size_t)t.cap * S, sizeof *t.counts);
-    t.mk = calloc(t.cap, sizeof *t.mk);
-    CHECK(t.counts && t.mk);
-    uint32_t x[16] = {0};
-    split_fill(&t, model, plan, name, x, 0, L);
+    /* a light head: the last stage takes run layers too */
+    psched_model *model = head > 0 ? run_model_head(L, head, 1, 4) : run_model(L);
+    psched_plan *plan = run_plan(p, m, v, comm);
+    vectors q;
+    memset(&q, 0, sizeof q);
+    q.model = model;
+    q.plan = plan;
+    q.name = name;
+    q.S = S;
+    q.limit = q.best = q.lean = INFINITY;
+    q.cap = 20000;
+    q.table = calloc(q.cap * S, sizeof *q.table);
+    q.table_mk = calloc(q.cap, sizeof *q.table_mk);
+    CHECK(q.table && q.table_mk);
+    vectors_stage(&q, 0, L);
     /* from the slowest candidate, without the local search and the
      * polish, so that the first depth's bounds meet slow incumbents */
     psched__devsearch_test_record(100000, S);
@@ -1333,12 +1314,12 @@ static void first_depth_case(const char *name, uint32_t p, uint32_t v, uint32_t 
         uint32_t known[16];
         double bound = psched__devsearch_test_record_at(i, known);
         double least = INFINITY;
-        for (uint32_t k = 0; k < t.n; k++) {
+        for (size_t k = 0; k < q.n; k++) {
             bool match = true;
             for (uint32_t s = 0; s < S && match; s++)
-                match = known[s] == UINT32_MAX || known[s] == t.counts[(size_t)k * S + s];
+                match = known[s] == UINT32_MAX || known[s] == q.table[k * S + s];
             if (match)
-                least = fmin(least, t.mk[k]);
+                least = fmin(least, q.table_mk[k]);
         }
         if (!isfinite(least))
             continue; /* counts no split completes (the search's ranges allow them) */
@@ -1352,14 +1333,11 @@ static void first_depth_case(const char *name, uint32_t p, uint32_t v, uint32_t 
     }
     psched__devsearch_test_record(0, 0);
     /* and the partition is the enumeration's fastest, proven */
-    double fastest = INFINITY;
-    for (uint32_t k = 0; k < t.n; k++)
-        fastest = fmin(fastest, t.mk[k]);
     CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
-    CHECK(fabs(psched_partition_makespan(r) - fastest) <= 1e-9 * fastest);
+    CHECK(fabs(psched_partition_makespan(r) - q.best) <= 1e-9 * q.best);
     psched_partition_result_destroy(r);
-    free(t.counts);
-    free(t.mk);
+    free(q.table);
+    free(q.table_mk);
     psched_plan_destroy(plan);
     psched_model_destroy(model);
 }
@@ -1443,12 +1421,7 @@ static void test_device_search_four_devices_matches_the_enumeration(void)
     psched_model *model = run_model(18);
     int listed = 0, below = 0, raised = 0;
     for (int k = 0; k < 4; k++) {
-        psched_plan *plan = NULL;
-        CHECK_OK(psched_plan_create(&plan));
-        CHECK_OK(psched_plan_set_devices(plan, 4));
-        CHECK_OK(psched_plan_set_microbatches(plan, 8));
-        CHECK_OK(psched_plan_set_chunks(plan, 4));
-        CHECK_OK(psched_plan_set_comm(plan, k < 2 ? 0 : 0.25));
+        psched_plan *plan = run_plan(4, 8, 4, k < 2 ? 0 : 0.25);
         vectors q;
         memset(&q, 0, sizeof q);
         q.model = model;

@@ -352,7 +352,7 @@ static psched_status simulate_solution(certify *c, const psched__solution *sol, 
         } else {
             psched__paths_vector(c->pb, sol, c->xbuf);
             bool added = false;
-            if (psched__paths_max(&c->paths, c->xbuf) < *makespan * (1 - 1e-9))
+            if (psched__paths_max(&c->paths, NULL, c->xbuf) < *makespan * (1 - 1e-9))
                 st = psched__paths_extract(&c->paths, c->pb, run, rep, false, &added);
             if (!st && added && c->searching && c->have_mult)
                 st = lib_add_newest(c, sol);
@@ -798,7 +798,7 @@ static psched_status price_mix(certify *c, const double *xi, psched_plan *avg, d
         double mk = psched_report_makespan(rep);
         for (uint32_t d = 0; d < pb->plan_devices; d++)
             c->ops += psched_schedule_op_count(c->ref, d);
-        if (mk > upper * (1 + 1e-9) && psched__paths_max(pp, xb) < mk * (1 - 1e-9))
+        if (mk > upper * (1 + 1e-9) && psched__paths_max(pp, NULL, xb) < mk * (1 - 1e-9))
             st = psched__paths_extract(&c->paths, pb, c->ref, rep, true, priced);
     }
     psched_report_destroy(rep);
@@ -1087,7 +1087,7 @@ static bool run_certify(certify *c)
          * shorter than its step time) */
         psched__paths_vector(pb, &x, c->xbuf);
         if (!dag)
-            z = fmin(z, psched__paths_max(&c->paths, c->xbuf));
+            z = fmin(z, psched__paths_max(&c->paths, NULL, c->xbuf));
         c->path_lb = fmax(c->path_lb, z);
         if (z >= c->best * (1 - RUN_TOL)) {
             proven = true;

@@ -646,21 +646,19 @@ static psched_status build_dag(dsctx *x)
         if (!x->chain || !x->bump || !x->bumpin || !x->ustage)
             st = PSCHED_ENOMEM_FAIL();
         size_t found = 0;
+        x->chain_bw = true;
         for (size_t k = 0; !st && k < n; k++) {
             const psched_op *o = &ops[src[k]];
             if (o->microbatch || o->kind == PSCHED_OP_W)
                 continue;
             x->chain[o->kind == PSCHED_OP_F ? o->stage : 2 * S - 1 - o->stage] = (uint32_t)k;
+            x->chain_bw = x->chain_bw && o->kind != PSCHED_OP_B;
             found++;
         }
         if (!st && found != 2 * (size_t)S) {
             psched__dealloc(x->chain);
             x->chain = NULL; /* not one F and one B per stage: no chain bound */
         }
-        x->chain_bw = true;
-        for (size_t k = 0; !st && x->chain && k < n; k++)
-            if (!ops[src[k]].microbatch && ops[src[k]].kind == PSCHED_OP_B)
-                x->chain_bw = false;
     }
     if (!st)
         st = relabel(x, topo);

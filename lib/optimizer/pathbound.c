@@ -70,11 +70,12 @@ double psched__paths_length(const psched__paths *pp, size_t path, const double *
     return sum;
 }
 
-double psched__paths_max(const psched__paths *pp, const double *x)
+double psched__paths_max(const psched__paths *pp, const bool *use, const double *x)
 {
     double best = 0;
     for (size_t i = 0; i < pp->n; i++)
-        best = fmax(best, psched__paths_length(pp, i, x));
+        if (!use || use[i])
+            best = fmax(best, psched__paths_length(pp, i, x));
     return best;
 }
 
@@ -1021,6 +1022,16 @@ static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_sch
     return st;
 }
 
+/* The end of run_milp_solve(): the start's columns (GLPK's allocation)
+ * and the problem freed, st returned. */
+static psched_status run_done(glp_prob *lp, double *xs, psched_status st)
+{
+    if (xs)
+        glp_free(xs);
+    glp_delete_prob(lp);
+    return st;
+}
+
 static psched_status run_milp_solve(const psched__problem *pb, const psched__paths *pp,
                                     const psched__run *run, const bool *use,
                                     const psched_schedule *dag, double below, double until,
@@ -1192,21 +1203,16 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
         st = dag_rows(lp, &rc, dag, zcol, start_times, xs);
     if (!st && xs && !dag) {
         double *x = psched__calloc(3 * (size_t)S + D, sizeof *x);
-        if (!x)
+        if (!x) {
             st = PSCHED_ENOMEM_FAIL();
-        else
+        } else {
             psched__paths_vector(pb, start, x);
-        for (size_t t = 0; !st && t < pp->n; t++)
-            if (!use || use[t])
-                xs[zcol] = fmax(xs[zcol], psched__paths_length(pp, t, x));
+            xs[zcol] = psched__paths_max(pp, use, x); /* the rows' longest */
+        }
         psched__dealloc(x);
     }
-    if (st) {
-        if (xs)
-            glp_free(xs);
-        glp_delete_prob(lp);
-        return st;
-    }
+    if (st)
+        return run_done(lp, xs, st);
     if (xs && isfinite(below))
         glp_set_col_bnds(lp, zcol, GLP_DB, 0, fmax(below, xs[zcol]));
     /* The branching order names the columns of this problem, so GLPK's
@@ -1221,17 +1227,10 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
     if (lp_rc == GLP_ENOPFS || (lp_rc == 0 && glp_get_status(lp) == GLP_NOFEAS)) {
         /* no partition below `below`, even fractional */
         *none = true;
-        if (xs)
-            glp_free(xs);
-        glp_delete_prob(lp);
-        return PSCHED_OK;
+        return run_done(lp, xs, PSCHED_OK);
     }
-    if (lp_rc != 0 || glp_get_status(lp) != GLP_OPT) {
-        if (xs)
-            glp_free(xs);
-        glp_delete_prob(lp);
-        return PSCHED_OK; /* out of time (or GLPK gave up): no claim */
-    }
+    if (lp_rc != 0 || glp_get_status(lp) != GLP_OPT)
+        return run_done(lp, xs, PSCHED_OK); /* out of time (or GLPK gave up): no claim */
     glp_iocp io;
     glp_init_iocp(&io);
     io.msg_lev = GLP_MSG_OFF;
@@ -1259,12 +1258,8 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
     io.cb_func = run_on_branch;
     io.cb_info = &tree;
     int ret = glp_intopt(lp, &io);
-    if (tree.st) {
-        if (xs)
-            glp_free(xs);
-        glp_delete_prob(lp);
-        return tree.st;
-    }
+    if (tree.st)
+        return run_done(lp, xs, tree.st);
     *solved = ret == 0 && glp_mip_status(lp) == GLP_OPT;
     /* (GLP_ENOPFS comes from the MIP presolver, off here: the LP above
      * answers an infeasible relaxation) */
@@ -1292,10 +1287,7 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
         if (!*solved && sol->found && found)
             st = found(found_ctx, sol);
     }
-    if (xs)
-            glp_free(xs);
-        glp_delete_prob(lp);
-    return st;
+    return run_done(lp, xs, st);
 }
 
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,

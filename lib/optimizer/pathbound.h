@@ -56,8 +56,10 @@ PSCHED_INTERNAL void psched__paths_vector(const psched__problem *pb, const psche
                                           double *x);
 PSCHED_INTERNAL psched_status psched__paths_add_cut(psched__paths *pp, const double *x);
 PSCHED_INTERNAL double psched__paths_length(const psched__paths *pp, size_t path, const double *x);
-/* The longest path of the pool at x (0 for an empty pool). */
-PSCHED_INTERNAL double psched__paths_max(const psched__paths *pp, const double *x);
+/* The longest path of the pool at x among those with use[path] (NULL:
+ * all; 0 for none). */
+PSCHED_INTERNAL double psched__paths_max(const psched__paths *pp, const bool *use,
+                                         const double *x);
 
 /* argmin: keep the DP's choices for psched__mult_argmin() (the node
  * bounds' sets need only g). */
@@ -176,7 +178,6 @@ PSCHED_INTERNAL double psched__certify_test_run_tree(void);
  * certificate solved it to the end (0: it did not). */
 PSCHED_INTERNAL void psched__certify_test_run_dag(int mode);
 PSCHED_INTERNAL double psched__certify_test_run_dag_z(void);
-
 
 /* Test hook: the run MILP's integer solutions handed to the certificate
  * (psched__run_milp()'s `found`) that became the best (since
