@@ -18,16 +18,6 @@ static int non_null_outputs;
 #define BIG (1u << 31) /* 2^31: beyond every limit, still a valid uint32_t */
 #define TEN_MB ((size_t)10 << 20)
 
-static psched_plan *plan_new(uint32_t p, uint32_t m, uint32_t v)
-{
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, p));
-    CHECK_OK(psched_plan_set_microbatches(plan, m));
-    CHECK_OK(psched_plan_set_chunks(plan, v));
-    return plan;
-}
-
 /* Generate and expect failure: the output must come back NULL. */
 static psched_status generate_fails(psched_plan *plan, const char *name)
 {
@@ -99,7 +89,7 @@ static psched_status import_plain(const char *text, size_t length)
 
 static psched_status devices_zero(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_devices(p, 0);
     psched_plan_destroy(p);
     return st;
@@ -107,7 +97,7 @@ static psched_status devices_zero(void)
 
 static psched_status devices_2_31(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_devices(p, BIG);
     psched_plan_destroy(p);
     return st;
@@ -115,7 +105,7 @@ static psched_status devices_2_31(void)
 
 static psched_status devices_one_above_max(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_devices(p, PSCHED_MAX_DEVICES + 1);
     psched_plan_destroy(p);
     return st;
@@ -123,7 +113,7 @@ static psched_status devices_one_above_max(void)
 
 static psched_status microbatches_zero(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_microbatches(p, 0);
     psched_plan_destroy(p);
     return st;
@@ -131,7 +121,7 @@ static psched_status microbatches_zero(void)
 
 static psched_status microbatches_2_31(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_microbatches(p, BIG);
     psched_plan_destroy(p);
     return st;
@@ -139,7 +129,7 @@ static psched_status microbatches_2_31(void)
 
 static psched_status chunks_2_31(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_chunks(p, BIG);
     psched_plan_destroy(p);
     return st;
@@ -147,7 +137,7 @@ static psched_status chunks_2_31(void)
 
 static psched_status chunks_one_above_max(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_chunks(p, PSCHED_MAX_CHUNKS + 1);
     psched_plan_destroy(p);
     return st;
@@ -155,7 +145,7 @@ static psched_status chunks_one_above_max(void)
 
 static psched_status chains_three(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_chains(p, 3);
     psched_plan_destroy(p);
     return st;
@@ -163,7 +153,7 @@ static psched_status chains_three(void)
 
 static psched_status placement_out_of_enum(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_placement(p, (psched_placement)7);
     psched_plan_destroy(p);
     return st;
@@ -171,7 +161,7 @@ static psched_status placement_out_of_enum(void)
 
 static psched_status cost_nan(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_cost(p, NAN, 1, 1);
     psched_plan_destroy(p);
     return st;
@@ -179,7 +169,7 @@ static psched_status cost_nan(void)
 
 static psched_status cost_infinite(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_cost(p, 1, INFINITY, 1);
     psched_plan_destroy(p);
     return st;
@@ -187,7 +177,7 @@ static psched_status cost_infinite(void)
 
 static psched_status cost_negative(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_cost(p, 1, 1, -1);
     psched_plan_destroy(p);
     return st;
@@ -195,7 +185,7 @@ static psched_status cost_negative(void)
 
 static psched_status stage_cost_negative(void)
 {
-    psched_plan *p = plan_new(2, 4, 2);
+    psched_plan *p = tu_plan(2, 4, 2);
     psched_status st = psched_plan_set_stage_cost(p, 3, -0.5, 1, 1);
     psched_plan_destroy(p);
     return st;
@@ -203,7 +193,7 @@ static psched_status stage_cost_negative(void)
 
 static psched_status stage_cost_stage_out_of_range(void)
 {
-    psched_plan *p = plan_new(2, 4, 2);
+    psched_plan *p = tu_plan(2, 4, 2);
     psched_status st = psched_plan_set_stage_cost(p, 4, 1, 1, 1);
     psched_plan_destroy(p);
     return st;
@@ -211,7 +201,7 @@ static psched_status stage_cost_stage_out_of_range(void)
 
 static psched_status stage_cost_stage_2_31(void)
 {
-    psched_plan *p = plan_new(2, 4, 2);
+    psched_plan *p = tu_plan(2, 4, 2);
     psched_status st = psched_plan_set_stage_cost(p, BIG, 1, 1, 1);
     psched_plan_destroy(p);
     return st;
@@ -219,7 +209,7 @@ static psched_status stage_cost_stage_2_31(void)
 
 static psched_status mem_negative_infinity(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_mem(p, 1, -INFINITY, -1);
     psched_plan_destroy(p);
     return st;
@@ -227,7 +217,7 @@ static psched_status mem_negative_infinity(void)
 
 static psched_status stage_mem_nan(void)
 {
-    psched_plan *p = plan_new(2, 2, 1);
+    psched_plan *p = tu_plan(2, 2, 1);
     psched_status st = psched_plan_set_stage_mem(p, 1, 1, 0, NAN);
     psched_plan_destroy(p);
     return st;
@@ -235,7 +225,7 @@ static psched_status stage_mem_nan(void)
 
 static psched_status comm_negative(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_comm(p, -2);
     psched_plan_destroy(p);
     return st;
@@ -243,7 +233,7 @@ static psched_status comm_negative(void)
 
 static psched_status comm_nan(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_comm(p, NAN);
     psched_plan_destroy(p);
     return st;
@@ -254,7 +244,7 @@ static psched_status comm_nan(void)
  * reported inf or nan. */
 static psched_plan *plan_p4_m8_costs(double f, double comm)
 {
-    psched_plan *p = plan_new(4, 8, 0);
+    psched_plan *p = tu_plan(4, 8, 0);
     CHECK_OK(psched_plan_set_cost(p, f, f, f));
     CHECK_OK(psched_plan_set_comm(p, comm));
     return p;
@@ -274,7 +264,7 @@ static psched_status zb_comm_1e308(void)
  * finite, times 4 devices is not. */
 static psched_status zb_stage_cost_1e307(void)
 {
-    psched_plan *p = plan_new(4, 8, 1);
+    psched_plan *p = tu_plan(4, 8, 1);
     CHECK_OK(psched_plan_set_stage_cost(p, 2, 1e307, 1e307, 1e307));
     return generate_fails(p, "zb");
 }
@@ -298,7 +288,7 @@ static psched_status every_generator_cost_1e308(void)
 /* Micro-batch weights scale the costs (the cost model): their sum counts. */
 static psched_status zb_weights_1e308(void)
 {
-    psched_plan *p = plan_new(4, 8, 0);
+    psched_plan *p = tu_plan(4, 8, 0);
     const double w[8] = {1, 1, 1e308, 1, 1, 1, 1, 1};
     CHECK_OK(psched_plan_set_microbatch_weights(p, w, 8));
     return generate_fails(p, "zb");
@@ -307,7 +297,7 @@ static psched_status zb_weights_1e308(void)
 /* The simulator checks the costs it is given, not only the schedule's. */
 static psched_status simulate_with_cost_1e308(void)
 {
-    psched_plan *plan = plan_new(4, 8, 0);
+    psched_plan *plan = tu_plan(4, 8, 0);
     psched_schedule *s = NULL;
     CHECK_OK(psched_generate(plan, "1f1b", &s));
     psched_plan_destroy(plan);
@@ -330,35 +320,35 @@ static psched_status simulate_with_cost_1e308(void)
  * silently ignored). */
 static psched_status option_misspelled(void)
 {
-    psched_plan *p = plan_new(4, 8, 2);
+    psched_plan *p = tu_plan(4, 8, 2);
     CHECK_OK(psched_plan_set_option(p, "group-sise", 4));
     return generate_fails(p, "interleaved");
 }
 
 static psched_status option_not_declared(void)
 {
-    psched_plan *p = plan_new(4, 8, 0);
+    psched_plan *p = tu_plan(4, 8, 0);
     CHECK_OK(psched_plan_set_option(p, "group-size", 4));
     return generate_fails(p, "zb-h1");
 }
 
 static psched_status option_below_min(void)
 {
-    psched_plan *p = plan_new(4, 8, 2);
+    psched_plan *p = tu_plan(4, 8, 2);
     CHECK_OK(psched_plan_set_option(p, "group-size", -5));
     return generate_fails(p, "interleaved-zb");
 }
 
 static psched_status option_above_max(void)
 {
-    psched_plan *p = plan_new(4, 8, 2);
+    psched_plan *p = tu_plan(4, 8, 2);
     CHECK_OK(psched_plan_set_option(p, "group-size", (int64_t)1 << 32));
     return generate_fails(p, "interleaved");
 }
 
 static psched_status memory_limit_zero(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_memory_limit(p, 0);
     psched_plan_destroy(p);
     return st;
@@ -366,7 +356,7 @@ static psched_status memory_limit_zero(void)
 
 static psched_status memory_limit_nan(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_memory_limit(p, NAN);
     psched_plan_destroy(p);
     return st;
@@ -374,7 +364,7 @@ static psched_status memory_limit_nan(void)
 
 static psched_status option_key_uppercase(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_option(p, "Group-size", 4);
     psched_plan_destroy(p);
     return st;
@@ -382,7 +372,7 @@ static psched_status option_key_uppercase(void)
 
 static psched_status option_key_non_utf8(void)
 {
-    psched_plan *p = plan_new(1, 1, 0);
+    psched_plan *p = tu_plan(1, 1, 0);
     psched_status st = psched_plan_set_option(p, "group\xff\xfe", 4);
     psched_plan_destroy(p);
     return st;
@@ -390,7 +380,7 @@ static psched_status option_key_non_utf8(void)
 
 static psched_status custom_placement_before_chunks(void)
 {
-    psched_plan *p = plan_new(2, 2, 0);
+    psched_plan *p = tu_plan(2, 2, 0);
     psched_status st = psched_plan_set_placement(p, PSCHED_PLACEMENT_CUSTOM);
     psched_plan_destroy(p);
     return st;
@@ -398,7 +388,7 @@ static psched_status custom_placement_before_chunks(void)
 
 static psched_status stage_device_out_of_range(void)
 {
-    psched_plan *p = plan_new(4, 4, 2);
+    psched_plan *p = tu_plan(4, 4, 2);
     CHECK_OK(psched_plan_set_placement(p, PSCHED_PLACEMENT_CUSTOM));
     psched_status st = psched_plan_set_stage_device(p, 1, 4);
     psched_plan_destroy(p);
@@ -407,7 +397,7 @@ static psched_status stage_device_out_of_range(void)
 
 static psched_status stage_device_without_custom(void)
 {
-    psched_plan *p = plan_new(4, 4, 2);
+    psched_plan *p = tu_plan(4, 4, 2);
     psched_status st = psched_plan_set_stage_device(p, 5, 0);
     psched_plan_destroy(p);
     return st;
@@ -417,65 +407,65 @@ static psched_status stage_device_without_custom(void)
 
 static psched_status unknown_schedule_name(void)
 {
-    return generate_fails(plan_new(2, 4, 0), "1f1c");
+    return generate_fails(tu_plan(2, 4, 0), "1f1c");
 }
 
 static psched_status null_schedule_name(void)
 {
-    return generate_fails(plan_new(2, 4, 0), NULL);
+    return generate_fails(tu_plan(2, 4, 0), NULL);
 }
 
 static psched_status non_utf8_schedule_name(void)
 {
-    return generate_fails(plan_new(2, 4, 0), "gpipe\xff\xfe");
+    return generate_fails(tu_plan(2, 4, 0), "gpipe\xff\xfe");
 }
 
 static psched_status op_count_over_2_31(void)
 {
     /* 3 x 1024 stages x 2^21 micro-batches = 3 * 2^31 ops: more than an
      * int32 op index, more than a uint32 too. */
-    return generate_fails(plan_new(1024, 1u << 21, 0), "gpipe");
+    return generate_fails(tu_plan(1024, 1u << 21, 0), "gpipe");
 }
 
 static psched_status op_count_of_the_largest_plan(void)
 {
     /* p, v and m at their maxima: S = 2^26, S x m = 2^50. */
-    return generate_fails(plan_new(PSCHED_MAX_DEVICES, PSCHED_MAX_MICROBATCHES,
+    return generate_fails(tu_plan(PSCHED_MAX_DEVICES, PSCHED_MAX_MICROBATCHES,
                                    PSCHED_MAX_CHUNKS), "looped-bfs");
 }
 
 static psched_status chunks_that_1f1b_cannot_use(void)
 {
-    return generate_fails(plan_new(2, 4, 2), "1f1b");
+    return generate_fails(tu_plan(2, 4, 2), "1f1b");
 }
 
 static psched_status placement_that_1f1b_cannot_use(void)
 {
-    psched_plan *p = plan_new(2, 4, 2);
+    psched_plan *p = tu_plan(2, 4, 2);
     CHECK_OK(psched_plan_set_placement(p, PSCHED_PLACEMENT_VSHAPE));
     return generate_fails(p, "1f1b");
 }
 
 static psched_status dualpipe_odd_devices(void)
 {
-    return generate_fails(plan_new(3, 12, 0), "dualpipe");
+    return generate_fails(tu_plan(3, 12, 0), "dualpipe");
 }
 
 static psched_status chimera_partial_unit(void)
 {
-    return generate_fails(plan_new(4, 6, 0), "chimera");
+    return generate_fails(tu_plan(4, 6, 0), "chimera");
 }
 
 static psched_status chimera_odd_devices(void)
 {
-    return generate_fails(plan_new(3, 6, 0), "chimera");
+    return generate_fails(tu_plan(3, 6, 0), "chimera");
 }
 
 /* ---- Vocabulary Parallelism and collectives (issue 19) ---- */
 
 static psched_status vocab_cost_negative(void)
 {
-    psched_plan *p = plan_new(2, 2, 0);
+    psched_plan *p = tu_plan(2, 2, 0);
     psched_status st = psched_plan_set_vocab_cost(p, 1, -0.5);
     psched_plan_destroy(p);
     return st;
@@ -483,7 +473,7 @@ static psched_status vocab_cost_negative(void)
 
 static psched_status vocab_mem_nan(void)
 {
-    psched_plan *p = plan_new(2, 2, 0);
+    psched_plan *p = tu_plan(2, 2, 0);
     psched_status st = psched_plan_set_vocab_mem(p, NAN, 0);
     psched_plan_destroy(p);
     return st;
@@ -491,7 +481,7 @@ static psched_status vocab_mem_nan(void)
 
 static psched_status collective_bytes_index_8(void)
 {
-    psched_plan *p = plan_new(2, 2, 0);
+    psched_plan *p = tu_plan(2, 2, 0);
     psched_status st = psched_plan_set_collective_bytes(p, 8, 1);
     psched_plan_destroy(p);
     return st;
@@ -499,7 +489,7 @@ static psched_status collective_bytes_index_8(void)
 
 static psched_status collective_bytes_infinite(void)
 {
-    psched_plan *p = plan_new(2, 2, 0);
+    psched_plan *p = tu_plan(2, 2, 0);
     psched_status st = psched_plan_set_collective_bytes(p, 0, INFINITY);
     psched_plan_destroy(p);
     return st;
@@ -507,14 +497,14 @@ static psched_status collective_bytes_infinite(void)
 
 static psched_status vocab_option_3(void)
 {
-    psched_plan *p = plan_new(2, 4, 0);
+    psched_plan *p = tu_plan(2, 4, 0);
     CHECK_OK(psched_plan_set_option(p, "vocab", 3));
     return generate_fails(p, "1f1b");
 }
 
 static psched_status vocab_on_gpipe(void)
 {
-    psched_plan *p = plan_new(2, 4, 0);
+    psched_plan *p = tu_plan(2, 4, 0);
     CHECK_OK(psched_plan_set_option(p, "vocab", 1));
     return generate_fails(p, "gpipe");
 }
@@ -557,7 +547,7 @@ static psched_status csv_vocab_pass_missing(void)
 
 static psched_status vocab_to_pytorch_dialect(void)
 {
-    psched_plan *p = plan_new(2, 4, 0);
+    psched_plan *p = tu_plan(2, 4, 0);
     CHECK_OK(psched_plan_set_option(p, "vocab", 2));
     psched_schedule *s = NULL;
     psched_status st = psched_generate(p, "1f1b", &s);
@@ -572,14 +562,14 @@ static psched_status vocab_to_pytorch_dialect(void)
 
 static psched_status dualpipev_too_few_microbatches(void)
 {
-    return generate_fails(plan_new(4, 6, 0), "dualpipev");
+    return generate_fails(tu_plan(4, 6, 0), "dualpipev");
 }
 
 /* zb's memory check: with deltas (+1, 0, 0) nothing is ever freed, so one
  * micro-batch at a time still peaks at m = 8 units, above the limit 4. */
 static psched_status zb_memory_deltas_that_do_not_sum_to_zero(void)
 {
-    psched_plan *p = plan_new(2, 8, 0);
+    psched_plan *p = tu_plan(2, 8, 0);
     CHECK_OK(psched_plan_set_mem(p, 1, 0, 0));
     CHECK_OK(psched_plan_set_memory_limit(p, 4));
     return generate_fails(p, "zb");
@@ -609,7 +599,7 @@ static psched_status custom_map_with_three_chunks_on_one_device(void)
     psched_status st = psched_register_generator(&custom_generator);
     if (st != PSCHED_OK && st != PSCHED_EEXIST)
         return st;
-    psched_plan *p = plan_new(2, 2, 2);
+    psched_plan *p = tu_plan(2, 2, 2);
     CHECK_OK(psched_plan_set_placement(p, PSCHED_PLACEMENT_CUSTOM));
     CHECK_OK(psched_plan_set_stage_device(p, 1, 0));
     CHECK_OK(psched_plan_set_stage_device(p, 2, 0));
@@ -621,7 +611,7 @@ static psched_status custom_map_with_three_chunks_on_one_device(void)
 
 static psched_schedule *small_schedule(void)
 {
-    psched_plan *p = plan_new(2, 2, 0);
+    psched_plan *p = tu_plan(2, 2, 0);
     psched_schedule *s = NULL;
     CHECK_OK(psched_generate(p, "1f1b", &s));
     psched_plan_destroy(p);
@@ -732,7 +722,7 @@ static psched_status export_write_unknown_flags(void)
 static psched_status export_write_report_of_another_schedule(void)
 {
     psched_schedule *s = small_schedule();
-    psched_plan *plan = plan_new(3, 2, 1);
+    psched_plan *plan = tu_plan(3, 2, 1);
     psched_schedule *other = NULL;
     psched_report *r = NULL;
     CHECK_OK(psched_generate(plan, "1f1b", &other));
@@ -747,7 +737,7 @@ static psched_status export_write_report_of_another_schedule(void)
 
 static psched_status generate_write_null_callback(void)
 {
-    psched_plan *plan = plan_new(2, 4, 1);
+    psched_plan *plan = tu_plan(2, 4, 1);
     psched_status st = psched_generate_write(plan, "1f1b", PSCHED_FORMAT_CSV, 0, NULL, NULL);
     psched_plan_destroy(plan);
     return st;
@@ -760,7 +750,7 @@ static psched_status generate_write_null_plan(void)
 
 static psched_status generate_write_unknown_generator(void)
 {
-    psched_plan *plan = plan_new(2, 4, 1);
+    psched_plan *plan = tu_plan(2, 4, 1);
     psched_status st = psched_generate_write(plan, "1f2b", PSCHED_FORMAT_CSV, 0, never_write,
                                              NULL);
     psched_plan_destroy(plan);
@@ -769,7 +759,7 @@ static psched_status generate_write_unknown_generator(void)
 
 static psched_status generate_write_unknown_format(void)
 {
-    psched_plan *plan = plan_new(2, 4, 1);
+    psched_plan *plan = tu_plan(2, 4, 1);
     psched_status st = psched_generate_write(plan, "1f1b", (psched_format)7, 0, never_write,
                                              NULL);
     psched_plan_destroy(plan);
@@ -778,7 +768,7 @@ static psched_status generate_write_unknown_format(void)
 
 static psched_status generate_write_unknown_flags(void)
 {
-    psched_plan *plan = plan_new(2, 4, 1);
+    psched_plan *plan = tu_plan(2, 4, 1);
     psched_status st = psched_generate_write(plan, "1f1b", PSCHED_FORMAT_CSV, 0x2, never_write,
                                              NULL);
     psched_plan_destroy(plan);
@@ -787,7 +777,7 @@ static psched_status generate_write_unknown_flags(void)
 
 static psched_status generate_write_plan_the_generator_refuses(void)
 {
-    psched_plan *plan = plan_new(2, 4, 1); /* interleaved needs v >= 2 */
+    psched_plan *plan = tu_plan(2, 4, 1); /* interleaved needs v >= 2 */
     psched_status st = psched_generate_write(plan, "interleaved", PSCHED_FORMAT_CSV, 0,
                                              never_write, NULL);
     psched_plan_destroy(plan);
@@ -797,7 +787,7 @@ static psched_status generate_write_plan_the_generator_refuses(void)
 static psched_status simulate_with_costs_of_another_shape(void)
 {
     psched_schedule *s = small_schedule();
-    psched_plan *costs = plan_new(3, 2, 1);
+    psched_plan *costs = tu_plan(3, 2, 1);
     psched_report *r = NULL;
     psched_status st = psched_simulate(s, costs, &r);
     non_null_outputs += r != NULL;
@@ -936,7 +926,7 @@ static psched_status csv_op_count_over_the_limit(void)
  * whose chunks are 0 took the address of element 0 of a NULL op array. */
 static psched_status csv_blank_rows_with_a_plan(void)
 {
-    psched_plan *p = plan_new(2, 1, 0);
+    psched_plan *p = tu_plan(2, 1, 0);
     psched_status st = import_text(" \n\t\n", 4, p);
     psched_plan_destroy(p);
     return st;
@@ -944,7 +934,7 @@ static psched_status csv_blank_rows_with_a_plan(void)
 
 static psched_status csv_rows_do_not_match_the_plan(void)
 {
-    psched_plan *p = plan_new(3, 1, 1);
+    psched_plan *p = tu_plan(3, 1, 1);
     psched_status st = import_text("0F0\n1F0\n", 8, p);
     psched_plan_destroy(p);
     return st;
@@ -954,7 +944,7 @@ static psched_status csv_rows_do_not_match_the_plan(void)
  * stage 0 in row 0. */
 static psched_status csv_stage_on_the_wrong_device_of_a_custom_map(void)
 {
-    psched_plan *p = plan_new(2, 1, 1);
+    psched_plan *p = tu_plan(2, 1, 1);
     CHECK_OK(psched_plan_set_placement(p, PSCHED_PLACEMENT_CUSTOM));
     CHECK_OK(psched_plan_set_stage_device(p, 0, 1));
     CHECK_OK(psched_plan_set_stage_device(p, 1, 0));
@@ -1034,7 +1024,7 @@ static psched_model *model_of_2_32_minus_1_layers(void)
 static psched_status partition_of_2_32_minus_1_layers(void)
 {
     psched_model *m = model_of_2_32_minus_1_layers();
-    psched_plan *plan = plan_new(4, 8, 1);
+    psched_plan *plan = tu_plan(4, 8, 1);
     CHECK_OK(psched_plan_set_memory_limit(plan, 80e9));
     psched_partition_result *r = (psched_partition_result *)&non_null_outputs; /* poison */
     psched_status st = psched_partition(m, plan, "1f1b", NULL, &r);
@@ -1051,7 +1041,7 @@ static psched_status partition_of_2_32_minus_1_layers(void)
 static psched_status plan_search_of_2_32_minus_1_layers(void)
 {
     psched_model *m = model_of_2_32_minus_1_layers();
-    psched_plan *plan = plan_new(4, 8, 1);
+    psched_plan *plan = tu_plan(4, 8, 1);
     CHECK_OK(psched_plan_set_memory_limit(plan, 80e9));
     psched_search_result *r = NULL;
     psched_status st = psched_plan_search(m, plan, NULL, 0, NULL, &r);
@@ -1066,7 +1056,7 @@ static psched_status plan_search_of_2_32_minus_1_layers(void)
 
 static psched_status partition_model(psched_model *m, uint32_t p, double limit)
 {
-    psched_plan *plan = plan_new(p, 2 * p, 1);
+    psched_plan *plan = tu_plan(p, 2 * p, 1);
     CHECK_OK(psched_plan_set_memory_limit(plan, limit));
     psched_partition_result *r = NULL;
     psched_status st = psched_partition(m, plan, "1f1b", NULL, &r);
@@ -1081,7 +1071,7 @@ static psched_status partition_model(psched_model *m, uint32_t p, double limit)
 
 static psched_status search_model(psched_model *m, uint32_t p, double limit)
 {
-    psched_plan *plan = plan_new(p, 2 * p, 0);
+    psched_plan *plan = tu_plan(p, 2 * p, 0);
     CHECK_OK(psched_plan_set_memory_limit(plan, limit));
     psched_search_result *r = NULL;
     /* The built-ins by name: this file registers generators of its own. */
@@ -1136,7 +1126,7 @@ static psched_status read_layout(const char *layout, const char *granularity,
                                  const char *method, uint32_t num_layers)
 {
     psched_model *m = layout_model();
-    psched_plan *plan = plan_new(2, 4, 1);
+    psched_plan *plan = tu_plan(2, 4, 1);
     psched_partition_result *r = (psched_partition_result *)&non_null_outputs; /* poison */
     psched_status st = psched_partition_from_layout(m, plan, "1f1b", layout, NULL, granularity,
                                                     method, num_layers, &r);
@@ -1238,7 +1228,7 @@ static psched_status layout_selective_with_a_method(void)
 static psched_status layout_map_of_a_missing_group(void)
 {
     psched_model *m = layout_model();
-    psched_plan *plan = plan_new(2, 4, 1);
+    psched_plan *plan = tu_plan(2, 4, 1);
     psched_partition_result *r = NULL;
     psched_status st = psched_partition_from_layout(m, plan, "1f1b", "Ett|ttL", "m=mtp", NULL,
                                                     NULL, 0, &r);
@@ -1255,7 +1245,7 @@ static psched_status evaluate_counts(const uint32_t *counts, uint32_t stages,
                                      const psched_recompute *rc)
 {
     psched_model *m = layout_model();
-    psched_plan *plan = plan_new(2, 4, 1);
+    psched_plan *plan = tu_plan(2, 4, 1);
     psched_partition_result *r = (psched_partition_result *)&non_null_outputs; /* poison */
     psched_status st = psched_partition_evaluate(m, plan, "1f1b", counts, stages, rc, &r);
     if (r) {
@@ -1294,7 +1284,7 @@ static psched_status evaluate_selective_embedding(void)
 static psched_status emit_torchtitan(const char *fqn, bool null_text)
 {
     psched_model *m = layout_model();
-    psched_plan *plan = plan_new(2, 4, 1);
+    psched_plan *plan = tu_plan(2, 4, 1);
     psched_partition_result *r = NULL;
     CHECK_OK(psched_partition_evaluate(m, plan, "1f1b", (const uint32_t[]){3, 3}, 2, NULL, &r));
     char *text = (char *)&non_null_outputs; /* poison */
@@ -1332,7 +1322,7 @@ static psched_status megatron_of_another_model(void)
     psched_model *m = layout_model(), *other = NULL;
     CHECK_OK(psched_model_create(&other));
     CHECK_OK(psched_model_add_layers(other, "layer", 8, 1, 1, 1, 1, 1));
-    psched_plan *plan = plan_new(2, 4, 1);
+    psched_plan *plan = tu_plan(2, 4, 1);
     psched_partition_result *r = NULL;
     CHECK_OK(psched_partition_evaluate(m, plan, "1f1b", (const uint32_t[]){3, 3}, 2, NULL, &r));
     char *text = (char *)&non_null_outputs; /* poison */

@@ -10,11 +10,7 @@
 
 static psched_plan *ts_plan(uint32_t p, uint32_t m, uint32_t v, psched_placement placement)
 {
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    psched_plan_set_devices(plan, p);
-    psched_plan_set_microbatches(plan, m);
-    psched_plan_set_chunks(plan, v);
+    psched_plan *plan = tu_plan(p, m, v);
     psched_plan_set_placement(plan, placement);
     return plan;
 }

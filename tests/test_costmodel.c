@@ -20,11 +20,9 @@ static void check_times(const psched_report *r, uint32_t d, const double *start,
 
 static psched_plan *gen_plan(uint32_t p, uint32_t m, double f, double b, double w)
 {
-    psched_plan *plan;
-    if (psched_plan_create(&plan))
+    psched_plan *plan = tu_plan(p, m, 0);
+    if (!plan)
         return NULL;
-    psched_plan_set_devices(plan, p);
-    psched_plan_set_microbatches(plan, m);
     psched_plan_set_cost(plan, f, b, w);
     return plan;
 }

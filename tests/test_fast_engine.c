@@ -21,9 +21,8 @@ static uint64_t rng = 0x9e3779b97f4a7c15u;
 /* Costs: unit (setting 0) or uneven per stage with t_comm and memory. */
 static psched_plan *make_plan(uint32_t p, uint32_t m, uint32_t v, int setting)
 {
-    psched_plan *plan;
-    if (psched_plan_create(&plan) || psched_plan_set_devices(plan, p) ||
-        psched_plan_set_microbatches(plan, m) || psched_plan_set_chunks(plan, v))
+    psched_plan *plan = tu_plan(p, m, v);
+    if (!plan)
         return NULL;
     if (setting == 1) {
         for (uint32_t s = 0; s < p * (v ? v : 1); s++)

@@ -349,12 +349,10 @@ static void test_csv_import_accepts_idle_cells_spaces_and_crlf(void)
 
 static psched_schedule *dualpipe(uint32_t p, uint32_t m)
 {
-    psched_plan *plan;
+    psched_plan *plan = tu_plan(p, m, 0);
     psched_schedule *s = NULL;
-    if (psched_plan_create(&plan))
+    if (!plan)
         return NULL;
-    psched_plan_set_devices(plan, p);
-    psched_plan_set_microbatches(plan, m);
     CHECK_OK(psched_generate(plan, "dualpipe", &s));
     psched_plan_destroy(plan);
     return s;

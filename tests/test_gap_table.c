@@ -35,12 +35,8 @@ static const family families[] = {
 static psched_plan *row_plan(const family *f, uint32_t p, uint32_t m, const char *costs,
                              double limit)
 {
-    psched_plan *plan = NULL;
     double v = f->v, b = !strcmp(costs, "F1 B2 W1") ? 2 : 1;
-    CHECK_OK(psched_plan_create(&plan));
-    psched_plan_set_devices(plan, p);
-    psched_plan_set_microbatches(plan, m);
-    psched_plan_set_chunks(plan, f->v);
+    psched_plan *plan = tu_plan(p, m, f->v);
     psched_plan_set_placement(plan, f->place);
     psched_plan_set_cost(plan, 1 / v, b / v, 1 / v);
     if (!strcmp(costs, "last stage 2x"))

@@ -336,11 +336,8 @@ static void test_generator_options_are_declared_and_queryable(void)
     CHECK_CONTAINS(psched_last_error(), "option info version (2) must be 1");
     /* A declared option in range generates; the same key on a generator
      * that does not declare it is refused, naming it. */
-    psched_plan *plan = NULL;
+    psched_plan *plan = tu_plan(4, 8, 0);
     psched_schedule *s = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, 4));
-    CHECK_OK(psched_plan_set_microbatches(plan, 8));
     CHECK_OK(psched_plan_set_option(plan, "group-size", 4));
     CHECK_OK(psched_generate(plan, "interleaved", &s));
     psched_schedule_destroy(s);
@@ -432,12 +429,8 @@ static void test_single_chunk_generators_reject_two_chunks(void)
 
 static void test_generators_reject_vshape_placement(void)
 {
-    psched_plan *plan = NULL;
+    psched_plan *plan = tu_plan(2, 4, 2);
     psched_schedule *s = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, 2));
-    CHECK_OK(psched_plan_set_microbatches(plan, 4));
-    CHECK_OK(psched_plan_set_chunks(plan, 2));
     CHECK_OK(psched_plan_set_placement(plan, PSCHED_PLACEMENT_VSHAPE));
     CHECK_EQ_INT(psched_generate(plan, "interleaved", &s), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "vshape");

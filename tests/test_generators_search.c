@@ -19,10 +19,7 @@ typedef struct shape {
 
 static psched_plan *make_plan(shape s)
 {
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, s.p));
-    CHECK_OK(psched_plan_set_microbatches(plan, s.m));
+    psched_plan *plan = tu_plan(s.p, s.m, 0);
     CHECK_OK(psched_plan_set_cost(plan, s.f, s.b, s.w));
     CHECK_OK(psched_plan_set_comm(plan, s.comm));
     return plan;

@@ -14,11 +14,8 @@
 
 static psched_schedule *generate(const char *name, uint32_t p, uint32_t m)
 {
-    psched_plan *plan = NULL;
+    psched_plan *plan = tu_plan(p, m, 0);
     psched_schedule *s = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, p));
-    CHECK_OK(psched_plan_set_microbatches(plan, m));
     CHECK_OK(psched_generate(plan, name, &s));
     psched_plan_destroy(plan);
     return s;
@@ -29,12 +26,8 @@ static psched_schedule *generate(const char *name, uint32_t p, uint32_t m)
 static psched_status generate_error(const char *name, uint32_t p, uint32_t m, uint32_t v,
                                     psched_placement placement)
 {
-    psched_plan *plan = NULL;
+    psched_plan *plan = tu_plan(p, m, v);
     psched_schedule *s = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, p));
-    CHECK_OK(psched_plan_set_microbatches(plan, m));
-    CHECK_OK(psched_plan_set_chunks(plan, v));
     CHECK_OK(psched_plan_set_placement(plan, placement));
     psched_status st = psched_generate(plan, name, &s);
     CHECK(s == NULL);
@@ -50,12 +43,8 @@ static psched_status check_error(const char *name, uint32_t p, uint32_t m, uint3
                                  psched_placement placement)
 {
     const psched_generator *g = NULL;
-    psched_plan *plan = NULL;
     CHECK_OK(psched_generator_find(name, &g));
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, p));
-    CHECK_OK(psched_plan_set_microbatches(plan, m));
-    CHECK_OK(psched_plan_set_chunks(plan, v));
+    psched_plan *plan = tu_plan(p, m, v);
     CHECK_OK(psched_plan_set_placement(plan, placement));
     psched_status st = (g && g->check) ? g->check(plan) : PSCHED_OK;
     psched_plan_destroy(plan);
@@ -238,12 +227,9 @@ static void test_v_zb_span_equals_published_table(void)
         double f, b, w, span;
     } rows[] = {{4, 8, 1, 1, 1, 48}, {8, 16, 1, 1, 1, 96}, {4, 8, 3, 2, 1, 107}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        psched_plan *plan = NULL;
+        psched_plan *plan = tu_plan(rows[i].p, rows[i].m, 0);
         psched_schedule *s = NULL;
         psched_report *r = NULL;
-        CHECK_OK(psched_plan_create(&plan));
-        CHECK_OK(psched_plan_set_devices(plan, rows[i].p));
-        CHECK_OK(psched_plan_set_microbatches(plan, rows[i].m));
         CHECK_OK(psched_plan_set_cost(plan, rows[i].f, rows[i].b, rows[i].w));
         CHECK_OK(psched_generate(plan, "v-zb", &s));
         if (s)
@@ -394,11 +380,8 @@ static void test_chimera_matches_the_paper_figure_p4_m4(void)
  * paper's equal-slot figures): t_F = 2, t_B = t_W = 1, so a slot is 2. */
 static psched_schedule *chimera_equal_slots(uint32_t p, uint32_t m)
 {
-    psched_plan *plan = NULL;
+    psched_plan *plan = tu_plan(p, m, 0);
     psched_schedule *s = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, p));
-    CHECK_OK(psched_plan_set_microbatches(plan, m));
     CHECK_OK(psched_plan_set_cost(plan, 2, 1, 1));
     CHECK_OK(psched_generate(plan, "chimera", &s));
     psched_plan_destroy(plan);
@@ -559,10 +542,7 @@ static void test_v_generators_report_enomem_on_every_failed_allocation(void)
     static const char *const names[] = {"v-zb", "dualpipev", "dualpipe", "chimera"};
     psched_generator_count(); /* register the built-ins before counting */
     for (size_t i = 0; i < 4; i++) {
-        psched_plan *plan = NULL;
-        CHECK_OK(psched_plan_create(&plan));
-        CHECK_OK(psched_plan_set_devices(plan, 4));
-        CHECK_OK(psched_plan_set_microbatches(plan, 8));
+        psched_plan *plan = tu_plan(4, 8, 0);
         psched_status st = PSCHED_ENOMEM;
         for (long n = 0; n < 1000 && st == PSCHED_ENOMEM; n++) {
             psched_schedule *s = NULL;

@@ -277,12 +277,8 @@ static uint64_t expected_hash(const golden *g, const op_lists *l)
 
 static psched_schedule *generate(const golden *g)
 {
-    psched_plan *plan = NULL;
+    psched_plan *plan = tu_plan(g->p, g->m, g->v);
     psched_schedule *s = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, g->p));
-    CHECK_OK(psched_plan_set_microbatches(plan, g->m));
-    CHECK_OK(psched_plan_set_chunks(plan, g->v));
     CHECK_OK(psched_generate(plan, g->generator, &s));
     psched_plan_destroy(plan);
     return s;
@@ -436,11 +432,8 @@ static void test_csv_round_trip_keeps_the_golden_hash(void)
  * runs: ranks with different profiles of the same model still agree. */
 static void test_hash_ignores_costs_memory_and_latency(void)
 {
-    psched_plan *plan = NULL;
+    psched_plan *plan = tu_plan(4, 8, 0);
     psched_schedule *s = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, 4));
-    CHECK_OK(psched_plan_set_microbatches(plan, 8));
     CHECK_OK(psched_plan_set_cost(plan, 3, 2, 1));
     CHECK_OK(psched_plan_set_stage_cost(plan, 2, 5, 4, 3));
     CHECK_OK(psched_plan_set_mem(plan, 2, 0, -2));

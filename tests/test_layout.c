@@ -31,17 +31,6 @@ static psched_model *small_model(uint32_t body)
     return m;
 }
 
-static psched_plan *make_plan(uint32_t p, uint32_t m, uint32_t v, double limit)
-{
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, p));
-    CHECK_OK(psched_plan_set_microbatches(plan, m));
-    CHECK_OK(psched_plan_set_chunks(plan, v));
-    CHECK_OK(psched_plan_set_memory_limit(plan, limit));
-    return plan;
-}
-
 static void check_counts(const psched_partition_result *r, const uint32_t *want, uint32_t n)
 {
     CHECK_EQ_INT(psched_partition_stages(r), n);
@@ -90,7 +79,7 @@ static void test_evaluate_figures_and_fit(void)
     psched_model *m = small_model(4);
     static const uint32_t counts[] = {3, 3};
     for (int tight = 0; tight < 2; tight++) {
-        psched_plan *plan = make_plan(2, 4, 1, tight ? 137.5 : 138);
+        psched_plan *plan = tu_plan_limited(2, 4, 1, tight ? 137.5 : 138);
         psched_partition_result *r = NULL;
         CHECK_OK(psched_partition_evaluate(m, plan, "1f1b", counts, 2, NULL, &r));
         CHECK(r != NULL);
@@ -129,7 +118,7 @@ static void test_evaluate_figures_and_fit(void)
 static void test_evaluate_recompute(void)
 {
     psched_model *m = small_model(4);
-    psched_plan *plan = make_plan(2, 4, 1, INFINITY);
+    psched_plan *plan = tu_plan_limited(2, 4, 1, INFINITY);
     static const uint32_t counts[] = {3, 3};
     static const psched_recompute rc[] = {0, 2, 2, 0, 0, 0};
     psched_partition_result *r = NULL;
@@ -159,7 +148,7 @@ static void expect_fail(psched_status got, psched_status want, const char *names
 static void test_evaluate_bad_arguments(void)
 {
     psched_model *m = small_model(4);
-    psched_plan *plan = make_plan(2, 4, 1, INFINITY);
+    psched_plan *plan = tu_plan_limited(2, 4, 1, INFINITY);
     static const uint32_t counts[] = {3, 3}, short_counts[] = {3, 2};
     static const psched_recompute bad_kind[] = {0, 3, 0, 0, 0, 0};
     static const psched_recompute emb_full[] = {2, 0, 0, 0, 0, 0};
@@ -229,7 +218,7 @@ static const grammar_case grammar_cases[] = {
 static void test_evaluate_dualpipe_ranges_once_or_twice(void)
 {
     psched_model *m = small_model(8);
-    psched_plan *plan = make_plan(2, 4, 2, INFINITY);
+    psched_plan *plan = tu_plan_limited(2, 4, 2, INFINITY);
     static const uint32_t once[] = {5, 5}, twice[] = {5, 5, 5, 5}, uneven[] = {5, 5, 4, 6},
                           three[] = {4, 3, 3};
     psched_partition_result *a = NULL, *b = NULL, *r = NULL;
@@ -269,7 +258,7 @@ static void test_evaluate_dualpipe_ranges_once_or_twice(void)
     expect_fail(psched_partition_evaluate(m, plan, "dualpipe", three, 3, NULL, &r),
                 PSCHED_EINVAL, "3 stages given; schedule dualpipe with p = 2, v = 2 has 2 ranges");
     /* twice the layers with one chain: the sum is wrong */
-    psched_plan *loop = make_plan(2, 4, 2, INFINITY);
+    psched_plan *loop = tu_plan_limited(2, 4, 2, INFINITY);
     expect_fail(psched_partition_evaluate(m, loop, "interleaved", twice, 4, NULL, &r),
                 PSCHED_EINVAL, "the stages hold 20 layers in all; the model has 10");
     CHECK(r == NULL);
@@ -285,7 +274,7 @@ static void test_layout_grammar(void)
     for (size_t i = 0; i < sizeof grammar_cases / sizeof *grammar_cases; i++) {
         const grammar_case *c = &grammar_cases[i];
         psched_model *m = small_model(c->body);
-        psched_plan *plan = make_plan(c->p, 2 * c->p, c->v, INFINITY);
+        psched_plan *plan = tu_plan_limited(c->p, 2 * c->p, c->v, INFINITY);
         const char *sched = c->stages == c->p ? "1f1b" : "interleaved";
         psched_partition_result *r = NULL;
         psched_status st = psched_partition_from_layout(m, plan, sched, c->layout, NULL, NULL,
@@ -308,7 +297,7 @@ static void test_layout_markers_without_embedding_or_head(void)
     psched_model *m = NULL;
     CHECK_OK(psched_model_create(&m));
     CHECK_OK(psched_model_add_layers(m, "block", 4, 1, 1, 1, 4, 10));
-    psched_plan *plan = make_plan(2, 4, 1, INFINITY);
+    psched_plan *plan = tu_plan_limited(2, 4, 1, INFINITY);
     psched_partition_result *r = NULL;
     CHECK_OK(psched_partition_from_layout(m, plan, "1f1b", "Et|tttL", NULL, NULL, NULL, 0, &r));
     if (r) {
@@ -344,7 +333,7 @@ static void test_layout_map_names_a_group(void)
     CHECK_OK(psched_model_add_layers(m, "layer", 4, 1, 1, 1, 4, 10));
     CHECK_OK(psched_model_add_layers(m, "predict", 1, 1, 1, 1, 4, 10));
     CHECK_OK(psched_model_add_layers(m, "head", 1, 0, 0, 0, 2, 5));
-    psched_plan *plan = make_plan(2, 4, 1, INFINITY);
+    psched_plan *plan = tu_plan_limited(2, 4, 1, INFINITY);
     psched_partition_result *r = NULL;
     /* unmapped, 'predict' is a t: the layout has 4 t, the model 5 */
     expect_fail(psched_partition_from_layout(m, plan, "1f1b", "Ett|ttmL", NULL, NULL, NULL, 0,
@@ -381,7 +370,7 @@ static void test_layout_map_names_a_group(void)
 static void test_layout_recompute_options(void)
 {
     psched_model *m = small_model(6);
-    psched_plan *plan = make_plan(2, 4, 1, INFINITY);
+    psched_plan *plan = tu_plan_limited(2, 4, 1, INFINITY);
     psched_partition_result *r = NULL;
     /* block 2: the first two t of each stage full */
     CHECK_OK(psched_partition_from_layout(m, plan, "1f1b", "Et*3|t*3L", NULL, "full", "block", 2,
@@ -453,7 +442,7 @@ static const bad_layout bad_layouts[] = {
 static void test_bad_layouts_name_the_rule_and_the_column(void)
 {
     psched_model *m = small_model(4);
-    psched_plan *plan = make_plan(2, 4, 1, INFINITY);
+    psched_plan *plan = tu_plan_limited(2, 4, 1, INFINITY);
     for (size_t i = 0; i < sizeof bad_layouts / sizeof *bad_layouts; i++) {
         const bad_layout *c = &bad_layouts[i];
         psched_partition_result *r = (psched_partition_result *)&tu_run_tests;
@@ -528,7 +517,7 @@ static psched_partition_result *evaluate(const psched_model *m, const psched_pla
 static void test_megatron_and_torchtitan_v1(void)
 {
     psched_model *m = small_model(4);
-    psched_plan *plan = make_plan(2, 4, 1, INFINITY);
+    psched_plan *plan = tu_plan_limited(2, 4, 1, INFINITY);
     psched_partition_result *r = evaluate(m, plan, "1f1b", (const uint32_t[]){3, 3}, 2, NULL);
     char *text = r ? megatron(r, m) : NULL;
     CHECK_STR(text, "# pipesched plan for Megatron-LM: schedule 1f1b, p = 2, v = 1, m = 4: "
@@ -569,7 +558,7 @@ static void test_megatron_and_torchtitan_v1(void)
 static void test_megatron_and_torchtitan_v2(void)
 {
     psched_model *m = small_model(4);
-    psched_plan *plan = make_plan(2, 4, 2, INFINITY);
+    psched_plan *plan = tu_plan_limited(2, 4, 2, INFINITY);
     psched_partition_result *r =
         evaluate(m, plan, "interleaved", (const uint32_t[]){2, 1, 1, 2}, 4, NULL);
     if (r)
@@ -613,7 +602,7 @@ static void test_megatron_and_torchtitan_v2(void)
 static void test_megatron_compacts_runs_and_stages(void)
 {
     psched_model *m = small_model(10);
-    psched_plan *plan = make_plan(5, 10, 1, INFINITY);
+    psched_plan *plan = tu_plan_limited(5, 10, 1, INFINITY);
     psched_partition_result *r =
         evaluate(m, plan, "1f1b", (const uint32_t[]){3, 2, 2, 2, 3}, 5, NULL);
     char *text = r ? megatron(r, m) : NULL;
@@ -624,7 +613,7 @@ static void test_megatron_compacts_runs_and_stages(void)
     psched_plan_destroy(plan);
     psched_model_destroy(m);
     m = small_model(6);
-    plan = make_plan(2, 4, 1, INFINITY);
+    plan = tu_plan_limited(2, 4, 1, INFINITY);
     r = evaluate(m, plan, "1f1b", (const uint32_t[]){4, 4}, 2, NULL);
     text = r ? megatron(r, m) : NULL;
     CHECK_CONTAINS(text, "--pipeline-model-parallel-layout \"Et*3|t*3L\"\n");
@@ -639,7 +628,7 @@ static void test_megatron_compacts_runs_and_stages(void)
 static void test_megatron_expressible_recompute(void)
 {
     psched_model *m = small_model(4);
-    psched_plan *plan = make_plan(2, 4, 1, INFINITY);
+    psched_plan *plan = tu_plan_limited(2, 4, 1, INFINITY);
     static const uint32_t counts[] = {3, 3};
     psched_partition_result *r =
         evaluate(m, plan, "1f1b", counts, 2, (const psched_recompute[]){0, 2, 2, 2, 2, 0});
@@ -689,7 +678,7 @@ static void test_megatron_expressible_recompute(void)
 static void test_megatron_inexpressible_recompute_prints_the_nearest(void)
 {
     psched_model *m = small_model(4);
-    psched_plan *plan = make_plan(2, 4, 1, 130);
+    psched_plan *plan = tu_plan_limited(2, 4, 1, 130);
     psched_partition_result *r = evaluate(m, plan, "1f1b", (const uint32_t[]){3, 3}, 2,
                                           (const psched_recompute[]){0, 2, 2, 0, 0, 0});
     char *text = r ? megatron(r, m) : NULL;
@@ -721,7 +710,7 @@ static void test_megatron_inexpressible_recompute_prints_the_nearest(void)
 static void test_emit_bad_arguments(void)
 {
     psched_model *m = small_model(4), *other = small_model(6);
-    psched_plan *plan = make_plan(2, 4, 1, INFINITY);
+    psched_plan *plan = tu_plan_limited(2, 4, 1, INFINITY);
     psched_partition_result *r = evaluate(m, plan, "1f1b", (const uint32_t[]){3, 3}, 2, NULL);
     char *text = (char *)&tu_run_tests;
     size_t length = 7;
@@ -746,7 +735,7 @@ static void test_emit_bad_arguments(void)
                 PSCHED_EINVAL, "module-name template entry 'q=x' must be LETTER=NAME");
     CHECK(text == NULL);
     /* a result with no partition: the ILP finds none under a limit of 1 */
-    psched_plan *tight = make_plan(2, 4, 1, 1);
+    psched_plan *tight = tu_plan_limited(2, 4, 1, 1);
     psched_partition_result *none = NULL;
     CHECK_OK(psched_partition(m, tight, "1f1b", NULL, &none));
     if (none) {
@@ -861,7 +850,8 @@ static void test_emit_then_parse_gives_the_same_partition(void)
     int runs = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         psched_model *m = small_model(cases[i].body);
-        psched_plan *plan = make_plan(cases[i].p, 2 * cases[i].p, cases[i].v, cases[i].limit);
+        psched_plan *plan =
+            tu_plan_limited(cases[i].p, 2 * cases[i].p, cases[i].v, cases[i].limit);
         for (int method = 0; method < 3; method++) {
             psched_partition_options o = PSCHED_PARTITION_OPTIONS_INIT;
             o.method = method == 0   ? PSCHED_PARTITION_ILP
@@ -924,7 +914,7 @@ static void drop_text(psched_status st, char **text)
 static void test_every_allocation_may_fail(void)
 {
     psched_model *m = small_model(4);
-    psched_plan *plan = make_plan(2, 4, 1, 130);
+    psched_plan *plan = tu_plan_limited(2, 4, 1, 130);
     static const uint32_t counts[] = {3, 3};
     static const psched_recompute rc[] = {0, 2, 2, 0, 0, 0};
     psched_partition_result *r = NULL;

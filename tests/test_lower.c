@@ -202,13 +202,10 @@ static void check_comms_csv_round_trip(const psched_schedule *l)
 
 static int lower_one(const char *name, uint32_t p, uint32_t v, uint32_t m)
 {
-    psched_plan *plan;
+    psched_plan *plan = tu_plan(p, m, v);
     psched_schedule *s = NULL, *l = NULL;
-    if (psched_plan_create(&plan))
+    if (!plan)
         return -1;
-    psched_plan_set_devices(plan, p);
-    psched_plan_set_chunks(plan, v);
-    psched_plan_set_microbatches(plan, m);
     int result = 0;
     if (psched_generate(plan, name, &s) == PSCHED_OK) {
         int before = tu_failed_checks;
@@ -252,11 +249,8 @@ static void test_every_generator_lowers_validates_and_keeps_its_compute_order(vo
 static void test_vshape_tip_needs_no_comm(void)
 {
     /* v-zb, p = 2: stages 0,1 down and 2,3 back; 1 -> 2 stays on device 1. */
-    psched_plan *plan;
+    psched_plan *plan = tu_plan(2, 4, 0);
     psched_schedule *s = NULL, *l = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    psched_plan_set_devices(plan, 2);
-    psched_plan_set_microbatches(plan, 4);
     CHECK_OK(psched_generate(plan, "v-zb", &s));
     CHECK_OK(psched_lower_comm(s, NULL, &l));
     /* edges 0->1 and 2->3 cross devices: 2 pairs x 2 directions x 4 mbs x 2 ops */
@@ -408,12 +402,9 @@ static void test_lowered_1f1b_keeps_the_compute_makespan(void)
     for (uint32_t p = 2; p <= 4; p++) {
         uint32_t ms[] = {1, p, 2 * p + 1, 4 * p};
         for (size_t k = 0; k < 4; k++) {
-            psched_plan *plan;
+            psched_plan *plan = tu_plan(p, ms[k], 0);
             psched_schedule *s = NULL, *l = NULL;
             psched_report *rs = NULL, *rl = NULL;
-            CHECK_OK(psched_plan_create(&plan));
-            psched_plan_set_devices(plan, p);
-            psched_plan_set_microbatches(plan, ms[k]);
             CHECK_OK(psched_generate(plan, "1f1b", &s));
             CHECK_OK(psched_lower_comm(s, plan, &l));
             CHECK_OK(psched_simulate(s, NULL, &rs));
@@ -442,13 +433,9 @@ static void test_lowering_keeps_the_makespan_of_reference_orders(void)
             uint32_t ms[] = {p, 2 * p + 1, 4 * p};
             for (uint32_t v = 1; v <= 3; v++) {
                 for (size_t k = 0; k < 3; k++) {
-                    psched_plan *plan;
+                    psched_plan *plan = tu_plan(p, ms[k], v);
                     psched_schedule *s = NULL, *l = NULL;
                     psched_report *rs = NULL, *rl = NULL;
-                    CHECK_OK(psched_plan_create(&plan));
-                    psched_plan_set_devices(plan, p);
-                    psched_plan_set_chunks(plan, v);
-                    psched_plan_set_microbatches(plan, ms[k]);
                     if (psched_generate(plan, names[i], &s) == PSCHED_OK) {
                         CHECK_OK(psched_lower_comm(s, NULL, &l));
                         CHECK_OK(psched_simulate(s, NULL, &rs));
@@ -724,13 +711,9 @@ static void test_lowering_refuses_bad_input(void)
 
 static void test_lowering_and_rendezvous_survive_every_allocation_failure(void)
 {
-    psched_plan *plan;
+    psched_plan *plan = tu_plan(3, 6, 2);
     psched_schedule *s = NULL, *l = NULL;
     psched_report *r = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    psched_plan_set_devices(plan, 3);
-    psched_plan_set_microbatches(plan, 6);
-    psched_plan_set_chunks(plan, 2);
     CHECK_OK(psched_generate(plan, "interleaved", &s));
     int lowered = 0, simulated = 0;
     for (long n = 0; n < 10000 && !lowered; n++) {

@@ -26,12 +26,9 @@ static bool same_schedule(const psched_schedule *a, const psched_schedule *b)
  * in the gaps), 4 fractional costs whose sums round. */
 static psched_plan *costs_plan(uint32_t p, uint32_t v, uint32_t m, int which)
 {
-    psched_plan *plan;
-    if (psched_plan_create(&plan))
+    psched_plan *plan = tu_plan(p, m, v);
+    if (!plan)
         return NULL;
-    psched_plan_set_devices(plan, p);
-    psched_plan_set_microbatches(plan, m);
-    psched_plan_set_chunks(plan, v);
     uint32_t S = p * v;
     switch (which) {
     case 1:

@@ -218,17 +218,6 @@ static double oracle_best(oracle *o)
 
 /* ---- helpers ---- */
 
-static psched_plan *make_plan(uint32_t p, uint32_t m, uint32_t v, double limit)
-{
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, p));
-    CHECK_OK(psched_plan_set_microbatches(plan, m));
-    CHECK_OK(psched_plan_set_chunks(plan, v));
-    CHECK_OK(psched_plan_set_memory_limit(plan, limit));
-    return plan;
-}
-
 static psched_model *random_model(uint32_t max_layers, bool variants)
 {
     psched_model *model = NULL;
@@ -316,7 +305,7 @@ static void test_solvers_match_brute_force_on_50_random_models(void)
         const char *name = v == 1 ? "1f1b" : v == 2 ? two_chunk[rnd(3)] : "interleaved";
         chunks[v]++;
         oracle o;
-        psched_plan *plan = make_plan(p, m, v, INFINITY);
+        psched_plan *plan = tu_plan_limited(p, m, v, INFINITY);
         oracle_layers(&o, model);
         oracle_schedule(&o, plan, name);
         /* A limit between the leanest and the fattest uniform split. */
@@ -364,7 +353,7 @@ static void test_dp_and_milp_agree_on_one_chunk_up_to_128_layers(void)
         CHECK_OK(psched_model_add_layers(model, "head", 1, 3, 3, 3, 8, 40));
         /* Tight enough that recomputation is needed. */
         double limit = 10.0 * L / p + 4.0 * L / p * 1.6 * p / 2;
-        psched_plan *plan = make_plan(p, m, 1, limit);
+        psched_plan *plan = tu_plan_limited(p, m, 1, limit);
         psched_partition_options od = opts(PSCHED_PARTITION_DP), oi = opts(PSCHED_PARTITION_ILP);
         psched_partition_result *rd = NULL, *ri = NULL;
         CHECK_OK(psched_partition(model, plan, "1f1b", &od, &rd));
@@ -396,7 +385,7 @@ static void test_limit_below_minimum_is_infeasible_with_minimum(void)
         if (methods[k] == PSCHED_PARTITION_ILP && !psched__have_glpk())
             continue;
         psched_partition_options o = opts(methods[k]);
-        psched_plan *plan = make_plan(2, 4, 1, 39);
+        psched_plan *plan = tu_plan_limited(2, 4, 1, 39);
         psched_partition_result *r = NULL;
         CHECK_OK(psched_partition(model, plan, "1f1b", &o, &r));
         CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
@@ -439,7 +428,7 @@ static psched_model *head_heavy_model(void)
 static void test_head_heavy_model_beats_even(void)
 {
     psched_model *model = head_heavy_model();
-    psched_plan *plan = make_plan(4, 8, 1, INFINITY);
+    psched_plan *plan = tu_plan_limited(4, 8, 1, INFINITY);
     psched_partition_options oe = opts(PSCHED_PARTITION_EVEN);
     psched_partition_options oi = opts(PSCHED_PARTITION_ILP);
     psched_partition_result *re = NULL, *ri = NULL;
@@ -468,7 +457,7 @@ static void test_head_heavy_model_beats_even(void)
 static void test_uncertified_methods_state_the_gap_to_the_floor(void)
 {
     psched_model *model = head_heavy_model();
-    psched_plan *plan = make_plan(4, 8, 1, INFINITY);
+    psched_plan *plan = tu_plan_limited(4, 8, 1, INFINITY);
     static const psched_partition_method methods[] = {
         PSCHED_PARTITION_EVEN, PSCHED_PARTITION_EVEN_ACCOUNTED, PSCHED_PARTITION_DP_TIME};
     for (size_t k = 0; k < sizeof methods / sizeof methods[0]; k++) {
@@ -494,7 +483,7 @@ static void test_even_accounted_counts_embedding_and_head_as_layers(void)
     CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.1, 0.1, 0.1, 1, 1));
     CHECK_OK(psched_model_add_layers(model, "layer", 6, 1, 1, 1, 1, 1));
     CHECK_OK(psched_model_add_layers(model, "head", 1, 4.6, 4.6, 4.6, 1, 1));
-    psched_plan *plan = make_plan(4, 8, 1, INFINITY);
+    psched_plan *plan = tu_plan_limited(4, 8, 1, INFINITY);
     psched_partition_options o = opts(PSCHED_PARTITION_EVEN_ACCOUNTED);
     psched_partition_result *r = NULL;
     CHECK_OK(psched_partition(model, plan, "1f1b", &o, &r));
@@ -526,7 +515,7 @@ static void test_glpk_memory_error_returns_esolver_and_process_lives(void)
     psched_model *model = NULL;
     CHECK_OK(psched_model_create(&model));
     CHECK_OK(psched_model_add_layers(model, "layer", 48, 1, 1, 1, 1, 1));
-    psched_plan *plan = make_plan(8, 16, 3, INFINITY);
+    psched_plan *plan = tu_plan_limited(8, 16, 3, INFINITY);
     psched_partition_options o = opts(PSCHED_PARTITION_ILP);
     psched_partition_result *r = NULL;
     psched__glpk_set_mem_limit(1);
@@ -561,7 +550,7 @@ static void test_two_chunk_ties_go_to_balanced_stages(void)
     psched_model *model = NULL;
     CHECK_OK(psched_model_create(&model));
     CHECK_OK(psched_model_add_layers(model, "layer", 64, 1, 1, 1, 1, 1));
-    psched_plan *plan = make_plan(8, 16, 2, INFINITY);
+    psched_plan *plan = tu_plan_limited(8, 16, 2, INFINITY);
     psched_partition_result *r = NULL;
     static const char *const names[] = {"interleaved", "v-half"};
     for (size_t k = 0; k < 2; k++) {
@@ -591,7 +580,7 @@ static void test_ilp_without_glpk_is_unsupported_for_three_chunks(void)
     psched_model *model = NULL;
     CHECK_OK(psched_model_create(&model));
     CHECK_OK(psched_model_add_layers(model, "layer", 12, 1, 1, 1, 1, 1));
-    psched_plan *plan = make_plan(2, 4, 2, INFINITY);
+    psched_plan *plan = tu_plan_limited(2, 4, 2, INFINITY);
     psched_partition_result *r = NULL;
     CHECK_OK(psched_partition(model, plan, "interleaved", NULL, &r));
     CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_OPTIMAL);
@@ -746,7 +735,7 @@ static psched_model *equal_layers(uint32_t n)
 static void test_plan_search_ranks_fitting_plans_by_step_time(void)
 {
     psched_model *model = equal_layers(8);
-    psched_plan *plan = make_plan(2, 4, 0, 1e9);
+    psched_plan *plan = tu_plan_limited(2, 4, 0, 1e9);
     static const char *const names[] = {"1f1b", "interleaved", "dualpipe"};
     psched_search_result *r = NULL;
     CHECK_OK(psched_plan_search(model, plan, names, 3, NULL, &r));
@@ -902,7 +891,7 @@ static void test_vocab_alternatives_bound_every_split(void)
         /* the head's F, B, W (with few micro-batches, a heavy W: long T) */
         double hfb = few ? 0.25 * hf : hf, hw = few ? 3 * hf : hf;
         CHECK_OK(psched_model_add_layers(model, "head", 1, hfb, hfb, hw, 2, 0));
-        psched_plan *plan = make_plan(p, m, 0, 1e9);
+        psched_plan *plan = tu_plan_limited(p, m, 0, 1e9);
         psched_search_result *r = NULL;
         CHECK_OK(psched_plan_search(model, plan, names, 2, &o, &r));
         for (size_t i = 0; i < psched_search_count(r); i++) {
@@ -969,7 +958,7 @@ static void test_vocab_alternatives_bound_every_split(void)
 static void test_plan_search_reports_misfits_with_their_memory(void)
 {
     psched_model *model = equal_layers(8);
-    psched_plan *plan = make_plan(2, 4, 1, 5);
+    psched_plan *plan = tu_plan_limited(2, 4, 1, 5);
     static const char *const names[] = {"1f1b"};
     psched_search_result *r = NULL;
     CHECK_OK(psched_plan_search(model, plan, names, 1, NULL, &r));
@@ -1015,7 +1004,7 @@ static void test_time_limit_still_returns_a_plan(void)
     CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
     CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
     CHECK_OK(psched_model_add_layers(model, "head", 1, 3, 3, 3, 8, 40));
-    psched_plan *plan = make_plan(8, 32, 4, 400);
+    psched_plan *plan = tu_plan_limited(8, 32, 4, 400);
     psched_partition_options o = opts(PSCHED_PARTITION_ILP);
     o.time_limit = 0.3;
     psched_partition_result *r = NULL;
@@ -1069,7 +1058,7 @@ static void test_every_method_stops_at_the_deadline(void)
         {"interleaved", 4, PSCHED_PARTITION_DP},
     };
     for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
-        psched_plan *plan = make_plan(4, 8, runs[k].v, 1e9);
+        psched_plan *plan = tu_plan_limited(4, 8, runs[k].v, 1e9);
         psched_partition_options o = opts(runs[k].method);
         o.time_limit = 0.4;
         psched_partition_result *r = NULL;
@@ -1121,11 +1110,7 @@ static void test_partition_with_an_overlap_saving(void)
     CHECK_OK(psched_model_add_layers(model, "layer", 6, 20, 20, 20, 4, 2));
     CHECK_OK(psched_model_add_layers(model, "head", 1, 10, 10, 10, 8, 8));
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        psched_plan *plan = NULL;
-        CHECK_OK(psched_plan_create(&plan));
-        CHECK_OK(psched_plan_set_devices(plan, 2));
-        CHECK_OK(psched_plan_set_microbatches(plan, 8));
-        CHECK_OK(psched_plan_set_chunks(plan, 2));
+        psched_plan *plan = tu_plan(2, 8, 2);
         CHECK_OK(psched_plan_set_cost(plan, 20, 20, 20)); /* the saving is checked against it */
         CHECK_OK(psched_plan_set_overlap_saving(plan, cases[k].saving));
         psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
@@ -1196,7 +1181,7 @@ static void test_no_time_for_the_milp_keeps_the_lean_witness(void)
             continue;
         }
         const char *name = rnd(2) ? "interleaved" : "interleaved-zb";
-        psched_plan *plan = make_plan(2, 4 + 4 * rnd(2), 4, INFINITY);
+        psched_plan *plan = tu_plan_limited(2, 4 + 4 * rnd(2), 4, INFINITY);
         oracle o;
         oracle_layers(&o, model);
         oracle_schedule(&o, plan, name);
@@ -1250,7 +1235,7 @@ static void test_milp_lists_only_the_columns_it_has_time_for(void)
     } runs[] = {{"interleaved", 4, 150}, {"looped-bfs", 4, 150}, {"interleaved-zb", 3, 150}};
     for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
         double limit = 2 * 24 * 10 / 2.0; /* twice the even parameter share */
-        psched_plan *plan = make_plan(2, 4, runs[k].v, limit);
+        psched_plan *plan = tu_plan_limited(2, 4, runs[k].v, limit);
         psched_partition_options o = opts(PSCHED_PARTITION_ILP);
         o.time_limit = 0.02;
         bool cut = false;
@@ -1286,7 +1271,7 @@ static void test_plan_search_names_fewer_layers_than_devices(void)
     psched_model *model = NULL;
     CHECK_OK(psched_model_create(&model));
     CHECK_OK(psched_model_add_layers(model, "layer", 3, 1, 1, 1, 1, 1));
-    psched_plan *plan = make_plan(8, 16, 0, 1e9);
+    psched_plan *plan = tu_plan_limited(8, 16, 0, 1e9);
     psched_search_result *r = NULL;
     CHECK_EQ_INT(psched_plan_search(model, plan, NULL, 0, NULL, &r), PSCHED_EINVAL);
     CHECK(r == NULL);
@@ -1312,7 +1297,7 @@ static void test_allocation_failures_return_enomem(void)
     CHECK_OK(psched_model_create(&model));
     CHECK_OK(psched_model_add_layers(model, "layer", 5, 1, 1, 1, 4, 10));
     CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
-    psched_plan *plan = make_plan(2, 4, 2, 70);
+    psched_plan *plan = tu_plan_limited(2, 4, 2, 70);
     static const char *const names[] = {"interleaved", "v-half", "1f1b"};
     for (int what = 0; what < 2; what++) {
         /* The search's partitions are those of what = 0: their

@@ -249,10 +249,7 @@ static bool brute_instance(brute *o, double max_candidates, psched_model **model
                            psched_plan **plan)
 {
     *model = random_instance(o);
-    CHECK_OK(psched_plan_create(&o->plan));
-    CHECK_OK(psched_plan_set_devices(o->plan, o->p));
-    CHECK_OK(psched_plan_set_microbatches(o->plan, o->m));
-    CHECK_OK(psched_plan_set_chunks(o->plan, o->v));
+    o->plan = tu_plan(o->p, o->m, o->v);
     CHECK_OK(psched_plan_set_comm(o->plan, rnd(2) ? 0 : 0.5));
     brute_schedule(o);
     if (candidates(o) > (o->max_candidates > 0 ? o->max_candidates : max_candidates)) {
@@ -448,11 +445,7 @@ static void test_four_chunks_mid_size_proven(void)
     CHECK_OK(psched_model_add_layers(model, "mlp", 10, 2, 3, 2, 4, 4));
     CHECK_OK(psched_model_add_layers(model, "attention2", 10, 1, 2, 1, 4, 2));
     CHECK_OK(psched_model_add_layers(model, "head", 1, 4, 4, 4, 8, 8));
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, 4));
-    CHECK_OK(psched_plan_set_microbatches(plan, 8));
-    CHECK_OK(psched_plan_set_chunks(plan, 4));
+    psched_plan *plan = tu_plan(4, 8, 4);
     psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
     opt.time_limit = 86400; /* the budgets end it, not the clock */
     psched_partition_result *r = NULL;
@@ -804,10 +797,7 @@ static double run_milp_instance(uint32_t run, const char *schedule, psched_model
     CHECK_OK(psched_model_set_recompute(*model, 1, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
     CHECK_OK(psched_model_set_recompute(*model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
     CHECK_OK(psched_model_add_layers(*model, "head", 1, 3, 3, 3, 8, 40));
-    CHECK_OK(psched_plan_create(plan));
-    CHECK_OK(psched_plan_set_devices(*plan, 2));
-    CHECK_OK(psched_plan_set_microbatches(*plan, 8));
-    CHECK_OK(psched_plan_set_chunks(*plan, 4));
+    *plan = tu_plan(2, 8, 4);
     psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
     opt.method = PSCHED_PARTITION_EVEN;
     psched_partition_result *e = NULL;
@@ -1055,11 +1045,7 @@ static psched_model *run_model(uint32_t layers)
 /* A plan of p devices, m micro-batches, v chunks and comm latency `comm` */
 static psched_plan *run_plan(uint32_t p, uint32_t m, uint32_t v, double comm)
 {
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, p));
-    CHECK_OK(psched_plan_set_microbatches(plan, m));
-    CHECK_OK(psched_plan_set_chunks(plan, v));
+    psched_plan *plan = tu_plan(p, m, v);
     CHECK_OK(psched_plan_set_comm(plan, comm));
     return plan;
 }
@@ -1606,11 +1592,7 @@ static void test_device_search_recompute_matches_the_enumeration(void)
     CHECK(q.mk && q.mem);
     int proven = 0;
     for (int k = 0; k < 2; k++) {
-        psched_plan *plan = NULL;
-        CHECK_OK(psched_plan_create(&plan));
-        CHECK_OK(psched_plan_set_devices(plan, 2));
-        CHECK_OK(psched_plan_set_microbatches(plan, 4));
-        CHECK_OK(psched_plan_set_chunks(plan, 2));
+        psched_plan *plan = tu_plan(2, 4, 2);
         q.plan = plan;
         q.name = names[k];
         q.n = 0;
@@ -2110,10 +2092,7 @@ static void test_weighted_microbatches_match_the_brute_force(void)
             o.lay[l] = (bf_layer){g[k][0], g[k][1], g[k][2], 1, {1, 0, 0}, {0, 0, 0},
                                   {true, false, false}};
     }
-    CHECK_OK(psched_plan_create(&o.plan));
-    CHECK_OK(psched_plan_set_devices(o.plan, o.p));
-    CHECK_OK(psched_plan_set_microbatches(o.plan, o.m));
-    CHECK_OK(psched_plan_set_chunks(o.plan, o.v));
+    o.plan = tu_plan(o.p, o.m, o.v);
     brute_schedule(&o);
     o.best = INFINITY;
     o.cut[0] = 0;
@@ -2142,10 +2121,7 @@ static psched_partition_result *three_layers_1f1b(uint32_t m, bool improve_only)
     psched_model *model = NULL;
     CHECK_OK(psched_model_create(&model));
     CHECK_OK(psched_model_add_layers(model, "layer", 3, 1, 1, 1, 1, 1));
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, 2));
-    CHECK_OK(psched_plan_set_microbatches(plan, m));
+    psched_plan *plan = tu_plan(2, m, 0);
     psched_partition_result *r = NULL;
     psched__certify_test_improve_only(improve_only);
     CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
@@ -2200,13 +2176,7 @@ static psched_model *six_layers(bool full)
 /* p = 2, m = 4 and a memory limit (INFINITY: none). */
 static psched_plan *two_devices_four_microbatches(double limit)
 {
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, 2));
-    CHECK_OK(psched_plan_set_microbatches(plan, 4));
-    if (isfinite(limit))
-        CHECK_OK(psched_plan_set_memory_limit(plan, limit));
-    return plan;
+    return tu_plan_limited(2, 4, 0, limit);
 }
 
 /* The layer count bound with the recompute a binding limit forces, by
@@ -2481,10 +2451,7 @@ static void test_partition_step_time_uses_the_microbatch_weights(void)
     psched_model *model = NULL;
     CHECK_OK(psched_model_create(&model));
     CHECK_OK(psched_model_add_layers(model, "layer", 8, 1, 1, 1, 1, 1));
-    psched_plan *plan = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, 2));
-    CHECK_OK(psched_plan_set_microbatches(plan, 4));
+    psched_plan *plan = tu_plan(2, 4, 0);
     psched_partition_result *r = NULL;
     CHECK_OK(psched_partition(model, plan, "1f1b", NULL, &r));
     CHECK_EQ_DBL(psched_partition_makespan(r), 60);
@@ -2533,12 +2500,8 @@ static void test_static_order_changes_no_result(void)
     rng_state = 20261127;
     int compared = 0;
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
-        psched_plan *probe = NULL;
+        psched_plan *probe = tu_plan(4, 8, kinds[k].v);
         psched_schedule *sched = NULL;
-        CHECK_OK(psched_plan_create(&probe));
-        CHECK_OK(psched_plan_set_devices(probe, 4));
-        CHECK_OK(psched_plan_set_microbatches(probe, 8));
-        CHECK_OK(psched_plan_set_chunks(probe, kinds[k].v));
         CHECK_OK(psched_generate(probe, kinds[k].name, &sched));
         CHECK(psched__schedule_order_ignores_costs(sched) == kinds[k].ignores);
         psched_schedule_destroy(sched);
@@ -2558,11 +2521,7 @@ static void test_static_order_changes_no_result(void)
                 g++;
                 layers -= n;
             }
-            psched_plan *plan = NULL;
-            CHECK_OK(psched_plan_create(&plan));
-            CHECK_OK(psched_plan_set_devices(plan, p));
-            CHECK_OK(psched_plan_set_microbatches(plan, 2 * p));
-            CHECK_OK(psched_plan_set_chunks(plan, kinds[k].v));
+            psched_plan *plan = tu_plan(p, 2 * p, kinds[k].v);
             CHECK_OK(psched_plan_set_comm(plan, rnd(2) ? 0 : 0.5));
             /* a binding limit on two instances in three */
             if (t > 0)

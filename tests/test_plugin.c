@@ -12,10 +12,7 @@ static void test_plugin_generates_a_valid_schedule(void)
     CHECK_EQ_INT(psched_generator_count(), before + 1);
     const psched_generator *g;
     CHECK_OK(psched_generator_find("reverse-gpipe", &g));
-    psched_plan *plan;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, 3));
-    CHECK_OK(psched_plan_set_microbatches(plan, 4));
+    psched_plan *plan = tu_plan(3, 4, 0);
     psched_schedule *s;
     CHECK_OK(psched_generate(plan, "reverse-gpipe", &s));
     CHECK_OK(psched_validate(s));

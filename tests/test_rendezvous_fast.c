@@ -25,13 +25,10 @@ typedef struct row_op {
 static psched_schedule *build(uint32_t p, uint32_t m, const row_op *const *rows,
                               const size_t *counts)
 {
-    psched_plan *plan, *copy;
+    psched_plan *plan = tu_plan(p, m, 1), *copy;
     psched_builder *b;
-    if (psched_plan_create(&plan))
+    if (!plan)
         return NULL;
-    psched_plan_set_devices(plan, p);
-    psched_plan_set_microbatches(plan, m);
-    psched_plan_set_chunks(plan, 1);
     psched_plan_set_placement(plan, PSCHED_PLACEMENT_LOOP);
     if (psched_plan_clone(plan, &copy) || psched__builder_create(copy, &b)) {
         psched_plan_destroy(plan);
@@ -274,13 +271,10 @@ static void test_mutants_are_never_accepted_when_the_engine_refuses(void)
             continue;
         for (uint32_t p = 2; p <= 4; p++) {
             for (uint32_t v = 1; v <= 2; v++) {
-                psched_plan *plan;
+                psched_plan *plan = tu_plan(p, 2 * p, v);
                 psched_schedule *s = NULL, *l = NULL;
-                if (psched_plan_create(&plan))
+                if (!plan)
                     continue;
-                psched_plan_set_devices(plan, p);
-                psched_plan_set_microbatches(plan, 2 * p);
-                psched_plan_set_chunks(plan, v);
                 if (psched_generate(plan, gen->name, &s) == PSCHED_OK &&
                     psched_lower_comm(s, NULL, &l) == PSCHED_OK) {
                     psched_status general;

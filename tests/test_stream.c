@@ -55,20 +55,11 @@ static void sink_reset(sink *k)
 
 static uint64_t rng = 0x2545f4914f6cdd1du;
 
-static psched_plan *make_plan(uint32_t p, uint32_t m, uint32_t v)
-{
-    psched_plan *plan;
-    if (psched_plan_create(&plan) || psched_plan_set_devices(plan, p) ||
-        psched_plan_set_microbatches(plan, m) || psched_plan_set_chunks(plan, v))
-        return NULL;
-    return plan;
-}
-
 /* Hand-derived: 1F1B on p = 2, m = 2 (device 0 warms up with one F;
  * PyTorch's "B" is pipesched's full backward BW). */
 static void test_hand_derived_1f1b(void)
 {
-    psched_plan *plan = make_plan(2, 2, 1);
+    psched_plan *plan = tu_plan(2, 2, 1);
     sink k = {0};
     CHECK_OK(psched_generate_write(plan, "1f1b", PSCHED_FORMAT_CSV, 0, sink_write, &k));
     CHECK_STR(k.data, "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n");
@@ -99,7 +90,7 @@ static void test_streamed_text_equals_export(void)
         for (size_t a = 0; a < sizeof ps / sizeof *ps; a++)
             for (size_t b = 0; b < sizeof ms / sizeof *ms; b++)
                 for (size_t c = 0; c < sizeof vs / sizeof *vs; c++) {
-                    psched_plan *plan = make_plan(ps[a], ms[b], vs[c]);
+                    psched_plan *plan = tu_plan(ps[a], ms[b], vs[c]);
                     psched_schedule *s = NULL;
                     if (!plan || psched_generate(plan, generators[gi], &s) != PSCHED_OK) {
                         psched_plan_destroy(plan);
@@ -143,7 +134,7 @@ static void test_streamed_text_equals_export(void)
  * pieces, none larger than the window, and joins to the export. */
 static void test_large_text_comes_in_pieces(void)
 {
-    psched_plan *plan = make_plan(8, 20000, 1);
+    psched_plan *plan = tu_plan(8, 20000, 1);
     psched_schedule *s = NULL;
     CHECK_OK(psched_generate(plan, "1f1b", &s));
     char *text = NULL;
@@ -186,7 +177,7 @@ static void test_lowered_schedules_stream_the_same_text(void)
     int lowered = 0, grouped = 0;
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         for (int mode = 0; mode < 2; mode++) {
-            psched_plan *plan = make_plan(4, 8, 0);
+            psched_plan *plan = tu_plan(4, 8, 0);
             psched_schedule *s = NULL, *low = NULL;
             CHECK_OK(psched_generate(plan, names[i], &s));
             psched_lower_options lo = PSCHED_LOWER_OPTIONS_INIT;
@@ -288,7 +279,7 @@ static void test_compact_check_agrees_on_mutants(void)
         for (size_t a = 0; a < sizeof ps / sizeof *ps; a++)
             for (size_t b = 0; b < sizeof ms / sizeof *ms; b++)
                 for (size_t c = 0; c < sizeof vs / sizeof *vs; c++) {
-                    psched_plan *plan = make_plan(ps[a], ms[b], vs[c]);
+                    psched_plan *plan = tu_plan(ps[a], ms[b], vs[c]);
                     psched_schedule *s = NULL;
                     if (!plan || psched_generate(plan, generators[gi], &s) != PSCHED_OK) {
                         psched_plan_destroy(plan);
@@ -392,7 +383,7 @@ static const psched_generator backwards_gen = {
 static void test_invalid_schedule_writes_nothing(void)
 {
     CHECK_OK(psched_register_generator(&deadlock_gen));
-    psched_plan *plan = make_plan(3, 4, 1);
+    psched_plan *plan = tu_plan(3, 4, 1);
     psched_schedule *s = NULL;
     CHECK_OK(psched_generate(plan, "test-stream-deadlock", &s));
     psched_status want = psched_validate(s);
@@ -417,7 +408,7 @@ static void test_invalid_schedule_writes_nothing(void)
 static void test_fallback_when_not_compact(void)
 {
     CHECK_OK(psched_register_generator(&backwards_gen));
-    psched_plan *plan = make_plan(3, 4, 1);
+    psched_plan *plan = tu_plan(3, 4, 1);
     psched_schedule *es = NULL;
     psched_compact *cs = NULL;
     CHECK_OK(psched__generate_ex(plan, "test-stream-backwards", true, &es, &cs));
@@ -444,7 +435,7 @@ static void test_fallback_when_not_compact(void)
 static void test_leaving_compact_mode_part_way(void)
 {
     CHECK_OK(psched_register_generator(&offloading_gen));
-    psched_plan *plan = make_plan(2, 3, 1);
+    psched_plan *plan = tu_plan(2, 3, 1);
     psched_schedule *es = NULL;
     psched_compact *cs = NULL;
     CHECK_OK(psched__generate_ex(plan, "test-stream-offloading", true, &es, &cs));

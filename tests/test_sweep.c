@@ -75,11 +75,7 @@ static bool names_a_rule(const char *msg)
 
 static void sweep_one(const char *name, uint32_t p, uint32_t v, uint32_t m)
 {
-    psched_plan *plan;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, p));
-    CHECK_OK(psched_plan_set_chunks(plan, v));
-    CHECK_OK(psched_plan_set_microbatches(plan, m));
+    psched_plan *plan = tu_plan(p, m, v);
     psched_schedule *s = NULL;
     psched_status st = psched_generate(plan, name, &s);
     if (st != PSCHED_OK) {

@@ -12,12 +12,9 @@
 
 static psched_plan *plan_of(uint32_t p, uint32_t m, uint32_t v, psched_placement placement)
 {
-    psched_plan *plan;
-    if (psched_plan_create(&plan))
+    psched_plan *plan = tu_plan(p, m, v);
+    if (!plan)
         return NULL;
-    psched_plan_set_devices(plan, p);
-    psched_plan_set_microbatches(plan, m);
-    psched_plan_set_chunks(plan, v);
     psched_plan_set_placement(plan, placement);
     return plan;
 }

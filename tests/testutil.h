@@ -5,9 +5,12 @@
 #define PSCHED_TESTUTIL_H
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "pipesched.h"
 
 static int tu_failed_checks;
 static int tu_failed_tests;
@@ -72,6 +75,29 @@ static int tu_run_tests;
             tu_failed_checks++;                                                        \
         }                                                                              \
     } while (0)
+
+/* A plan of p devices, m micro-batches and v chunks per device (0: the
+ * generator's default); a setter that fails fails the test. */
+static inline psched_plan *tu_plan(uint32_t p, uint32_t m, uint32_t v)
+{
+    psched_plan *plan = NULL;
+    CHECK_OK(psched_plan_create(&plan));
+    if (!plan)
+        return NULL;
+    CHECK_OK(psched_plan_set_devices(plan, p));
+    CHECK_OK(psched_plan_set_microbatches(plan, m));
+    CHECK_OK(psched_plan_set_chunks(plan, v));
+    return plan;
+}
+
+/* tu_plan() with a memory limit */
+static inline psched_plan *tu_plan_limited(uint32_t p, uint32_t m, uint32_t v, double limit)
+{
+    psched_plan *plan = tu_plan(p, m, v);
+    if (plan)
+        CHECK_OK(psched_plan_set_memory_limit(plan, limit));
+    return plan;
+}
 
 /* TEST_ONLY=substring runs only the tests whose name contains it (for a
  * developer; the suite never sets it). */
