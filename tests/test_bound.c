@@ -5,15 +5,9 @@
  * actually peaks at, that schedule's makespan. */
 #include "testutil.h"
 #include "pipesched.h"
+#include "testsched.h"
 
 #include <stdint.h>
-
-static psched_plan *ts_plan(uint32_t p, uint32_t m, uint32_t v, psched_placement placement)
-{
-    psched_plan *plan = tu_plan(p, m, v);
-    psched_plan_set_placement(plan, placement);
-    return plan;
-}
 
 static psched_bound_info bound_of(const psched_plan *plan, psched_status expect)
 {

@@ -6,6 +6,7 @@
 #define PSCHED_TESTSCHED_H
 
 #include "internal.h"
+#include "testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,25 +64,16 @@ static inline psched_schedule *ts_build(const psched_plan *plan, const char *con
 /* A resolved loop/vshape plan with unit costs. */
 static inline psched_plan *ts_plan(uint32_t p, uint32_t m, uint32_t v, psched_placement placement)
 {
-    psched_plan *plan;
-    if (psched_plan_create(&plan))
-        return NULL;
-    psched_plan_set_devices(plan, p);
-    psched_plan_set_microbatches(plan, m);
-    psched_plan_set_chunks(plan, v);
-    psched_plan_set_placement(plan, placement);
+    psched_plan *plan = tu_plan(p, m, v);
+    if (plan)
+        CHECK_OK(psched_plan_set_placement(plan, placement));
     return plan;
 }
 
 /* An unresolved plan of p devices and m micro-batches, the rest default. */
 static inline psched_plan *ts_plan_shape(uint32_t p, uint32_t m)
 {
-    psched_plan *plan;
-    if (psched_plan_create(&plan))
-        return NULL;
-    psched_plan_set_devices(plan, p);
-    psched_plan_set_microbatches(plan, m);
-    return plan;
+    return tu_plan(p, m, 0);
 }
 
 /* A schedule from CSV action text (the importer's grammar, copies and
