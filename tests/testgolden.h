@@ -17,12 +17,10 @@
 static inline psched_status tg_generate(const char *name, uint32_t p, uint32_t v, uint32_t m,
                                         int64_t group, psched_schedule **out)
 {
-    psched_plan *plan = NULL;
     *out = NULL;
-    CHECK_OK(psched_plan_create(&plan));
-    CHECK_OK(psched_plan_set_devices(plan, p));
-    CHECK_OK(psched_plan_set_microbatches(plan, m));
-    CHECK_OK(psched_plan_set_chunks(plan, v));
+    psched_plan *plan = tu_plan(p, m, v);
+    if (!plan)
+        return PSCHED_ENOMEM;
     if (group >= 0)
         CHECK_OK(psched_plan_set_option(plan, "group-size", group));
     psched_status st = psched_generate(plan, name, out);
