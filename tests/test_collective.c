@@ -26,7 +26,7 @@
  * BW 0: peak 1.5; d1: 1, 1.5, BW 0.5: 1.5. */
 static void test_vocab2_p2_m1_by_hand(void)
 {
-    psched_plan *plan = ts_plan_shape(2, 1);
+    psched_plan *plan = tu_plan(2, 1, 0);
     CHECK_OK(psched_plan_set_chunks(plan, 1));
     CHECK_OK(psched_plan_set_placement(plan, PSCHED_PLACEMENT_LOOP));
     CHECK_OK(psched_plan_set_vocab_cost(plan, 0.5, 0.25));
@@ -72,7 +72,7 @@ static void test_vocab2_p2_m1_by_hand(void)
  * d1 [1.5,2.5], d2 [4,5], d3 [5.5,6.5]; the collective runs [6.5, 10]. */
 static void test_collective_across_nodes_takes_the_inter_node_link(void)
 {
-    psched_plan *plan = ts_plan_shape(4, 1);
+    psched_plan *plan = tu_plan(4, 1, 0);
     CHECK_OK(psched_plan_set_comm(plan, 0.5));
     CHECK_OK(psched_plan_set_topology(plan, 2, 100, 0, 4, 1));
     CHECK_OK(psched_plan_set_collective_bytes(plan, 0, 8));
@@ -105,7 +105,7 @@ static void check_refused(const psched_plan *plan, const char *text, psched_stat
 
 static void test_validator_names_the_devices_of_a_collective_deadlock(void)
 {
-    psched_plan *plan = ts_plan_shape(3, 1);
+    psched_plan *plan = tu_plan(3, 1, 0);
     /* device 2 never reaches collective 0 of micro-batch 0 */
     check_refused(plan, "0F0,0COLLECTIVE0,0B0\n1F0,0COLLECTIVE0,1B0\n2F0,2B0\n",
                   PSCHED_EDEADLOCK,
@@ -116,7 +116,7 @@ static void test_validator_names_the_devices_of_a_collective_deadlock(void)
                   "2F0,0COLLECTIVE0,1COLLECTIVE0,2B0\n",
                   PSCHED_EDEADLOCK, "devices 0 and 1 reach collectives in different orders");
     psched_plan_destroy(plan);
-    plan = ts_plan_shape(2, 1);
+    plan = tu_plan(2, 1, 0);
     /* the last stage's backward before the all-reduce it needs */
     check_refused(plan,
                   "0F0,0COLLECTIVE0,0VOCAB_S0,1COLLECTIVE0,0VOCAB_T0,0B0\n"
@@ -175,7 +175,7 @@ static void test_1f1b_vocab_memory_is_p_plus_2_and_p_plus_1(void)
 {
     const uint32_t p = 4, m = 12;
     for (int vocab = 0; vocab <= 2; vocab++) {
-        psched_plan *plan = ts_plan_shape(p, m);
+        psched_plan *plan = tu_plan(p, m, 0);
         CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
         psched_schedule *s = NULL;
         CHECK_OK(psched_generate(plan, "1f1b", &s));
@@ -210,7 +210,7 @@ static void test_1f1b_vocab_memory_is_p_plus_2_and_p_plus_1(void)
 static void test_vocab_balances_the_last_stage(void)
 {
     const uint32_t p = 4, m = 16;
-    psched_plan *plan = ts_plan_shape(p, m);
+    psched_plan *plan = tu_plan(p, m, 0);
     CHECK_OK(psched_plan_set_chunks(plan, 1));
     CHECK_OK(psched_plan_set_placement(plan, PSCHED_PLACEMENT_LOOP));
     CHECK_OK(psched_plan_set_stage_cost(plan, p - 1, 4, 4, 4));
@@ -240,7 +240,7 @@ static void test_v_half_vocab_is_valid(void)
 {
     for (uint32_t p = 2; p <= 6; p++) {
         for (int vocab = 1; vocab <= 2; vocab++) {
-            psched_plan *plan = ts_plan_shape(p, 2 * p);
+            psched_plan *plan = tu_plan(p, 2 * p, 0);
             CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
             CHECK_OK(psched_plan_set_vocab_cost(plan, 0.5, 0.5));
             psched_schedule *s = NULL;
@@ -277,7 +277,7 @@ static void test_vocab_passes_lie_within_each_device_s_pipeline_ops(void)
         int vocab = 1 + (trial / 2) % 2;
         uint32_t p = 2 + (uint32_t)(rand() % 5), m = p * (1 + (uint32_t)(rand() % 3));
         uint32_t v = trial % 2 ? 2 : 1;
-        psched_plan *plan = ts_plan_shape(p, m);
+        psched_plan *plan = tu_plan(p, m, 0);
         CHECK_OK(psched_plan_set_chunks(plan, v));
         if (v == 2)
             CHECK_OK(psched_plan_set_placement(plan, PSCHED_PLACEMENT_VSHAPE));
@@ -354,7 +354,7 @@ static void test_bound_counts_the_vocabulary_passes_by_hand(void)
 {
     const double device_path[3] = {0, 8.5, 8};
     for (int vocab = 1; vocab <= 2; vocab++) {
-        psched_plan *plan = ts_plan_shape(2, 2);
+        psched_plan *plan = tu_plan(2, 2, 0);
         CHECK_OK(psched_plan_set_chunks(plan, 1));
         CHECK_OK(psched_plan_set_placement(plan, PSCHED_PLACEMENT_LOOP));
         CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
@@ -389,7 +389,7 @@ static void test_bound_counts_the_vocabulary_passes_by_hand(void)
      * by the flag alone. The hand example above (p = 2, m = 1, F = B = W =
      * 1, S 0.5, T 0.25): each device's work is 3 + 0.75 = 3.75, its busy
      * time there, and the bound stays under the simulated 7.2. */
-    psched_plan *plan = ts_plan_shape(2, 1);
+    psched_plan *plan = tu_plan(2, 1, 0);
     CHECK_OK(psched_plan_set_chunks(plan, 1));
     CHECK_OK(psched_plan_set_placement(plan, PSCHED_PLACEMENT_LOOP));
     CHECK_OK(psched_plan_set_vocab_cost(plan, 0.5, 0.25));
@@ -423,7 +423,7 @@ static void test_schedule_bound_reads_the_passes(void)
     psched_bound_options ignore = {PSCHED_BOUND_OPTIONS_VERSION, PSCHED_BOUND_IGNORE_MEMORY};
     for (int vocab = 0; vocab <= 1; vocab++) {
         for (int timed = 0; timed <= 1; timed++) {
-            psched_plan *plan = ts_plan_shape(3, 6);
+            psched_plan *plan = tu_plan(3, 6, 0);
             CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
             CHECK_OK(psched_plan_set_vocab_cost(plan, timed ? 2 : 0, timed ? 1 : 0));
             CHECK_OK(psched_plan_set_memory_limit(plan, 40));
@@ -449,7 +449,7 @@ static void test_schedule_bound_reads_the_passes(void)
     psched_bound_info b = {.version = PSCHED_BOUND_INFO_VERSION};
     CHECK_EQ_INT(psched_schedule_bound(NULL, NULL, &b), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "schedule must not be NULL");
-    psched_plan *plan = ts_plan_shape(2, 2);
+    psched_plan *plan = tu_plan(2, 2, 0);
     psched_schedule *s = NULL;
     CHECK_OK(psched_generate(plan, "1f1b", &s));
     psched_bound_options bad = {PSCHED_BOUND_OPTIONS_VERSION, 0x8};
@@ -468,7 +468,7 @@ static void test_formats_and_hash_cover_the_new_kinds(void)
 {
     uint64_t h[3];
     for (int vocab = 0; vocab <= 2; vocab++) {
-        psched_plan *plan = ts_plan_shape(4, 8);
+        psched_plan *plan = tu_plan(4, 8, 0);
         CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
         psched_schedule *s = NULL, *back = NULL;
         CHECK_OK(psched_generate(plan, "1f1b", &s));
@@ -515,7 +515,7 @@ static void test_lowering_keeps_collectives_in_one_order(void)
             for (uint32_t p = 2; p <= 5; p++) {
                 const uint32_t ms[] = {p, 2 * p, 3 * p + 1};
                 for (int i = 0; i < 3; i++) {
-                    psched_plan *plan = ts_plan_shape(p, ms[i]);
+                    psched_plan *plan = tu_plan(p, ms[i], 0);
                     CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
                     CHECK_OK(psched_plan_set_vocab_cost(plan, 0.5, 0.25));
                     psched_schedule *s = NULL;
@@ -585,7 +585,7 @@ static void test_lowering_with_zero_costs_waits_for_every_call(void)
                 for (uint32_t p = 2; p <= 5; p++) {
                     const uint32_t ms[] = {p, 2 * p + 1};
                     for (int i = 0; i < 2; i++) {
-                        psched_plan *plan = ts_plan_shape(p, ms[i]);
+                        psched_plan *plan = tu_plan(p, ms[i], 0);
                         CHECK_OK(psched_plan_set_option(plan, "vocab", vocab));
                         CHECK_OK(psched_plan_set_cost(plan, costs[c][0], costs[c][1],
                                                       costs[c][2]));
@@ -615,7 +615,7 @@ static void test_lowering_with_zero_costs_waits_for_every_call(void)
 
 static void test_setters_check_their_values(void)
 {
-    psched_plan *plan = ts_plan_shape(2, 2);
+    psched_plan *plan = tu_plan(2, 2, 0);
     CHECK_EQ_INT(psched_plan_set_vocab_cost(plan, -1, 0), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "vocabulary S pass time (-1) must be finite and >= 0");
     CHECK_EQ_INT(psched_plan_set_vocab_cost(plan, 0, NAN), PSCHED_EINVAL);
@@ -648,7 +648,7 @@ static void test_setters_check_their_values(void)
 
 static void test_allocation_failures_are_reported(void)
 {
-    psched_plan *plan = ts_plan_shape(4, 8);
+    psched_plan *plan = tu_plan(4, 8, 0);
     CHECK_OK(psched_plan_set_option(plan, "vocab", 1));
     CHECK_OK(psched_plan_set_vocab_cost(plan, 0.5, 0.5));
     int ok = 0;

@@ -55,7 +55,7 @@ static const char *const by_hand[] = {
 
 static void test_offload_all_1f1b_p2_m2_lowers_by_hand(void)
 {
-    psched_plan *plan = ts_plan_shape(2, 2);
+    psched_plan *plan = tu_plan(2, 2, 0);
     psched_schedule *s = NULL, *o = NULL, *l = NULL;
     CHECK_OK(psched_generate(plan, "1f1b", &s));
     CHECK_OK(psched_offload(s, NULL, PSCHED_OFFLOAD_ALL, 0, &o));
@@ -146,7 +146,7 @@ static bool is_copy(uint8_t k)
 static int lower_one(const char *name, uint32_t p, uint32_t v, uint32_t m,
                      psched_offload_policy policy, psched_lower_mode mode)
 {
-    psched_plan *plan = ts_plan_shape(p, m);
+    psched_plan *plan = tu_plan(p, m, 0);
     psched_plan_set_chunks(plan, v);
     psched_schedule *s = NULL, *o = NULL, *l = NULL, *bare = NULL, *back = NULL;
     if (psched_generate(plan, name, &s) != PSCHED_OK) {
@@ -233,7 +233,7 @@ static void test_every_generator_and_policy_lowers_with_copies(void)
 /* The rendezvous engine's rules for copies in a lowered schedule. */
 static void test_rendezvous_rules_for_copies(void)
 {
-    psched_plan *plan = ts_plan_shape(2, 1);
+    psched_plan *plan = tu_plan(2, 1, 0);
     psched_plan_set_chunks(plan, 1);
     psched_plan_set_placement(plan, PSCHED_PLACEMENT_LOOP);
     static const struct {
@@ -303,7 +303,7 @@ static void test_rendezvous_rules_for_copies(void)
  * and the memory they free and take (as for the compute schedule). */
 static void test_lowered_schedule_keeps_the_offloaded_peak(void)
 {
-    psched_plan *plan = ts_plan_shape(4, 8);
+    psched_plan *plan = tu_plan(4, 8, 0);
     CHECK_OK(psched_plan_set_pcie_bandwidth(plan, 4));
     psched_schedule *s = NULL, *o = NULL, *l = NULL;
     CHECK_OK(psched_generate(plan, "1f1b", &s));

@@ -35,7 +35,7 @@ static char *csv(const psched_schedule *s)
  * never more than one activation: peak 1. */
 static void test_offload_all_1f1b_p2_m2_by_hand(void)
 {
-    psched_plan *plan = ts_plan_shape(2, 2);
+    psched_plan *plan = tu_plan(2, 2, 0);
     CHECK_OK(psched_plan_set_pcie_bandwidth(plan, 2));
     CHECK_EQ_DBL(psched_plan_pcie_bandwidth(plan), 2);
     psched_schedule *s = generate(plan, "1f1b"), *o = NULL;
@@ -101,7 +101,7 @@ static void test_offload_all_1f1b_p2_m2_by_hand(void)
  * free before the RELOADs at the same instant would give 1. */
 static void test_reloads_count_before_compute_at_equal_times(void)
 {
-    psched_plan *plan = ts_plan_shape(1, 2);
+    psched_plan *plan = tu_plan(1, 2, 0);
     psched_schedule *s = ts_import(plan, "0F0,0OFFLOAD0,0F1,0OFFLOAD1,0RELOAD0,0RELOAD1,0B0,0B1\n");
     CHECK(s != NULL);
     CHECK_OK(psched_validate(s));
@@ -133,7 +133,7 @@ static void test_reloads_count_before_compute_at_equal_times(void)
  * activations (the F running and the reloaded one): peak 2 units = M/4. */
 static void test_selective_offload_1f1b_p8_m32_keeps_step_time_above_the_bound(void)
 {
-    psched_plan *plan = ts_plan_shape(8, 32);
+    psched_plan *plan = tu_plan(8, 32, 0);
     CHECK_OK(psched_plan_set_pcie_bandwidth(plan, 1));
     psched_schedule *s = generate(plan, "1f1b"), *o = NULL;
     psched_report *r;
@@ -166,7 +166,7 @@ static void test_selective_offload_1f1b_p8_m32_keeps_step_time_above_the_bound(v
  * device ends at or under 2; copies that take no time cost no step time. */
 static void test_budget_offloads_until_each_device_fits(void)
 {
-    psched_plan *plan = ts_plan_shape(4, 8);
+    psched_plan *plan = tu_plan(4, 8, 0);
     psched_schedule *s = generate(plan, "1f1b"), *o = NULL;
     CHECK_EQ_INT(psched_offload(s, NULL, PSCHED_OFFLOAD_BUDGET, 0, &o), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "offload budget (0) must be > 0");
@@ -194,7 +194,7 @@ static void test_offload_any_generator_is_valid_and_never_worse_with_free_copies
     static const psched_offload_policy policies[] = {PSCHED_OFFLOAD_ALL,
                                                      PSCHED_OFFLOAD_SELECTIVE};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        psched_plan *plan = ts_plan_shape(4, 8);
+        psched_plan *plan = tu_plan(4, 8, 0);
         psched_schedule *s = generate(plan, names[i]);
         psched_report *base = NULL;
         if (s)
@@ -282,7 +282,7 @@ static void test_copy_rules_are_checked(void)
 
 static void test_pcie_setter_checks_its_value(void)
 {
-    psched_plan *plan = ts_plan_shape(2, 2);
+    psched_plan *plan = tu_plan(2, 2, 0);
     CHECK(isinf(psched_plan_pcie_bandwidth(plan)));
     CHECK_EQ_INT(psched_plan_set_pcie_bandwidth(plan, 0), PSCHED_EINVAL);
     CHECK_CONTAINS(psched_last_error(), "PCIe bandwidth (0) must be > 0");
@@ -303,7 +303,7 @@ static void test_pcie_setter_checks_its_value(void)
  * and leaks nothing (the sanitizer build checks the leaks). */
 static void test_allocation_failures_are_reported(void)
 {
-    psched_plan *plan = ts_plan_shape(4, 8);
+    psched_plan *plan = tu_plan(4, 8, 0);
     const double w[] = {1, 2, 1, 1, 3, 1, 1, 1};
     CHECK_OK(psched_plan_set_microbatch_weights(plan, w, 8));
     CHECK_OK(psched_plan_set_comm_bytes(plan, 2, 1));

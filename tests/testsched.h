@@ -70,12 +70,6 @@ static inline psched_plan *ts_plan(uint32_t p, uint32_t m, uint32_t v, psched_pl
     return plan;
 }
 
-/* An unresolved plan of p devices and m micro-batches, the rest default. */
-static inline psched_plan *ts_plan_shape(uint32_t p, uint32_t m)
-{
-    return tu_plan(p, m, 0);
-}
-
 /* A schedule from CSV action text (the importer's grammar, copies and
  * collectives included); NULL, with the library's message on stderr, if
  * the importer refuses it. */

@@ -2317,7 +2317,8 @@ static psched_status run_pass(psched__devsearch *ds)
         x.minc[3 * s + 1] = c0->b;
         x.minc[3 * s + 2] = c0->w;
     }
-    /* a run layer's least f, b and w (the chain bound's per layer) */
+    /* a run layer's least f, b and w (the chain bound's per layer; a run
+     * without variants stopped the search in stage_cfgs()) */
     if (!st && !x.stop) {
         const psched__group *rg = psched__layer_group(pb, run->first);
         double extra = INFINITY;
@@ -2325,7 +2326,7 @@ static psched_status run_pass(psched__devsearch *ds)
             if (rg->variant[v].present)
                 extra = fmin(extra, rg->variant[v].extra);
         x.layer_f = rg->f;
-        x.layer_b = rg->b + (isfinite(extra) ? extra : 0);
+        x.layer_b = rg->b + extra;
         x.layer_w = rg->w;
     }
     /* options, device by device */
