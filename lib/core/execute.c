@@ -984,6 +984,39 @@ static FAST_INLINE int fast_input(fast_exec *f, uint32_t d, size_t c, uint8_t ra
     return FAST_RUN_READY;
 }
 
+/* An op of kind `kind` in cell c of stage st ended on device d at done:
+ * an F's or a backward's end goes to the cell's times (timed runs), and
+ * the device of the neighbour stage its output feeds (the next stage's
+ * for an F, the previous one's for a B or BW; none beyond the ends, none
+ * for a W) runs again when it waits for just that. */
+static FAST_INLINE void fast_hand_off(fast_exec *f, const fast_stage *st, uint8_t kind,
+                                      size_t c, uint32_t d, double done, bool timed)
+{
+    uint32_t other;
+    size_t key;
+    if (kind == PSCHED_OP_F) {
+        key = 2 * c;
+        if (timed)
+            f->tcell[key] = done;
+        if (st->flags & PSCHED_EXEC_LAST)
+            return;
+        other = st->next;
+    } else if (kind == PSCHED_OP_W) {
+        return;
+    } else {
+        key = 2 * c + 1;
+        if (timed)
+            f->tcell[key] = done;
+        if (st->flags & PSCHED_EXEC_FIRST)
+            return;
+        other = st->prev;
+    }
+    if (other != d && f->waiting[other] == key) {
+        f->waiting[other] = FAST_NOBODY;
+        fast_enqueue(f, other);
+    }
+}
+
 /* Runs device d until its list ends or it waits for another device. */
 static FAST_INLINE int fast_device(fast_exec *f, uint32_t d, bool timed)
 {
@@ -1060,29 +1093,7 @@ static FAST_INLINE int fast_device(fast_exec *f, uint32_t d, bool timed)
                 }
             }
             g++;
-            uint32_t other;
-            size_t key;
-            if (kind == PSCHED_OP_F) {
-                if (timed)
-                    f->tcell[2 * c] = done;
-                if (st->flags & PSCHED_EXEC_LAST)
-                    continue;
-                other = st->next;
-                key = 2 * c;
-            } else if (kind == PSCHED_OP_W) {
-                continue;
-            } else {
-                if (timed)
-                    f->tcell[2 * c + 1] = done;
-                if (st->flags & PSCHED_EXEC_FIRST)
-                    continue;
-                other = st->prev;
-                key = 2 * c + 1;
-            }
-            if (other != d && f->waiting[other] == key) {
-                f->waiting[other] = FAST_NOBODY;
-                fast_enqueue(f, other);
-            }
+            fast_hand_off(f, st, kind, c, d, done, timed);
             continue;
         }
         size_t n = 1;
@@ -1154,30 +1165,7 @@ static FAST_INLINE int fast_device(fast_exec *f, uint32_t d, bool timed)
                 f->start[u] = ready;
                 f->end[u] = done;
             }
-            const fast_stage *st = &stages[s];
-            uint32_t other;
-            size_t key;
-            if (o->kind == PSCHED_OP_F) {
-                if (timed)
-                    f->tcell[2 * c] = done;
-                if (st->flags & PSCHED_EXEC_LAST)
-                    continue;
-                other = st->next;
-                key = 2 * c;
-            } else if (o->kind == PSCHED_OP_W) {
-                continue;
-            } else {
-                if (timed)
-                    f->tcell[2 * c + 1] = done;
-                if (st->flags & PSCHED_EXEC_FIRST)
-                    continue;
-                other = st->prev;
-                key = 2 * c + 1;
-            }
-            if (other != d && f->waiting[other] == key) {
-                f->waiting[other] = FAST_NOBODY;
-                fast_enqueue(f, other);
-            }
+            fast_hand_off(f, &stages[s], o->kind, c, d, done, timed);
         }
         g += n;
     }

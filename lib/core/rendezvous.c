@@ -535,6 +535,46 @@ static void run_copy(rv *r, uint32_t d, size_t g)
     x->cursor[d] = g + 1;
 }
 
+/* Op g of device d when it is a copy or a collective (both modes run them
+ * alike): SIDE_RAN, the device goes on; SIDE_PARKED, a vocabulary pass
+ * waits for the collective it needs (a collective itself is posted
+ * without blocking); SIDE_NONE for any other op. */
+enum { SIDE_NONE, SIDE_RAN, SIDE_PARKED };
+
+static int run_side_op(rv *r, uint32_t d, size_t g)
+{
+    uint8_t kind = r->x.s->ops[g].kind;
+    if (psched__is_copy(kind)) {
+        run_copy(r, d, g);
+        return SIDE_RAN;
+    }
+    if (!is_coll(kind))
+        return SIDE_NONE;
+    if (!psched__coll_run(&r->x, d, g)) {
+        r->stuck[d] = g;
+        return SIDE_PARKED;
+    }
+    return SIDE_RAN;
+}
+
+/* Runs compute unit [g, g + n) of device d (n = 2: an overlapped pair),
+ * its inputs from other devices ready at `ready`, once the collectives it
+ * needs have run; false with the device parked on one. */
+static bool run_unit(rv *r, uint32_t d, size_t g, size_t n, double ready)
+{
+    psched_exec *x = &r->x;
+    if (x->coll && !coll_inputs(r, d, g, n, &ready))
+        return false;
+    double cost = psched__exec_unit_cost(x, x->s->ops, g, n);
+    for (size_t u = g; u < g + n; u++) {
+        x->start[u] = ready;
+        x->end[u] = ready + cost;
+    }
+    x->free_at[d] = ready + cost;
+    x->cursor[d] = g + n;
+    return true;
+}
+
 /* Runs device d until its list ends or it parks on a group. */
 static void run_device(rv *r, uint32_t d)
 {
@@ -553,30 +593,14 @@ static void run_device(rv *r, uint32_t d)
             r->group_end[d] = 0;
             continue;
         }
-        if (psched__is_copy(ops[g].kind)) {
-            run_copy(r, d, g);
-            continue;
-        }
-        if (is_coll(ops[g].kind)) {
-            /* a collective is posted without blocking; a vocabulary pass
-             * waits for the collective it needs */
-            if (!psched__coll_run(x, d, g)) {
-                r->stuck[d] = g;
-                return;
-            }
-            continue;
-        }
-        size_t n = (ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
-        double ready = local_ready(r, d, g, n);
-        if (x->coll && !coll_inputs(r, d, g, n, &ready))
+        int side = run_side_op(r, d, g);
+        if (side == SIDE_PARKED)
             return;
-        double cost = psched__exec_unit_cost(x, ops, g, n);
-        for (size_t u = g; u < g + n; u++) {
-            x->start[u] = ready;
-            x->end[u] = ready + cost;
-        }
-        x->free_at[d] = ready + cost;
-        x->cursor[d] = g + n;
+        if (side == SIDE_RAN)
+            continue;
+        size_t n = (ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
+        if (!run_unit(r, d, g, n, local_ready(r, d, g, n)))
+            return;
     }
 }
 
@@ -653,30 +677,15 @@ static void run_device_async(rv *r, uint32_t d)
             x->cursor[d] = g + 1;
             continue;
         }
-        if (psched__is_copy(ops[g].kind)) {
-            run_copy(r, d, g);
+        int side = run_side_op(r, d, g);
+        if (side == SIDE_PARKED)
+            return;
+        if (side == SIDE_RAN)
             continue;
-        }
-        if (is_coll(ops[g].kind)) {
-            if (!psched__coll_run(x, d, g)) {
-                r->stuck[d] = g;
-                return;
-            }
-            continue;
-        }
         size_t n = (ops[g].flags & PSCHED_OP_OVERLAP_NEXT) ? 2 : 1;
         double ready = async_inputs_ready(r, d, g, n);
-        if (ready < 0)
+        if (ready < 0 || !run_unit(r, d, g, n, ready))
             return;
-        if (x->coll && !coll_inputs(r, d, g, n, &ready))
-            return;
-        double cost = psched__exec_unit_cost(x, ops, g, n);
-        for (size_t u = g; u < g + n; u++) {
-            x->start[u] = ready;
-            x->end[u] = ready + cost;
-        }
-        x->free_at[d] = ready + cost;
-        x->cursor[d] = g + n;
     }
 }
 
