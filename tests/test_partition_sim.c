@@ -685,6 +685,27 @@ static void test_run_dag_milp_optimum_is_the_brute_force(void)
     CHECK(milp_proofs >= 20);
 }
 
+/* When the run MILP takes the order's whole DAG (docs/optimizer.md, "The
+ * whole DAG"): up to 2 000 units whatever the time, and up to 3 200 units
+ * (the grid's p = 8, v = 4 orders: 2 048 and 3 072) when 7.5 ms a unit is
+ * left (2 048 units: 15.36 s; 3 072: 23.04 s); never beyond (p = 16,
+ * v = 4: 4 096 units and more). */
+static void test_run_dag_fits_by_units_and_time_left(void)
+{
+    CHECK(psched__run_dag_fits(1, 0));
+    CHECK(psched__run_dag_fits(2000, 0));
+    CHECK(!psched__run_dag_fits(2001, 0));
+    CHECK(!psched__run_dag_fits(2048, 10));
+    CHECK(!psched__run_dag_fits(2048, 15.35));
+    CHECK(psched__run_dag_fits(2048, 15.37));
+    CHECK(!psched__run_dag_fits(3072, 23.03));
+    CHECK(psched__run_dag_fits(3072, 23.05));
+    CHECK(psched__run_dag_fits(3200, 24.01));
+    CHECK(!psched__run_dag_fits(3201, 1e9));
+    CHECK(!psched__run_dag_fits(4096, 60));
+    CHECK(!psched__run_dag_fits(4096, INFINITY));
+}
+
 /* The integer solutions the run MILP handed to the certificate (a test
  * hook records them), each evaluated again through
  * psched_partition_evaluate() (S stages, L layers): none that fits may be
@@ -2576,6 +2597,7 @@ int main(void)
     RUN(test_weighted_microbatches_match_the_brute_force);
     RUN(test_identical_layers_match_the_brute_force);
     RUN(test_run_dag_milp_optimum_is_the_brute_force);
+    RUN(test_run_dag_fits_by_units_and_time_left);
     RUN(test_run_milp_stopped_tree_bound_is_sound);
     RUN(test_run_milp_stopped_incumbent_is_simulated);
     RUN(test_run_milp_keeps_its_fastest_integer_solution);

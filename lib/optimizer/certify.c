@@ -965,6 +965,24 @@ static psched_status path_library(certify *c)
  * has no bound, the paths' gives 2.6-3.6%; docs/optimizer-passes.md,
  * nineteenth pass). */
 #define RUN_DAG_UNITS 2000
+/* Beyond, up to RUN_DAG_UNITS_LONG units, it takes the DAG when the time
+ * left gives it RUN_DAG_SECONDS_PER_UNIT per unit: on the grid at p = 8,
+ * v = 4 (2 048 and 3 072 units) the DAG's tree ends nearer the optimum
+ * than the paths and the device search from a 17 s limit on (L = 80
+ * interleaved 2.15% -> 0.45%; at 60 s 1.87% -> 0.05%, and given 196 s it
+ * proves the optimum), worse at 10 s (2.4% -> 4.1%); at p = 16 (4 096 and
+ * 6 144 units) worse or the same even at 60 s (docs/optimizer-passes.md,
+ * twenty-third pass). */
+#define RUN_DAG_UNITS_LONG 3200
+#define RUN_DAG_SECONDS_PER_UNIT 0.0075
+
+/* Whether the run MILP takes an order of `units` units as its rows with
+ * `left` seconds left. */
+bool psched__run_dag_fits(size_t units, double left)
+{
+    return units <= RUN_DAG_UNITS ||
+           (units <= RUN_DAG_UNITS_LONG && left >= RUN_DAG_SECONDS_PER_UNIT * (double)units);
+}
 /* Its share of the time left: the search after it rarely proves what the
  * exact MILP did not (the paths' rounds keep 0.6). */
 #define RUN_DAG_SHARE 0.9
@@ -2386,7 +2404,8 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         psched__run run;
         bool dag_fits = !st && psched__have_glpk() && psched__run_shape(pb, &run) &&
                         test_run_dag != 1 &&
-                        (test_run_dag == 2 || psched__run_dag_units(c.ref) <= RUN_DAG_UNITS);
+                        (test_run_dag == 2 || psched__run_dag_fits(psched__run_dag_units(c.ref),
+                                                                   pb->deadline - psched__now()));
         /* the device search first with half the time (it proves
          * LLaMA-70B's v = 4 candidates in under a second; DualPipe's, where
          * the DAG's MILP follows, a twentieth), then the run MILP, which

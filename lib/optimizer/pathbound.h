@@ -160,6 +160,11 @@ PSCHED_INTERNAL psched_status psched__run_milp(const psched__problem *pb,
  * (the size of the run MILP's DAG rows, psched__run_milp()). */
 PSCHED_INTERNAL size_t psched__run_dag_units(const psched_schedule *sched);
 
+/* Whether the run MILP takes an order of `units` units (psched__run_dag_units())
+ * as its rows, with `left` seconds left (certify.c: up to 2 000 units, and
+ * up to 3 200 with 7.5 ms a unit). */
+PSCHED_INTERNAL bool psched__run_dag_fits(size_t units, double left);
+
 /* Test hook: GLPK's search stops after this many node selections (0: by
  * the time limit only), this thread. */
 PSCHED_INTERNAL void psched__run_milp_test_selects(size_t selects);
@@ -173,7 +178,7 @@ PSCHED_INTERNAL size_t psched__certify_test_run_proofs(void);
 PSCHED_INTERNAL double psched__certify_test_run_tree(void);
 
 /* Test hooks: whether the run MILP takes the reference order's DAG as its
- * rows (0: up to the certificate's unit count, 1: never, the paths, 2:
+ * rows (0: by psched__run_dag_fits(), 1: never, the paths, 2:
  * always), this thread; and the optimum of the DAG's MILP when the last
  * certificate solved it to the end (0: it did not). */
 PSCHED_INTERNAL void psched__certify_test_run_dag(int mode);
