@@ -960,7 +960,7 @@ static psched_status path_library(certify *c)
 #define RUN_MIN_SECONDS 0.25
 /* The run MILP takes the reference order's whole DAG as its rows (exact:
  * one tree, no rounds, no pool) up to this many units (ops, an overlapped
- * pair once); beyond, its nodes' LPs are too slow for the time limits
+ * pair once); beyond, its nodes' LPs are too slow for short time limits
  * (the grid at p = 8, v = 4, 2 048 and 3 072 units: within 5 s its tree
  * has no bound, the paths' gives 2.6-3.6%; docs/optimizer-passes.md,
  * nineteenth pass). */
@@ -975,6 +975,9 @@ static psched_status path_library(certify *c)
  * twenty-third pass). */
 #define RUN_DAG_UNITS_LONG 3200
 #define RUN_DAG_SECONDS_PER_UNIT 0.0075
+/* The DAG's MILP's share of the time left: the search after it rarely
+ * proves what the exact MILP did not (the paths' rounds keep 0.6). */
+#define RUN_DAG_SHARE 0.9
 
 /* Whether the run MILP takes an order of `units` units as its rows with
  * `left` seconds left. */
@@ -983,9 +986,6 @@ bool psched__run_dag_fits(size_t units, double left)
     return units <= RUN_DAG_UNITS ||
            (units <= RUN_DAG_UNITS_LONG && left >= RUN_DAG_SECONDS_PER_UNIT * (double)units);
 }
-/* Its share of the time left: the search after it rarely proves what the
- * exact MILP did not (the paths' rounds keep 0.6). */
-#define RUN_DAG_SHARE 0.9
 
 /* Lazy path generation over the run MILP: solve it over the pool, simulate
  * its minimiser (a new incumbent when it fits and is faster), add the
