@@ -161,8 +161,8 @@ PSCHED_INTERNAL psched_status psched__run_milp(const psched__problem *pb,
 PSCHED_INTERNAL size_t psched__run_dag_units(const psched_schedule *sched);
 
 /* Whether the run MILP takes an order of `units` units (psched__run_dag_units())
- * as its rows, with `left` seconds left (certify.c: up to 2 000 units, and
- * up to 3 200 with 7.5 ms a unit). */
+ * as its rows, with `left` seconds left (the rule and its measurements:
+ * certify.c). */
 PSCHED_INTERNAL bool psched__run_dag_fits(size_t units, double left);
 
 /* Test hook: GLPK's search stops after this many node selections (0: by
