@@ -611,6 +611,35 @@ static void test_identical_layers_match_the_brute_force(void)
     }
 }
 
+/* The hooks of the DAG MILP's tests (on: the run MILP over the DAG with
+ * `window` (0: the whole DAG), started from the slowest candidate, no
+ * local or device search; off: every hook back to its default). */
+static void dag_milp_hooks(bool on, uint32_t window)
+{
+    psched__certify_test_no_device_search(on);
+    psched__certify_test_no_improve(on);
+    psched__certify_test_slowest_start(on);
+    psched__certify_test_run_dag(on ? 2 : 0);
+    psched__certify_test_run_window(on ? window : 0);
+}
+
+/* Instance o of run kind k (run_kind_instance()) partitioned with a day's
+ * limit into *r, GLPK stopped after 1 to 4 node selections when `stop`;
+ * false when skipped. */
+static bool run_kind_partition(size_t k, bool stop, brute *o, psched_model **model,
+                               psched_plan **plan, psched_partition_result **r)
+{
+    if (!run_kind_instance(k, o, model, plan))
+        return false;
+    psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+    opt.time_limit = 86400;
+    psched__certify_test_hooks(0, false);
+    psched__run_milp_test_selects(stop ? 1 + rnd(4) : 0);
+    CHECK_OK(psched_partition(*model, *plan, o->name, &opt, r));
+    psched__run_milp_test_selects(0);
+    return true;
+}
+
 /* The run MILP over the reference order's DAG (docs/optimizer.md, "The
  * run MILP", *The whole DAG*): its rows are every dependency of the
  * order, so its optimum is the least simulated step time over every
@@ -634,22 +663,15 @@ static void test_run_dag_milp_optimum_is_the_brute_force(void)
         return; /* no MILP */
     rng_state = 20261129;
     int cases = 0, solved = 0, milp_proofs = 0;
-    psched__certify_test_no_device_search(true);
-    psched__certify_test_no_improve(true);
-    psched__certify_test_slowest_start(true);
-    psched__certify_test_run_dag(2);
+    dag_milp_hooks(true, 0);
     for (size_t k = 0; k < sizeof run_kinds / sizeof *run_kinds; k++) {
         for (int t = 0; t < 10; t++) {
             brute o;
             psched_model *model = NULL;
             psched_plan *plan = NULL;
-            if (!run_kind_instance(k, &o, &model, &plan))
-                continue;
-            psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
-            opt.time_limit = 86400;
             psched_partition_result *r = NULL;
-            psched__certify_test_hooks(0, false);
-            CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
+            if (!run_kind_partition(k, false, &o, &model, &plan, &r))
+                continue;
             double z = psched__certify_test_run_dag_z();
             if (z > 0) {
                 if (!(fabs(z - o.best) <= 1e-6 * o.best))
@@ -673,10 +695,7 @@ static void test_run_dag_milp_optimum_is_the_brute_force(void)
             brute_instance_free(&o, model, plan);
         }
     }
-    psched__certify_test_run_dag(0);
-    psched__certify_test_slowest_start(false);
-    psched__certify_test_no_improve(false);
-    psched__certify_test_no_device_search(false);
+    dag_milp_hooks(false, 0);
     printf("# run MILP over the DAG: %d instances, its optimum equal to the brute force's on "
            "the %d it solved; %d proofs by the MILP, each with its optimum\n",
            cases, solved, milp_proofs);
@@ -704,6 +723,87 @@ static void test_run_dag_fits_by_units_and_time_left(void)
     CHECK(!psched__run_dag_fits(3201, 1e9));
     CHECK(!psched__run_dag_fits(4096, 60));
     CHECK(!psched__run_dag_fits(4096, INFINITY));
+}
+
+/* The run MILP over the DAG of each chain's first and last micro-batches
+ * (docs/optimizer.md, "The whole DAG", *The ends of the DAG*): the inputs
+ * of the others are left out, fewer rows, so its optimum and its stopped
+ * tree's bound are lower bounds, not the least step time. The
+ * identical-layer instances as above with a window of one micro-batch,
+ * started from the slowest candidate without the local or the device
+ * search: where GLPK solves it, its optimum is at most the brute force's
+ * best, equal to it where no input is left out (one or two micro-batches
+ * per chain) and below it on some instances (so the window is applied);
+ * on every other instance GLPK is stopped after 1 to 4 node selections
+ * and its tree's bound stays below the brute force's best too; every
+ * reported bound (makespan x (1 - gap)) does, and the certificate's
+ * search after the MILP still ends at the brute force's best, proven. */
+static void test_run_dag_window_bounds_the_brute_force(void)
+{
+    if (!psched__have_glpk())
+        return; /* no MILP */
+    rng_state = 20261130;
+    int cases = 0, solved = 0, whole = 0, below = 0, trees = 0;
+    dag_milp_hooks(true, 1);
+    for (size_t k = 0; k < sizeof run_kinds / sizeof *run_kinds; k++) {
+        for (int t = 0; t < 10; t++) {
+            brute o;
+            psched_model *model = NULL;
+            psched_plan *plan = NULL;
+            psched_partition_result *r = NULL;
+            if (!run_kind_partition(k, t % 2 == 1, &o, &model, &plan, &r))
+                continue;
+            double z = psched__certify_test_run_dag_z(), tree = psched__certify_test_run_tree();
+            uint32_t per_chain = strcmp(o.name, "dualpipe") == 0 ? o.m / 2 : o.m;
+            if (!(z <= o.best * (1 + 1e-6)) || !(tree <= o.best * (1 + 1e-9)))
+                fprintf(stderr, "%s p=%u v=%u m=%u L=%u limit %g: window MILP %g, tree %g, "
+                        "brute %g\n", o.name, o.p, o.v, o.m, o.L, o.limit, z, tree, o.best);
+            CHECK(z <= o.best * (1 + 1e-6));
+            CHECK(tree <= o.best * (1 + 1e-9));
+            if (z > 0) {
+                solved++;
+                if (per_chain <= 2) {
+                    CHECK(fabs(z - o.best) <= 1e-6 * o.best);
+                    whole++;
+                }
+                below += z < o.best * (1 - 1e-6);
+            }
+            trees += tree > 0;
+            double mk = psched_partition_makespan(r);
+            CHECK(mk * (1 - psched_partition_gap(r)) <= o.best * (1 + 1e-9));
+            CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
+            CHECK(fabs(mk - o.best) <= 1e-9 * o.best);
+            cases++;
+            psched_partition_result_destroy(r);
+            brute_instance_free(&o, model, plan);
+        }
+    }
+    dag_milp_hooks(false, 0);
+    printf("# run MILP over the DAG's first and last micro-batches: %d instances, %d solved "
+           "(%d with every input, equal to the brute force; %d below it), %d stopped trees' "
+           "bounds, all at most the brute force's best\n",
+           cases, solved, whole, below, trees);
+    CHECK(cases >= 40);
+    CHECK(solved >= 10);
+    CHECK(whole >= 1);
+    CHECK(below >= 3);
+    CHECK(trees >= 5);
+}
+
+/* Where the whole DAG has not the time, the DAG of the first and last
+ * micro-batch (window 1) from 2 001 to 3 200 units (the grid's p = 8,
+ * v = 4 orders), the paths elsewhere: at most 2 000 units the whole DAG
+ * runs whatever the time, beyond 3 200 (p = 16) the paths. */
+static void test_run_dag_window_by_units(void)
+{
+    CHECK(psched__run_dag_window(1) == 0);
+    CHECK(psched__run_dag_window(2000) == 0);
+    CHECK(psched__run_dag_window(2001) == 1);
+    CHECK(psched__run_dag_window(2048) == 1);
+    CHECK(psched__run_dag_window(3072) == 1);
+    CHECK(psched__run_dag_window(3200) == 1);
+    CHECK(psched__run_dag_window(3201) == 0);
+    CHECK(psched__run_dag_window(4096) == 0);
 }
 
 /* The integer solutions the run MILP handed to the certificate (a test
@@ -2598,6 +2698,8 @@ int main(void)
     RUN(test_identical_layers_match_the_brute_force);
     RUN(test_run_dag_milp_optimum_is_the_brute_force);
     RUN(test_run_dag_fits_by_units_and_time_left);
+    RUN(test_run_dag_window_bounds_the_brute_force);
+    RUN(test_run_dag_window_by_units);
     RUN(test_run_milp_stopped_tree_bound_is_sound);
     RUN(test_run_milp_stopped_incumbent_is_simulated);
     RUN(test_run_milp_keeps_its_fastest_integer_solution);

@@ -66,6 +66,7 @@ typedef struct certify {
     /* the critical-path bound (pathbound.c), when it holds */
     bool use_paths;
     bool run_dag;            /* the run MILP takes ref's DAG as its rows (run_certify()) */
+    uint32_t run_window;     /* with run_dag: 0 its whole DAG, else its ends' (RUN_DAG_WINDOW) */
     psched_schedule *ref;    /* the order every partition's schedule must have */
     psched__paths paths;
     psched__mult mult, trial;
@@ -103,6 +104,7 @@ static _Thread_local size_t test_run_proofs;
 static _Thread_local double test_run_tree;
 static _Thread_local int test_run_dag; /* 0: by RUN_DAG_UNITS, 1: never, 2: always */
 static _Thread_local double test_run_dag_z;
+static _Thread_local uint32_t test_run_window;
 static _Thread_local size_t test_run_incumbents;
 static _Thread_local bool test_improve_only;
 static _Thread_local bool test_regenerate;
@@ -197,6 +199,11 @@ double psched__certify_test_run_tree(void)
 void psched__certify_test_run_dag(int mode)
 {
     test_run_dag = mode;
+}
+
+void psched__certify_test_run_window(uint32_t window)
+{
+    test_run_window = window;
 }
 
 double psched__certify_test_run_dag_z(void)
@@ -987,6 +994,25 @@ bool psched__run_dag_fits(size_t units, double left)
            (units <= RUN_DAG_UNITS_LONG && left >= RUN_DAG_SECONDS_PER_UNIT * (double)units);
 }
 
+/* Where the whole DAG has not the time (above RUN_DAG_UNITS, up to
+ * RUN_DAG_UNITS_LONG), the run MILP takes the DAG with the inputs of each
+ * chain's first and last RUN_DAG_WINDOW micro-batches only instead of the
+ * paths: a relaxation (fewer rows, so its optimum and its tree's bound
+ * bound every partition) with a sixteenth of the columns at m = 32, whose
+ * tree passes the paths' bound within seconds (the grid at p = 8, v = 4
+ * and 5 s: L = 80 interleaved 2.62% -> 1.23%, interleaved-zb 2.44% ->
+ * 2.16%, L = 128 3.30% -> 2.21% and 3.60% -> 2.34%, looped-bfs the same;
+ * a window of 2 the same within 0.04%). Beyond RUN_DAG_UNITS_LONG (p = 16
+ * at v = 4) it is worse than the paths (L = 80 interleaved 2.47% ->
+ * 4.73%, L = 128 interleaved-zb 1.62% -> 1.73%): the paths stay there
+ * (docs/optimizer-passes.md, twenty-fourth pass). */
+#define RUN_DAG_WINDOW 1
+
+uint32_t psched__run_dag_window(size_t units)
+{
+    return units > RUN_DAG_UNITS && units <= RUN_DAG_UNITS_LONG ? RUN_DAG_WINDOW : 0;
+}
+
 /* Lazy path generation over the run MILP: solve it over the pool, simulate
  * its minimiser (a new incumbent when it fits and is faster), add the
  * minimiser's critical path (its step time exceeds every path of the
@@ -1082,7 +1108,8 @@ static bool run_certify(certify *c)
             if (st)
                 break;
         }
-        st = psched__run_milp(pb, &c->paths, &run, use, dag, c->best * (1 - RUN_TOL), until,
+        st = psched__run_milp(pb, &c->paths, &run, use, dag, dag ? c->run_window : 0,
+                              c->best * (1 - RUN_TOL), until,
                               start, times, run_found, c, &x, &z, &solved, &none, &tree);
         psched_report_destroy(times);
         if (!st && none) {
@@ -2400,12 +2427,18 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
             st = psched_generate(c.work, name, &c.ref);
         if (!st && pb->chains == 1 && !c.tail_stage)
             st = find_tails(&c, c.ref);
-        /* whether the run MILP can take the order's whole DAG (exact) */
+        /* whether the run MILP can take the order's whole DAG (exact), or
+         * else the DAG of its first and last micro-batches (a bound) */
         psched__run run;
-        bool dag_fits = !st && psched__have_glpk() && psched__run_shape(pb, &run) &&
-                        test_run_dag != 1 &&
-                        (test_run_dag == 2 || psched__run_dag_fits(psched__run_dag_units(c.ref),
-                                                                   pb->deadline - psched__now()));
+        bool dag_fits = false;
+        uint32_t window = 0;
+        if (!st && psched__have_glpk() && psched__run_shape(pb, &run) && test_run_dag != 1) {
+            size_t units = psched__run_dag_units(c.ref);
+            dag_fits = test_run_dag == 2 || psched__run_dag_fits(units, pb->deadline - psched__now());
+            window = test_run_dag == 2 ? test_run_window
+                     : dag_fits        ? 0
+                                       : psched__run_dag_window(units);
+        }
         /* the device search first with half the time (it proves
          * LLaMA-70B's v = 4 candidates in under a second; DualPipe's, where
          * the DAG's MILP follows, a twentieth), then the run MILP, which
@@ -2448,7 +2481,8 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         }
         /* the run MILP over the reference order's DAG (exact) where it is
          * small enough */
-        c.run_dag = c.use_paths && dag_fits;
+        c.run_dag = c.use_paths && (dag_fits || window > 0);
+        c.run_window = window;
         if (!st && c.use_paths) {
             path_root(&c, candidates, count);
             st = c.st;

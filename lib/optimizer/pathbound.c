@@ -916,12 +916,18 @@ static void run_start(const run_cols *rc, const psched__solution *start, int agg
  * the rows that use it (fewer columns and rows for GLPK's nodes). With
  * xs (NULL: none), the simulation `times` of a partition with this order:
  * each column unit's end (its last op's) and the step time go to their
- * columns in xs. */
+ * columns in xs. With window > 0 only the ops of each chain's first and
+ * last `window` micro-batches keep their inputs' rows: fewer rows only
+ * lower the optimum, so it is a lower bound of every fitting partition's
+ * step time, not the least one (the units of the others lose their
+ * columns as a W's does). */
 static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_schedule *sched,
-                              int zcol, const psched_report *times, double *xs)
+                              uint32_t window, int zcol, const psched_report *times, double *xs)
 {
     const psched_plan *sp = psched_schedule_plan(sched);
     uint32_t p = psched_plan_devices(sp);
+    uint32_t chains = psched_plan_chains(sp) ? psched_plan_chains(sp) : 1;
+    uint32_t per_chain = psched_plan_microbatches(sp) / chains;
     double comm = psched_plan_comm(sp);
     int ncount = glp_get_num_cols(lp);
     dag_ops g;
@@ -955,10 +961,12 @@ static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_sch
         uint32_t d = psched_plan_stage_device(sp, g.ops[units[u].op].stage);
         size_t k = 0;
         for (size_t i = units[u].op; i < units[u].op + units[u].n; i++) {
-            uint32_t in;
+            uint32_t in, mb = g.ops[i].microbatch;
             size_t h = dag_input(&g, i, &in);
             if (h == SIZE_MAX)
                 continue;
+            if (window > 0 && mb >= window && mb + window < per_chain)
+                continue; /* a middle micro-batch's input: left out */
             h = unit_of[h];
             if (h == u)
                 continue; /* both ops of a pair */
@@ -1034,7 +1042,8 @@ static psched_status run_done(glp_prob *lp, double *xs, psched_status st)
 
 static psched_status run_milp_solve(const psched__problem *pb, const psched__paths *pp,
                                     const psched__run *run, const bool *use,
-                                    const psched_schedule *dag, double below, double until,
+                                    const psched_schedule *dag, uint32_t window, double below,
+                                    double until,
                                     const psched__solution *start,
                                     const psched_report *start_times, psched__run_found found,
                                     void *found_ctx, psched__solution *sol, double *z,
@@ -1200,7 +1209,7 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
         }
     }
     if (!st && dag)
-        st = dag_rows(lp, &rc, dag, zcol, start_times, xs);
+        st = dag_rows(lp, &rc, dag, window, zcol, start_times, xs);
     if (!st && xs && !dag) {
         double *x = psched__calloc(3 * (size_t)S + D, sizeof *x);
         if (!x) {
@@ -1292,7 +1301,8 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
 
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
                                const psched__run *run, const bool *use,
-                               const psched_schedule *dag, double below, double until,
+                               const psched_schedule *dag, uint32_t window, double below,
+                               double until,
                                const psched__solution *start,
                                const psched_report *start_times, psched__run_found found,
                                void *found_ctx, psched__solution *sol, double *z, bool *solved,
@@ -1310,8 +1320,9 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
     }
     glp_error_hook(on_lp_error, &ctx);
     glp_term_out(GLP_OFF);
-    psched_status st = run_milp_solve(pb, pp, run, use, dag, below, until, start, start_times,
-                                      found, found_ctx, sol, z, solved, none, tree_bound);
+    psched_status st = run_milp_solve(pb, pp, run, use, dag, window, below, until, start,
+                                      start_times, found, found_ctx, sol, z, solved, none,
+                                      tree_bound);
     glp_error_hook(NULL, NULL);
     glp_free_env();
     return st;
@@ -1321,13 +1332,15 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
 
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
                                const psched__run *run, const bool *use,
-                               const psched_schedule *dag, double below, double until,
+                               const psched_schedule *dag, uint32_t window, double below,
+                               double until,
                                const psched__solution *start,
                                const psched_report *start_times, psched__run_found found,
                                void *found_ctx, psched__solution *sol, double *z, bool *solved,
                                bool *none, double *tree_bound)
 {
-    (void)pb, (void)pp, (void)run, (void)use, (void)dag, (void)below, (void)until, (void)z;
+    (void)pb, (void)pp, (void)run, (void)use, (void)dag, (void)window, (void)below, (void)until;
+    (void)z;
     (void)start, (void)start_times, (void)found, (void)found_ctx;
     *solved = *none = false;
     *tree_bound = 0;
