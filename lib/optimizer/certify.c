@@ -66,7 +66,7 @@ typedef struct certify {
     /* the critical-path bound (pathbound.c), when it holds */
     bool use_paths;
     bool run_dag;            /* the run MILP takes ref's DAG as its rows (run_certify()) */
-    uint32_t run_window;     /* with run_dag: 0 its whole DAG, else its ends' (RUN_DAG_WINDOW) */
+    uint32_t run_stride;     /* with run_dag: 0 its whole DAG, else RUN_DAG_STRIDE's */
     psched_schedule *ref;    /* the order every partition's schedule must have */
     psched__paths paths;
     psched__mult mult, trial;
@@ -104,7 +104,7 @@ static _Thread_local size_t test_run_proofs;
 static _Thread_local double test_run_tree;
 static _Thread_local int test_run_dag; /* 0: by RUN_DAG_UNITS, 1: never, 2: always */
 static _Thread_local double test_run_dag_z;
-static _Thread_local uint32_t test_run_window;
+static _Thread_local uint32_t test_run_stride;
 static _Thread_local size_t test_run_incumbents;
 static _Thread_local bool test_improve_only;
 static _Thread_local bool test_regenerate;
@@ -201,9 +201,9 @@ void psched__certify_test_run_dag(int mode)
     test_run_dag = mode;
 }
 
-void psched__certify_test_run_window(uint32_t window)
+void psched__certify_test_run_stride(uint32_t stride)
 {
-    test_run_window = window;
+    test_run_stride = stride;
 }
 
 double psched__certify_test_run_dag_z(void)
@@ -995,22 +995,31 @@ bool psched__run_dag_fits(size_t units, double left)
 }
 
 /* Where the whole DAG has not the time (above RUN_DAG_UNITS, up to
- * RUN_DAG_UNITS_LONG), the run MILP takes the DAG with the inputs of each
- * chain's first and last RUN_DAG_WINDOW micro-batches only instead of the
- * paths: a relaxation (fewer rows, so its optimum and its tree's bound
- * bound every partition) with a sixteenth of the columns at m = 32, whose
- * tree passes the paths' bound within seconds (the grid at p = 8, v = 4
- * and 5 s: L = 80 interleaved 2.62% -> 1.23%, interleaved-zb 2.44% ->
- * 2.16%, L = 128 3.30% -> 2.21% and 3.60% -> 2.34%, looped-bfs the same;
- * a window of 2 the same within 0.04%). Beyond RUN_DAG_UNITS_LONG (p = 16
- * at v = 4) it is worse than the paths (L = 80 interleaved 2.47% ->
- * 4.73%, L = 128 interleaved-zb 1.62% -> 1.73%): the paths stay there
+ * RUN_DAG_UNITS_LONG), the run MILP takes instead of the paths the DAG
+ * with the inputs of each chain's micro-batches 0, RUN_DAG_STRIDE,
+ * 2·RUN_DAG_STRIDE, … and its last only: a relaxation (fewer rows, so
+ * its optimum and its tree's bound bound every partition) with about a
+ * quarter of the columns, whose tree passes the paths' bound within
+ * seconds. The grid at p = 8, v = 4 and 5 s, gaps with the paths / with
+ * micro-batch 0 and the last only / stride 16 / 8 / 4 / 3: L = 80
+ * interleaved 2.62 / 1.23 / 1.19 / 0.96 / 0.68 / 0.71%, interleaved-zb
+ * 2.44 / 2.16 / 1.69 / 1.1 / 1.36 / 2.6% (no tree bound in time), L = 128
+ * interleaved 3.28 / 2.21 / 2.15 / 1.98 / 1.78 / 1.75%, interleaved-zb
+ * 3.60 / 2.34 / 1.54 / 1.11 / 1.07 / 1.07%, looped-bfs 0.11% each; at
+ * 10 s stride 4 gives 0.55, 1.02, 1.75 and 1.02%, the whole DAG 4.14,
+ * 2.44, 1.83 and 1.13%, so the whole DAG keeps its rule above. Beyond
+ * RUN_DAG_UNITS_LONG (p = 16 at v = 4) it is worse than the paths with
+ * any stride (L = 80 interleaved 2.47% -> 4.74%, L = 128 interleaved-zb
+ * 1.62% -> 1.73%): the paths stay there; and with one stage per device
+ * (1F1B on 16 devices, m = 64: 2 048 units), where the paths prove the
+ * grid's L = 128 row in 3.4-3.7 s and the stride's MILP leaves it at 1.8%
  * (docs/optimizer-passes.md, twenty-fourth pass). */
-#define RUN_DAG_WINDOW 1
+#define RUN_DAG_STRIDE 4
 
-uint32_t psched__run_dag_window(size_t units)
+uint32_t psched__run_dag_stride(size_t units, uint32_t chunks)
 {
-    return units > RUN_DAG_UNITS && units <= RUN_DAG_UNITS_LONG ? RUN_DAG_WINDOW : 0;
+    return chunks >= 2 && units > RUN_DAG_UNITS && units <= RUN_DAG_UNITS_LONG ? RUN_DAG_STRIDE
+                                                                               : 0;
 }
 
 /* Lazy path generation over the run MILP: solve it over the pool, simulate
@@ -1108,7 +1117,7 @@ static bool run_certify(certify *c)
             if (st)
                 break;
         }
-        st = psched__run_milp(pb, &c->paths, &run, use, dag, dag ? c->run_window : 0,
+        st = psched__run_milp(pb, &c->paths, &run, use, dag, dag ? c->run_stride : 0,
                               c->best * (1 - RUN_TOL), until,
                               start, times, run_found, c, &x, &z, &solved, &none, &tree);
         psched_report_destroy(times);
@@ -2428,16 +2437,16 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         if (!st && pb->chains == 1 && !c.tail_stage)
             st = find_tails(&c, c.ref);
         /* whether the run MILP can take the order's whole DAG (exact), or
-         * else the DAG of its first and last micro-batches (a bound) */
+         * else the DAG of some of its micro-batches (a bound) */
         psched__run run;
         bool dag_fits = false;
-        uint32_t window = 0;
+        uint32_t stride = 0;
         if (!st && psched__have_glpk() && psched__run_shape(pb, &run) && test_run_dag != 1) {
             size_t units = psched__run_dag_units(c.ref);
             dag_fits = test_run_dag == 2 || psched__run_dag_fits(units, pb->deadline - psched__now());
-            window = test_run_dag == 2 ? test_run_window
+            stride = test_run_dag == 2 ? test_run_stride
                      : dag_fits        ? 0
-                                       : psched__run_dag_window(units);
+                                       : psched__run_dag_stride(units, pb->stages / pb->devices);
         }
         /* the device search first with half the time (it proves
          * LLaMA-70B's v = 4 candidates in under a second; DualPipe's, where
@@ -2481,8 +2490,8 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         }
         /* the run MILP over the reference order's DAG (exact) where it is
          * small enough */
-        c.run_dag = c.use_paths && (dag_fits || window > 0);
-        c.run_window = window;
+        c.run_dag = c.use_paths && (dag_fits || stride > 0);
+        c.run_stride = stride;
         if (!st && c.use_paths) {
             path_root(&c, candidates, count);
             st = c.st;

@@ -916,13 +916,13 @@ static void run_start(const run_cols *rc, const psched__solution *start, int agg
  * the rows that use it (fewer columns and rows for GLPK's nodes). With
  * xs (NULL: none), the simulation `times` of a partition with this order:
  * each column unit's end (its last op's) and the step time go to their
- * columns in xs. With window > 0 only the ops of each chain's first and
- * last `window` micro-batches keep their inputs' rows: fewer rows only
- * lower the optimum, so it is a lower bound of every fitting partition's
- * step time, not the least one (the units of the others lose their
- * columns as a W's does). */
+ * columns in xs. With stride > 1 only the ops of each chain's micro-batches
+ * 0, stride, 2·stride, … and its last keep their inputs' rows: fewer rows
+ * only lower the optimum, so it is a lower bound of every fitting
+ * partition's step time, not the least one (the units of the others lose
+ * their columns as a W's does). */
 static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_schedule *sched,
-                              uint32_t window, int zcol, const psched_report *times, double *xs)
+                              uint32_t stride, int zcol, const psched_report *times, double *xs)
 {
     const psched_plan *sp = psched_schedule_plan(sched);
     uint32_t p = psched_plan_devices(sp);
@@ -965,8 +965,8 @@ static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_sch
             size_t h = dag_input(&g, i, &in);
             if (h == SIZE_MAX)
                 continue;
-            if (window > 0 && mb >= window && mb + window < per_chain)
-                continue; /* a middle micro-batch's input: left out */
+            if (stride > 1 && mb % stride != 0 && mb + 1 != per_chain)
+                continue; /* a micro-batch between the kept ones: no input */
             h = unit_of[h];
             if (h == u)
                 continue; /* both ops of a pair */
@@ -1042,7 +1042,7 @@ static psched_status run_done(glp_prob *lp, double *xs, psched_status st)
 
 static psched_status run_milp_solve(const psched__problem *pb, const psched__paths *pp,
                                     const psched__run *run, const bool *use,
-                                    const psched_schedule *dag, uint32_t window, double below,
+                                    const psched_schedule *dag, uint32_t stride, double below,
                                     double until,
                                     const psched__solution *start,
                                     const psched_report *start_times, psched__run_found found,
@@ -1209,7 +1209,7 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
         }
     }
     if (!st && dag)
-        st = dag_rows(lp, &rc, dag, window, zcol, start_times, xs);
+        st = dag_rows(lp, &rc, dag, stride, zcol, start_times, xs);
     if (!st && xs && !dag) {
         double *x = psched__calloc(3 * (size_t)S + D, sizeof *x);
         if (!x) {
@@ -1301,7 +1301,7 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
 
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
                                const psched__run *run, const bool *use,
-                               const psched_schedule *dag, uint32_t window, double below,
+                               const psched_schedule *dag, uint32_t stride, double below,
                                double until,
                                const psched__solution *start,
                                const psched_report *start_times, psched__run_found found,
@@ -1320,7 +1320,7 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
     }
     glp_error_hook(on_lp_error, &ctx);
     glp_term_out(GLP_OFF);
-    psched_status st = run_milp_solve(pb, pp, run, use, dag, window, below, until, start,
+    psched_status st = run_milp_solve(pb, pp, run, use, dag, stride, below, until, start,
                                       start_times, found, found_ctx, sol, z, solved, none,
                                       tree_bound);
     glp_error_hook(NULL, NULL);
@@ -1332,14 +1332,14 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
 
 psched_status psched__run_milp(const psched__problem *pb, const psched__paths *pp,
                                const psched__run *run, const bool *use,
-                               const psched_schedule *dag, uint32_t window, double below,
+                               const psched_schedule *dag, uint32_t stride, double below,
                                double until,
                                const psched__solution *start,
                                const psched_report *start_times, psched__run_found found,
                                void *found_ctx, psched__solution *sol, double *z, bool *solved,
                                bool *none, double *tree_bound)
 {
-    (void)pb, (void)pp, (void)run, (void)use, (void)dag, (void)window, (void)below, (void)until;
+    (void)pb, (void)pp, (void)run, (void)use, (void)dag, (void)stride, (void)below, (void)until;
     (void)z;
     (void)start, (void)start_times, (void)found, (void)found_ctx;
     *solved = *none = false;

@@ -125,8 +125,9 @@ PSCHED_INTERNAL bool psched__run_shape(const psched__problem *pb, psched__run *r
  * order `dag` (NULL: the paths), over its whole DAG (a column per op's
  * end, a row per dependency: its optimum is the least step time of every
  * partition with that order, docs/optimizer.md "The run MILP"; with
- * window > 0 only each chain's first and last `window` micro-batches'
- * inputs, a relaxation whose optimum is a lower bound), for step
+ * stride > 1 only the inputs of each chain's micro-batches 0, stride,
+ * 2·stride, … and its last, a relaxation whose optimum is a lower bound),
+ * for step
  * times below `below` only (z < below; each device's own work, m x its
  * layers' time, below it too), into sol (its minimiser) and *z (GLPK's optimum,
  * a lower bound within its tolerances); `start` (NULL: none), a partition,
@@ -150,7 +151,7 @@ typedef psched_status (*psched__run_found)(void *ctx, const psched__solution *so
 PSCHED_INTERNAL psched_status psched__run_milp(const psched__problem *pb,
                                                const psched__paths *pp,
                                                const psched__run *run, const bool *use,
-                                               const psched_schedule *dag, uint32_t window,
+                                               const psched_schedule *dag, uint32_t stride,
                                                double below, double until,
                                                const psched__solution *start,
                                                const psched_report *start_times,
@@ -167,10 +168,11 @@ PSCHED_INTERNAL size_t psched__run_dag_units(const psched_schedule *sched);
  * certify.c). */
 PSCHED_INTERNAL bool psched__run_dag_fits(size_t units, double left);
 
-/* Where it does not: the window of the ends-only DAG the run MILP takes
- * instead of the paths (psched__run_milp()'s `window`), 0 for the paths
- * (the rule and its measurements: certify.c). */
-PSCHED_INTERNAL uint32_t psched__run_dag_window(size_t units);
+/* Where it does not: the stride of the DAG the run MILP takes instead of
+ * the paths (psched__run_milp()'s `stride`) for an order of `units` units
+ * and `chunks` stages per device, 0 for the paths (the rule and its
+ * measurements: certify.c). */
+PSCHED_INTERNAL uint32_t psched__run_dag_stride(size_t units, uint32_t chunks);
 
 /* Test hook: GLPK's search stops after this many node selections (0: by
  * the time limit only), this thread. */
@@ -189,9 +191,9 @@ PSCHED_INTERNAL double psched__certify_test_run_tree(void);
  * always), this thread; and the optimum of the DAG's MILP when the last
  * certificate solved it to the end (0: it did not). */
 PSCHED_INTERNAL void psched__certify_test_run_dag(int mode);
-/* Test hook: with mode 2 above, the window of the DAG the run MILP takes
- * (psched__run_milp()'s `window`; 0: the whole DAG), this thread. */
-PSCHED_INTERNAL void psched__certify_test_run_window(uint32_t window);
+/* Test hook: with mode 2 above, the stride of the DAG the run MILP takes
+ * (psched__run_milp()'s `stride`; 0: the whole DAG), this thread. */
+PSCHED_INTERNAL void psched__certify_test_run_stride(uint32_t stride);
 PSCHED_INTERNAL double psched__certify_test_run_dag_z(void);
 
 /* Test hook: the run MILP's integer solutions handed to the certificate
