@@ -2488,8 +2488,8 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
                 st = PSCHED_ENOMEM_FAIL();
             c.use_paths = !st;
         }
-        /* the run MILP over the reference order's DAG (exact) where it is
-         * small enough */
+        /* the run MILP over the reference order's DAG where it is small
+         * enough (exact), or over some of its micro-batches (a bound) */
         c.run_dag = c.use_paths && (dag_fits || stride > 0);
         c.run_stride = stride;
         if (!st && c.use_paths) {
