@@ -640,6 +640,74 @@ static bool run_kind_partition(size_t k, bool stop, brute *o, psched_model **mod
     return true;
 }
 
+/* What the DAG MILP's tests count over the instances. */
+typedef struct dag_tally {
+    int cases, solved, whole, below, trees, proofs;
+} dag_tally;
+
+/* The run MILP over the DAG with `stride` (0: the whole DAG) on the
+ * identical-layer instances of every run kind (10 each, from `seed`),
+ * started from the slowest candidate without the local or the device
+ * search, each against the brute force: the MILP's optimum (where GLPK
+ * solved it) at most the brute force's best, and equal to it where every
+ * micro-batch keeps its inputs; with a stride, GLPK stopped after 1 to 4
+ * node selections on every second instance, its tree's bound at most the
+ * brute force's best too; every proof by the MILP on an instance not
+ * stopped with its optimum (GLPK starts from the best partition, so it
+ * returns one even where nothing is below the best); every reported bound
+ * (makespan x (1 - gap)) at most the brute force's best, and the result
+ * its best, proven. */
+static dag_tally dag_milp_against_brute(uint32_t stride, uint32_t seed)
+{
+    dag_tally tl = {0};
+    rng_state = seed;
+    dag_milp_hooks(true, stride);
+    for (size_t k = 0; k < sizeof run_kinds / sizeof *run_kinds; k++) {
+        for (int t = 0; t < 10; t++) {
+            brute o;
+            psched_model *model = NULL;
+            psched_plan *plan = NULL;
+            psched_partition_result *r = NULL;
+            bool stop = stride > 1 && t % 2 == 1;
+            if (!run_kind_partition(k, stop, &o, &model, &plan, &r))
+                continue;
+            double z = psched__certify_test_run_dag_z(), tree = psched__certify_test_run_tree();
+            uint32_t per_chain = strcmp(o.name, "dualpipe") == 0 ? o.m / 2 : o.m;
+            bool every = stride <= 1 || per_chain <= 2; /* no input left out */
+            bool equal = fabs(z - o.best) <= 1e-6 * o.best;
+            if (!(z <= o.best * (1 + 1e-6)) || (z > 0 && every && !equal) ||
+                !(tree <= o.best * (1 + 1e-9)))
+                fprintf(stderr, "%s p=%u v=%u m=%u L=%u limit %g, stride %u: DAG MILP %g, "
+                        "tree %g, brute %g\n", o.name, o.p, o.v, o.m, o.L, o.limit, stride, z,
+                        tree, o.best);
+            CHECK(z <= o.best * (1 + 1e-6));
+            CHECK(tree <= o.best * (1 + 1e-9));
+            if (z > 0) {
+                tl.solved++;
+                if (every) {
+                    CHECK(equal);
+                    tl.whole++;
+                }
+                tl.below += z < o.best * (1 - 1e-6);
+            }
+            tl.trees += tree > 0;
+            if (!stop && psched__certify_test_run_proofs() > 0) {
+                CHECK(z > 0);
+                tl.proofs++;
+            }
+            double mk = psched_partition_makespan(r);
+            CHECK(mk * (1 - psched_partition_gap(r)) <= o.best * (1 + 1e-9));
+            CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
+            CHECK(fabs(mk - o.best) <= 1e-9 * o.best);
+            tl.cases++;
+            psched_partition_result_destroy(r);
+            brute_instance_free(&o, model, plan);
+        }
+    }
+    dag_milp_hooks(false, 0);
+    return tl;
+}
+
 /* The run MILP over the reference order's DAG (docs/optimizer.md, "The
  * run MILP", *The whole DAG*): its rows are every dependency of the
  * order, so its optimum is the least simulated step time over every
@@ -661,68 +729,13 @@ static void test_run_dag_milp_optimum_is_the_brute_force(void)
 {
     if (!psched__have_glpk())
         return; /* no MILP */
-    rng_state = 20261129;
-    int cases = 0, solved = 0, milp_proofs = 0;
-    dag_milp_hooks(true, 0);
-    for (size_t k = 0; k < sizeof run_kinds / sizeof *run_kinds; k++) {
-        for (int t = 0; t < 10; t++) {
-            brute o;
-            psched_model *model = NULL;
-            psched_plan *plan = NULL;
-            psched_partition_result *r = NULL;
-            if (!run_kind_partition(k, false, &o, &model, &plan, &r))
-                continue;
-            double z = psched__certify_test_run_dag_z();
-            if (z > 0) {
-                if (!(fabs(z - o.best) <= 1e-6 * o.best))
-                    fprintf(stderr, "%s p=%u v=%u m=%u L=%u limit %g: DAG MILP %g, brute %g\n",
-                            o.name, o.p, o.v, o.m, o.L, o.limit, z, o.best);
-                CHECK(fabs(z - o.best) <= 1e-6 * o.best);
-                solved++;
-            }
-            /* with the best partition as GLPK's first incumbent, a proof
-             * by the MILP is an optimum GLPK returns (without it GLPK
-             * proved some of them by finding nothing below the best,
-             * which gives none) */
-            if (psched__certify_test_run_proofs() > 0) {
-                CHECK(z > 0);
-                milp_proofs++;
-            }
-            CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
-            CHECK(fabs(psched_partition_makespan(r) - o.best) <= 1e-9 * o.best);
-            cases++;
-            psched_partition_result_destroy(r);
-            brute_instance_free(&o, model, plan);
-        }
-    }
-    dag_milp_hooks(false, 0);
+    dag_tally tl = dag_milp_against_brute(0, 20261129);
     printf("# run MILP over the DAG: %d instances, its optimum equal to the brute force's on "
            "the %d it solved; %d proofs by the MILP, each with its optimum\n",
-           cases, solved, milp_proofs);
-    CHECK(cases >= 40);
-    CHECK(solved >= 20);
-    CHECK(milp_proofs >= 20);
-}
-
-/* When the run MILP takes the order's whole DAG (docs/optimizer.md, "The
- * whole DAG"): up to 2 000 units whatever the time, and up to 3 200 units
- * (the grid's p = 8, v = 4 orders: 2 048 and 3 072) when 7.5 ms a unit is
- * left (2 048 units: 15.36 s; 3 072: 23.04 s); never beyond (p = 16,
- * v = 4: 4 096 units and more). */
-static void test_run_dag_fits_by_units_and_time_left(void)
-{
-    CHECK(psched__run_dag_fits(1, 0));
-    CHECK(psched__run_dag_fits(2000, 0));
-    CHECK(!psched__run_dag_fits(2001, 0));
-    CHECK(!psched__run_dag_fits(2048, 10));
-    CHECK(!psched__run_dag_fits(2048, 15.35));
-    CHECK(psched__run_dag_fits(2048, 15.37));
-    CHECK(!psched__run_dag_fits(3072, 23.03));
-    CHECK(psched__run_dag_fits(3072, 23.05));
-    CHECK(psched__run_dag_fits(3200, 24.01));
-    CHECK(!psched__run_dag_fits(3201, 1e9));
-    CHECK(!psched__run_dag_fits(4096, 60));
-    CHECK(!psched__run_dag_fits(4096, INFINITY));
+           tl.cases, tl.solved, tl.proofs);
+    CHECK(tl.cases >= 40);
+    CHECK(tl.solved >= 20 && tl.whole == tl.solved);
+    CHECK(tl.proofs >= 20);
 }
 
 /* The run MILP over the DAG of some micro-batches (docs/optimizer.md,
@@ -743,72 +756,44 @@ static void test_run_dag_stride_bounds_the_brute_force(void)
 {
     if (!psched__have_glpk())
         return; /* no MILP */
-    rng_state = 20261130;
-    int cases = 0, solved = 0, whole = 0, below = 0, trees = 0;
-    dag_milp_hooks(true, 3);
-    for (size_t k = 0; k < sizeof run_kinds / sizeof *run_kinds; k++) {
-        for (int t = 0; t < 10; t++) {
-            brute o;
-            psched_model *model = NULL;
-            psched_plan *plan = NULL;
-            psched_partition_result *r = NULL;
-            if (!run_kind_partition(k, t % 2 == 1, &o, &model, &plan, &r))
-                continue;
-            double z = psched__certify_test_run_dag_z(), tree = psched__certify_test_run_tree();
-            uint32_t per_chain = strcmp(o.name, "dualpipe") == 0 ? o.m / 2 : o.m;
-            if (!(z <= o.best * (1 + 1e-6)) || !(tree <= o.best * (1 + 1e-9)))
-                fprintf(stderr, "%s p=%u v=%u m=%u L=%u limit %g: stride MILP %g, tree %g, "
-                        "brute %g\n", o.name, o.p, o.v, o.m, o.L, o.limit, z, tree, o.best);
-            CHECK(z <= o.best * (1 + 1e-6));
-            CHECK(tree <= o.best * (1 + 1e-9));
-            if (z > 0) {
-                solved++;
-                if (per_chain <= 2) {
-                    CHECK(fabs(z - o.best) <= 1e-6 * o.best);
-                    whole++;
-                }
-                below += z < o.best * (1 - 1e-6);
-            }
-            trees += tree > 0;
-            double mk = psched_partition_makespan(r);
-            CHECK(mk * (1 - psched_partition_gap(r)) <= o.best * (1 + 1e-9));
-            CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
-            CHECK(fabs(mk - o.best) <= 1e-9 * o.best);
-            cases++;
-            psched_partition_result_destroy(r);
-            brute_instance_free(&o, model, plan);
-        }
-    }
-    dag_milp_hooks(false, 0);
+    dag_tally tl = dag_milp_against_brute(3, 20261130);
     printf("# run MILP over the DAG of every third micro-batch and the last: %d instances, "
            "%d solved (%d with every input, equal to the brute force; %d below it), %d "
            "stopped trees' bounds, all at most the brute force's best\n",
-           cases, solved, whole, below, trees);
-    CHECK(cases >= 40);
-    CHECK(solved >= 10);
-    CHECK(whole >= 1);
-    CHECK(below >= 2);
-    CHECK(trees >= 5);
+           tl.cases, tl.solved, tl.whole, tl.below, tl.trees);
+    CHECK(tl.cases >= 40);
+    CHECK(tl.solved >= 10);
+    CHECK(tl.whole >= 1);
+    CHECK(tl.below >= 2);
+    CHECK(tl.trees >= 5);
 }
 
-/* Where the whole DAG has not the time, the DAG of every fourth
- * micro-batch and the last from 2 001 to 3 200 units (the grid's p = 8,
- * v = 4 orders) with two stages or more per device, the paths elsewhere:
- * at most 2 000 units the whole DAG runs whatever the time, beyond 3 200
- * (p = 16 at v = 4) and with one stage per device (1F1B on 16 devices,
- * m = 64: 2 048 units) the paths. */
-static void test_run_dag_stride_by_units(void)
+/* Which rows the run MILP takes (docs/optimizer.md, "The whole DAG" and
+ * "Some micro-batches of the DAG"): the whole DAG (1) up to 2 000 units
+ * whatever the time, and up to 3 200 units (the grid's p = 8, v = 4
+ * orders: 2 048 and 3 072) when 7.5 ms a unit is left (2 048 units:
+ * 15.36 s; 3 072: 23.04 s); else, from 2 001 to 3 200 units with two
+ * stages or more per device, every fourth micro-batch's DAG; the paths
+ * (0) beyond 3 200 (p = 16, v = 4: 4 096 units and more) and with one
+ * stage per device (1F1B on 16 devices, m = 64: 2 048 units). */
+static void test_run_dag_rows_by_units_time_and_chunks(void)
 {
-    CHECK(psched__run_dag_stride(1, 4) == 0);
-    CHECK(psched__run_dag_stride(2000, 4) == 0);
-    CHECK(psched__run_dag_stride(2001, 4) == 4);
-    CHECK(psched__run_dag_stride(2048, 4) == 4);
-    CHECK(psched__run_dag_stride(2048, 2) == 4);
-    CHECK(psched__run_dag_stride(2048, 1) == 0);
-    CHECK(psched__run_dag_stride(3072, 4) == 4);
-    CHECK(psched__run_dag_stride(3200, 4) == 4);
-    CHECK(psched__run_dag_stride(3201, 4) == 0);
-    CHECK(psched__run_dag_stride(4096, 4) == 0);
+    CHECK(psched__run_dag_stride(1, 1, 0) == 1);
+    CHECK(psched__run_dag_stride(2000, 4, 0) == 1);
+    CHECK(psched__run_dag_stride(2000, 1, 0) == 1);
+    CHECK(psched__run_dag_stride(2001, 4, 0) == 4);
+    CHECK(psched__run_dag_stride(2048, 4, 10) == 4);
+    CHECK(psched__run_dag_stride(2048, 2, 15.35) == 4);
+    CHECK(psched__run_dag_stride(2048, 1, 15.35) == 0);
+    CHECK(psched__run_dag_stride(2048, 4, 15.37) == 1);
+    CHECK(psched__run_dag_stride(2048, 1, 15.37) == 1);
+    CHECK(psched__run_dag_stride(3072, 4, 23.03) == 4);
+    CHECK(psched__run_dag_stride(3072, 4, 23.05) == 1);
+    CHECK(psched__run_dag_stride(3200, 4, 24.01) == 1);
+    CHECK(psched__run_dag_stride(3200, 4, 23.99) == 4);
+    CHECK(psched__run_dag_stride(3201, 4, 1e9) == 0);
+    CHECK(psched__run_dag_stride(4096, 4, 60) == 0);
+    CHECK(psched__run_dag_stride(4096, 4, INFINITY) == 0);
 }
 
 /* The integer solutions the run MILP handed to the certificate (a test
@@ -2702,9 +2687,8 @@ int main(void)
     RUN(test_weighted_microbatches_match_the_brute_force);
     RUN(test_identical_layers_match_the_brute_force);
     RUN(test_run_dag_milp_optimum_is_the_brute_force);
-    RUN(test_run_dag_fits_by_units_and_time_left);
     RUN(test_run_dag_stride_bounds_the_brute_force);
-    RUN(test_run_dag_stride_by_units);
+    RUN(test_run_dag_rows_by_units_time_and_chunks);
     RUN(test_run_milp_stopped_tree_bound_is_sound);
     RUN(test_run_milp_stopped_incumbent_is_simulated);
     RUN(test_run_milp_keeps_its_fastest_integer_solution);

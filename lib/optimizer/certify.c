@@ -65,8 +65,8 @@ typedef struct certify {
     psched_status st;
     /* the critical-path bound (pathbound.c), when it holds */
     bool use_paths;
-    bool run_dag;            /* the run MILP takes ref's DAG as its rows (run_certify()) */
-    uint32_t run_stride;     /* with run_dag: 0 its whole DAG, else RUN_DAG_STRIDE's */
+    uint32_t run_stride;     /* > 0: the run MILP takes ref's DAG as its rows, of every
+                                micro-batch (1) or every run_stride-th (run_certify()) */
     psched_schedule *ref;    /* the order every partition's schedule must have */
     psched__paths paths;
     psched__mult mult, trial;
@@ -102,7 +102,7 @@ static _Thread_local double test_worst = -INFINITY;
 static _Thread_local size_t test_checks;
 static _Thread_local size_t test_run_proofs;
 static _Thread_local double test_run_tree;
-static _Thread_local int test_run_dag; /* 0: by RUN_DAG_UNITS, 1: never, 2: always */
+static _Thread_local int test_run_dag; /* 0: by psched__run_dag_stride(), 1: never, 2: always */
 static _Thread_local double test_run_dag_z;
 static _Thread_local uint32_t test_run_stride;
 static _Thread_local size_t test_run_incumbents;
@@ -986,14 +986,6 @@ static psched_status path_library(certify *c)
  * proves what the exact MILP did not (the paths' rounds keep 0.6). */
 #define RUN_DAG_SHARE 0.9
 
-/* Whether the run MILP takes an order of `units` units as its rows with
- * `left` seconds left. */
-bool psched__run_dag_fits(size_t units, double left)
-{
-    return units <= RUN_DAG_UNITS ||
-           (units <= RUN_DAG_UNITS_LONG && left >= RUN_DAG_SECONDS_PER_UNIT * (double)units);
-}
-
 /* Where the whole DAG has not the time (above RUN_DAG_UNITS, up to
  * RUN_DAG_UNITS_LONG), the run MILP takes instead of the paths the DAG
  * with the inputs of each chain's micro-batches 0, RUN_DAG_STRIDE,
@@ -1016,10 +1008,15 @@ bool psched__run_dag_fits(size_t units, double left)
  * (docs/optimizer-passes.md, twenty-fourth pass). */
 #define RUN_DAG_STRIDE 4
 
-uint32_t psched__run_dag_stride(size_t units, uint32_t chunks)
+/* The run MILP's rows for an order of `units` units and `chunks` stages
+ * per device with `left` seconds left: the whole DAG (1), every
+ * RUN_DAG_STRIDE-th micro-batch's, or the paths (0). */
+uint32_t psched__run_dag_stride(size_t units, uint32_t chunks, double left)
 {
-    return chunks >= 2 && units > RUN_DAG_UNITS && units <= RUN_DAG_UNITS_LONG ? RUN_DAG_STRIDE
-                                                                               : 0;
+    if (units <= RUN_DAG_UNITS ||
+        (units <= RUN_DAG_UNITS_LONG && left >= RUN_DAG_SECONDS_PER_UNIT * (double)units))
+        return 1;
+    return chunks >= 2 && units <= RUN_DAG_UNITS_LONG ? RUN_DAG_STRIDE : 0;
 }
 
 /* Lazy path generation over the run MILP: solve it over the pool, simulate
@@ -1083,7 +1080,7 @@ static bool run_certify(certify *c)
     /* at most three fifths of the time left with the paths (nine tenths
      * with the DAG): the search needs the rest when the MILP does not
      * close */
-    const psched_schedule *dag = c->run_dag ? c->ref : NULL;
+    const psched_schedule *dag = c->run_stride ? c->ref : NULL;
     double share = dag ? RUN_DAG_SHARE : 0.6;
     double until = psched__now() + share * fmax(0, pb->deadline - psched__now());
     for (int round = 0; !st && round < RUN_ROUNDS && c->use_paths; round++) {
@@ -1117,7 +1114,7 @@ static bool run_certify(certify *c)
             if (st)
                 break;
         }
-        st = psched__run_milp(pb, &c->paths, &run, use, dag, dag ? c->run_stride : 0,
+        st = psched__run_milp(pb, &c->paths, &run, use, dag, c->run_stride,
                               c->best * (1 - RUN_TOL), until,
                               start, times, run_found, c, &x, &z, &solved, &none, &tree);
         psched_report_destroy(times);
@@ -2439,23 +2436,20 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         /* whether the run MILP can take the order's whole DAG (exact), or
          * else the DAG of some of its micro-batches (a bound) */
         psched__run run;
-        bool dag_fits = false;
         uint32_t stride = 0;
-        if (!st && psched__have_glpk() && psched__run_shape(pb, &run) && test_run_dag != 1) {
-            size_t units = psched__run_dag_units(c.ref);
-            dag_fits = test_run_dag == 2 || psched__run_dag_fits(units, pb->deadline - psched__now());
-            stride = test_run_dag == 2 ? test_run_stride
-                     : dag_fits        ? 0
-                                       : psched__run_dag_stride(units, pb->stages / pb->devices);
-        }
+        if (!st && psched__have_glpk() && psched__run_shape(pb, &run) && test_run_dag != 1)
+            stride = test_run_dag == 2 ? (test_run_stride > 1 ? test_run_stride : 1)
+                                       : psched__run_dag_stride(psched__run_dag_units(c.ref),
+                                                                pb->stages / pb->devices,
+                                                                pb->deadline - psched__now());
         /* the device search first with half the time (it proves
          * LLaMA-70B's v = 4 candidates in under a second; DualPipe's, where
          * the DAG's MILP follows, a twentieth), then the run MILP, which
          * often finds a much faster incumbent (Gemma2-9B), then the device
          * search again, resumed where it stopped (devsearch.h), with a
          * quarter of what is left */
-        double first = pb->chains == 2 && dag_fits ? DEVSEARCH_FIRST_SHARE_DAG
-                                                   : DEVSEARCH_FIRST_SHARE;
+        double first = pb->chains == 2 && stride == 1 ? DEVSEARCH_FIRST_SHARE_DAG
+                                                      : DEVSEARCH_FIRST_SHARE;
         bool dev_again = false, dove = false;
         if (!st && !test_no_device_search)
             dev_proven = device_certify(&c, first, &dev_again, &dove);
@@ -2490,8 +2484,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         }
         /* the run MILP over the reference order's DAG where it is small
          * enough (exact), or over some of its micro-batches (a bound) */
-        c.run_dag = c.use_paths && (dag_fits || stride > 0);
-        c.run_stride = stride;
+        c.run_stride = c.use_paths ? stride : 0;
         if (!st && c.use_paths) {
             path_root(&c, candidates, count);
             st = c.st;

@@ -136,6 +136,7 @@ typedef struct dag_ops {
     uint32_t *at;
     psched_op *ops;
     uint32_t stages, per; /* the plan's stages, per chain */
+    uint32_t mbs;         /* micro-batches per chain */
 } dag_ops;
 
 static void dag_ops_free(dag_ops *g)
@@ -150,10 +151,11 @@ static psched_status dag_ops_read(const psched_schedule *sched, dag_ops *g)
     const psched_plan *sp = psched_schedule_plan(sched);
     uint32_t p = psched_plan_devices(sp), S = psched_plan_stages(sp);
     uint32_t chains = psched_plan_chains(sp) ? psched_plan_chains(sp) : 1;
-    size_t cells = (size_t)S * (psched_plan_microbatches(sp) / chains);
     memset(g, 0, sizeof *g);
     g->stages = S;
     g->per = S / chains;
+    g->mbs = psched_plan_microbatches(sp) / chains;
+    size_t cells = (size_t)S * g->mbs;
     for (uint32_t d = 0; d < p; d++)
         g->total += psched_schedule_op_count(sched, d);
     g->offset = psched__calloc((size_t)p + 1, sizeof *g->offset);
@@ -916,18 +918,16 @@ static void run_start(const run_cols *rc, const psched__solution *start, int agg
  * the rows that use it (fewer columns and rows for GLPK's nodes). With
  * xs (NULL: none), the simulation `times` of a partition with this order:
  * each column unit's end (its last op's) and the step time go to their
- * columns in xs. With stride > 1 only the ops of each chain's micro-batches
- * 0, stride, 2·stride, … and its last keep their inputs' rows: fewer rows
- * only lower the optimum, so it is a lower bound of every fitting
- * partition's step time, not the least one (the units of the others lose
- * their columns as a W's does). */
+ * columns in xs. With stride > 1 (0 and 1: every micro-batch) only the
+ * ops of each chain's micro-batches 0, stride, 2·stride, … and its last
+ * keep their inputs' rows: fewer rows only lower the optimum, so it is a
+ * lower bound of every fitting partition's step time, not the least one
+ * (the units of the others lose their columns as a W's does). */
 static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_schedule *sched,
                               uint32_t stride, int zcol, const psched_report *times, double *xs)
 {
     const psched_plan *sp = psched_schedule_plan(sched);
     uint32_t p = psched_plan_devices(sp);
-    uint32_t chains = psched_plan_chains(sp) ? psched_plan_chains(sp) : 1;
-    uint32_t per_chain = psched_plan_microbatches(sp) / chains;
     double comm = psched_plan_comm(sp);
     int ncount = glp_get_num_cols(lp);
     dag_ops g;
@@ -965,7 +965,7 @@ static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_sch
             size_t h = dag_input(&g, i, &in);
             if (h == SIZE_MAX)
                 continue;
-            if (stride > 1 && mb % stride != 0 && mb + 1 != per_chain)
+            if (stride > 1 && mb % stride != 0 && mb + 1 != g.mbs)
                 continue; /* a micro-batch between the kept ones: no input */
             h = unit_of[h];
             if (h == u)

@@ -163,16 +163,12 @@ PSCHED_INTERNAL psched_status psched__run_milp(const psched__problem *pb,
  * (the size of the run MILP's DAG rows, psched__run_milp()). */
 PSCHED_INTERNAL size_t psched__run_dag_units(const psched_schedule *sched);
 
-/* Whether the run MILP takes an order of `units` units (psched__run_dag_units())
- * as its rows, with `left` seconds left (the rule and its measurements:
- * certify.c). */
-PSCHED_INTERNAL bool psched__run_dag_fits(size_t units, double left);
-
-/* Where it does not: the stride of the DAG the run MILP takes instead of
- * the paths (psched__run_milp()'s `stride`) for an order of `units` units
- * and `chunks` stages per device, 0 for the paths (the rule and its
+/* Which rows the run MILP takes for an order of `units` units
+ * (psched__run_dag_units()) and `chunks` stages per device with `left`
+ * seconds left: the stride of its DAG (psched__run_milp()'s `stride`; 1:
+ * the whole DAG, exact), or 0 for the pool's paths (the rule and its
  * measurements: certify.c). */
-PSCHED_INTERNAL uint32_t psched__run_dag_stride(size_t units, uint32_t chunks);
+PSCHED_INTERNAL uint32_t psched__run_dag_stride(size_t units, uint32_t chunks, double left);
 
 /* Test hook: GLPK's search stops after this many node selections (0: by
  * the time limit only), this thread. */
@@ -187,12 +183,12 @@ PSCHED_INTERNAL size_t psched__certify_test_run_proofs(void);
 PSCHED_INTERNAL double psched__certify_test_run_tree(void);
 
 /* Test hooks: whether the run MILP takes the reference order's DAG as its
- * rows (0: by psched__run_dag_fits(), 1: never, the paths, 2:
+ * rows (0: by psched__run_dag_stride(), 1: never, the paths, 2:
  * always), this thread; and the optimum of the DAG's MILP when the last
  * certificate solved it to the end (0: it did not). */
 PSCHED_INTERNAL void psched__certify_test_run_dag(int mode);
 /* Test hook: with mode 2 above, the stride of the DAG the run MILP takes
- * (psched__run_milp()'s `stride`; 0: the whole DAG), this thread. */
+ * (psched__run_milp()'s `stride`; 0 or 1: the whole DAG), this thread. */
 PSCHED_INTERNAL void psched__certify_test_run_stride(uint32_t stride);
 PSCHED_INTERNAL double psched__certify_test_run_dag_z(void);
 
