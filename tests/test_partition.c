@@ -344,13 +344,7 @@ static void test_dp_and_milp_agree_on_one_chunk_up_to_128_layers(void)
     static const uint32_t sizes[][3] = {{32, 4, 8}, {80, 8, 16}, {128, 8, 16}};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         uint32_t L = sizes[k][0], p = sizes[k][1], m = sizes[k][2];
-        psched_model *model = NULL;
-        CHECK_OK(psched_model_create(&model));
-        CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.2, 0.2, 0.2, 1, 40));
-        CHECK_OK(psched_model_add_layers(model, "layer", L - 2, 1, 1, 1, 4, 10));
-        CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
-        CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
-        CHECK_OK(psched_model_add_layers(model, "head", 1, 3, 3, 3, 8, 40));
+        psched_model *model = tu_grid_model(L);
         /* Tight enough that recomputation is needed. */
         double limit = 10.0 * L / p + 4.0 * L / p * 1.6 * p / 2;
         psched_plan *plan = tu_plan_limited(p, m, 1, limit);
@@ -997,13 +991,7 @@ static void test_time_limit_still_returns_a_plan(void)
 {
     if (!psched__have_glpk())
         return;
-    psched_model *model = NULL;
-    CHECK_OK(psched_model_create(&model));
-    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.2, 0.2, 0.2, 1, 40));
-    CHECK_OK(psched_model_add_layers(model, "layer", 80, 1, 1, 1, 4, 10));
-    CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
-    CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
-    CHECK_OK(psched_model_add_layers(model, "head", 1, 3, 3, 3, 8, 40));
+    psched_model *model = tu_grid_model(82);
     psched_plan *plan = tu_plan_limited(8, 32, 4, 400);
     psched_partition_options o = opts(PSCHED_PARTITION_ILP);
     o.time_limit = 0.3;

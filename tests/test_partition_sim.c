@@ -902,12 +902,7 @@ static void test_run_milp_stopped_tree_bound_is_sound(void)
 static double run_milp_instance(uint32_t run, const char *schedule, psched_model **model,
                                 psched_plan **plan)
 {
-    CHECK_OK(psched_model_create(model));
-    CHECK_OK(psched_model_add_layers(*model, "embedding", 1, 0.2, 0.2, 0.2, 1, 40));
-    CHECK_OK(psched_model_add_layers(*model, "layer", run, 1, 1, 1, 4, 10));
-    CHECK_OK(psched_model_set_recompute(*model, 1, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
-    CHECK_OK(psched_model_set_recompute(*model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
-    CHECK_OK(psched_model_add_layers(*model, "head", 1, 3, 3, 3, 8, 40));
+    *model = tu_grid_model(run + 2);
     *plan = tu_plan(2, 8, 4);
     psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
     opt.method = PSCHED_PARTITION_EVEN;
@@ -2413,6 +2408,44 @@ static bool recompute_instance(brute *o, const char *name, uint32_t v, uint32_t 
     return brute_instance(o, 12000, model, plan);
 }
 
+/* A kind of recompute_instance(): schedule, v, p, fewest layers. */
+typedef struct recompute_kind {
+    const char *name;
+    uint32_t v, p, lmin;
+} recompute_kind;
+
+/* Several stages per device: interleaved and interleaved-zb at v = 2 and
+ * 4, v-zb, looped-bfs. */
+static const recompute_kind chunk_kinds[] = {
+    {"interleaved", 2, 2, 6}, {"interleaved-zb", 2, 2, 6}, {"v-zb", 2, 2, 6},
+    {"looped-bfs", 2, 2, 6},  {"interleaved", 4, 2, 8},    {"interleaved-zb", 4, 2, 8}};
+
+/* fn on twelve random recompute_instance()s of each kind, the generator
+ * seeded with `seed`; returns how many there were (those with too many
+ * candidates for the brute force are left out). */
+static int each_recompute_instance(const recompute_kind *kinds, size_t n, uint64_t seed,
+                                   void (*fn)(brute *o, psched_model *model, psched_plan *plan,
+                                              void *ctx),
+                                   void *ctx)
+{
+    rng_state = seed;
+    int cases = 0;
+    for (size_t k = 0; k < n; k++) {
+        for (int t = 0; t < 12; t++) {
+            brute o;
+            psched_model *model = NULL;
+            psched_plan *plan = NULL;
+            if (!recompute_instance(&o, kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin,
+                                    &model, &plan))
+                continue;
+            cases++;
+            fn(&o, model, plan, ctx);
+            brute_instance_free(&o, model, plan);
+        }
+    }
+    return cases;
+}
+
 /* The balanced-count candidate with several stages per device (each
  * device's layers split evenly over its stages, its recompute moved one
  * variant leaner where that saves the most memory per extra time) on
@@ -2422,67 +2455,177 @@ static bool recompute_instance(brute *o, const char *name, uint32_t v, uint32_t 
  * step time there is no faster than the brute force's best, and it is
  * often faster than every baseline (the even splits, each with one
  * recompute kind for every layer, and the time-balanced split). */
-static void test_balanced_counts_with_chunks_fit_and_beat_the_baselines(void)
+typedef struct chunk_tally {
+    int made, beat;
+} chunk_tally;
+
+static void balanced_chunks_instance(brute *o, psched_model *model, psched_plan *plan, void *ctx)
 {
-    static const struct {
-        const char *name;
-        uint32_t v, p, lmin;
-    } kinds[] = {{"interleaved", 2, 2, 6},    {"interleaved-zb", 2, 2, 6},
-                 {"v-zb", 2, 2, 6},           {"looped-bfs", 2, 2, 6},
-                 {"interleaved", 4, 2, 8},    {"interleaved-zb", 4, 2, 8}};
     static const psched_partition_method baselines[] = {
         PSCHED_PARTITION_EVEN, PSCHED_PARTITION_EVEN_ACCOUNTED, PSCHED_PARTITION_DP_TIME};
-    rng_state = 20261126;
-    int cases = 0, made = 0, beat = 0;
-    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
-        for (int t = 0; t < 12; t++) {
-            brute o;
-            psched_model *model = NULL;
-            psched_plan *plan = NULL;
-            if (!recompute_instance(&o, kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin,
-                                    &model, &plan))
-                continue;
-            cases++;
-            psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
-            opt.time_limit = 86400;
-            psched_partition_result *r = NULL;
-            psched__certify_test_improve_only(true);
-            CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
-            psched__certify_test_improve_only(false);
-            uint32_t count[16];
-            uint8_t choice[10];
-            if (psched__certify_test_candidate(count, o.S, choice, o.L)) {
-                made++;
-                o.cut[0] = 0;
-                for (uint32_t s = 0; s < o.R; s++)
-                    o.cut[s + 1] = o.cut[s] + count[s];
-                CHECK(o.cut[o.R] == o.L);
-                memcpy(o.choice, choice, o.L);
-                CHECK(brute_memory(&o) <= o.limit * (1 + 1e-12));
-                double own = brute_simulate(&o);
-                CHECK(own >= o.best * (1 - 1e-9));
-                CHECK(psched_partition_makespan(r) <= own * (1 + 1e-9));
-                double base = INFINITY;
-                for (size_t b = 0; b < sizeof baselines / sizeof *baselines; b++) {
-                    psched_partition_result *e = NULL;
-                    opt.method = baselines[b];
-                    if (psched_partition(model, plan, o.name, &opt, &e) == PSCHED_OK &&
-                        psched_partition_status(e) != PSCHED_SOLVE_INFEASIBLE)
-                        base = fmin(base, psched_partition_makespan(e));
-                    psched_partition_result_destroy(e);
-                }
-                beat += own < base * (1 - 1e-9);
-            }
-            psched_partition_result_destroy(r);
-            brute_instance_free(&o, model, plan);
+    chunk_tally *tl = ctx;
+    psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+    opt.time_limit = 86400;
+    psched_partition_result *r = NULL;
+    psched__certify_test_improve_only(true);
+    CHECK_OK(psched_partition(model, plan, o->name, &opt, &r));
+    psched__certify_test_improve_only(false);
+    uint32_t count[16];
+    uint8_t choice[10];
+    if (psched__certify_test_candidate(count, o->S, choice, o->L)) {
+        tl->made++;
+        o->cut[0] = 0;
+        for (uint32_t s = 0; s < o->R; s++)
+            o->cut[s + 1] = o->cut[s] + count[s];
+        CHECK(o->cut[o->R] == o->L);
+        memcpy(o->choice, choice, o->L);
+        CHECK(brute_memory(o) <= o->limit * (1 + 1e-12));
+        double own = brute_simulate(o);
+        CHECK(own >= o->best * (1 - 1e-9));
+        CHECK(psched_partition_makespan(r) <= own * (1 + 1e-9));
+        double base = INFINITY;
+        for (size_t b = 0; b < sizeof baselines / sizeof *baselines; b++) {
+            psched_partition_result *e = NULL;
+            opt.method = baselines[b];
+            if (psched_partition(model, plan, o->name, &opt, &e) == PSCHED_OK &&
+                psched_partition_status(e) != PSCHED_SOLVE_INFEASIBLE)
+                base = fmin(base, psched_partition_makespan(e));
+            psched_partition_result_destroy(e);
         }
+        tl->beat += own < base * (1 - 1e-9);
     }
+    psched_partition_result_destroy(r);
+}
+
+static void test_balanced_counts_with_chunks_fit_and_beat_the_baselines(void)
+{
+    chunk_tally tl = {0, 0};
+    int cases = each_recompute_instance(chunk_kinds, sizeof chunk_kinds / sizeof *chunk_kinds,
+                                        20261126, balanced_chunks_instance, &tl);
     printf("# balanced counts with chunks: %d instances, %d candidates, %d faster than every "
            "baseline\n",
-           cases, made, beat);
+           cases, tl.made, tl.beat);
     CHECK(cases >= 40);
-    CHECK(made * 4 >= cases * 3);
-    CHECK(beat * 2 >= made);
+    CHECK(tl.made * 4 >= cases * 3);
+    CHECK(tl.beat * 2 >= tl.made);
+}
+
+/* The certificate stopped after its local search (psched__certify_test_improve_only),
+ * alone, with the descents from the balanced counts in one orientation and
+ * with both (certify.c, count_descents()): the step times of the three, r
+ * the last's result. */
+static void descents_runs(const psched_model *model, const psched_plan *plan, const char *name,
+                          psched_partition_result **r, double *alone, double *one, double *both)
+{
+    psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+    opt.time_limit = 86400; /* the op budgets end it, not the clock */
+    psched_partition_result *a = NULL, *b = NULL;
+    psched__certify_test_improve_only(true);
+    CHECK_OK(psched_partition(model, plan, name, &opt, &a));
+    psched__certify_test_descents(2);
+    CHECK_OK(psched_partition(model, plan, name, &opt, &b));
+    psched__certify_test_descents(1);
+    CHECK_OK(psched_partition(model, plan, name, &opt, r));
+    psched__certify_test_descents(0);
+    psched__certify_test_improve_only(false);
+    *alone = psched_partition_makespan(a);
+    *one = psched_partition_makespan(b);
+    *both = psched_partition_makespan(*r);
+    psched_partition_result_destroy(a);
+    psched_partition_result_destroy(b);
+}
+
+/* The descents from the balanced counts: on random runs with selective
+ * and full recompute under limits close to the leanest fit (interleaved
+ * and interleaved-zb at v = 2 and 4, v-zb, looped-bfs; p = 2, at most 10
+ * layers) the answer with them fits by the brute force's memory rule, is
+ * never slower than the local search's alone nor faster than the brute
+ * force's best; and on the grid's shape at p = 4 (an embedding, L − 2
+ * identical layers with selective and full recompute, a head; L = 24, 32,
+ * 40, m = 16, v = 2, limits 50-70% of the even split's largest device
+ * without recompute) it is faster than the local search's alone on a
+ * third of the runs or more (none without the descents), and the second
+ * orientation (the larger shares where the most micro-batches are in
+ * flight) is faster than the first alone on some. */
+static void descents_instance(brute *o, psched_model *model, psched_plan *plan, void *ctx)
+{
+    (void)ctx;
+    psched_partition_result *r = NULL;
+    double alone, one, mk;
+    descents_runs(model, plan, o->name, &r, &alone, &one, &mk);
+    o->cut[0] = 0;
+    for (uint32_t s = 0; s < o->R; s++) {
+        uint32_t count = 0;
+        CHECK_OK(psched_partition_stage(r, s, NULL, &count, NULL, NULL));
+        o->cut[s + 1] = o->cut[s] + count;
+    }
+    CHECK(o->cut[o->R] == o->L);
+    for (uint32_t l = 0; l < o->L; l++)
+        o->choice[l] = (uint8_t)psched_partition_layer_recompute(r, l);
+    CHECK(brute_memory(o) <= o->limit * (1 + 1e-12));
+    CHECK_EQ_DBL(brute_simulate(o), mk);
+    CHECK(mk >= o->best * (1 - 1e-9));
+    CHECK(mk <= one * (1 + 1e-12));
+    CHECK(one <= alone * (1 + 1e-12));
+    psched_partition_result_destroy(r);
+}
+
+static void test_count_descents_fit_and_never_lose(void)
+{
+    int cases = each_recompute_instance(chunk_kinds, sizeof chunk_kinds / sizeof *chunk_kinds,
+                                        20261129, descents_instance, NULL);
+    CHECK(cases >= 40);
+
+    static const char *const names[] = {"v-zb", "interleaved", "interleaved-zb", "looped-bfs"};
+    int runs = 0, faster = 0, oriented = 0;
+    for (uint32_t layers = 24; layers <= 40; layers += 8) {
+        psched_model *model = tu_grid_model(layers);
+        for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+            psched_plan *plan = tu_plan(4, 16, 2);
+            uint32_t counts[8];
+            for (uint32_t s = 0; s < 8; s++)
+                counts[s] = layers / 8 + (s < layers % 8);
+            psched_partition_result *even = NULL;
+            CHECK_OK(psched_partition_evaluate(model, plan, names[k], counts, 8, NULL, &even));
+            double most = 0;
+            for (uint32_t d = 0; d < 4; d++) {
+                double mem = 0;
+                CHECK_OK(psched_partition_device(even, d, NULL, &mem, NULL));
+                most = fmax(most, mem);
+            }
+            psched_partition_result_destroy(even);
+            for (int tenths = 5; tenths <= 7; tenths++) {
+                CHECK_OK(psched_plan_set_memory_limit(plan, 0.1 * tenths * most));
+                psched_partition_result *r = NULL, *check = NULL;
+                double alone, one, mk;
+                descents_runs(model, plan, names[k], &r, &alone, &one, &mk);
+                runs++;
+                CHECK(mk <= one * (1 + 1e-12));
+                CHECK(one <= alone * (1 + 1e-12));
+                faster += mk < alone * (1 - 1e-9);
+                oriented += mk < one * (1 - 1e-9);
+                /* the answer, evaluated as given: it fits, at the same time */
+                uint32_t got[8];
+                psched_recompute rec[40];
+                for (uint32_t s = 0; s < 8; s++)
+                    CHECK_OK(psched_partition_stage(r, s, NULL, &got[s], NULL, NULL));
+                for (uint32_t l = 0; l < layers; l++)
+                    rec[l] = psched_partition_layer_recompute(r, l);
+                CHECK_OK(psched_partition_evaluate(model, plan, names[k], got, 8, rec, &check));
+                CHECK_EQ_INT(psched_partition_status(check), PSCHED_SOLVE_FEASIBLE);
+                CHECK_EQ_DBL(psched_partition_makespan(check), mk);
+                psched_partition_result_destroy(check);
+                psched_partition_result_destroy(r);
+            }
+            psched_plan_destroy(plan);
+        }
+        psched_model_destroy(model);
+    }
+    printf("# descents from the balanced counts: %d small runs; %d grid-shaped runs, %d faster "
+           "than the local search alone, %d faster with the second orientation\n",
+           cases, runs, faster, oriented);
+    CHECK(faster * 3 >= runs);
+    CHECK(oriented > 0);
 }
 
 /* Soundness of the layer count bound with forced recompute: random
@@ -2493,54 +2636,50 @@ static void test_balanced_counts_with_chunks_fit_and_beat_the_baselines(void)
  * whole layers: it never exceeds the brute force's fastest fitting
  * partition, whole layers never lower it (the mix relaxes them), and they
  * raise it on many instances. */
+typedef struct count_tally {
+    int raised;
+} count_tally;
+
+static void count_bound_instance(brute *o, psched_model *model, psched_plan *plan, void *ctx)
+{
+    count_tally *tl = ctx;
+    double frac = 0;
+    for (int whole = 0; whole < 2; whole++) {
+        /* the fractional recompute mix, then whole layers */
+        psched_partition_result *r = NULL;
+        psched__certify_test_improve_only(true);
+        psched__certify_test_whole_max(whole ? UINT32_MAX : 0);
+        CHECK_OK(psched_partition(model, plan, o->name, NULL, &r));
+        psched__certify_test_whole_max(UINT32_MAX);
+        psched__certify_test_improve_only(false);
+        double bound = psched__certify_test_count_bound();
+        if (!(bound <= o->best * (1 + 1e-9)))
+            fprintf(stderr, "%s p=%u m=%u L=%u limit %g: count bound %g above the best %g\n",
+                    o->name, o->p, o->m, o->L, o->limit, bound, o->best);
+        CHECK(bound <= o->best * (1 + 1e-9));
+        CHECK(psched_partition_makespan(r) * (1 - psched_partition_gap(r)) <=
+              o->best * (1 + 1e-9));
+        /* whole layers only add to the fractional mix's bound */
+        if (!whole)
+            frac = bound;
+        CHECK(!whole || bound >= frac * (1 - 1e-12));
+        tl->raised += whole && bound > frac * (1 + 1e-9);
+        psched_partition_result_destroy(r);
+    }
+}
+
 static void test_layer_count_bound_is_sound_under_recompute(void)
 {
-    static const struct {
-        const char *name;
-        uint32_t v, p, lmin;
-    } kinds[] = {{"1f1b", 1, 2, 5},        {"1f1b", 1, 4, 5}, {"zb-h1", 1, 3, 5},
-                 {"interleaved", 2, 2, 6}, {"v-zb", 2, 2, 6}, {"dualpipe", 2, 4, 5}};
-    rng_state = 20261127;
-    int cases = 0, raised = 0;
-    double frac = 0;
-    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
-        for (int t = 0; t < 12; t++) {
-            brute o;
-            psched_model *model = NULL;
-            psched_plan *plan = NULL;
-            if (!recompute_instance(&o, kinds[k].name, kinds[k].v, kinds[k].p, kinds[k].lmin,
-                                    &model, &plan))
-                continue;
-            cases++;
-            for (int whole = 0; whole < 2; whole++) {
-                /* the fractional recompute mix, then whole layers */
-                psched_partition_result *r = NULL;
-                psched__certify_test_improve_only(true);
-                psched__certify_test_whole_max(whole ? UINT32_MAX : 0);
-                CHECK_OK(psched_partition(model, plan, o.name, NULL, &r));
-                psched__certify_test_whole_max(UINT32_MAX);
-                psched__certify_test_improve_only(false);
-                double bound = psched__certify_test_count_bound();
-                if (!(bound <= o.best * (1 + 1e-9)))
-                    fprintf(stderr, "%s p=%u m=%u L=%u limit %g: count bound %g above the best %g\n",
-                            o.name, o.p, o.m, o.L, o.limit, bound, o.best);
-                CHECK(bound <= o.best * (1 + 1e-9));
-                CHECK(psched_partition_makespan(r) * (1 - psched_partition_gap(r)) <=
-                      o.best * (1 + 1e-9));
-                /* whole layers only add to the fractional mix's bound */
-                if (!whole)
-                    frac = bound;
-                CHECK(!whole || bound >= frac * (1 - 1e-12));
-                raised += whole && bound > frac * (1 + 1e-9);
-                psched_partition_result_destroy(r);
-            }
-            brute_instance_free(&o, model, plan);
-        }
-    }
+    static const recompute_kind kinds[] = {{"1f1b", 1, 2, 5},        {"1f1b", 1, 4, 5},
+                                           {"zb-h1", 1, 3, 5},       {"interleaved", 2, 2, 6},
+                                           {"v-zb", 2, 2, 6},        {"dualpipe", 2, 4, 5}};
+    count_tally tl = {0};
+    int cases = each_recompute_instance(kinds, sizeof kinds / sizeof *kinds, 20261127,
+                                        count_bound_instance, &tl);
     printf("# count bound with recompute: %d instances, %d higher with whole layers\n", cases,
-           raised);
+           tl.raised);
     CHECK(cases >= 50);
-    CHECK(raised >= cases / 4);
+    CHECK(tl.raised >= cases / 4);
 }
 
 /* The step time the optimizer reports is simulated with the plan's
@@ -2679,6 +2818,7 @@ int main(void)
     RUN(test_layer_count_bound_starts_after_the_layers_before);
     RUN(test_balanced_counts_when_no_solver_has_time);
     RUN(test_balanced_counts_with_chunks_fit_and_beat_the_baselines);
+    RUN(test_count_descents_fit_and_never_lose);
     RUN(test_layer_count_bound_is_sound_under_recompute);
     RUN(test_partition_step_time_uses_the_microbatch_weights);
     RUN(test_partition_matches_the_simulated_brute_force);

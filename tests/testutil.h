@@ -99,6 +99,23 @@ static inline psched_plan *tu_plan_limited(uint32_t p, uint32_t m, uint32_t v, d
     return plan;
 }
 
+/* The benchmark grid's profile (bench/bench_partition.c, docs/optimizer.md
+ * "Benchmarks"): an embedding, `layers` − 2 identical layers with
+ * selective and full recompute, a head. */
+static inline psched_model *tu_grid_model(uint32_t layers)
+{
+    psched_model *model = NULL;
+    CHECK_OK(psched_model_create(&model));
+    if (!model)
+        return NULL;
+    CHECK_OK(psched_model_add_layers(model, "embedding", 1, 0.2, 0.2, 0.2, 1, 40));
+    CHECK_OK(psched_model_add_layers(model, "layer", layers - 2, 1, 1, 1, 4, 10));
+    CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_SELECTIVE, 2, 0.25));
+    CHECK_OK(psched_model_set_recompute(model, 1, PSCHED_RECOMPUTE_FULL, 0.5, 1));
+    CHECK_OK(psched_model_add_layers(model, "head", 1, 3, 3, 3, 8, 40));
+    return model;
+}
+
 /* TEST_ONLY=substring runs only the tests whose name contains it (for a
  * developer; the suite never sets it). */
 #define RUN(fn)                                                                        \

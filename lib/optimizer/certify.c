@@ -107,6 +107,9 @@ static _Thread_local double test_run_dag_z;
 static _Thread_local uint32_t test_run_stride;
 static _Thread_local size_t test_run_incumbents;
 static _Thread_local bool test_improve_only;
+/* with test_improve_only, count_descents() too: 1 as it runs, 2 without
+ * its second orientation */
+static _Thread_local int test_descents;
 static _Thread_local bool test_regenerate;
 static _Thread_local bool test_no_device_search;
 static _Thread_local bool test_no_bound_passes;
@@ -184,6 +187,11 @@ void psched__certify_test_regenerate(bool always)
 void psched__certify_test_improve_only(bool only)
 {
     test_improve_only = only;
+}
+
+void psched__certify_test_descents(int mode)
+{
+    test_descents = mode;
 }
 
 size_t psched__certify_test_run_proofs(void)
@@ -1441,7 +1449,9 @@ static void from_best(improver *im)
     im->x_ends = im->best_ends;
 }
 
-static void improve(certify *c)
+/* The local search from the best with at most `share` of the time left
+ * and `ops` simulated ops. */
+static void improve_for(certify *c, double share, size_t ops)
 {
     psched__problem *pb = c->pb;
     if (!c->best_sol.found || pb->stages < 2 || psched__expired(pb))
@@ -1449,10 +1459,10 @@ static void improve(certify *c)
     improver im;
     memset(&im, 0, sizeof im);
     im.c = c;
-    im.until = psched__now() + IMPROVE_SHARE * (pb->deadline - psched__now());
+    im.until = psched__now() + share * (pb->deadline - psched__now());
     /* its own op budget: the search's starts again after it */
     size_t ops_before = c->ops;
-    im.ops_cap = c->ops + (c->budget > PSCHED__CERTIFY_OPS ? c->budget : PSCHED__CERTIFY_OPS);
+    im.ops_cap = c->ops + ops;
     im.rng = 0x9e3779b97f4a7c15u;
     im.best_ends = INFINITY;
     psched_status st = psched__solution_init(&im.x, pb->stages, pb->layers);
@@ -1491,6 +1501,14 @@ static void improve(certify *c)
     psched__solution_free(&im.x);
     psched__solution_free(&im.y);
     psched__evaluation_free(&im.ev);
+}
+
+/* The local search with its share of the time left and its own op budget
+ * (the certificate's, at least PSCHED__CERTIFY_OPS). */
+static void improve(certify *c)
+{
+    improve_for(c, IMPROVE_SHARE,
+                c->budget > PSCHED__CERTIFY_OPS ? c->budget : PSCHED__CERTIFY_OPS);
 }
 
 /* The layer count bound as a value (for the gap), where the layers
@@ -1828,6 +1846,7 @@ typedef struct mixer {
     uint32_t nh;
     uint32_t *cnt; /* per stage: its run layers */
     uint32_t *at;  /* per stage s and hull point h: [s·nh + h] */
+    bool most_first; /* a device's larger shares where the most are in flight */
 } mixer;
 
 static bool mixer_init(mixer *x, const counts *k, const certify *c)
@@ -1876,7 +1895,8 @@ static void mixer_free(mixer *x)
 }
 
 /* Device e's n run layers split over its stages (at most one apart, the
- * larger shares on the stages with the fewest micro-batches in flight)
+ * larger shares on the stages with the fewest micro-batches in flight, or
+ * with x->most_first the most)
  * and their recompute: every layer at the fastest hull point, then,
  * while the device's memory passes the limit, layers moved one hull point
  * leaner where that saves the most memory per extra time (the stage's
@@ -1899,7 +1919,8 @@ static double mixer_device(mixer *x, uint32_t e, uint32_t n)
         uint32_t best = S;
         for (uint32_t s = S; s-- > 0;)
             if (pb->device_of[s] == e && x->cnt[s] == each &&
-                (best == S || pb->inflight[s] < pb->inflight[best]))
+                (best == S || (x->most_first ? pb->inflight[s] > pb->inflight[best]
+                                             : pb->inflight[s] < pb->inflight[best])))
                 best = s;
         x->cnt[best]++;
     }
@@ -2006,19 +2027,22 @@ static int64_t mixer_most(mixer *x, uint32_t e, double T)
  * split evenly over its stages. At scale, where the solvers' tables do not
  * fit the time, it is far faster than their partitions (1 000 layers of
  * 1F1B at 1 s: 15 772 against the even split's 19 500, which had full
- * recompute everywhere). Considered like a candidate. */
-static void count_candidate(certify *c)
+ * recompute everywhere). With `most_first` each device's larger shares go
+ * where the most micro-batches are in flight instead (count_descents()).
+ * True with sol (initialised here; the caller frees it) set to a partition
+ * that fits. */
+static bool count_partition(certify *c, bool most_first, psched__solution *sol)
 {
     const psched__problem *pb = c->pb;
     counts k;
+    memset(sol, 0, sizeof *sol);
     if (pb->chains != 1 || !isfinite(pb->limit) || !counts_init(c, &k))
-        return;
+        return false;
     uint32_t D = pb->devices, S = pb->stages, L = pb->layers;
     uint32_t *n = psched__calloc((size_t)D + 1, sizeof(uint32_t));
     mixer x;
-    psched__solution sol;
-    memset(&sol, 0, sizeof sol);
     bool ok = mixer_init(&x, &k, c) && n;
+    x.most_first = most_first;
     double lo = 0, hi = 0;
     for (uint32_t e = 0; ok && e < D; e++)
         hi = fmax(hi, k.fixed[e] + k.m * (k.t + x.extra[x.nh - 1]) * k.run.count);
@@ -2058,48 +2082,115 @@ static void count_candidate(certify *c)
         if (ok)
             n[at]--;
     }
-    ok = ok && psched__solution_init(&sol, S, L) == PSCHED_OK;
+    ok = ok && psched__solution_init(sol, S, L) == PSCHED_OK;
     /* each device's split and recompute again (a device's call writes its
      * own stages' slots of x only) */
     for (uint32_t e = 0; ok && e < D; e++)
         ok = isfinite(mixer_device(&x, e, n[e]));
     for (uint32_t s = 0, l = 0; ok && s < S; s++) {
         bool head = s == 0 && k.run.head, tail = s == S - 1 && k.run.tail;
-        sol.first[s] = l;
-        sol.count[s] = x.cnt[s] + head + tail;
+        sol->first[s] = l;
+        sol->count[s] = x.cnt[s] + head + tail;
         if (head)
-            sol.choice[l++] = psched__lean_kind(&pb->model->groups[pb->group_of[0]]);
+            sol->choice[l++] = psched__lean_kind(&pb->model->groups[pb->group_of[0]]);
         for (uint32_t h = 0; h < x.nh; h++)
             for (uint32_t i = 0; i < x.at[(size_t)s * x.nh + h]; i++)
-                sol.choice[l++] = x.hull[h];
+                sol->choice[l++] = x.hull[h];
         if (tail)
-            sol.choice[l++] = psched__lean_kind(&pb->model->groups[pb->group_of[L - 1]]);
+            sol->choice[l++] = psched__lean_kind(&pb->model->groups[pb->group_of[L - 1]]);
         ok = l <= L && (s + 1 < S || l == L);
     }
     /* the problem's own memory rule, as every candidate meets it */
     psched__evaluation ev;
     memset(&ev, 0, sizeof ev);
     if (ok) {
-        sol.found = true;
+        sol->found = true;
         ok = psched__evaluation_init(pb, &ev) == PSCHED_OK;
         if (ok)
-            psched__evaluate(pb, &sol, &ev);
+            psched__evaluate(pb, sol, &ev);
         ok = ok && psched__fits(pb, ev.max_mem);
         psched__evaluation_free(&ev);
     }
-    if (ok) {
+    mixer_free(&x);
+    counts_free(&k);
+    psched__dealloc(n);
+    return ok;
+}
+
+/* Of the time left, what each descent of count_descents() takes at most
+ * (the certificate's op budget stops it sooner: 0.01-0.09 s on the grid's
+ * p = 8 and 16 rows; 2^20 ops a descent in the planner). */
+#define COUNT_DESCENT_SHARE (IMPROVE_SHARE / 2)
+
+/* Descents from the balanced counts (twenty-fifth pass of issue 17 item
+ * 5): where devices hold two stages or more and the order is every
+ * partition's (elsewhere each simulation generates the order again: v-half
+ * took 0.15-0.59 s a candidate in the planner, for nothing faster), the
+ * local search from the balanced-count partition with each device's larger
+ * shares where the fewest micro-batches are in flight and, again, where
+ * the most are (on a V placement, more layers on the first chunk with
+ * recompute: the grid's L = 80, p = 16 v-zb 1215.35 -> 1191.7, a region
+ * the descent from the solvers' partition does not reach), each with
+ * COUNT_DESCENT_SHARE of the time left and the certificate's op budget.
+ * The best of them goes to `aside` (its step time to `aside_time`), and
+ * the best partition is restored: started from theirs, the searches end
+ * elsewhere (L = 128, p = 16 v-zb: 1861.95 where they reach 1833.2 from
+ * their own), so psched__certify() compares it last. */
+static void count_descents(certify *c, psched__solution *aside, double *aside_time)
+{
+    psched__problem *pb = c->pb;
+    if (pb->stages <= pb->devices || !c->best_sol.found || !c->static_order)
+        return;
+    psched__solution keep;
+    c->st = psched__solution_init(&keep, pb->stages, pb->layers);
+    if (!c->st && !aside->first)
+        c->st = psched__solution_init(aside, pb->stages, pb->layers);
+    if (c->st) {
+        psched__solution_free(&keep);
+        return;
+    }
+    psched__solution_copy(pb, &c->best_sol, &keep);
+    double kept = c->best;
+    for (int most = 0; most < (test_descents == 2 ? 1 : 2) && !c->st && !psched__expired(pb);
+         most++) {
+        psched__solution start;
+        if (count_partition(c, most, &start)) {
+            double mk;
+            c->st = simulate_solution(c, &start, &mk, NULL, NULL);
+            if (!c->st) {
+                c->best = mk;
+                psched__solution_copy(pb, &start, &c->best_sol);
+                improve_for(c, COUNT_DESCENT_SHARE, c->budget);
+                if (c->best < *aside_time) {
+                    *aside_time = c->best;
+                    psched__solution_copy(pb, &c->best_sol, aside);
+                }
+            }
+        }
+        psched__solution_free(&start);
+    }
+    c->best = kept;
+    psched__solution_copy(pb, &keep, &c->best_sol);
+    psched__solution_free(&keep);
+}
+
+/* The balanced-count partition (count_partition()), considered like a
+ * candidate. */
+static void count_candidate(certify *c)
+{
+    psched__solution sol;
+    if (count_partition(c, false, &sol)) {
         consider(c, &sol);
+        uint32_t S = c->pb->stages, L = c->pb->layers;
         if (S <= TEST_CAND_STAGES && L <= TEST_CAND_LAYERS) {
             test_cand_made = true;
             memcpy(test_cand_count, sol.count, S * sizeof *sol.count);
             memcpy(test_cand_choice, sol.choice, L * sizeof *sol.choice);
         }
     }
-    mixer_free(&x);
-    counts_free(&k);
     psched__solution_free(&sol);
-    psched__dealloc(n);
 }
+
 
 /* The device search's op budget: this many times PSCHED__CERTIFY_OPS (a
  * node evaluates the whole order once; LLaMA-70B at v = 4 needs 15 000 to
@@ -2400,7 +2491,12 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         if (test_improve_only)
             c.stopped = true; /* the test checks the local search's answer alone */
     }
+
     bool fixed = false, run_proven = false, dev_proven = false, count_proven = false;
+    bool descended = false;
+    psched__solution aside; /* count_descents()' best */
+    memset(&aside, 0, sizeof aside);
+    double aside_time = INFINITY;
     if (!st && c.best_sol.found)
         st = order_is_fixed(&c, &c.best_sol, &fixed);
     /* The layer count bound first (cheap, its tails from every partition's
@@ -2470,6 +2566,13 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
          * partition: the count bound again */
         if (!st && !dev_proven && !test_improve_only)
             count_proven = count_bound(&c) >= c.best * (1 - 1e-9);
+        /* what the device search did not prove: descents from the balanced
+         * counts, kept aside to the end */
+        if (!st && !dev_proven && !count_proven && !test_no_improve && !test_slowest_start) {
+            count_descents(&c, &aside, &aside_time);
+            descended = true;
+            st = c.st;
+        }
         double before_run = c.best;
         if (!st && !dev_proven && !count_proven && psched__paths_applies(c.work, c.ref)) {
             st = psched__paths_init(&c.paths, pb);
@@ -2505,6 +2608,13 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
             dev_proven = device_bound_passes(&c, BOUND_PASS_SHARE);
         st = st ? st : c.st;
     }
+    /* the descents where the bounds above did not run (or, in a test, after
+     * the local search alone) */
+    if (!st && !descended && c.best_sol.found && !run_proven && !dev_proven && !count_proven &&
+        !test_no_improve && !test_slowest_start && (!test_improve_only || test_descents)) {
+        count_descents(&c, &aside, &aside_time);
+        st = c.st;
+    }
     /* its cuts charge every op its full time: not with an overlap saving */
     if (!st && c.best_sol.found && !c.stopped && !run_proven && !dev_proven && !count_proven &&
         !pb->overlap) {
@@ -2521,6 +2631,14 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     if (!st && !test_slowest_start) {
         count_candidate(&c);
         st = c.st;
+    }
+    /* the descents' best where it is faster (a faster partition than a
+     * proof's best would be the proof's error: then only the bounds prove) */
+    if (!st && aside.found && aside_time < c.best) {
+        consider(&c, &aside);
+        st = c.st;
+        run_proven = dev_proven = count_proven = false;
+        c.stopped = true;
     }
     /* the tails for the count bound where the critical-path pass did not
      * run (too large a table): every partition's order's */
@@ -2569,6 +2687,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     psched__dealloc(c.xbuf);
     psched__solution_free(&c.cur);
     psched__solution_free(&c.best_sol);
+    psched__solution_free(&aside);
     psched__dealloc(c.dev_work);
     psched__dealloc(c.dev_mem);
     psched__dealloc(c.dev_start);

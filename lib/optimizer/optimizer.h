@@ -417,6 +417,12 @@ PSCHED_INTERNAL double psched__certify_test_worst(size_t *checks);
 /* Test hook: on this thread the certificate stops after its local search
  * (no bounds, no search: the result is the local search's, not proven). */
 PSCHED_INTERNAL void psched__certify_test_improve_only(bool only);
+/* Test hook: with psched__certify_test_improve_only(), mode 1 runs the
+ * descents from the balanced counts (certify.c, count_descents()) after
+ * the local search too, and the result is the faster; mode 2 the same
+ * without their second orientation (each device's larger shares where the
+ * most micro-batches are in flight); 0 neither. */
+PSCHED_INTERNAL void psched__certify_test_descents(int mode);
 /* Test hook: generate every partition's schedule again even when the
  * generator's order ignores the costs (the result must not change). */
 PSCHED_INTERNAL void psched__certify_test_regenerate(bool always);
