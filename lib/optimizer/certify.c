@@ -2191,7 +2191,6 @@ static void count_candidate(certify *c)
     psched__solution_free(&sol);
 }
 
-
 /* The device search's op budget: this many times PSCHED__CERTIFY_OPS (a
  * node evaluates the whole order once; LLaMA-70B at v = 4 needs 15 000 to
  * 55 000 nodes of 6 144 ops), in the planner too, where the time limit
@@ -2491,7 +2490,6 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         if (test_improve_only)
             c.stopped = true; /* the test checks the local search's answer alone */
     }
-
     bool fixed = false, run_proven = false, dev_proven = false, count_proven = false;
     bool descended = false;
     psched__solution aside; /* count_descents()' best */
