@@ -1205,6 +1205,10 @@ static bool run_certify(certify *c)
 
 typedef struct improver {
     certify *c;
+    /* what it improves: the certificate's best, or another partition
+     * (count_descents()), and its simulated step time */
+    psched__solution *best;
+    double *best_time;
     psched__solution x, y; /* the descent's partition, a neighbour */
     double x_time;         /* x's simulated step time */
     double x_ends;         /* x's sum over devices of their last op's end */
@@ -1319,10 +1323,10 @@ static bool improve_try(improver *im)
     psched__solution_copy(c->pb, &im->y, &im->x);
     im->x_time = mk;
     im->x_ends = ends;
-    if (mk < c->best || (mk <= c->best && ends < im->best_ends)) {
-        c->best = mk;
+    if (mk < *im->best_time || (mk <= *im->best_time && ends < im->best_ends)) {
+        *im->best_time = mk;
         im->best_ends = ends;
-        psched__solution_copy(c->pb, &im->y, &c->best_sol);
+        psched__solution_copy(c->pb, &im->y, im->best);
     }
     return true;
 }
@@ -1434,8 +1438,8 @@ static bool kick_move(improver *im)
 static void from_best(improver *im)
 {
     certify *c = im->c;
-    psched__solution_copy(c->pb, &c->best_sol, &im->x);
-    im->x_time = c->best;
+    psched__solution_copy(c->pb, im->best, &im->x);
+    im->x_time = *im->best_time;
     /* its devices' ends, the second key: known once improve_try() set the
      * best, simulated once for a best from before the local search */
     if (!isfinite(im->best_ends)) {
@@ -1449,16 +1453,20 @@ static void from_best(improver *im)
     im->x_ends = im->best_ends;
 }
 
-/* The local search from the best with at most `share` of the time left
- * and `ops` simulated ops. */
-static void improve_for(certify *c, double share, size_t ops)
+/* The local search from `best` (its step time *best_time), which it
+ * improves in place, with at most `share` of the time left and `ops`
+ * simulated ops. */
+static void improve_for(certify *c, psched__solution *best, double *best_time, double share,
+                        size_t ops)
 {
     psched__problem *pb = c->pb;
-    if (!c->best_sol.found || pb->stages < 2 || psched__expired(pb))
+    if (!best->found || pb->stages < 2 || psched__expired(pb))
         return;
     improver im;
     memset(&im, 0, sizeof im);
     im.c = c;
+    im.best = best;
+    im.best_time = best_time;
     im.until = psched__now() + share * (pb->deadline - psched__now());
     /* its own op budget: the search's starts again after it */
     size_t ops_before = c->ops;
@@ -1479,7 +1487,7 @@ static void improve_for(certify *c, double share, size_t ops)
     /* the kicks' descents: one device's ranges where devices hold several */
     int kick_class = pb->stages > pb->devices ? 0 : 1;
     for (int idle = 0; idle < IMPROVE_KICKS && !improve_over(&im); idle++) {
-        double before = c->best;
+        double before = *best_time;
         from_best(&im);
         bool moved = false;
         for (int k = 0; k < IMPROVE_KICK_MOVES; k++)
@@ -1489,7 +1497,7 @@ static void improve_for(certify *c, double share, size_t ops)
         im.x_time = im.x_ends = INFINITY;
         if (moved && improve_try(&im))
             descend(&im, kick_class);
-        if (c->best < before)
+        if (*best_time < before)
             idle = -1;
     }
     /* last, every pair from the best */
@@ -1503,11 +1511,12 @@ static void improve_for(certify *c, double share, size_t ops)
     psched__evaluation_free(&im.ev);
 }
 
-/* The local search with its share of the time left and its own op budget
- * (the certificate's, at least PSCHED__CERTIFY_OPS). */
+/* The local search from the certificate's best with its share of the
+ * time left and its own op budget (the certificate's, at least
+ * PSCHED__CERTIFY_OPS). */
 static void improve(certify *c)
 {
-    improve_for(c, IMPROVE_SHARE,
+    improve_for(c, &c->best_sol, &c->best, IMPROVE_SHARE,
                 c->budget > PSCHED__CERTIFY_OPS ? c->budget : PSCHED__CERTIFY_OPS);
 }
 
@@ -2132,46 +2141,34 @@ static bool count_partition(certify *c, bool most_first, psched__solution *sol)
  * recompute: the grid's L = 80, p = 16 v-zb 1215.35 -> 1191.7, a region
  * the descent from the solvers' partition does not reach), each with
  * COUNT_DESCENT_SHARE of the time left and the certificate's op budget.
- * The best of them goes to `aside` (its step time to `aside_time`), and
- * the best partition is restored: started from theirs, the searches end
- * elsewhere (L = 128, p = 16 v-zb: 1861.95 where they reach 1833.2 from
- * their own), so psched__certify() compares it last. */
+ * Each descent improves its own start; the faster end goes to `aside`
+ * (its step time to `aside_time`), not to the best: started from it, the
+ * searches end elsewhere (L = 128, p = 16 v-zb: 1861.95 where they reach
+ * 1833.2 from their own), so psched__certify() compares it last. Runs
+ * once a certificate (nothing when `aside` is already set up); in the
+ * test hooks' improve-only certificate only with test_descents. */
 static void count_descents(certify *c, psched__solution *aside, double *aside_time)
 {
     psched__problem *pb = c->pb;
-    if (pb->stages <= pb->devices || !c->best_sol.found || !c->static_order)
+    if (aside->first || pb->stages <= pb->devices || !c->best_sol.found || !c->static_order ||
+        test_no_improve || test_slowest_start || (test_improve_only && !test_descents))
         return;
-    psched__solution keep;
-    c->st = psched__solution_init(&keep, pb->stages, pb->layers);
-    if (!c->st && !aside->first)
-        c->st = psched__solution_init(aside, pb->stages, pb->layers);
-    if (c->st) {
-        psched__solution_free(&keep);
-        return;
-    }
-    psched__solution_copy(pb, &c->best_sol, &keep);
-    double kept = c->best;
+    c->st = psched__solution_init(aside, pb->stages, pb->layers);
     for (int most = 0; most < (test_descents == 2 ? 1 : 2) && !c->st && !psched__expired(pb);
          most++) {
         psched__solution start;
-        if (count_partition(c, most, &start)) {
-            double mk;
-            c->st = simulate_solution(c, &start, &mk, NULL, NULL);
-            if (!c->st) {
-                c->best = mk;
-                psched__solution_copy(pb, &start, &c->best_sol);
-                improve_for(c, COUNT_DESCENT_SHARE, c->budget);
-                if (c->best < *aside_time) {
-                    *aside_time = c->best;
-                    psched__solution_copy(pb, &c->best_sol, aside);
-                }
+        double t = INFINITY;
+        if (count_partition(c, most, &start))
+            c->st = simulate_solution(c, &start, &t, NULL, NULL);
+        if (!c->st && isfinite(t)) {
+            improve_for(c, &start, &t, COUNT_DESCENT_SHARE, c->budget);
+            if (t < *aside_time) {
+                *aside_time = t;
+                psched__solution_copy(pb, &start, aside);
             }
         }
         psched__solution_free(&start);
     }
-    c->best = kept;
-    psched__solution_copy(pb, &keep, &c->best_sol);
-    psched__solution_free(&keep);
 }
 
 /* The balanced-count partition (count_partition()), considered like a
@@ -2491,7 +2488,6 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
             c.stopped = true; /* the test checks the local search's answer alone */
     }
     bool fixed = false, run_proven = false, dev_proven = false, count_proven = false;
-    bool descended = false;
     psched__solution aside; /* count_descents()' best */
     memset(&aside, 0, sizeof aside);
     double aside_time = INFINITY;
@@ -2566,9 +2562,8 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
             count_proven = count_bound(&c) >= c.best * (1 - 1e-9);
         /* what the device search did not prove: descents from the balanced
          * counts, kept aside to the end */
-        if (!st && !dev_proven && !count_proven && !test_no_improve && !test_slowest_start) {
+        if (!st && !dev_proven && !count_proven) {
             count_descents(&c, &aside, &aside_time);
-            descended = true;
             st = c.st;
         }
         double before_run = c.best;
@@ -2606,10 +2601,9 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
             dev_proven = device_bound_passes(&c, BOUND_PASS_SHARE);
         st = st ? st : c.st;
     }
-    /* the descents where the bounds above did not run (or, in a test, after
-     * the local search alone) */
-    if (!st && !descended && c.best_sol.found && !run_proven && !dev_proven && !count_proven &&
-        !test_no_improve && !test_slowest_start && (!test_improve_only || test_descents)) {
+    /* the descents where the bounds above did not run them (or, in a
+     * test, after the local search alone) */
+    if (!st && !run_proven && !dev_proven && !count_proven) {
         count_descents(&c, &aside, &aside_time);
         st = c.st;
     }
