@@ -1247,13 +1247,13 @@ static psched_status run_milp_solve(const psched__problem *pb, const psched__pat
     io.mip_gap = 0;
     /* No Gomory or MIR cuts: with the aggregates they cost more nodes
      * than they raise the bound (grid at 5 s: L = 80, p = 8 v-zb 4.61% ->
-     * 0.33%, interleaved v = 4 4.96% -> 3.21%; docs/optimizer.md) */
+     * 0.33%, interleaved v = 4 4.96% -> 3.21%; docs/optimizer-passes.md) */
     io.gmi_cuts = GLP_OFF;
     io.mir_cuts = GLP_OFF;
     /* Over the DAG, no preprocessing at the nodes (GLPK's default at
      * every node): its cost per node over hundreds of rows is what the
      * tree lacks (grid at 5 s, L = 80, p = 4 interleaved v = 4: 0.10% ->
-     * 0.005%; docs/optimizer.md) */
+     * 0.005%; docs/optimizer-passes.md) */
     if (dag) {
         io.pp_tech = GLP_PP_NONE;
         /* and, after the aggregates, hybrid pseudocost branching (GLPK's
