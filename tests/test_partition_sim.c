@@ -768,6 +768,102 @@ static void test_run_dag_stride_bounds_the_brute_force(void)
     CHECK(tl.trees >= 5);
 }
 
+/* Chimera's order on 4 devices with device 0's second and third ops
+ * swapped (0F1 and 7F0: still valid, no longer its own mirror image). */
+static psched_status skewed_chimera_generate(const psched_plan *plan, psched_builder *b)
+{
+    psched_plan *c = NULL;
+    psched_schedule *s = NULL;
+    psched_status st = psched_plan_clone(plan, &c);
+    if (!st)
+        st = psched_generate(c, "chimera", &s);
+    for (uint32_t d = 0; !st && d < psched_plan_devices(plan); d++) {
+        size_t n = psched_schedule_op_count(s, d);
+        for (size_t i = 0; !st && i < n; i++) {
+            psched_op op;
+            size_t j = d == 0 && (i == 1 || i == 2) ? 3 - i : i;
+            st = psched_schedule_ops(s, d, j, 1, &op, sizeof op);
+            if (!st)
+                st = psched_builder_append(b, d, op.kind, op.stage, op.microbatch, op.flags);
+        }
+    }
+    psched_schedule_destroy(s);
+    psched_plan_destroy(c);
+    return st;
+}
+
+static const psched_generator skewed_chimera = {
+    .abi_version = PSCHED_GENERATOR_ABI,
+    .name = "chimera-skewed",
+    .description = "Chimera with device 0's second and third ops swapped (a test's)",
+    .constraints = "as chimera, p = 4",
+    .placement = PSCHED_PLACEMENT_VSHAPE,
+    .default_chunks = 2,
+    .chains = 2,
+    .generate = skewed_chimera_generate,
+};
+
+/* The DAG MILP of a two-chain order that is its own mirror image
+ * (DualPipe's, Chimera's: docs/optimizer.md, "The run MILP", *The whole
+ * DAG*) has one end column and one set of rows per pair of mirrored
+ * units. On 4 devices, identical-layer instances as above, started from
+ * the slowest candidate without the local or the device search: where
+ * GLPK solves it, its optimum equals the brute force's (every split x
+ * every per-layer choice, each simulated), and its rows were halved on
+ * DualPipe and Chimera, never on a Chimera order with two ops of one
+ * device swapped (its optimum equals the brute force's too). Checked to
+ * fail with the mirror taken without comparing the orders (the skewed
+ * order's rows are then halved too). */
+static void test_run_dag_mirror_only_where_symmetric(void)
+{
+    if (!psched__have_glpk())
+        return; /* no MILP */
+    psched_status reg = psched_register_generator(&skewed_chimera);
+    CHECK(reg == PSCHED_OK || reg == PSCHED_EEXIST);
+    static const char *const names[] = {"dualpipe", "chimera", "chimera-skewed"};
+    int solved[3] = {0}, mirrored[3] = {0};
+    rng_state = 20261129;
+    dag_milp_hooks(true, 0);
+    for (int k = 0; k < 3; k++) {
+        for (int t = 0; t < 8; t++) {
+            brute o;
+            identical_brute(&o, names[k], 2, 4, 5);
+            psched_model *model = NULL;
+            psched_plan *plan = NULL;
+            if (!brute_instance(&o, 4000, &model, &plan))
+                continue;
+            psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
+            opt.time_limit = 86400;
+            psched__certify_test_hooks(0, false);
+            size_t before = psched__run_dag_test_mirrored();
+            psched_partition_result *r = NULL;
+            CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
+            double z = psched__certify_test_run_dag_z();
+            bool halved = psched__run_dag_test_mirrored() > before;
+            if (z > 0) {
+                if (!(fabs(z - o.best) <= 1e-6 * o.best))
+                    fprintf(stderr, "%s m=%u L=%u limit %g: DAG MILP %g, brute %g\n", o.name,
+                            o.m, o.L, o.limit, z, o.best);
+                CHECK(fabs(z - o.best) <= 1e-6 * o.best);
+                solved[k]++;
+                mirrored[k] += halved;
+            }
+            CHECK(k < 2 || !halved);
+            CHECK(psched_partition_status(r) == PSCHED_SOLVE_OPTIMAL);
+            CHECK(fabs(psched_partition_makespan(r) - o.best) <= 1e-9 * o.best);
+            psched_partition_result_destroy(r);
+            brute_instance_free(&o, model, plan);
+        }
+    }
+    dag_milp_hooks(false, 0);
+    printf("# run MILP over a mirrored DAG: DualPipe %d of %d solved halved, Chimera %d of %d, "
+           "Chimera skewed %d of %d\n",
+           mirrored[0], solved[0], mirrored[1], solved[1], mirrored[2], solved[2]);
+    for (int k = 0; k < 3; k++)
+        CHECK(solved[k] >= 4);
+    CHECK(mirrored[0] == solved[0] && mirrored[1] == solved[1] && mirrored[2] == 0);
+}
+
 /* Which rows the run MILP takes (docs/optimizer.md, "The whole DAG" and
  * "Some micro-batches of the DAG"): the whole DAG (1) up to 2 000 units
  * whatever the time, and up to 3 200 units (the grid's p = 8, v = 4
@@ -2827,6 +2923,7 @@ int main(void)
     RUN(test_weighted_microbatches_match_the_brute_force);
     RUN(test_identical_layers_match_the_brute_force);
     RUN(test_run_dag_milp_optimum_is_the_brute_force);
+    RUN(test_run_dag_mirror_only_where_symmetric);
     RUN(test_run_dag_stride_bounds_the_brute_force);
     RUN(test_run_dag_rows_by_units_time_and_chunks);
     RUN(test_run_milp_stopped_tree_bound_is_sound);

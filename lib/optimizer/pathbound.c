@@ -904,6 +904,70 @@ static void run_start(const run_cols *rc, const psched__solution *start, int agg
         }
 }
 
+static _Thread_local size_t test_dag_mirrored;
+
+size_t psched__run_dag_test_mirrored(void)
+{
+    return test_dag_mirrored;
+}
+
+/* Whether a two-chain order is its own mirror image: device p−1−d runs,
+ * position by position, device d's ops with the chains swapped (stage s
+ * <-> s ± the stages per chain, both of one range: DualPipe's order), so
+ * that each unit u has a mirror mu[u] whose device unit before, inputs
+ * and latencies are the mirrors of u's and whose ops cost what u's do.
+ * Then for every partition the longest paths into u and mu[u] are equal,
+ * and the MILP needs one end column and one set of rows per pair: a
+ * solution of the full rows gives one of the halved rows with the same z
+ * (the mirrored ends are the same rows over the same counts), and one of
+ * the halved rows, each end taken for its mirror too, is one of the full
+ * rows. */
+static bool dag_mirror(const psched__problem *pb, const dag_ops *g, const dag_unit *units,
+                       const size_t *unit_of, const size_t *in_unit, const double *in_lat,
+                       size_t nu, uint32_t p, size_t *mu)
+{
+    if (pb->chains != 2 || g->stages != 2 * g->per)
+        return false;
+    for (uint32_t d = 0; d < p; d++)
+        if (g->offset[d + 1] - g->offset[d] != g->offset[p - d] - g->offset[p - 1 - d])
+            return false;
+    for (uint32_t d = 0; d < p; d++)
+        for (size_t i = 0; i < g->offset[d + 1] - g->offset[d]; i++) {
+            const psched_op *a = &g->ops[g->offset[d] + i], *b = &g->ops[g->offset[p - 1 - d] + i];
+            if (a->kind != b->kind || a->microbatch != b->microbatch || a->flags != b->flags ||
+                b->stage != (a->stage + g->per) % g->stages ||
+                psched__range_of(pb, a->stage) != psched__range_of(pb, b->stage))
+                return false;
+        }
+    for (size_t u = 0; u < nu; u++) {
+        size_t op = units[u].op;
+        uint32_t d = 0;
+        while (g->offset[d + 1] <= op)
+            d++;
+        size_t mop = g->offset[p - 1 - d] + (op - g->offset[d]);
+        mu[u] = unit_of[mop];
+        if (units[mu[u]].op != mop || units[mu[u]].n != units[u].n)
+            return false;
+    }
+    for (size_t u = 0; u < nu; u++) {
+        size_t v = mu[u], prev = units[u].prev;
+        if (mu[v] != u || units[v].prev != (prev == SIZE_MAX ? SIZE_MAX : mu[prev]))
+            return false;
+        /* the inputs as sets, with their latencies */
+        for (size_t k = 0; k < 2; k++) {
+            size_t h = in_unit[2 * u + k];
+            size_t want = h == SIZE_MAX ? SIZE_MAX : mu[h];
+            bool found = false;
+            for (size_t j = 0; j < 2 && !found; j++)
+                found = in_unit[2 * v + j] == want &&
+                        (want == SIZE_MAX || in_lat[2 * v + j] == in_lat[2 * u + k]);
+            if (!found)
+                return false;
+        }
+    }
+    return true;
+}
+
 /* The DAG rows of the run MILP (psched__run_milp() with an order): per
  * unit its end e_u ≥ 0, and per predecessor (the device's unit before it,
  * each op's input from the neighbouring stage, + t_comm from another
@@ -922,7 +986,10 @@ static void run_start(const run_cols *rc, const psched__solution *start, int agg
  * ops of each chain's micro-batches 0, stride, 2·stride, … and its last
  * keep their inputs' rows: fewer rows only lower the optimum, so it is a
  * lower bound of every fitting partition's step time, not the least one
- * (the units of the others lose their columns as a W's does). */
+ * (the units of the others lose their columns as a W's does). A
+ * mirror-symmetric two-chain order (dag_mirror()) gets one column and one
+ * set of rows per pair of mirrored units, and z's rows for half the
+ * devices. */
 static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_schedule *sched,
                               uint32_t stride, int zcol, const psched_report *times, double *xs)
 {
@@ -942,7 +1009,8 @@ static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_sch
     double *coef = psched__calloc((size_t)ncount + 1, sizeof *coef);
     int *idx = psched__calloc((size_t)ncount + 3, sizeof *idx);
     double *val = psched__calloc((size_t)ncount + 3, sizeof *val);
-    if (!unit_of || !units || !in_unit || !in_lat || !coef || !idx || !val)
+    size_t *mu = psched__calloc(g.total + 1, sizeof *mu);
+    if (!unit_of || !units || !in_unit || !in_lat || !coef || !idx || !val || !mu)
         st = PSCHED_ENOMEM_FAIL();
     size_t nu = 0;
     for (uint32_t d = 0; !st && d < p; d++)
@@ -975,16 +1043,20 @@ static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_sch
         }
         for (; k < 2; k++)
             in_unit[2 * u + k] = SIZE_MAX;
-        if (in_unit[2 * u] != SIZE_MAX)
-            units[u].col = ncount + ++cols;
     }
+    bool mirrored = !st && dag_mirror(rc->pb, &g, units, unit_of, in_unit, in_lat, nu, p, mu);
+    if (mirrored)
+        test_dag_mirrored++;
+    for (size_t u = 0; !st && u < nu; u++)
+        if (in_unit[2 * u] != SIZE_MAX)
+            units[u].col = mirrored && mu[u] < u ? units[mu[u]].col : ncount + ++cols;
     if (!st && cols > 0) {
         glp_add_cols(lp, cols);
         for (int j = ncount + 1; j <= ncount + cols; j++)
             glp_set_col_bnds(lp, j, GLP_LO, 0, 0);
     }
     for (size_t u = 0; !st && u < nu; u++) {
-        if (units[u].col == 0)
+        if (units[u].col == 0 || (mirrored && mu[u] < u))
             continue;
         /* a row per predecessor: the device's unit before, each input */
         for (int k = -1; k < 2; k++) {
@@ -1006,15 +1078,15 @@ static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_sch
             st = psched_report_op_times(times, d, 0, g.offset[d + 1] - g.offset[d], NULL,
                                         end + g.offset[d]);
         for (size_t u = 0; !st && u < nu; u++)
-            if (units[u].col)
-                xs[units[u].col] = end[units[u].op + units[u].n - 1];
+            if (units[u].col) /* (a mirrored pair's ends are equal) */
+                xs[units[u].col] = fmax(xs[units[u].col], end[units[u].op + units[u].n - 1]);
         if (!st)
             xs[zcol] = psched_report_makespan(times);
         psched__dealloc(end);
     }
     /* z ≥ each device's last unit's end */
     for (uint32_t d = 0; !st && d < p; d++) {
-        if (g.offset[d + 1] == g.offset[d])
+        if (g.offset[d + 1] == g.offset[d] || (mirrored && p - 1 - d < d))
             continue;
         int anchor = dag_end(rc, &g, units, unit_of[g.offset[d + 1] - 1], coef);
         dag_row(lp, zcol, anchor, coef, ncount, 0, idx, val);
@@ -1026,6 +1098,7 @@ static psched_status dag_rows(glp_prob *lp, const run_cols *rc, const psched_sch
     psched__dealloc(coef);
     psched__dealloc(idx);
     psched__dealloc(val);
+    psched__dealloc(mu);
     dag_ops_free(&g);
     return st;
 }
@@ -1351,6 +1424,11 @@ psched_status psched__run_milp(const psched__problem *pb, const psched__paths *p
 void psched__run_milp_test_selects(size_t selects)
 {
     (void)selects;
+}
+
+size_t psched__run_dag_test_mirrored(void)
+{
+    return 0;
 }
 
 #endif

@@ -192,6 +192,10 @@ PSCHED_INTERNAL void psched__certify_test_run_dag(int mode);
 PSCHED_INTERNAL void psched__certify_test_run_stride(uint32_t stride);
 PSCHED_INTERNAL double psched__certify_test_run_dag_z(void);
 
+/* Test hook: the DAG rows built with one column per pair of mirrored
+ * units (a mirror-symmetric two-chain order), this thread. */
+PSCHED_INTERNAL size_t psched__run_dag_test_mirrored(void);
+
 /* Test hook: the run MILP's integer solutions handed to the certificate
  * (psched__run_milp()'s `found`) that became the best (since
  * psched__certify_test_hooks()), this thread. */
