@@ -557,19 +557,23 @@ static void run_identical_instance(const char *name, uint32_t v, uint32_t p, uin
     run_instance(&o, tl);
 }
 
-/* The run MILP's instance kinds (schedule, v, p, fewest layers): the two
- * tests below. */
-static const struct {
+/* A kind of random instance: schedule, v, p, fewest layers. */
+typedef struct instance_kind {
     const char *name;
     uint32_t v, p, lmin;
-} run_kinds[] = {{"interleaved", 4, 2, 8}, {"interleaved-zb", 4, 2, 8}, {"interleaved", 2, 2, 6},
-                 {"interleaved-zb", 2, 2, 6}, {"1f1b", 1, 4, 5},       {"dualpipe", 2, 4, 5}};
+} instance_kind;
 
-/* Instance o of run kind k, its model and plan (brute_instance()); false
- * when skipped (too many candidates). */
-static bool run_kind_instance(size_t k, brute *o, psched_model **model, psched_plan **plan)
+/* The run MILP's instance kinds: the two tests below. */
+static const instance_kind run_kinds[] = {
+    {"interleaved", 4, 2, 8},    {"interleaved-zb", 4, 2, 8}, {"interleaved", 2, 2, 6},
+    {"interleaved-zb", 2, 2, 6}, {"1f1b", 1, 4, 5},           {"dualpipe", 2, 4, 5}};
+
+/* An identical-layer instance o of kind `kind`, its model and plan
+ * (brute_instance()); false when skipped (too many candidates). */
+static bool run_kind_instance(const instance_kind *kind, brute *o, psched_model **model,
+                              psched_plan **plan)
 {
-    identical_brute(o, run_kinds[k].name, run_kinds[k].v, run_kinds[k].p, run_kinds[k].lmin);
+    identical_brute(o, kind->name, kind->v, kind->p, kind->lmin);
     return brute_instance(o, 4000, model, plan);
 }
 
@@ -623,13 +627,14 @@ static void dag_milp_hooks(bool on, uint32_t stride)
     psched__certify_test_run_stride(on ? stride : 0);
 }
 
-/* Instance o of run kind k (run_kind_instance()) partitioned with a day's
- * limit into *r, GLPK stopped after 1 to 4 node selections when `stop`;
- * false when skipped. */
-static bool run_kind_partition(size_t k, bool stop, brute *o, psched_model **model,
-                               psched_plan **plan, psched_partition_result **r)
+/* Instance o of kind `kind` (run_kind_instance()) partitioned with a
+ * day's limit into *r, GLPK stopped after 1 to 4 node selections when
+ * `stop`; false when skipped. */
+static bool run_kind_partition(const instance_kind *kind, bool stop, brute *o,
+                               psched_model **model, psched_plan **plan,
+                               psched_partition_result **r)
 {
-    if (!run_kind_instance(k, o, model, plan))
+    if (!run_kind_instance(kind, o, model, plan))
         return false;
     psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
     opt.time_limit = 86400;
@@ -669,7 +674,7 @@ static dag_tally dag_milp_against_brute(uint32_t stride, uint32_t seed)
             psched_plan *plan = NULL;
             psched_partition_result *r = NULL;
             bool stop = stride > 1 && t % 2 == 1;
-            if (!run_kind_partition(k, stop, &o, &model, &plan, &r))
+            if (!run_kind_partition(&run_kinds[k], stop, &o, &model, &plan, &r))
                 continue;
             double z = psched__certify_test_run_dag_z(), tree = psched__certify_test_run_tree();
             uint32_t per_chain = strcmp(o.name, "dualpipe") == 0 ? o.m / 2 : o.m;
@@ -820,24 +825,20 @@ static void test_run_dag_mirror_only_where_symmetric(void)
         return; /* no MILP */
     psched_status reg = psched_register_generator(&skewed_chimera);
     CHECK(reg == PSCHED_OK || reg == PSCHED_EEXIST);
-    static const char *const names[] = {"dualpipe", "chimera", "chimera-skewed"};
+    static const instance_kind kinds[] = {
+        {"dualpipe", 2, 4, 5}, {"chimera", 2, 4, 5}, {"chimera-skewed", 2, 4, 5}};
     int solved[3] = {0}, mirrored[3] = {0};
     rng_state = 20261129;
     dag_milp_hooks(true, 0);
     for (int k = 0; k < 3; k++) {
         for (int t = 0; t < 8; t++) {
             brute o;
-            identical_brute(&o, names[k], 2, 4, 5);
             psched_model *model = NULL;
             psched_plan *plan = NULL;
-            if (!brute_instance(&o, 4000, &model, &plan))
-                continue;
-            psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
-            opt.time_limit = 86400;
-            psched__certify_test_hooks(0, false);
-            size_t before = psched__run_dag_test_mirrored();
             psched_partition_result *r = NULL;
-            CHECK_OK(psched_partition(model, plan, o.name, &opt, &r));
+            size_t before = psched__run_dag_test_mirrored();
+            if (!run_kind_partition(&kinds[k], false, &o, &model, &plan, &r))
+                continue;
             double z = psched__certify_test_run_dag_z();
             bool halved = psched__run_dag_test_mirrored() > before;
             if (z > 0) {
@@ -943,7 +944,7 @@ static void test_run_milp_stopped_tree_bound_is_sound(void)
             brute o;
             psched_model *model = NULL;
             psched_plan *plan = NULL;
-            if (!run_kind_instance(k, &o, &model, &plan))
+            if (!run_kind_instance(&run_kinds[k], &o, &model, &plan))
                 continue;
             psched_partition_options opt = PSCHED_PARTITION_OPTIONS_INIT;
             opt.time_limit = 86400;
@@ -2504,22 +2505,16 @@ static bool recompute_instance(brute *o, const char *name, uint32_t v, uint32_t 
     return brute_instance(o, 12000, model, plan);
 }
 
-/* A kind of recompute_instance(): schedule, v, p, fewest layers. */
-typedef struct recompute_kind {
-    const char *name;
-    uint32_t v, p, lmin;
-} recompute_kind;
-
 /* Several stages per device: interleaved and interleaved-zb at v = 2 and
  * 4, v-zb, looped-bfs. */
-static const recompute_kind chunk_kinds[] = {
+static const instance_kind chunk_kinds[] = {
     {"interleaved", 2, 2, 6}, {"interleaved-zb", 2, 2, 6}, {"v-zb", 2, 2, 6},
     {"looped-bfs", 2, 2, 6},  {"interleaved", 4, 2, 8},    {"interleaved-zb", 4, 2, 8}};
 
 /* fn on twelve random recompute_instance()s of each kind, the generator
  * seeded with `seed`; returns how many there were (those with too many
  * candidates for the brute force are left out). */
-static int each_recompute_instance(const recompute_kind *kinds, size_t n, uint64_t seed,
+static int each_recompute_instance(const instance_kind *kinds, size_t n, uint64_t seed,
                                    void (*fn)(brute *o, psched_model *model, psched_plan *plan,
                                               void *ctx),
                                    void *ctx)
@@ -2766,7 +2761,7 @@ static void count_bound_instance(brute *o, psched_model *model, psched_plan *pla
 
 static void test_layer_count_bound_is_sound_under_recompute(void)
 {
-    static const recompute_kind kinds[] = {{"1f1b", 1, 2, 5},        {"1f1b", 1, 4, 5},
+    static const instance_kind kinds[] = {{"1f1b", 1, 2, 5},        {"1f1b", 1, 4, 5},
                                            {"zb-h1", 1, 3, 5},       {"interleaved", 2, 2, 6},
                                            {"v-zb", 2, 2, 6},        {"dualpipe", 2, 4, 5}};
     count_tally tl = {0};

@@ -77,6 +77,8 @@ typedef struct certify {
     double *stage_w;         /* [t]: lib[t]'s cost of the stage being placed */
     double *xbuf;            /* a partition's vector (3S + D) */
     double path_lb;          /* best value of the Lagrangian DP */
+    double count_lb;         /* the count bound's value for the tails as they
+                                are (count_value(); NAN: not computed) */
     size_t path_nodes;       /* nodes cut by it */
     bool order_changed;      /* some partition's order differed from the reference */
     bool searching;          /* the search runs: new paths join the library */
@@ -556,6 +558,7 @@ static psched_status find_tails(certify *c, const psched_schedule *order)
 {
     const psched__problem *pb = c->pb;
     c->tail_stage = psched__calloc(pb->devices, sizeof(int64_t));
+    c->count_lb = NAN;
     if (!c->tail_stage)
         return PSCHED_ENOMEM_FAIL();
     for (uint32_t e = 0; e < pb->devices; e++) {
@@ -1843,6 +1846,21 @@ static double count_bound(const certify *c)
     return lo;
 }
 
+/* The count bound's value, computed once for the tails it depends on
+ * (find_tails() and the end's reset of the tails compute it again). */
+static double count_value(certify *c)
+{
+    if (isnan(c->count_lb))
+        c->count_lb = count_bound(c);
+    return c->count_lb;
+}
+
+/* Whether the count bound proves the best. */
+static bool count_proves(certify *c)
+{
+    return count_value(c) >= c->best * (1 - 1e-9);
+}
+
 /* The balanced-count candidate's recompute: the run layer's variants on
  * the lower convex hull of (activations, extra time), by falling
  * activations (rising extra), and per stage its run layers at each hull
@@ -2332,7 +2350,7 @@ static bool device_bound_passes(certify *c, double share)
 {
     psched__problem *pb = c->pb;
     double until = psched__now() + share * fmax(0, pb->deadline - psched__now());
-    double lb = fmax(fmax(c->path_lb, c->dev_lb), count_bound(c));
+    double lb = fmax(fmax(c->path_lb, c->dev_lb), count_value(c));
     double step = (c->best - lb) * BOUND_PASS_FIRST_STEP;
     while (!c->st && lb < c->best * (1 - 1e-9) && psched__now() < until) {
         double t = fmin(lb + step, c->best), t0 = psched__now();
@@ -2398,6 +2416,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     c.pb = pb;
     c.name = name;
     c.best = INFINITY;
+    c.count_lb = NAN;
     c.budget = pb->certify_ops;
 
     psched_status st = psched_plan_clone(plan, &c.work);
@@ -2500,7 +2519,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
     if (!st && c.best_sol.found && !c.tail_stage && c.static_order && pb->chains == 1)
         st = find_tails(&c, c.static_order);
     if (!st && c.best_sol.found && !pb->overlap && !test_improve_only)
-        count_proven = count_bound(&c) >= c.best * (1 - 1e-9);
+        count_proven = count_proves(&c);
     /* The solvers' frontiers stop at a bound of the estimate; the step
      * time's own: a stage whose m micro-batches alone take longer than the
      * best simulated time cannot be in a faster partition. */
@@ -2559,7 +2578,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
         /* the device search's polish and dive may have found a faster
          * partition: the count bound again */
         if (!st && !dev_proven && !test_improve_only)
-            count_proven = count_bound(&c) >= c.best * (1 - 1e-9);
+            count_proven = count_proves(&c);
         /* what the device search did not prove: descents from the balanced
          * counts, kept aside to the end */
         if (!st && !dev_proven && !count_proven) {
@@ -2601,7 +2620,7 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
          * the count bound's, proven in 4.7 s, not at the deadline) */
         if (!st && !run_proven && !dev_proven && !count_proven && c.best < before_run &&
             !test_improve_only)
-            count_proven = count_bound(&c) >= c.best * (1 - 1e-9);
+            count_proven = count_proves(&c);
         if (!st && c.have_mult && !run_proven && !dev_proven && !count_proven)
             st = path_library(&c);
         if (!st && !run_proven && !dev_proven && !count_proven && !test_no_device_search &&
@@ -2662,9 +2681,11 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
                 lb = fmax(lb, c.dev_lb);
             /* its tails hold for the reference order only */
             if (!fixed)
-                for (uint32_t e = 0; c.tail_stage && e < pb->devices; e++)
+                for (uint32_t e = 0; c.tail_stage && e < pb->devices; e++) {
                     c.tail_stage[e] = -1;
-            out->count_bound = count_bound(&c);
+                    c.count_lb = NAN;
+                }
+            out->count_bound = count_value(&c);
             lb = fmax(lb, out->count_bound);
         }
         /* a bound of every partition at the best proves it (any order) */

@@ -951,7 +951,7 @@ static bool dag_mirror(const psched__problem *pb, const dag_ops *g, const dag_un
     }
     for (size_t u = 0; u < nu; u++) {
         size_t v = mu[u], prev = units[u].prev;
-        if (mu[v] != u || units[v].prev != (prev == SIZE_MAX ? SIZE_MAX : mu[prev]))
+        if (units[v].prev != (prev == SIZE_MAX ? SIZE_MAX : mu[prev]))
             return false;
         /* the inputs as sets, with their latencies */
         for (size_t k = 0; k < 2; k++) {
