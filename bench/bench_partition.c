@@ -2,6 +2,7 @@
  *
  *   bench_partition [--quick] [--time-limit S] [--profiles DIR]
  *                   [--schedule NAME] [--chunks V] [--no-grid] [--no-profiles]
+ *                   [--no-limit]
  *
  * Part 1, a grid: L in {32, 80, 128} layers (an embedding, L-2 transformer
  * layers with selective and full recomputation, a head), p in {4, 8, 16},
@@ -12,7 +13,10 @@
  * even split without recomputation, so recomputation is needed. Columns:
  * solver status, solve time, objective, simulated makespan, the even
  * split's makespan (with Megatron's uniform recompute choice) and the
- * speed-up. --quick: L in {32, 80}, p in {4, 8}.
+ * speed-up. --quick: L in {32, 80}, p in {4, 8}. --no-limit: the same grid
+ * with no memory limit (the column says "none"; nothing needs
+ * recomputation), to tell what the limit costs the certificate from what
+ * the order does.
  *
  * Part 2, the profiles of docs/examples (LLaMA-70B-like, Gemma2-9B-like,
  * Mixtral-like) at p = 8, m = 64, 80 GB and 60 GB per device, for the
@@ -21,7 +25,7 @@
  * Output: Markdown tables (docs/optimizer.md publishes them).
  *
  *   bench_partition --anneal S [--quick] [--time-limit S] [--schedule NAME]
- *                   [--chunks V]
+ *                   [--chunks V] [--no-limit]
  *
  * An independent check of the grid's `feasible` rows: simulated annealing
  * through the public API alone (psched_partition_evaluate()), S seconds
@@ -126,8 +130,8 @@ static void print_status(const psched_partition_result *r)
 }
 
 /* One grid case: its model, plan (m = 4p, the limit 60% of the even
- * split's largest device without recomputation), the optimizer's result
- * and the even split's. */
+ * split's largest device without recomputation, or none), the
+ * optimizer's result and the even split's. */
 typedef struct grid_case {
     psched_model *model;
     psched_plan *plan;
@@ -136,11 +140,11 @@ typedef struct grid_case {
 } grid_case;
 
 static grid_case grid_case_run(uint32_t layers, uint32_t p, uint32_t v, const char *schedule,
-                               double time_limit)
+                               double time_limit, bool unlimited)
 {
     grid_case g;
     g.model = grid_model(layers);
-    g.limit = 0.6 * even_memory(g.model, p, 4 * p, v, schedule);
+    g.limit = unlimited ? INFINITY : 0.6 * even_memory(g.model, p, 4 * p, v, schedule);
     g.plan = make_plan(p, 4 * p, v, g.limit);
     g.r = run(g.model, g.plan, schedule, PSCHED_PARTITION_ILP, time_limit);
     g.e = run(g.model, g.plan, schedule, PSCHED_PARTITION_EVEN, time_limit);
@@ -156,13 +160,17 @@ static void grid_case_free(grid_case *g)
 }
 
 static void grid_row(uint32_t layers, uint32_t p, uint32_t v, const char *schedule,
-                     double time_limit)
+                     double time_limit, bool unlimited)
 {
-    grid_case g = grid_case_run(layers, p, v, schedule, time_limit);
+    grid_case g = grid_case_run(layers, p, v, schedule, time_limit, unlimited);
     const psched_partition_result *r = g.r, *e = g.e;
     double limit = g.limit;
     double mk = makespan_if_found(r), even = makespan_if_found(e);
-    printf("| %u | %u | %u | %s | %.4g | ", layers, p, v, schedule, limit);
+    printf("| %u | %u | %u | %s | ", layers, p, v, schedule);
+    if (unlimited)
+        printf("none | ");
+    else
+        printf("%.4g | ", limit);
     if (r) {
         print_status(r);
         printf(" | %.3f | %.6g | %.6g | ", psched_partition_solve_time(r),
@@ -196,12 +204,12 @@ static bool kept(const struct kind *k, const char *schedule, uint32_t chunks)
 }
 
 static void anneal_row(uint32_t layers, uint32_t p, uint32_t v, const char *schedule,
-                       double time_limit, double seconds);
+                       double time_limit, bool unlimited, double seconds);
 
 /* The grid's rows; with anneal > 0 (seconds per start) only the feasible
  * ones, each with the annealing check (anneal_row()). */
 static void grid(bool quick, double time_limit, const char *schedule, uint32_t chunks,
-                 double anneal)
+                 bool unlimited, double anneal)
 {
     static const uint32_t layer_counts[] = {32, 80, 128}, devices[] = {4, 8, 16};
     size_t nl = quick ? 2 : 3, np = quick ? 2 : 3;
@@ -221,10 +229,10 @@ static void grid(bool quick, double time_limit, const char *schedule, uint32_t c
                     layer_counts[i] - 2 >= devices[j] * kinds[k].ranges_per_device) {
                     if (anneal > 0)
                         anneal_row(layer_counts[i], devices[j], kinds[k].v, kinds[k].schedule,
-                                   time_limit, anneal);
+                                   time_limit, unlimited, anneal);
                     else
                         grid_row(layer_counts[i], devices[j], kinds[k].v, kinds[k].schedule,
-                                 time_limit);
+                                 time_limit, unlimited);
                 }
 }
 
@@ -452,9 +460,9 @@ static void read_partition(const psched_partition_result *r, uint32_t S, uint32_
 }
 
 static void anneal_row(uint32_t layers, uint32_t p, uint32_t v, const char *schedule,
-                       double time_limit, double seconds)
+                       double time_limit, bool unlimited, double seconds)
 {
-    grid_case g = grid_case_run(layers, p, v, schedule, time_limit);
+    grid_case g = grid_case_run(layers, p, v, schedule, time_limit, unlimited);
     const psched_partition_result *r = g.r, *e = g.e;
     if (!r || !e || psched_partition_status(r) != PSCHED_SOLVE_FEASIBLE) {
         grid_case_free(&g); /* proven or infeasible: nothing to check */
@@ -524,7 +532,7 @@ int main(int argc, char **argv)
 {
     uint32_t scale_layers = 0, scale_chunks = 0;
     const char *scale_schedule = NULL;
-    bool no_grid = false, no_profiles = false;
+    bool no_grid = false, no_profiles = false, unlimited = false;
     bool quick = false;
     double time_limit = 10, anneal = 0;
     const char *dir = "docs/examples";
@@ -551,12 +559,15 @@ int main(int argc, char **argv)
             no_grid = true;
         } else if (strcmp(argv[i], "--no-profiles") == 0) {
             no_profiles = true;
+        } else if (strcmp(argv[i], "--no-limit") == 0) {
+            unlimited = true;
         } else {
             fprintf(stderr, "usage: bench_partition [--quick] [--time-limit S] [--profiles DIR]\n"
                             "           [--schedule NAME] [--chunks V] [--no-grid] "
-                            "[--no-profiles]\n"
+                            "[--no-profiles] [--no-limit]\n"
                             "       bench_partition --anneal S [--quick] [--time-limit S] "
-                            "[--schedule NAME] [--chunks V]\n"
+                            "[--schedule NAME]\n"
+                            "           [--chunks V] [--no-limit]\n"
                             "       bench_partition --scale L [--schedule NAME] [--chunks V] "
                             "[--time-limit S]\n");
             return 2;
@@ -571,11 +582,11 @@ int main(int argc, char **argv)
                      scale_chunks ? scale_chunks : 1, time_limit);
     printf("pipesched %s, time limit %g s per partition\n\n", psched_version(), time_limit);
     if (anneal > 0) {
-        grid(quick, time_limit, scale_schedule, scale_chunks, anneal);
+        grid(quick, time_limit, scale_schedule, scale_chunks, unlimited, anneal);
         return 0;
     }
     if (!no_grid)
-        grid(quick, time_limit, scale_schedule, scale_chunks, 0);
+        grid(quick, time_limit, scale_schedule, scale_chunks, unlimited, 0);
     if (!no_profiles)
         profiles(dir, quick, time_limit, scale_schedule, scale_chunks);
     return 0;
