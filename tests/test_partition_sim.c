@@ -2762,8 +2762,8 @@ static void count_bound_instance(brute *o, psched_model *model, psched_plan *pla
 static void test_layer_count_bound_is_sound_under_recompute(void)
 {
     static const instance_kind kinds[] = {{"1f1b", 1, 2, 5},        {"1f1b", 1, 4, 5},
-                                           {"zb-h1", 1, 3, 5},       {"interleaved", 2, 2, 6},
-                                           {"v-zb", 2, 2, 6},        {"dualpipe", 2, 4, 5}};
+                                          {"zb-h1", 1, 3, 5},       {"interleaved", 2, 2, 6},
+                                          {"v-zb", 2, 2, 6},        {"dualpipe", 2, 4, 5}};
     count_tally tl = {0};
     int cases = each_recompute_instance(kinds, sizeof kinds / sizeof *kinds, 20261127,
                                         count_bound_instance, &tl);

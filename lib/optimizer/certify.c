@@ -2680,11 +2680,11 @@ psched_status psched__certify(psched__problem *pb, const char *name, const psche
             if (fixed)
                 lb = fmax(lb, c.dev_lb);
             /* its tails hold for the reference order only */
-            if (!fixed)
-                for (uint32_t e = 0; c.tail_stage && e < pb->devices; e++) {
+            if (!fixed && c.tail_stage) {
+                for (uint32_t e = 0; e < pb->devices; e++)
                     c.tail_stage[e] = -1;
-                    c.count_lb = NAN;
-                }
+                c.count_lb = NAN;
+            }
             out->count_bound = count_value(&c);
             lb = fmax(lb, out->count_bound);
         }
