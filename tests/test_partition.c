@@ -1204,6 +1204,133 @@ static void test_no_time_for_the_milp_keeps_the_lean_witness(void)
     CHECK(seeded > 40);
 }
 
+/* Models whose layers between the first and the last are identical (a
+ * different first and last layer each present or not, every group with
+ * random recompute variants): the smallest memory with 1-4 chunks per
+ * device in a loop and 2 in a V (1f1b, interleaved, interleaved-zb,
+ * v-half) equals the brute force's (oracle_lean_memory()), below it the
+ * call is infeasible with that figure, and at it the call returns a split
+ * that fits (minmem.c: with more than two chunks the MILP over every
+ * range found it before, or left it unknown). */
+static void test_run_models_min_memory_matches_brute_force(void)
+{
+    rng_state = 20261129;
+    int chunks[5] = {0};
+    for (int t = 0; t < 60; t++) {
+        uint32_t v = 1 + rnd(4), p = 1 + rnd(16 / v < 4 ? 16 / v : 4);
+        bool head = rnd(2), tail = rnd(2);
+        uint32_t L = p * v + rnd(16 - p * v + 1);
+        if (L < 3) {
+            t--;
+            continue;
+        }
+        const char *name = v == 1   ? "1f1b"
+                           : v == 2 ? (rnd(2) ? "interleaved" : "v-half")
+                           : v == 4 && rnd(2) ? "interleaved-zb"
+                                              : "interleaved";
+        psched_model *model = NULL;
+        CHECK_OK(psched_model_create(&model));
+        for (int part = 0; part < 3; part++) {
+            uint32_t n = part == 1 ? L - (uint32_t)head - (uint32_t)tail : part == 0 ? head : tail;
+            if (n == 0)
+                continue;
+            double f = 1 + rnd(3), act = 2 + rnd(8);
+            double param = part == 1 ? 1 + rnd(6) : 5 + rnd(20);
+            CHECK_OK(psched_model_add_layers(model, part == 1 ? "layer" : "end", n, f, f, f, act,
+                                             param));
+            uint32_t g = psched_model_groups(model) - 1;
+            if (rnd(2))
+                CHECK_OK(psched_model_set_recompute(model, g, PSCHED_RECOMPUTE_SELECTIVE,
+                                                    act / 2, 1));
+            if (rnd(2))
+                CHECK_OK(psched_model_set_recompute(model, g, PSCHED_RECOMPUTE_FULL, 1, f));
+        }
+        psched_plan *plan = tu_plan_limited(p, v == 1 ? p + rnd(4) : 2 * p, v, INFINITY);
+        oracle o;
+        oracle_layers(&o, model);
+        oracle_schedule(&o, plan, name);
+        o.memory_only = true;
+        oracle_best(&o);
+        chunks[v]++;
+        for (int k = 0; k < 2; k++) {
+            double limit = k == 0 ? o.min_memory * (1 - 1e-6) : o.min_memory;
+            CHECK_OK(psched_plan_set_memory_limit(plan, limit));
+            psched_partition_options op = opts(PSCHED_PARTITION_ILP);
+            psched_partition_result *r = NULL;
+            CHECK_OK(psched_partition(model, plan, name, &op, &r));
+            if (!r)
+                continue;
+            if (k == 0) {
+                CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
+                CHECK_EQ_DBL(psched_partition_min_memory(r), o.min_memory);
+            } else {
+                CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
+                if (psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
+                    check_fits(r, p, limit);
+            }
+            psched_partition_result_destroy(r);
+        }
+        psched_plan_destroy(plan);
+        psched_model_destroy(model);
+    }
+    printf("# v = 1, 2, 3, 4: %d, %d, %d, %d instances\n", chunks[1], chunks[2], chunks[3],
+           chunks[4]);
+    CHECK(chunks[3] >= 8 && chunks[4] >= 8);
+}
+
+/* The grid's L = 32 (embedding param 40 act 1; 30 layers param 10, leanest
+ * act 0.5 under full recompute; head param 40 act 8) on p = 4 devices,
+ * interleaved v = 4, m = 16. The in-flight counts of stages 0-15 by the
+ * documented rule (oracle_schedule()): 8 8 8 8 8 8 7 5 4 4 4 4 4 4 3 1, so
+ * a layer costs w = 10 + 0.5·inflight: 14 on stages 0-5, 13.5 on 6, 12.5
+ * on 7, 12 on 8-13, 11.5 on 14, 10.5 on 15. One layer on every stage
+ * (the embedding on 0, the head on 15): device 0 (stages 0 4 8 12) 48 + 14
+ * + 12 + 12 = 86, device 1 (1 5 9 13) 52, device 2 (2 6 10 14) 51, device
+ * 3 (3 7 11 15) 14 + 12.5 + 12 + 48 = 86.5; each further layer at least
+ * 12, 12, 11.5 and 10.5 on them. The 16 further layers' smallest values:
+ * device 2 62.5 74 85.5 97 108.5 120, device 1 64 76 88 100 112, device 3
+ * 97 107.5 118, device 0 98 110: the 16th is 120, the smallest memory.
+ * With no time at all (a frozen clock, 0.1 ms) the call still says so
+ * (the MILP over every range left it unknown, NaN, even given 30 s), and
+ * at 120 and 121 it returns a split that fits (it said infeasible). */
+static void test_grid_min_memory_at_four_chunks_is_derived_and_fits(void)
+{
+    psched_model *model = tu_grid_model(32);
+    psched_plan *plan = tu_plan_limited(4, 16, 4, INFINITY);
+    oracle o;
+    oracle_schedule(&o, plan, "interleaved");
+    static const double inflight[16] = {8, 8, 8, 8, 8, 8, 7, 5, 4, 4, 4, 4, 4, 4, 3, 1};
+    CHECK_EQ_INT(o.S, 16);
+    for (uint32_t s = 0; s < 16 && s < o.S; s++)
+        CHECK_EQ_DBL(o.inflight[s], inflight[s]);
+    static const double limits[] = {1, 119.9, 120, 121};
+    for (size_t k = 0; k < sizeof limits / sizeof limits[0]; k++) {
+        CHECK_OK(psched_plan_set_memory_limit(plan, limits[k]));
+        psched_partition_options op = opts(PSCHED_PARTITION_ILP);
+        if (k < 2)
+            op.time_limit = 1e-4;
+        psched_partition_result *r = NULL;
+        if (k < 2)
+            psched__set_test_clock(frozen_clock);
+        psched_status st = psched_partition(model, plan, "interleaved", &op, &r);
+        psched__set_test_clock(NULL);
+        CHECK_OK(st);
+        if (st)
+            continue;
+        if (limits[k] < 120) {
+            CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
+            CHECK_EQ_DBL(psched_partition_min_memory(r), 120);
+        } else {
+            CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
+            if (psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
+                check_fits(r, 4, limits[k]);
+        }
+        psched_partition_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
 /* A MILP lists at most the columns whose setup fits its share of the
  * time left (0.75, 0.3 with more than two chunks, at 4e-5 s a column),
  * never all of them and then refuses them: bench_partition --scale 1000
@@ -1324,6 +1451,8 @@ int main(void)
     RUN(test_model_csv_errors_name_line_and_column);
     RUN(test_model_csv_accepts_subnormal_values);
     RUN(test_limit_below_minimum_is_infeasible_with_minimum);
+    RUN(test_run_models_min_memory_matches_brute_force);
+    RUN(test_grid_min_memory_at_four_chunks_is_derived_and_fits);
     /* These check the solvers against the estimate (its oracle, its
      * hand-derived optima); the certificate for the simulated step time,
      * which may then return a faster partition, is tested in

@@ -67,7 +67,9 @@ static psched_status best_seed(psched__problem *pb, psched__evaluation *ev, psch
 
 /* When the method found no partition: the witness of the smallest memory
  * (every layer at its leanest variant, the split of the smallest stage
- * memory) if it fits. Without it a limit that witness meets came back
+ * memory; else, when the layers between the first and the last are
+ * identical, the split of the smallest device memory, minmem.c, which a
+ * limit at or just above that minimum needs) if it fits. Without it a limit that witness meets came back
  * infeasible whenever the MILP had no time to find a partition (Gemma2-9B,
  * interleaved-zb, v = 4, 60 GB, in the planner's 1 s: "needs 5.916e10").
  * Not the solvers' seed: a poor seed bounds the MILP's columns by its own
@@ -79,11 +81,17 @@ static psched_status lean_fallback(psched__problem *pb, psched__evaluation *ev,
     if (sol->found || !isfinite(pb->limit) || psched__expired(pb))
         return PSCHED_OK;
     psched_status st = psched__lean_split(pb, sol, &lean);
-    if (!st && sol->found && psched__fits(pb, lean)) {
-        psched__evaluate(pb, sol, ev);
-        if (psched__fits(pb, ev->max_mem)) {
-            *status = PSCHED_SOLVE_FEASIBLE;
-            return PSCHED_OK;
+    /* the lean split, then the smallest memory's own split (minmem.c), on
+     * the models it applies to */
+    for (int k = 0; !st && k < 2; k++) {
+        if (k == 1 && !psched__run_min_memory(pb, sol, &lean))
+            break;
+        if (sol->found && psched__fits(pb, lean)) {
+            psched__evaluate(pb, sol, ev);
+            if (psched__fits(pb, ev->max_mem)) {
+                *status = PSCHED_SOLVE_FEASIBLE;
+                return PSCHED_OK;
+            }
         }
     }
     sol->found = false;
@@ -106,8 +114,10 @@ static double objective_floor(const psched__problem *pb)
 /* Smallest device memory any split fits in, every layer at its most
  * memory-saving variant; when the limit is met, possibly only some fitting
  * figure <= the limit (nothing needs more). Exact by DP with one chunk per
- * device and with the two-chunk layouts; by MILP otherwise, given a third
- * of the time left. NAN when unknown: no GLPK, or the time ran out first. */
+ * device and with the two-chunk layouts, and with any layout when the
+ * layers between the first and the last are identical (minmem.c); by MILP
+ * otherwise, given a third of the time left. NAN when unknown: no GLPK,
+ * or the time ran out first. */
 static psched_status min_memory(const psched__problem *pb, double *out)
 {
     psched_status st;
@@ -119,6 +129,8 @@ static psched_status min_memory(const psched__problem *pb, double *out)
         return st;
     if (psched__pair_applies(pb))
         return psched__pair_min_memory(pb, out);
+    if (psched__run_min_memory(pb, NULL, out))
+        return PSCHED_OK;
     return psched__milp_min_memory(pb, out);
 }
 
