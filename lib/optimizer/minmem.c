@@ -1,6 +1,7 @@
 /* The smallest memory any split fits in, exactly, and a split that fits
  * in it, when the layers between the first and the last are identical
- * (docs/optimizer.md, "Memory").
+ * (docs/optimizer.md, the Status paragraph of "Optimal for the simulated
+ * step time").
  *
  * Every layer at its leanest variant, stage s holding n_s of the run's
  * identical layers takes n_s·w_s on its device, w_s = param + inflight[s]
