@@ -17,7 +17,11 @@
  * (twice for DualPipe's and Chimera's two), a finite step time, a gap in
  * [0, 1] (0 when optimal; NaN only when nothing fits), and evaluates again through psched_partition_evaluate()
  * (its counts and recompute choices) to the same step time; with the ILP
- * method it is no slower than the even split when that fits; the
+ * method it is no slower than the even split when that fits, and where
+ * the layers between the first and the last are identical (every
+ * placement's smallest memory in closed form, minmem.c) a limit nothing
+ * fits names the smallest memory, at which the call then returns a
+ * partition; the
  * emitters succeed or refuse with a message, and what they write is as
  * long as it says; the plan search ranks its alternatives (those that fit
  * by step time, then misfits, then failures with their messages) and each
@@ -74,6 +78,58 @@ static void no_slower_than_even(const psched_model *model, const psched_plan *pl
                   "fits",
                   PSCHED_OK);
     psched_partition_result_destroy(even);
+}
+
+/* Whether the layers between the first and the last are of one group
+ * (and there are at least three). */
+static bool run_shaped(const psched_model *model)
+{
+    uint32_t L = psched_model_layers(model), at = 0, middle = UINT32_MAX;
+    if (L < 3)
+        return false;
+    for (uint32_t g = 0; g < psched_model_groups(model); g++) {
+        uint32_t count = 0;
+        if (psched_model_group(model, g, NULL, &count, NULL, NULL, NULL, NULL, NULL) != PSCHED_OK)
+            return false;
+        for (uint32_t k = 0; k < count; k++, at++) {
+            if (at == 0 || at + 1 == L)
+                continue;
+            if (middle == UINT32_MAX)
+                middle = g;
+            else if (middle != g)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* The ILP method on a run-shaped model (run_shaped()) with no empty
+ * stage: a limit nothing fits names the smallest memory (never NaN: it
+ * is computed exactly, with no time needed), and at that limit the call
+ * returns a partition (the smallest memory's own split, when nothing
+ * else). */
+static void smallest_memory_fits(const psched_model *model, const psched_plan *plan,
+                                 const char *name, const psched_partition_options *o,
+                                 const psched_partition_result *r)
+{
+    if (o->method != PSCHED_PARTITION_ILP || (o->flags & PSCHED_PARTITION_ALLOW_EMPTY) ||
+        psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE || !run_shaped(model))
+        return;
+    double least = psched_partition_min_memory(r);
+    if (!isfinite(least))
+        fuzz_fail("a run-shaped model's smallest memory unknown", PSCHED_OK);
+    psched_plan *at = NULL;
+    psched_status st = psched_plan_clone(plan, &at);
+    if (st == PSCHED_OK)
+        st = psched_plan_set_memory_limit(at, least);
+    if (st != PSCHED_OK)
+        fuzz_fail("a plan at the smallest memory", st);
+    psched_partition_result *again = NULL;
+    st = psched_partition(model, at, name, o, &again);
+    if (st != PSCHED_OK || psched_partition_status(again) == PSCHED_SOLVE_INFEASIBLE)
+        fuzz_fail("no partition at the smallest memory the call named", st);
+    psched_partition_result_destroy(again);
+    psched_plan_destroy(at);
 }
 
 /* A result's partition: its stages, figures, evaluation and emitters;
@@ -230,6 +286,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (method == PSCHED_PARTITION_ILP)
             no_slower_than_even(model, plan, name, r);
         check(model, plan, name, r);
+        smallest_memory_fits(model, plan, name, &o, r);
     }
     if (lb & 0x80)
         search(model, plan, name, o.flags);
