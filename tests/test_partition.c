@@ -1290,9 +1290,11 @@ static void test_run_models_min_memory_matches_brute_force(void)
  * 12, 12, 11.5 and 10.5 on them. The 16 further layers' smallest values:
  * device 2 62.5 74 85.5 97 108.5 120, device 1 64 76 88 100 112, device 3
  * 97 107.5 118, device 0 98 110: the 16th is 120, the smallest memory.
- * With no time at all (a frozen clock, 0.1 ms) the call still says so
- * (the MILP over every range left it unknown, NaN, even given 30 s), and
- * at 120 and 121 it returns a split that fits (it said infeasible). */
+ * With no time at all (0.1 ms on a clock that advances 1 ms a read) the
+ * call still says so (the MILP over every range left it unknown, NaN,
+ * even given 30 s) and at 120 returns that split (it gave none past the
+ * deadline); with time, at 120 and 121 it returns a split that fits (it
+ * said infeasible). */
 static void test_grid_min_memory_at_four_chunks_is_derived_and_fits(void)
 {
     psched_model *model = tu_grid_model(32);
@@ -1303,15 +1305,17 @@ static void test_grid_min_memory_at_four_chunks_is_derived_and_fits(void)
     CHECK_EQ_INT(o.S, 16);
     for (uint32_t s = 0; s < 16 && s < o.S; s++)
         CHECK_EQ_DBL(o.inflight[s], inflight[s]);
-    static const double limits[] = {1, 119.9, 120, 121};
+    /* the first three with no time */
+    static const double limits[] = {1, 119.9, 120, 120, 121};
     for (size_t k = 0; k < sizeof limits / sizeof limits[0]; k++) {
         CHECK_OK(psched_plan_set_memory_limit(plan, limits[k]));
         psched_partition_options op = opts(PSCHED_PARTITION_ILP);
-        if (k < 2)
+        if (k < 3)
             op.time_limit = 1e-4;
         psched_partition_result *r = NULL;
-        if (k < 2)
-            psched__set_test_clock(frozen_clock);
+        fake_now = 0;
+        if (k < 3)
+            psched__set_test_clock(fake_clock); /* 1 ms a read: past the limit at once */
         psched_status st = psched_partition(model, plan, "interleaved", &op, &r);
         psched__set_test_clock(NULL);
         CHECK_OK(st);

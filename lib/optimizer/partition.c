@@ -67,26 +67,30 @@ static psched_status best_seed(psched__problem *pb, psched__evaluation *ev, psch
 
 /* When the method found no partition: the witness of the smallest memory
  * (every layer at its leanest variant, the split of the smallest stage
- * memory; else, when the layers between the first and the last are
- * identical, the split of the smallest device memory, minmem.c, which a
- * limit at or just above that minimum needs) if it fits. Without it a limit that witness meets came back
- * infeasible whenever the MILP had no time to find a partition (Gemma2-9B,
- * interleaved-zb, v = 4, 60 GB, in the planner's 1 s: "needs 5.916e10").
- * Not the solvers' seed: a poor seed bounds the MILP's columns by its own
- * objective and changes the search GLPK makes. */
+ * memory) if it fits, while there is time; then, when the layers between
+ * the first and the last are identical, the split of the smallest device
+ * memory (minmem.c: what a limit at or just above that minimum needs,
+ * and cheap enough to try after the deadline too). Without the first a
+ * limit that witness meets came back infeasible whenever the MILP had no
+ * time to find a partition (Gemma2-9B, interleaved-zb, v = 4, 60 GB, in
+ * the planner's 1 s: "needs 5.916e10"). Not the solvers' seed: a poor
+ * seed bounds the MILP's columns by its own objective and changes the
+ * search GLPK makes. */
 static psched_status lean_fallback(psched__problem *pb, psched__evaluation *ev,
                                    psched__solution *sol, psched_solve_status *status)
 {
     double lean = INFINITY;
-    if (sol->found || !isfinite(pb->limit) || psched__expired(pb))
+    if (sol->found || !isfinite(pb->limit))
         return PSCHED_OK;
-    psched_status st = psched__lean_split(pb, sol, &lean);
-    /* the lean split, then the smallest memory's own split (minmem.c), on
-     * the models it applies to */
+    psched_status st = PSCHED_OK;
     for (int k = 0; !st && k < 2; k++) {
-        if (k == 1 && !psched__run_min_memory(pb, sol, &lean))
+        if (k == 0 && psched__expired(pb))
+            continue;
+        if (k == 0)
+            st = psched__lean_split(pb, sol, &lean);
+        else if (!psched__run_min_memory(pb, sol, &lean))
             break;
-        if (sol->found && psched__fits(pb, lean)) {
+        if (!st && sol->found && psched__fits(pb, lean)) {
             psched__evaluate(pb, sol, ev);
             if (psched__fits(pb, ev->max_mem)) {
                 *status = PSCHED_SOLVE_FEASIBLE;

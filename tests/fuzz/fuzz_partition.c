@@ -124,8 +124,13 @@ static void smallest_memory_fits(const psched_model *model, const psched_plan *p
         st = psched_plan_set_memory_limit(at, least);
     if (st != PSCHED_OK)
         fuzz_fail("a plan at the smallest memory", st);
+    /* a quarter second for it (0.05 s could run out on a loaded machine
+     * before a DP of one or two chunks, which has no witness to fall back
+     * on) */
+    psched_partition_options longer = *o;
+    longer.time_limit = 0.25;
     psched_partition_result *again = NULL;
-    st = psched_partition(model, at, name, o, &again);
+    st = psched_partition(model, at, name, &longer, &again);
     if (st != PSCHED_OK || psched_partition_status(again) == PSCHED_SOLVE_INFEASIBLE)
         fuzz_fail("no partition at the smallest memory the call named", st);
     psched_partition_result_destroy(again);
