@@ -1449,6 +1449,53 @@ static void test_allocation_failures_return_enomem(void)
     psched_model_destroy(model);
 }
 
+/* Allocation failures in the smallest memory's closed form (minmem.c):
+ * each failing call returns PSCHED_ENOMEM (not another answer), and the
+ * call that succeeds gives the answer of
+ * test_grid_min_memory_at_four_chunks_is_derived_and_fits: below 120
+ * infeasible with 120, at 120 with no time the closed form's split. */
+static void test_min_memory_allocation_failures_return_enomem(void)
+{
+    psched_model *model = tu_grid_model(32);
+    psched_plan *plan = tu_plan_limited(4, 16, 4, 1);
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(psched_plan_set_memory_limit(plan, k == 0 ? 1 : 120));
+        psched_partition_options op = opts(PSCHED_PARTITION_ILP);
+        op.time_limit = 1e-4;
+        psched_status st = PSCHED_ENOMEM;
+        psched_partition_result *r = NULL;
+        int fails = 0;
+        for (long n = 0; st == PSCHED_ENOMEM && n < 100000; n++) {
+            psched_partition_result_destroy(r);
+            r = NULL;
+            fake_now = 0;
+            psched__set_test_clock(fake_clock);
+            psched__alloc_fail_after(n);
+            st = psched_partition(model, plan, "interleaved", &op, &r);
+            psched__alloc_fail_after(-1);
+            psched__set_test_clock(NULL);
+            if (st == PSCHED_ENOMEM) {
+                CHECK(r == NULL);
+                fails++;
+            }
+        }
+        printf("# limit %g: %d failing allocations survived\n", k == 0 ? 1.0 : 120.0, fails);
+        CHECK_OK(st);
+        CHECK(fails > 5);
+        if (!r)
+            continue;
+        if (k == 0) {
+            CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
+            CHECK_EQ_DBL(psched_partition_min_memory(r), 120);
+        } else {
+            CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
+        }
+        psched_partition_result_destroy(r);
+    }
+    psched_plan_destroy(plan);
+    psched_model_destroy(model);
+}
+
 int main(void)
 {
     RUN(test_model_csv_reads_groups_and_variants);
@@ -1482,5 +1529,6 @@ int main(void)
     RUN(test_partition_with_an_overlap_saving);
     RUN(test_plan_search_names_fewer_layers_than_devices);
     RUN(test_allocation_failures_return_enomem);
+    RUN(test_min_memory_allocation_failures_return_enomem);
     TEST_MAIN_END();
 }

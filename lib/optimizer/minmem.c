@@ -44,12 +44,14 @@ static void swap_u32(uint32_t *a, uint32_t *b)
     *b = t;
 }
 
-bool psched__run_min_memory(const psched__problem *pb, psched__solution *sol, double *out)
+psched_status psched__run_min_memory(const psched__problem *pb, psched__solution *sol,
+                                     double *out, bool *done)
 {
     psched__run run;
     uint32_t S = pb->stages, D = pb->devices, L = pb->layers;
+    *done = false;
     if (!psched__run_shape(pb, &run) || run.count < S - (uint32_t)run.head - (uint32_t)run.tail)
-        return false;
+        return PSCHED_OK;
     /* one run layer's memory parts */
     double param = psched__range_param(pb, run.first, 1);
     double act = pb->minact_prefix[run.first + 1] - pb->minact_prefix[run.first];
@@ -121,15 +123,16 @@ bool psched__run_min_memory(const psched__problem *pb, psched__solution *sol, do
         }
         for (uint32_t l = 0; l < L; l++)
             sol->choice[l] = psched__lean_kind(psched__layer_group(pb, l));
-        sol->found = a == L;
-        ok = sol->found;
+        sol->found = a == L; /* (the counts hold every layer) */
     }
     psched__dealloc(base);
     psched__dealloc(cheap);
     psched__dealloc(at);
     psched__dealloc(heap);
     psched__dealloc(taken);
-    if (ok)
-        *out = top;
-    return ok;
+    if (!ok)
+        return PSCHED_ENOMEM_FAIL();
+    *out = top;
+    *done = true;
+    return PSCHED_OK;
 }

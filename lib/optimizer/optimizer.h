@@ -211,10 +211,11 @@ PSCHED_INTERNAL psched_status psched__pair_min_memory(const psched__problem *pb,
  * layer at its leanest variant, exactly, when the layers between the first
  * and the last are identical (psched__run_shape(); minmem.c), and with
  * sol (NULL: none; initialized for the problem's stages and layers) a
- * split that takes it: false (*value and sol untouched) otherwise or when
- * out of memory. */
-PSCHED_INTERNAL bool psched__run_min_memory(const psched__problem *pb, psched__solution *sol,
-                                            double *value);
+ * split that takes it; *done false (*value and sol untouched) when the
+ * model is not of that shape. */
+PSCHED_INTERNAL psched_status psched__run_min_memory(const psched__problem *pb,
+                                                     psched__solution *sol, double *value,
+                                                     bool *done);
 
 /* One MILP column: stage `stage` takes layers [first, first+len) with the
  * recompute mix of frontier point `point`, costing `time` per micro-batch

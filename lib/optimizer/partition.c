@@ -86,9 +86,12 @@ static psched_status lean_fallback(psched__problem *pb, psched__evaluation *ev,
     for (int k = 0; !st && k < 2; k++) {
         if (k == 0 && psched__expired(pb))
             continue;
+        bool done = true;
         if (k == 0)
             st = psched__lean_split(pb, sol, &lean);
-        else if (!psched__run_min_memory(pb, sol, &lean))
+        else
+            st = psched__run_min_memory(pb, sol, &lean, &done);
+        if (!done)
             break;
         if (!st && sol->found && psched__fits(pb, lean)) {
             psched__evaluate(pb, sol, ev);
@@ -133,8 +136,9 @@ static psched_status min_memory(const psched__problem *pb, double *out)
         return st;
     if (psched__pair_applies(pb))
         return psched__pair_min_memory(pb, out);
-    if (psched__run_min_memory(pb, NULL, out))
-        return PSCHED_OK;
+    bool done = false;
+    if ((st = psched__run_min_memory(pb, NULL, out, &done)) || done)
+        return st;
     return psched__milp_min_memory(pb, out);
 }
 
