@@ -1449,11 +1449,15 @@ static void test_allocation_failures_return_enomem(void)
     psched_model_destroy(model);
 }
 
-/* Allocation failures in the smallest memory's closed form (minmem.c):
- * each failing call returns PSCHED_ENOMEM (not another answer), and the
- * call that succeeds gives the answer of
+/* Allocation failures in the smallest memory's closed form (minmem.c)
+ * and its split: each failing call returns PSCHED_ENOMEM and no result
+ * (and leaks nothing, under the sanitizers and valgrind), and the call
+ * that succeeds gives the answer of
  * test_grid_min_memory_at_four_chunks_is_derived_and_fits: below 120
- * infeasible with 120, at 120 with no time the closed form's split. */
+ * infeasible with 120, at 120 with no time the closed form's split. The
+ * harness fails every allocation from the n-th on, so a failure that fell
+ * back to another method would fail there too: it cannot tell that apart
+ * from ENOMEM, only the status and the cleanup. */
 static void test_min_memory_allocation_failures_return_enomem(void)
 {
     psched_model *model = tu_grid_model(32);

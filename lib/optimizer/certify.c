@@ -1640,8 +1640,7 @@ static bool counts_init(const certify *c, counts *k)
                 continue;
             k->base[e] += k->m * ends[i];
             k->fixed[e] += k->m * ends[i];
-            k->mfix[e] += psched__range_param(pb, l, 1) + pb->inflight[s] *
-                          (pb->minact_prefix[l + 1] - pb->minact_prefix[l]);
+            k->mfix[e] += psched__lean_memory(pb, s, l, 1);
         }
         k->need[e] += !(head || tail);
         k->nin[e] = fmin(k->nin[e], pb->inflight[s]);

@@ -199,9 +199,7 @@ double psched__minmax_split(const psched__problem *pb, bool memory, psched__solu
             if (s == pb->stages - 1)
                 lo = left;
             for (uint32_t len = lo; len <= hi; len++) {
-                double c = memory ? psched__range_param(pb, i, len) +
-                                        pb->inflight[s] *
-                                            (pb->minact_prefix[i + len] - pb->minact_prefix[i])
+                double c = memory ? psched__lean_memory(pb, s, i, len)
                                   : psched__range_time(pb, i, len);
                 double v = fmax(here, c);
                 size_t to = (s + 1) * width + i + len;
@@ -246,11 +244,8 @@ psched_status psched__lean_split(const psched__problem *pb, psched__solution *so
     x->found = false;
     if (!st && psched__minmax_split(pb, true, x, &st) < INFINITY && !st) {
         *out = 0;
-        for (uint32_t s = 0; s < pb->stages; s++) {
-            uint32_t i = x->first[s], j = i + x->count[s];
-            dev[pb->device_of[s]] += psched__range_param(pb, i, x->count[s]) +
-                                     pb->inflight[s] * (pb->minact_prefix[j] - pb->minact_prefix[i]);
-        }
+        for (uint32_t s = 0; s < pb->stages; s++)
+            dev[pb->device_of[s]] += psched__lean_memory(pb, s, x->first[s], x->count[s]);
         for (uint32_t d = 0; d < pb->devices; d++)
             *out = fmax(*out, dev[d]);
         for (uint32_t l = 0; l < pb->layers; l++)

@@ -271,12 +271,9 @@ psched_status psched__milp_min_memory(const psched__problem *pb, double *out)
                 hi = left >= rest ? left - rest : 0;
             if (s == pb->stages - 1)
                 lo = left;
-            for (uint32_t len = lo; !st && !cols.over && len <= hi; len++) {
-                double act = pb->minact_prefix[i + len] - pb->minact_prefix[i];
+            for (uint32_t len = lo; !st && !cols.over && len <= hi; len++)
                 st = column_push(&cols, (psched__column){s, i, len, -1, 0,
-                                                         psched__range_param(pb, i, len) +
-                                                             pb->inflight[s] * act});
-            }
+                                                         psched__lean_memory(pb, s, i, len)});
         }
     }
     int32_t *chosen = psched__calloc(pb->stages, sizeof *chosen);

@@ -52,9 +52,6 @@ psched_status psched__run_min_memory(const psched__problem *pb, psched__solution
     *done = false;
     if (!psched__run_shape(pb, &run) || run.count < S - (uint32_t)run.head - (uint32_t)run.tail)
         return PSCHED_OK;
-    /* one run layer's memory parts */
-    double param = psched__range_param(pb, run.first, 1);
-    double act = pb->minact_prefix[run.first + 1] - pb->minact_prefix[run.first];
     double *base = psched__calloc(D, sizeof *base), *cheap = psched__calloc(D, sizeof *cheap);
     uint32_t *at = psched__calloc(D, sizeof *at); /* each device's cheapest stage */
     uint32_t *heap = psched__calloc(D, sizeof *heap), *taken = psched__calloc(D, sizeof *taken);
@@ -64,20 +61,19 @@ psched_status psched__run_min_memory(const psched__problem *pb, psched__solution
     uint32_t extra = run.count;
     for (uint32_t s = 0; ok && s < S; s++) {
         uint32_t d = pb->device_of[s];
-        double w = param + pb->inflight[s] * act;
-        uint32_t lo = (s == 0 && run.head) || (s == S - 1 && run.tail) ? 0 : 1;
-        base[d] += lo * w;
-        extra -= lo;
+        double w = psched__lean_memory(pb, s, run.first, 1); /* one run layer */
+        bool head = s == 0 && run.head, tail = s == S - 1 && run.tail;
+        /* its one layer: the different first or last, or a run layer */
+        if (head || tail) {
+            base[d] += psched__lean_memory(pb, s, head ? 0 : L - 1, 1);
+        } else {
+            base[d] += w;
+            extra--;
+        }
         if (w < cheap[d]) {
             cheap[d] = w;
             at[d] = s;
         }
-        if (s == 0 && run.head)
-            base[d] += psched__range_param(pb, 0, 1) +
-                       pb->inflight[0] * (pb->minact_prefix[1] - pb->minact_prefix[0]);
-        if (s == S - 1 && run.tail)
-            base[d] += psched__range_param(pb, L - 1, 1) +
-                       pb->inflight[S - 1] * (pb->minact_prefix[L] - pb->minact_prefix[L - 1]);
     }
     double top = 0;
     /* a binary heap of the devices by their memory after one more layer;

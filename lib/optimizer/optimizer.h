@@ -148,6 +148,16 @@ static inline double psched__range_param(const psched__problem *pb, uint32_t i, 
     return pb->param_prefix[i + len] - pb->param_prefix[i];
 }
 
+/* Stage s's memory holding layers [i, i + len), each at its leanest
+ * variant: their parameters and their activations times s's in-flight
+ * count. */
+static inline double psched__lean_memory(const psched__problem *pb, uint32_t s, uint32_t i,
+                                         uint32_t len)
+{
+    return psched__range_param(pb, i, len) +
+           pb->inflight[s] * (pb->minact_prefix[i + len] - pb->minact_prefix[i]);
+}
+
 /* Monotonic wall-clock seconds (or the test clock, when one is set). */
 PSCHED_INTERNAL double psched__now(void);
 

@@ -297,8 +297,7 @@ static double single_cost(const pair_pass *ps, uint32_t s, uint32_t i, uint32_t 
     const psched__problem *pb = ps->pb;
     if (!ps->memory)
         return psched__range_time(pb, i, len);
-    return psched__range_param(pb, i, len) +
-           pb->inflight[s] * (pb->minact_prefix[i + len] - pb->minact_prefix[i]);
+    return psched__lean_memory(pb, s, i, len);
 }
 
 /* Smallest second-range length from which the layers left after device
