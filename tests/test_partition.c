@@ -1204,6 +1204,40 @@ static void test_no_time_for_the_milp_keeps_the_lean_witness(void)
     CHECK(seeded > 40);
 }
 
+/* Just below `least` the ILP method says infeasible and names it; at it
+ * the call returns a split that fits. With no_time, each call gets no
+ * time at all (1e-4 s on a clock that advances 1 ms a read). */
+static void check_smallest_memory(psched_model *model, psched_plan *plan, const char *name,
+                                  double least, bool no_time)
+{
+    uint32_t p = psched_plan_devices(plan);
+    for (int k = 0; k < 2; k++) {
+        double limit = k == 0 ? least * (1 - 1e-6) : least;
+        CHECK_OK(psched_plan_set_memory_limit(plan, limit));
+        psched_partition_options op = opts(PSCHED_PARTITION_ILP);
+        psched_partition_result *r = NULL;
+        if (no_time) {
+            op.time_limit = 1e-4;
+            fake_now = 0;
+            psched__set_test_clock(fake_clock);
+        }
+        psched_status st = psched_partition(model, plan, name, &op, &r);
+        psched__set_test_clock(NULL);
+        CHECK_OK(st);
+        if (st || !r)
+            continue;
+        if (k == 0) {
+            CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
+            CHECK_EQ_DBL(psched_partition_min_memory(r), least);
+        } else {
+            CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
+            if (psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
+                check_fits(r, p, limit);
+        }
+        psched_partition_result_destroy(r);
+    }
+}
+
 /* Models whose layers between the first and the last are identical (a
  * different first and last layer each present or not, every group with
  * random recompute variants): the smallest memory with 1-4 chunks per
@@ -1252,30 +1286,72 @@ static void test_run_models_min_memory_matches_brute_force(void)
         o.memory_only = true;
         oracle_best(&o);
         chunks[v]++;
-        for (int k = 0; k < 2; k++) {
-            double limit = k == 0 ? o.min_memory * (1 - 1e-6) : o.min_memory;
-            CHECK_OK(psched_plan_set_memory_limit(plan, limit));
-            psched_partition_options op = opts(PSCHED_PARTITION_ILP);
-            psched_partition_result *r = NULL;
-            CHECK_OK(psched_partition(model, plan, name, &op, &r));
-            if (!r)
-                continue;
-            if (k == 0) {
-                CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
-                CHECK_EQ_DBL(psched_partition_min_memory(r), o.min_memory);
-            } else {
-                CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
-                if (psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
-                    check_fits(r, p, limit);
-            }
-            psched_partition_result_destroy(r);
-        }
+        check_smallest_memory(model, plan, name, o.min_memory, false);
         psched_plan_destroy(plan);
         psched_model_destroy(model);
     }
     printf("# v = 1, 2, 3, 4: %d, %d, %d, %d instances\n", chunks[1], chunks[2], chunks[3],
            chunks[4]);
     CHECK(chunks[3] >= 8 && chunks[4] >= 8);
+}
+
+/* Models whose layers differ (two or three kinds between an optional
+ * different first and last layer, alternating, the first few of one kind,
+ * or in random order, as MoE models mix dense and expert layers), 3 or 4
+ * chunks per device: the smallest memory is the brute force's
+ * (oracle_lean_memory()), given no time at all (1 ms a read of the clock,
+ * so the MILP over every range has none and left it unknown before the
+ * search over the stage boundaries, minmem.c): below it the call is
+ * infeasible with that figure, and at it the call returns a split that
+ * fits (the search's best split). */
+static void test_mixed_models_min_memory_matches_brute_force(void)
+{
+    rng_state = 20261130;
+    int patterns[3] = {0};
+    for (int t = 0; t < 60; t++) {
+        uint32_t v = 3 + rnd(2), p = 1 + rnd(16 / v);
+        uint32_t L = p * v + rnd(16 - p * v + 1);
+        bool head = rnd(2), tail = rnd(2);
+        uint32_t mid = L - (uint32_t)head - (uint32_t)tail, kinds = 2 + rnd(2), pattern = rnd(3);
+        uint32_t first = 1 + rnd(mid > 2 ? mid - 1 : 1);
+        if (mid < 2) {
+            t--;
+            continue;
+        }
+        const char *name = v == 4 && rnd(2) ? "interleaved-zb" : "interleaved";
+        psched_model *model = NULL;
+        CHECK_OK(psched_model_create(&model));
+        double kind_param[3], kind_act[3];
+        for (uint32_t k = 0; k < kinds; k++) {
+            kind_param[k] = 1 + rnd(30);
+            kind_act[k] = 1 + rnd(8);
+        }
+        for (uint32_t l = 0; l < L; l++) {
+            bool end = (l == 0 && head) || (l == L - 1 && tail);
+            uint32_t i = l - (uint32_t)head;
+            uint32_t k = pattern == 0   ? i % kinds
+                         : pattern == 1 ? (i < first ? 0 : 1)
+                                        : rnd(kinds);
+            double param = end ? 5 + rnd(40) : kind_param[k], act = end ? 1 + rnd(8) : kind_act[k];
+            CHECK_OK(psched_model_add_layers(model, end ? "end" : "layer", 1, 1, 1, 1, act, param));
+            uint32_t g = psched_model_groups(model) - 1;
+            if (rnd(3) == 0)
+                CHECK_OK(psched_model_set_recompute(model, g, PSCHED_RECOMPUTE_FULL, act / 4, 1));
+        }
+        patterns[pattern]++;
+        psched_plan *plan = tu_plan_limited(p, p * (2 + rnd(3)), v, INFINITY);
+        oracle o;
+        oracle_layers(&o, model);
+        oracle_schedule(&o, plan, name);
+        o.memory_only = true;
+        oracle_best(&o);
+        check_smallest_memory(model, plan, name, o.min_memory, true);
+        psched_plan_destroy(plan);
+        psched_model_destroy(model);
+    }
+    printf("# alternating, first of a kind, random: %d, %d, %d models\n", patterns[0],
+           patterns[1], patterns[2]);
+    CHECK(patterns[0] >= 10 && patterns[1] >= 10 && patterns[2] >= 10);
 }
 
 /* The grid's L = 32 (embedding param 40 act 1; 30 layers param 10, leanest
@@ -1449,21 +1525,121 @@ static void test_allocation_failures_return_enomem(void)
     psched_model_destroy(model);
 }
 
-/* Allocation failures in the smallest memory's closed form (minmem.c)
- * and its split: each failing call returns PSCHED_ENOMEM and no result
- * (and leaks nothing, under the sanitizers and valgrind), and the call
- * that succeeds gives the answer of
- * test_grid_min_memory_at_four_chunks_is_derived_and_fits: below 120
- * infeasible with 120, at 120 with no time the closed form's split. The
+static void min_memory_enomem(psched_model *model, psched_plan *plan, double least);
+
+/* A limit set to the smallest memory an infeasible call named fits: the
+ * figure is summed from prefix sums, a stage's memory from its layers'
+ * variants, and the DPs, the frontiers and the MILP's columns compared the
+ * latter with the limit itself. Found by fuzz-partition: 4 layers (f 0.5,
+ * b 3.5, w 1, act 1.5, param 0; selective 0.375 / 0.25, full 0.15 / 0.5)
+ * and 3 (2, 2, 2, act 4, param 4), 1f1b, p = 4, m = 8: the smallest
+ * memory is 15.999999999999998, at which the call said infeasible with
+ * that figure again; then 30 random models of tenths with 1-3 chunks. */
+static void test_limit_at_the_named_smallest_memory_fits(void)
+{
+    rng_state = 20261201;
+    int named = 0;
+    for (int t = 0; t < 31; t++) {
+        psched_model *model = NULL;
+        CHECK_OK(psched_model_create(&model));
+        uint32_t p = 4, v = 1, m = 8;
+        const char *name = "1f1b";
+        if (t == 0) {
+            CHECK_OK(psched_model_add_layers(model, "embedding", 4, 0.5, 3.5, 1, 1.5, 0));
+            CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_SELECTIVE, 0.375,
+                                                0.25));
+            CHECK_OK(psched_model_set_recompute(model, 0, PSCHED_RECOMPUTE_FULL, 0.15, 0.5));
+            CHECK_OK(psched_model_add_layers(model, "layer", 3, 2, 2, 2, 4, 4));
+        } else {
+            v = 1 + rnd(3);
+            p = 1 + rnd(v == 1 ? 4 : 2);
+            m = p * (1 + rnd(3));
+            name = v == 1 ? "1f1b" : v == 2 && rnd(2) ? "v-half" : "interleaved";
+            uint32_t left = p * v + rnd(4);
+            while (left) {
+                uint32_t n = 1 + rnd(left < 3 ? left : 3);
+                double act = (1 + rnd(80)) / 10.0;
+                CHECK_OK(psched_model_add_layers(model, "g", n, 1, 1, 1, act, (1 + rnd(60)) / 10.0));
+                uint32_t g = psched_model_groups(model) - 1;
+                if (rnd(2))
+                    CHECK_OK(psched_model_set_recompute(model, g, PSCHED_RECOMPUTE_FULL,
+                                                        act / 10, 1));
+                left -= n;
+            }
+        }
+        psched_plan *plan = tu_plan_limited(p, m, v, 0.1);
+        psched_partition_options op = opts(PSCHED_PARTITION_ILP);
+        psched_partition_result *r = NULL;
+        CHECK_OK(psched_partition(model, plan, name, &op, &r));
+        double least = r ? psched_partition_min_memory(r) : NAN;
+        if (r)
+            CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
+        if (t == 0)
+            CHECK(least == 15.999999999999998);
+        psched_partition_result_destroy(r);
+        r = NULL;
+        CHECK(isfinite(least));
+        if (isfinite(least)) {
+            named++;
+            CHECK_OK(psched_plan_set_memory_limit(plan, least));
+            CHECK_OK(psched_partition(model, plan, name, &op, &r));
+            CHECK(r && psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
+            if (r && psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
+                check_fits(r, p, least);
+            psched_partition_result_destroy(r);
+        }
+        psched_plan_destroy(plan);
+        psched_model_destroy(model);
+    }
+    printf("# %d smallest memories named and met\n", named);
+}
+
+
+/* Allocation failures in the smallest memory's closed form and its
+ * search (minmem.c) and their splits: each failing call returns
+ * PSCHED_ENOMEM and no result (and leaks nothing, under the sanitizers
+ * and valgrind), and the call that succeeds gives the answer: for the
+ * closed form that of
+ * test_grid_min_memory_at_four_chunks_is_derived_and_fits, below 120
+ * infeasible with 120, at 120 with no time the closed form's split; for
+ * the search the brute force's figure and, at it, a split. The
  * harness fails every allocation from the n-th on, so a failure that fell
  * back to another method would fail there too: it cannot tell that apart
  * from ENOMEM, only the status and the cleanup. */
 static void test_min_memory_allocation_failures_return_enomem(void)
 {
-    psched_model *model = tu_grid_model(32);
-    psched_plan *plan = tu_plan_limited(4, 16, 4, 1);
+    for (int shape = 0; shape < 2; shape++) {
+        /* the grid's L = 32 (closed form) and, for the search, 16 layers
+         * of two kinds (3 dense then 13 MoE) on p = 4, v = 3, whose
+         * smallest memory is the brute force's */
+        psched_model *model = NULL;
+        double least = 120;
+        if (shape == 0) {
+            model = tu_grid_model(32);
+        } else {
+            CHECK_OK(psched_model_create(&model));
+            CHECK_OK(psched_model_add_layers(model, "dense", 3, 1, 1, 1, 4, 10));
+            CHECK_OK(psched_model_add_layers(model, "moe", 13, 2, 2, 2, 6, 30));
+        }
+        psched_plan *plan = tu_plan_limited(4, shape == 0 ? 16 : 8, shape == 0 ? 4 : 3, 1);
+        if (shape == 1) {
+            oracle o;
+            oracle_layers(&o, model);
+            oracle_schedule(&o, plan, "interleaved");
+            o.memory_only = true;
+            oracle_best(&o);
+            least = o.min_memory;
+        }
+        min_memory_enomem(model, plan, least);
+        psched_plan_destroy(plan);
+        psched_model_destroy(model);
+    }
+}
+
+static void min_memory_enomem(psched_model *model, psched_plan *plan, double least)
+{
     for (int k = 0; k < 2; k++) {
-        CHECK_OK(psched_plan_set_memory_limit(plan, k == 0 ? 1 : 120));
+        CHECK_OK(psched_plan_set_memory_limit(plan, k == 0 ? 1 : least));
         psched_partition_options op = opts(PSCHED_PARTITION_ILP);
         op.time_limit = 1e-4;
         psched_status st = PSCHED_ENOMEM;
@@ -1483,21 +1659,19 @@ static void test_min_memory_allocation_failures_return_enomem(void)
                 fails++;
             }
         }
-        printf("# limit %g: %d failing allocations survived\n", k == 0 ? 1.0 : 120.0, fails);
+        printf("# limit %g: %d failing allocations survived\n", k == 0 ? 1.0 : least, fails);
         CHECK_OK(st);
         CHECK(fails > 5);
         if (!r)
             continue;
         if (k == 0) {
             CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
-            CHECK_EQ_DBL(psched_partition_min_memory(r), 120);
+            CHECK_EQ_DBL(psched_partition_min_memory(r), least);
         } else {
             CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
         }
         psched_partition_result_destroy(r);
     }
-    psched_plan_destroy(plan);
-    psched_model_destroy(model);
 }
 
 int main(void)
@@ -1508,6 +1682,8 @@ int main(void)
     RUN(test_limit_below_minimum_is_infeasible_with_minimum);
     RUN(test_run_models_min_memory_matches_brute_force);
     RUN(test_grid_min_memory_at_four_chunks_is_derived_and_fits);
+    RUN(test_mixed_models_min_memory_matches_brute_force);
+    RUN(test_limit_at_the_named_smallest_memory_fits);
     /* These check the solvers against the estimate (its oracle, its
      * hand-derived optima); the certificate for the simulated step time,
      * which may then return a faster partition, is tested in

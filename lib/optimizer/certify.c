@@ -700,7 +700,7 @@ static void search(certify *c, uint32_t s, uint32_t i, double lb)
          * mix that fits is at least as good as every other. */
         if (c->last_on_device[s] || !isfinite(pb->limit)) {
             int32_t k = psched__first_fitting(pb, s, fr, len,
-                                              pb->limit * (1 + 1e-12) - c->dev_mem[d]);
+                                              psched__room(pb) - c->dev_mem[d]);
             if (k < 0)
                 continue;
             k0 = (uint32_t)k;
@@ -1987,7 +1987,7 @@ static double mixer_mix(mixer *x, uint32_t e, uint32_t n)
         x->at[(size_t)s * nh] = x->cnt[s];
         mem += pb->inflight[s] * x->cnt[s] * x->act[0];
     }
-    double excess = mem - pb->limit * (1 + 1e-12);
+    double excess = mem - psched__room(pb);
     while (excess > 0) {
         uint32_t bs = S, bh = 0;
         double ratio = -1;

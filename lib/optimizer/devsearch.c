@@ -1042,7 +1042,7 @@ static psched_status emit_option(optgen *g)
 static psched_status antichain(optgen *g, uint32_t j, double mem)
 {
     dsctx *x = g->x;
-    double cap = x->pb->limit * (1 + 1e-12);
+    double cap = psched__room(x->pb);
     if (x->stop || g->over)
         return PSCHED_OK;
     if (j == g->vd) {

@@ -119,7 +119,7 @@ psched_status psched__stage_dp(const psched__problem *pb, psched__solution *sol,
     if (!lists)
         return PSCHED_ENOMEM_FAIL();
     psched_status st = dp_push(&lists[0], (dp_state){0, 0, 0, -1, -1});
-    double budget = pb->limit / pb->chunks;
+    double budget = psched__room(pb) / pb->chunks;
     bool capped = false, expired = false;
     sol->found = false;
     for (uint32_t i = 0; !st && i <= pb->layers; i++) {

@@ -65,7 +65,7 @@ static psched_status extend_front(const psched__problem *pb, psched__fronts *fr,
                 continue;
             psched__point q = {pk->extra + g->variant[r].extra, pk->act + g->variant[r].act,
                                (int32_t)k, (uint8_t)r};
-            if (param + pb->nmin * q.act > pb->limit || base + q.extra > pb->tau_max)
+            if (param + pb->nmin * q.act > psched__room(pb) || base + q.extra > pb->tau_max)
                 continue;
             cand[n++] = q;
         }

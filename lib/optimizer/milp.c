@@ -98,7 +98,7 @@ static psched_status stage_columns(psched__problem *pb, uint32_t s, uint32_t i, 
             break;
         uint32_t k0 = 0, k1 = nf;
         if (pb->chunks == 1) {
-            int32_t k = psched__first_fitting(pb, s, fr, len, pb->limit);
+            int32_t k = psched__first_fitting(pb, s, fr, len, psched__room(pb));
             if (k < 0)
                 break;
             k0 = (uint32_t)k;
@@ -119,14 +119,15 @@ static psched_status stage_columns(psched__problem *pb, uint32_t s, uint32_t i, 
             const psched__point *pt = &front[k];
             psched__column col = {s, i, len, (int32_t)k, base + pt->extra,
                                   param + pb->inflight[s] * pt->act};
-            if (col.mem > pb->limit || col.time > tau_max)
+            if (col.mem > psched__room(pb) || col.time > tau_max)
                 continue;
             any = true;
             psched_status st = column_push(out, col);
             if (st || out->over)
                 return st;
         }
-        if (!any && pb->chunks > 1 && param + pb->inflight[s] * front[nf - 1].act > pb->limit)
+        if (!any && pb->chunks > 1 &&
+            param + pb->inflight[s] * front[nf - 1].act > psched__room(pb))
             break;
     }
     return PSCHED_OK;

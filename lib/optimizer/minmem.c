@@ -29,6 +29,8 @@
 #include "pathbound.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Device d's memory after one more of its further layers. */
 static double next_value(const double *base, const double *cheap, const uint32_t *taken,
@@ -130,5 +132,290 @@ psched_status psched__run_min_memory(const psched__problem *pb, psched__solution
         return PSCHED_ENOMEM_FAIL();
     *out = top;
     *done = true;
+    return PSCHED_OK;
+}
+
+/* The smallest memory of any model, by a depth-first search over the
+ * stage boundaries in stage order (docs/optimizer.md, the Status
+ * paragraph of "Optimal for the simulated step time"). A node has stages
+ * 0..k-1 placed and stage k starting at layer b; it is cut when no split
+ * of layers [b, L) over stages k..S-1 can keep every device below the best
+ * largest device found. Two bounds, each over every such split:
+ *
+ * - volume: every layer left lands on some stage >= k, so it costs at
+ *   least param + n·act with n the least in-flight count of those stages;
+ *   the devices with stages left must absorb that sum below the best.
+ * - count: device d ends with at least one layer on each of its r_d
+ *   stages >= k: layer b on stage k, layer L-1 on stage S-1, and on every
+ *   other stage one of the layers between at no less than their least
+ *   param plus the stage's in-flight count times their least activation.
+ *   Its further layers cost at least the cheapest layers left at d's least
+ *   in-flight count, so it takes at most r_d + j_d layers, j_d the most
+ *   of those whose sum fits the room left. The devices must take all L - b.
+ *
+ * The count bound is what proves the minimum where a layer's size decides
+ * it (one device's extra layer); the volume bound where the layers differ
+ * (a model's MoE and dense layers). Stopped at a node cap or after a
+ * third of the time left (but never before 2^14 nodes), the search's best
+ * split is still a split (the witness a tight limit needs) but not a
+ * proof. */
+typedef struct mm_search {
+    const psched__problem *pb;
+    uint32_t S, D, L, V, stride;
+    double *nval;      /* V distinct in-flight counts, ascending */
+    uint32_t *least;   /* (S+1) x D: index in nval of d's least count on stages >= k */
+    uint32_t *rem;     /* (S+1) x D: d's stages >= k */
+    uint32_t *mid;     /* (S+1) x D: d's stages strictly between k and S-1 */
+    double *mid_n;     /* (S+1) x D: their in-flight counts' sum */
+    double *nmin_all;  /* S+1: least in-flight count of the stages >= k */
+    double *pmin, *amin; /* L+1: least param, least leanest activation of layers >= i */
+    double *cheap;     /* tables x V x (L+1): prefix sums of the ascending costs of layers
+                          >= t·stride at nval[x] */
+    double *load;      /* D */
+    uint32_t *cut, *best_cut; /* S+1 boundaries */
+    double best, below;
+    uint64_t nodes, cap;
+    double deadline;
+    bool stopped;
+} mm_search;
+
+/* Caps: the prefix-sum tables' doubles, the nodes of one search, and the
+ * nodes it may take whatever the clock says (a few milliseconds: enough
+ * for small models after the deadline, as the closed form). */
+enum { MM_TABLE_MAX = 1u << 20 };
+#define MM_NODE_MAX ((uint64_t)1 << 21)
+#define MM_NODE_FREE ((uint64_t)1 << 14)
+
+static double layer_cost(const psched__problem *pb, uint32_t l, double n)
+{
+    return psched__range_param(pb, l, 1) + n * (pb->minact_prefix[l + 1] - pb->minact_prefix[l]);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static uint32_t value_index(const mm_search *s, double n)
+{
+    uint32_t lo = 0, hi = s->V - 1;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (s->nval[mid] < n)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static bool mm_prepare(mm_search *s)
+{
+    const psched__problem *pb = s->pb;
+    uint32_t S = s->S, D = s->D, L = s->L;
+    size_t SD = (size_t)(S + 1) * D;
+    s->nval = psched__calloc(S, sizeof *s->nval);
+    s->least = psched__calloc(SD, sizeof *s->least);
+    s->rem = psched__calloc(SD, sizeof *s->rem);
+    s->mid = psched__calloc(SD, sizeof *s->mid);
+    s->mid_n = psched__calloc(SD, sizeof *s->mid_n);
+    s->nmin_all = psched__calloc(S + 1, sizeof *s->nmin_all);
+    s->pmin = psched__calloc(L + 1, sizeof *s->pmin);
+    s->amin = psched__calloc(L + 1, sizeof *s->amin);
+    s->load = psched__calloc(D, sizeof *s->load);
+    s->cut = psched__calloc(S + 1, sizeof *s->cut);
+    s->best_cut = psched__calloc(S + 1, sizeof *s->best_cut);
+    if (!s->nval || !s->least || !s->rem || !s->mid || !s->mid_n || !s->nmin_all || !s->pmin ||
+        !s->amin || !s->load || !s->cut || !s->best_cut)
+        return false;
+    memcpy(s->nval, pb->inflight, S * sizeof *s->nval);
+    qsort(s->nval, S, sizeof *s->nval, cmp_double);
+    s->V = 0;
+    for (uint32_t i = 0; i < S; i++)
+        if (s->V == 0 || s->nval[i] != s->nval[s->V - 1])
+            s->nval[s->V++] = s->nval[i];
+    s->nmin_all[S] = INFINITY;
+    for (uint32_t k = S; k-- > 0;) {
+        double *row = &s->mid_n[(size_t)k * D];
+        uint32_t *least = &s->least[(size_t)k * D], *rem = &s->rem[(size_t)k * D],
+                 *mid = &s->mid[(size_t)k * D];
+        memcpy(rem, &s->rem[(size_t)(k + 1) * D], D * sizeof *rem);
+        memcpy(least, &s->least[(size_t)(k + 1) * D], D * sizeof *least);
+        /* stages strictly between k and S-1: those of k+1 plus k+1 itself */
+        memcpy(mid, &s->mid[(size_t)(k + 1) * D], D * sizeof *mid);
+        memcpy(row, &s->mid_n[(size_t)(k + 1) * D], D * sizeof *row);
+        if (k + 1 < S - 1) {
+            mid[pb->device_of[k + 1]]++;
+            row[pb->device_of[k + 1]] += pb->inflight[k + 1];
+        }
+        uint32_t d = pb->device_of[k], x = value_index(s, pb->inflight[k]);
+        if (rem[d] == 0 || x < least[d])
+            least[d] = x;
+        rem[d]++;
+        s->nmin_all[k] = fmin(s->nmin_all[k + 1], pb->inflight[k]);
+    }
+    s->pmin[L] = s->amin[L] = INFINITY;
+    for (uint32_t l = L; l-- > 0;) {
+        s->pmin[l] = fmin(s->pmin[l + 1], psched__range_param(pb, l, 1));
+        s->amin[l] = fmin(s->amin[l + 1], pb->minact_prefix[l + 1] - pb->minact_prefix[l]);
+    }
+    /* one table per stride-th suffix start: a table for an earlier start
+     * holds more layers, so its cheapest are no dearer (still a bound) */
+    size_t row = (size_t)L + 1, per = (size_t)s->V * row;
+    s->stride = (uint32_t)((per * row + MM_TABLE_MAX - 1) / MM_TABLE_MAX);
+    if (s->stride == 0)
+        s->stride = 1;
+    size_t tables = L / s->stride + 1;
+    s->cheap = psched__calloc(tables * per, sizeof *s->cheap);
+    if (!s->cheap)
+        return false;
+    for (size_t t = 0; t < tables; t++) {
+        uint32_t from = (uint32_t)t * s->stride;
+        for (uint32_t x = 0; x < s->V; x++) {
+            double *ps = &s->cheap[t * per + x * row];
+            for (uint32_t l = from; l < L; l++)
+                ps[1 + l - from] = layer_cost(pb, l, s->nval[x]);
+            qsort(ps + 1, L - from, sizeof *ps, cmp_double);
+            for (uint32_t j = 1; j <= L - from; j++)
+                ps[j] += ps[j - 1];
+        }
+    }
+    return true;
+}
+
+static void mm_release(mm_search *s)
+{
+    psched__dealloc(s->nval);
+    psched__dealloc(s->least);
+    psched__dealloc(s->rem);
+    psched__dealloc(s->mid);
+    psched__dealloc(s->mid_n);
+    psched__dealloc(s->nmin_all);
+    psched__dealloc(s->pmin);
+    psched__dealloc(s->amin);
+    psched__dealloc(s->cheap);
+    psched__dealloc(s->load);
+    psched__dealloc(s->cut);
+    psched__dealloc(s->best_cut);
+}
+
+/* Can layers [b, L) on stages k..S-1 (k < S) leave every device below M? */
+static bool mm_may_fit(const mm_search *s, uint32_t k, uint32_t b, double M)
+{
+    const psched__problem *pb = s->pb;
+    uint32_t S = s->S, D = s->D, L = s->L;
+    const uint32_t *rem = &s->rem[(size_t)k * D], *mid = &s->mid[(size_t)k * D],
+                   *least = &s->least[(size_t)k * D];
+    const double *mid_n = &s->mid_n[(size_t)k * D];
+    double room = 0;
+    for (uint32_t d = 0; d < D; d++) {
+        if (rem[d] == 0 && !(s->load[d] < M))
+            return false;
+        if (rem[d])
+            room += M - s->load[d];
+    }
+    double volume = psched__range_param(pb, b, L - b) +
+                    s->nmin_all[k] * (pb->minact_prefix[L] - pb->minact_prefix[b]);
+    if (!(volume < room))
+        return false;
+    uint32_t others = b + 1, t = others / s->stride, from = t * s->stride;
+    size_t row = (size_t)L + 1;
+    uint64_t total = 0;
+    for (uint32_t d = 0; d < D; d++) {
+        if (rem[d] == 0)
+            continue;
+        double must = 0;
+        if (mid[d])
+            must += mid[d] * s->pmin[others] + mid_n[d] * s->amin[others];
+        if (pb->device_of[k] == d)
+            must += psched__lean_memory(pb, k, b, 1);
+        if (k < S - 1 && pb->device_of[S - 1] == d)
+            must += psched__lean_memory(pb, S - 1, L - 1, 1);
+        double left = M - s->load[d] - must;
+        if (!(left > 0))
+            return false;
+        /* the most further layers whose cheapest sum stays below left */
+        const double *ps = &s->cheap[((size_t)t * s->V + least[d]) * row];
+        uint32_t lo = 0, hi = L - from;
+        while (lo < hi) {
+            uint32_t j = (lo + hi + 1) / 2;
+            if (ps[j] < left)
+                lo = j;
+            else
+                hi = j - 1;
+        }
+        total += rem[d] + lo;
+        if (total >= L - b)
+            return true;
+    }
+    return false;
+}
+
+static void mm_dive(mm_search *s, uint32_t k, uint32_t b)
+{
+    const psched__problem *pb = s->pb;
+    if (++s->nodes > s->cap ||
+        ((s->nodes & 1023) == 0 && s->nodes > MM_NODE_FREE && psched__now() > s->deadline))
+        s->stopped = true;
+    if (s->stopped)
+        return;
+    if (k == s->S) {
+        double top = 0;
+        for (uint32_t d = 0; d < s->D; d++)
+            top = fmax(top, s->load[d]);
+        if (top < s->below) {
+            s->best = top;
+            s->below = top * (1 - 1e-12);
+            memcpy(s->best_cut, s->cut, (s->S + 1) * sizeof *s->cut);
+        }
+        return;
+    }
+    uint32_t d = pb->device_of[k], last = s->L - (s->S - 1 - k);
+    for (uint32_t e = k == s->S - 1 ? s->L : b + 1; e <= last && !s->stopped; e++) {
+        double c = psched__lean_memory(pb, k, b, e - b);
+        if (!(s->load[d] + c < s->below))
+            break;
+        s->load[d] += c;
+        s->cut[k + 1] = e;
+        if (k + 1 == s->S || mm_may_fit(s, k + 1, e, s->below))
+            mm_dive(s, k + 1, e);
+        s->load[d] -= c;
+    }
+}
+
+psched_status psched__search_min_memory(const psched__problem *pb, psched__solution *sol,
+                                        double *out, bool *done)
+{
+    uint32_t S = pb->stages, L = pb->layers;
+    *done = false;
+    *out = NAN;
+    if (pb->allow_empty || S == 0 || L < S)
+        return PSCHED_OK;
+    double now = psched__now();
+    mm_search s = {.pb = pb, .S = S, .D = pb->devices, .L = L, .best = INFINITY,
+                   .below = INFINITY, .cap = MM_NODE_MAX,
+                   .deadline = now + fmax(0, pb->deadline - now) / 3};
+    if (!mm_prepare(&s)) {
+        mm_release(&s);
+        return PSCHED_ENOMEM_FAIL();
+    }
+    s.cut[0] = 0;
+    if (mm_may_fit(&s, 0, 0, INFINITY))
+        mm_dive(&s, 0, 0);
+    if (isfinite(s.best)) {
+        *out = s.best;
+        *done = !s.stopped;
+        if (sol) {
+            for (uint32_t k = 0; k < S; k++) {
+                sol->first[k] = s.best_cut[k];
+                sol->count[k] = s.best_cut[k + 1] - s.best_cut[k];
+            }
+            for (uint32_t l = 0; l < L; l++)
+                sol->choice[l] = psched__lean_kind(psched__layer_group(pb, l));
+            sol->found = true;
+        }
+    }
+    mm_release(&s);
     return PSCHED_OK;
 }

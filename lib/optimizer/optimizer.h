@@ -227,6 +227,17 @@ PSCHED_INTERNAL psched_status psched__run_min_memory(const psched__problem *pb,
                                                      psched__solution *sol, double *value,
                                                      bool *done);
 
+/* Smallest largest device memory over every split of any model and
+ * placement, every layer at its leanest variant, by a depth-first search
+ * over the stage boundaries (minmem.c), given a third of the time left
+ * and a node cap. *value is the best split's figure (NAN if it found
+ * none) and, with sol, that split; *done is true when the search ended,
+ * so *value is the minimum. Not with empty stages allowed (*done false,
+ * *value NAN). */
+PSCHED_INTERNAL psched_status psched__search_min_memory(const psched__problem *pb,
+                                                        psched__solution *sol, double *value,
+                                                        bool *done);
+
 /* One MILP column: stage `stage` takes layers [first, first+len) with the
  * recompute mix of frontier point `point`, costing `time` per micro-batch
  * and `mem` bytes on its device. */
@@ -328,6 +339,15 @@ PSCHED_INTERNAL void psched__evaluation_free(psched__evaluation *ev);
 PSCHED_INTERNAL void psched__evaluate(const psched__problem *pb, const psched__solution *sol,
                                       psched__evaluation *ev);
 PSCHED_INTERNAL bool psched__fits(const psched__problem *pb, double mem);
+
+/* The memory a device may hold: the limit with the relative slack of
+ * 1e-12 every comparison with it shares (psched__fits()), so a figure
+ * summed in another order than the smallest memory's still fits at a
+ * limit set to that figure. */
+static inline double psched__room(const psched__problem *pb)
+{
+    return pb->limit * (1 + 1e-12);
+}
 
 /* Each stage's summed costs (recompute time added to B) and activation
  * bytes (held from F to W) into the plan. */

@@ -67,13 +67,14 @@ static psched_status best_seed(psched__problem *pb, psched__evaluation *ev, psch
 
 /* When the method found no partition: the witness of the smallest memory
  * (every layer at its leanest variant, the split of the smallest stage
- * memory) if it fits, while there is time; then, when the layers between
- * the first and the last are identical, the split of the smallest device
- * memory (minmem.c: what a limit at or just above that minimum needs,
- * and cheap enough to try after the deadline too). Without the first a
- * limit that witness meets came back infeasible whenever the MILP had no
- * time to find a partition (Gemma2-9B, interleaved-zb, v = 4, 60 GB, in
- * the planner's 1 s: "needs 5.916e10"). Not the solvers' seed: a poor
+ * memory) if it fits, while there is time; then the split of the smallest
+ * device memory (minmem.c: what a limit at or just above that minimum
+ * needs; in closed form when the layers between the first and the last
+ * are identical, else the search's best split; both cheap enough to try
+ * after the deadline too, the search then held to 2^14 nodes). Without
+ * the first a limit that witness meets came back infeasible whenever the
+ * MILP had no time to find a partition (Gemma2-9B, interleaved-zb, v = 4,
+ * 60 GB, in the planner's 1 s: "needs 5.916e10"). Not the solvers' seed: a poor
  * seed bounds the MILP's columns by its own objective and changes the
  * search GLPK makes. */
 static psched_status lean_fallback(psched__problem *pb, psched__evaluation *ev,
@@ -83,16 +84,22 @@ static psched_status lean_fallback(psched__problem *pb, psched__evaluation *ev,
     if (sol->found || !isfinite(pb->limit))
         return PSCHED_OK;
     psched_status st = PSCHED_OK;
-    for (int k = 0; !st && k < 2; k++) {
+    for (int k = 0; !st && k < 3; k++) {
         if (k == 0 && psched__expired(pb))
             continue;
         bool done = true;
-        if (k == 0)
+        if (k == 0) {
             st = psched__lean_split(pb, sol, &lean);
-        else
+        } else if (k == 1) {
             st = psched__run_min_memory(pb, sol, &lean, &done);
+            if (!st && done)
+                k++; /* the smallest: no search needed */
+        } else {
+            st = psched__search_min_memory(pb, sol, &lean, &done);
+            done = isfinite(lean);
+        }
         if (!done)
-            break;
+            continue;
         if (!st && sol->found && psched__fits(pb, lean)) {
             psched__evaluate(pb, sol, ev);
             if (psched__fits(pb, ev->max_mem)) {
@@ -138,6 +145,8 @@ static psched_status min_memory(const psched__problem *pb, double *out)
         return psched__pair_min_memory(pb, out);
     bool done = false;
     if ((st = psched__run_min_memory(pb, NULL, out, &done)) || done)
+        return st;
+    if ((st = psched__search_min_memory(pb, NULL, out, &done)) || done)
         return st;
     return psched__milp_min_memory(pb, out);
 }
@@ -207,7 +216,7 @@ static psched_status solve_optimizer(psched__problem *pb, psched_partition_metho
     if (isfinite(pb->limit) && (milp || pb->chunks == 1 || pair)) {
         if ((st = min_memory(pb, min_mem)))
             return st;
-        if (*min_mem > pb->limit * (1 + 1e-12)) {
+        if (*min_mem > psched__room(pb)) { /* (not when unknown, NaN) */
             *status = PSCHED_SOLVE_INFEASIBLE;
             return PSCHED_OK;
         }

@@ -204,7 +204,7 @@ static uint32_t pair_choices(const psched__problem *pb, uint32_t s1, uint32_t i1
     uint32_t n1, n2, n = 0;
     const psched__point *f1 = psched__front(&pb->table[i1], l1, &n1);
     const psched__point *f2 = psched__front(&pb->table[i2], l2, &n2);
-    double budget = pb->limit * (1 + 1e-12) - psched__range_param(pb, i1, l1) -
+    double budget = psched__room(pb) - psched__range_param(pb, i1, l1) -
                     psched__range_param(pb, i2, l2);
     double base1 = psched__range_time(pb, i1, l1), base2 = psched__range_time(pb, i2, l2);
     double in1 = pb->inflight[s1], in2 = pb->inflight[s2];

@@ -421,7 +421,7 @@ void psched__evaluate(const psched__problem *pb, const psched__solution *sol, ps
 
 bool psched__fits(const psched__problem *pb, double mem)
 {
-    return mem <= pb->limit * (1 + 1e-12);
+    return mem <= psched__room(pb);
 }
 
 /* Write each stage's summed costs and its activation bytes (held from F

@@ -103,21 +103,23 @@ static bool run_shaped(const psched_model *model)
     return true;
 }
 
-/* The ILP method on a run-shaped model (run_shaped()) with no empty
- * stage: a limit nothing fits names the smallest memory (never NaN: it
- * is computed exactly, with no time needed), and at that limit the call
- * returns a partition (the smallest memory's own split, when nothing
- * else). */
+/* The ILP method with no empty stage: a limit nothing fits names the
+ * smallest memory, never NaN on a run-shaped model (run_shaped(): it is
+ * computed exactly, with no time needed), and at a named smallest memory
+ * the call returns a partition on any model (the smallest memory's own
+ * split, in closed form or the search's, when nothing else). */
 static void smallest_memory_fits(const psched_model *model, const psched_plan *plan,
                                  const char *name, const psched_partition_options *o,
                                  const psched_partition_result *r)
 {
     if (o->method != PSCHED_PARTITION_ILP || (o->flags & PSCHED_PARTITION_ALLOW_EMPTY) ||
-        psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE || !run_shaped(model))
+        psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
         return;
     double least = psched_partition_min_memory(r);
-    if (!isfinite(least))
+    if (!isfinite(least) && run_shaped(model))
         fuzz_fail("a run-shaped model's smallest memory unknown", PSCHED_OK);
+    if (!isfinite(least))
+        return;
     psched_plan *at = NULL;
     psched_status st = psched_plan_clone(plan, &at);
     if (st == PSCHED_OK)
