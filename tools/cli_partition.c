@@ -338,9 +338,16 @@ static void print_text(FILE *f, const part_opts *o, const psched_partition_resul
 }
 
 /* Makespan of Megatron's even split for comparison (NAN when it does not
- * apply to this model or does not fit). */
-static double even_makespan(const psched_model *model, const psched_plan *plan, const part_opts *o)
+ * apply to this model or does not fit). The ilp and dp methods keep the
+ * even split when it fits and is faster, so when theirs is infeasible the
+ * even split does not fit: no second call, which would also look for the
+ * smallest memory again (up to a third of the time limit more). */
+static double even_makespan(const psched_model *model, const psched_plan *plan, const part_opts *o,
+                            const psched_partition_result *main)
 {
+    if (!o->layout && psched_partition_status(main) == PSCHED_SOLVE_INFEASIBLE &&
+        (o->options.method == PSCHED_PARTITION_ILP || o->options.method == PSCHED_PARTITION_DP))
+        return NAN;
     psched_partition_options eo = o->options;
     eo.method = PSCHED_PARTITION_EVEN;
     psched_partition_result *r = NULL;
@@ -377,7 +384,7 @@ int cli_partition_main(int argc, char **argv, int first)
     if (st) {
         rc = cli_fail(st, "partition");
     } else {
-        double even = o.emit.framework ? NAN : even_makespan(model, plan, &o);
+        double even = o.emit.framework ? NAN : even_makespan(model, plan, &o, r);
         cli_membuf out;
         rc = cli_membuf_open(&out);
         if (rc == CLI_OK) {

@@ -153,12 +153,13 @@ psched_status psched__run_min_memory(const psched__problem *pb, psched__solution
  *   in-flight count, so it takes at most r_d + j_d layers, j_d the most
  *   of those whose sum fits the room left. The devices must take all L - b.
  *
- * The count bound is what proves the minimum where a layer's size decides
- * it (one device's extra layer); the volume bound where the layers differ
- * (a model's MoE and dense layers). Stopped at a node cap or after a
- * third of the time left (but never before 2^14 nodes), the search's best
- * split is still a split (the witness a tight limit needs) but not a
- * proof. */
+ * They prove the minimum at once where one layer more or less on a device
+ * decides it and the layers come in runs of a kind (a few dense layers
+ * before the MoE ones); where kinds alternate, the count bound lets every
+ * device take the cheap layers at once, and the search may stop before
+ * its proof. Stopped at its step cap or after a third of the time left
+ * (but never before 2^14 steps), its best split is still a split (the
+ * witness a tight limit needs) but not a proof. */
 typedef struct mm_search {
     const psched__problem *pb;
     uint32_t S, D, L, V, stride;
@@ -174,17 +175,18 @@ typedef struct mm_search {
     double *load;      /* D */
     uint32_t *cut, *best_cut; /* S+1 boundaries */
     double best, below;
-    uint64_t nodes, cap;
+    uint64_t steps, cap;
     double deadline;
     bool stopped;
 } mm_search;
 
-/* Caps: the prefix-sum tables' doubles, the nodes of one search, and the
- * nodes it may take whatever the clock says (a few milliseconds: enough
- * for small models after the deadline, as the closed form). */
+/* Caps: the prefix-sum tables' doubles, the steps of one search (a few
+ * seconds), and the steps it may take whatever the clock says (a
+ * millisecond: enough for small models after the deadline, as the closed
+ * form). */
 enum { MM_TABLE_MAX = 1u << 20 };
-#define MM_NODE_MAX ((uint64_t)1 << 21)
-#define MM_NODE_FREE ((uint64_t)1 << 14)
+#define MM_STEP_MAX ((uint64_t)1 << 26)
+#define MM_STEP_FREE ((uint64_t)1 << 14)
 
 static double layer_cost(const psched__problem *pb, uint32_t l, double n)
 {
@@ -352,13 +354,20 @@ static bool mm_may_fit(const mm_search *s, uint32_t k, uint32_t b, double M)
     return false;
 }
 
+/* One step (a node, or a stage end tried at one): false until the cap,
+ * or the deadline after the free steps, stops the search. */
+static bool mm_step(mm_search *s)
+{
+    if (++s->steps > s->cap ||
+        ((s->steps & 1023) == 0 && s->steps > MM_STEP_FREE && psched__now() > s->deadline))
+        s->stopped = true;
+    return s->stopped;
+}
+
 static void mm_dive(mm_search *s, uint32_t k, uint32_t b)
 {
     const psched__problem *pb = s->pb;
-    if (++s->nodes > s->cap ||
-        ((s->nodes & 1023) == 0 && s->nodes > MM_NODE_FREE && psched__now() > s->deadline))
-        s->stopped = true;
-    if (s->stopped)
+    if (mm_step(s))
         return;
     if (k == s->S) {
         double top = 0;
@@ -372,7 +381,7 @@ static void mm_dive(mm_search *s, uint32_t k, uint32_t b)
         return;
     }
     uint32_t d = pb->device_of[k], last = s->L - (s->S - 1 - k);
-    for (uint32_t e = k == s->S - 1 ? s->L : b + 1; e <= last && !s->stopped; e++) {
+    for (uint32_t e = k == s->S - 1 ? s->L : b + 1; e <= last && !mm_step(s); e++) {
         double c = psched__lean_memory(pb, k, b, e - b);
         if (!(s->load[d] + c < s->below))
             break;
@@ -394,7 +403,7 @@ psched_status psched__search_min_memory(const psched__problem *pb, psched__solut
         return PSCHED_OK;
     double now = psched__now();
     mm_search s = {.pb = pb, .S = S, .D = pb->devices, .L = L, .best = INFINITY,
-                   .below = INFINITY, .cap = MM_NODE_MAX,
+                   .below = INFINITY, .cap = MM_STEP_MAX,
                    .deadline = now + fmax(0, pb->deadline - now) / 3};
     if (!mm_prepare(&s)) {
         mm_release(&s);

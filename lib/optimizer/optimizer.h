@@ -104,6 +104,13 @@ typedef struct psched__problem {
     uint32_t widest;     /* most points of one range in the table */
     double deadline;     /* psched__now() value the whole call must end by */
     size_t certify_ops, certify_nodes; /* the certificate's budgets */
+    /* The smallest memory, computed once per call (partition.c): the
+     * check before the search, the witness when nothing fits and the
+     * figure an infeasible result reports share it. mm_split is the
+     * search's best split (minmem.c), when it ran and found one. */
+    bool mm_done, mm_searched, mm_search_done;
+    double mm_value, mm_search_value;
+    struct psched__solution *mm_split;
 } psched__problem;
 
 /* A complete solution: per stage a layer range, per layer a recompute

@@ -65,6 +65,31 @@ static psched_status best_seed(psched__problem *pb, psched__evaluation *ev, psch
     return st;
 }
 
+/* The search for the smallest memory (minmem.c), run once per call: its
+ * figure and whether it is the minimum, and its best split in
+ * pb->mm_split when it found one. */
+static psched_status search_min_memory(psched__problem *pb, double *value, bool *done)
+{
+    if (!pb->mm_searched) {
+        psched__solution *split = psched__calloc(1, sizeof *split);
+        psched_status st = split ? psched__solution_init(split, pb->stages, pb->layers)
+                                 : PSCHED_ENOMEM_FAIL();
+        if (!st)
+            st = psched__search_min_memory(pb, split, &pb->mm_search_value, &pb->mm_search_done);
+        if (st) {
+            if (split)
+                psched__solution_free(split);
+            psched__dealloc(split);
+            return st;
+        }
+        pb->mm_split = split;
+        pb->mm_searched = true;
+    }
+    *value = pb->mm_search_value;
+    *done = pb->mm_search_done;
+    return PSCHED_OK;
+}
+
 /* When the method found no partition: the witness of the smallest memory
  * (every layer at its leanest variant, the split of the smallest stage
  * memory) if it fits, while there is time; then the split of the smallest
@@ -95,8 +120,10 @@ static psched_status lean_fallback(psched__problem *pb, psched__evaluation *ev,
             if (!st && done)
                 k++; /* the smallest: no search needed */
         } else {
-            st = psched__search_min_memory(pb, sol, &lean, &done);
-            done = isfinite(lean);
+            st = search_min_memory(pb, &lean, &done);
+            done = !st && isfinite(lean);
+            if (done)
+                psched__solution_copy(pb, pb->mm_split, sol);
         }
         if (!done)
             continue;
@@ -132,7 +159,7 @@ static double objective_floor(const psched__problem *pb)
  * layers between the first and the last are identical (minmem.c); by MILP
  * otherwise, given a third of the time left. NAN when unknown: no GLPK,
  * or the time ran out first. */
-static psched_status min_memory(const psched__problem *pb, double *out)
+static psched_status min_memory_once(psched__problem *pb, double *out)
 {
     psched_status st;
     if (pb->chunks == 1) {
@@ -146,9 +173,25 @@ static psched_status min_memory(const psched__problem *pb, double *out)
     bool done = false;
     if ((st = psched__run_min_memory(pb, NULL, out, &done)) || done)
         return st;
-    if ((st = psched__search_min_memory(pb, NULL, out, &done)) || done)
+    if ((st = search_min_memory(pb, out, &done)) || done)
         return st;
     return psched__milp_min_memory(pb, out);
+}
+
+/* min_memory_once(), computed once per call: the check before the search
+ * and the figure of an infeasible result are the same (a figure at most
+ * the limit, when the check found one, still says the time ran out), and
+ * when it is unknown a second try would only have less time. */
+static psched_status min_memory(psched__problem *pb, double *out)
+{
+    if (!pb->mm_done) {
+        psched_status st = min_memory_once(pb, &pb->mm_value);
+        if (st)
+            return st;
+        pb->mm_done = true;
+    }
+    *out = pb->mm_value;
+    return PSCHED_OK;
 }
 
 

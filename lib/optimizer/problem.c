@@ -27,6 +27,9 @@ void psched__problem_free(psched__problem *pb)
     psched__dealloc(pb->f_prefix);
     psched__dealloc(pb->b_prefix);
     psched__dealloc(pb->group_of);
+    if (pb->mm_split)
+        psched__solution_free(pb->mm_split);
+    psched__dealloc(pb->mm_split);
     memset(pb, 0, sizeof *pb);
 }
 
