@@ -1204,6 +1204,21 @@ static void test_no_time_for_the_milp_keeps_the_lean_witness(void)
     CHECK(seeded > 40);
 }
 
+/* Below the smallest memory `least`, r is infeasible and names it; at
+ * `limit` >= least, r holds a split that fits on its p devices. */
+static void check_least_answer(const psched_partition_result *r, bool below, double least,
+                               uint32_t p, double limit)
+{
+    if (below) {
+        CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
+        CHECK_EQ_DBL(psched_partition_min_memory(r), least);
+    } else {
+        CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
+        if (psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
+            check_fits(r, p, limit);
+    }
+}
+
 /* Just below `least` the ILP method says infeasible and names it; at it
  * the call returns a split that fits. With no_time, each call gets no
  * time at all (1e-4 s on a clock that advances 1 ms a read). */
@@ -1226,14 +1241,7 @@ static void check_smallest_memory(psched_model *model, psched_plan *plan, const 
         CHECK_OK(st);
         if (st || !r)
             continue;
-        if (k == 0) {
-            CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
-            CHECK_EQ_DBL(psched_partition_min_memory(r), least);
-        } else {
-            CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
-            if (psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE)
-                check_fits(r, p, limit);
-        }
+        check_least_answer(r, k == 0, least, p, limit);
         psched_partition_result_destroy(r);
     }
 }
@@ -1664,12 +1672,7 @@ static void min_memory_enomem(psched_model *model, psched_plan *plan, double lea
         CHECK(fails > 5);
         if (!r)
             continue;
-        if (k == 0) {
-            CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
-            CHECK_EQ_DBL(psched_partition_min_memory(r), least);
-        } else {
-            CHECK(psched_partition_status(r) != PSCHED_SOLVE_INFEASIBLE);
-        }
+        check_least_answer(r, k == 0, least, psched_plan_devices(plan), least);
         psched_partition_result_destroy(r);
     }
 }

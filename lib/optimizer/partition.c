@@ -96,7 +96,7 @@ static psched_status search_min_memory(psched__problem *pb, double *value, bool 
  * device memory (minmem.c: what a limit at or just above that minimum
  * needs; in closed form when the layers between the first and the last
  * are identical, else the search's best split; both cheap enough to try
- * after the deadline too, the search then held to 2^14 nodes). Without
+ * after the deadline too, the search then held to 2^14 steps). Without
  * the first a limit that witness meets came back infeasible whenever the
  * MILP had no time to find a partition (Gemma2-9B, interleaved-zb, v = 4,
  * 60 GB, in the planner's 1 s: "needs 5.916e10"). Not the solvers' seed: a poor
@@ -156,9 +156,10 @@ static double objective_floor(const psched__problem *pb)
  * memory-saving variant; when the limit is met, possibly only some fitting
  * figure <= the limit (nothing needs more). Exact by DP with one chunk per
  * device and with the two-chunk layouts, and with any layout when the
- * layers between the first and the last are identical (minmem.c); by MILP
- * otherwise, given a third of the time left. NAN when unknown: no GLPK,
- * or the time ran out first. */
+ * layers between the first and the last are identical (minmem.c); else by
+ * the search over the stage boundaries (minmem.c), and by MILP where that
+ * stops first, each given a third of the time left. NAN when unknown: no
+ * GLPK, or the time ran out first. */
 static psched_status min_memory_once(psched__problem *pb, double *out)
 {
     psched_status st;
