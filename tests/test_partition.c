@@ -1326,7 +1326,9 @@ static void test_mixed_models_min_memory_matches_brute_force(void)
             t--;
             continue;
         }
-        const char *name = v == 4 && rnd(2) ? "interleaved-zb" : "interleaved";
+        const char *name = rnd(3) == 0             ? "looped-bfs"
+                           : v == 4 && rnd(2) ? "interleaved-zb"
+                                              : "interleaved";
         psched_model *model = NULL;
         CHECK_OK(psched_model_create(&model));
         double kind_param[3], kind_act[3];

@@ -173,6 +173,7 @@ typedef struct mm_search {
     double *cheap;     /* tables x V x (L+1): prefix sums of the ascending costs of layers
                           >= t·stride at nval[x] */
     double *load;      /* D */
+    double *left;      /* D: each device's room for its further layers, at a node */
     uint32_t *cut, *best_cut; /* S+1 boundaries */
     double best, below;
     uint64_t steps, cap;
@@ -226,10 +227,11 @@ static bool mm_prepare(mm_search *s)
     s->pmin = psched__calloc(L + 1, sizeof *s->pmin);
     s->amin = psched__calloc(L + 1, sizeof *s->amin);
     s->load = psched__calloc(D, sizeof *s->load);
+    s->left = psched__calloc(D, sizeof *s->left);
     s->cut = psched__calloc(S + 1, sizeof *s->cut);
     s->best_cut = psched__calloc(S + 1, sizeof *s->best_cut);
     if (!s->nval || !s->least || !s->rem || !s->mid || !s->mid_n || !s->nmin_all || !s->pmin ||
-        !s->amin || !s->load || !s->cut || !s->best_cut)
+        !s->amin || !s->load || !s->cut || !s->best_cut || !s->left)
         return false;
     memcpy(s->nval, pb->inflight, S * sizeof *s->nval);
     qsort(s->nval, S, sizeof *s->nval, cmp_double);
@@ -298,6 +300,7 @@ static void mm_release(mm_search *s)
     psched__dealloc(s->amin);
     psched__dealloc(s->cheap);
     psched__dealloc(s->load);
+    psched__dealloc(s->left);
     psched__dealloc(s->cut);
     psched__dealloc(s->best_cut);
 }
@@ -323,7 +326,8 @@ static bool mm_may_fit(const mm_search *s, uint32_t k, uint32_t b, double M)
         return false;
     uint32_t others = b + 1, t = others / s->stride, from = t * s->stride;
     size_t row = (size_t)L + 1;
-    uint64_t total = 0;
+    /* every device's one layer on each of its stages first: any device
+     * that cannot take them cuts the node */
     for (uint32_t d = 0; d < D; d++) {
         if (rem[d] == 0)
             continue;
@@ -334,24 +338,27 @@ static bool mm_may_fit(const mm_search *s, uint32_t k, uint32_t b, double M)
             must += psched__lean_memory(pb, k, b, 1);
         if (k < S - 1 && pb->device_of[S - 1] == d)
             must += psched__lean_memory(pb, S - 1, L - 1, 1);
-        double left = M - s->load[d] - must;
-        if (!(left > 0))
+        s->left[d] = M - s->load[d] - must;
+        if (!(s->left[d] > 0))
             return false;
+    }
+    uint64_t total = 0;
+    for (uint32_t d = 0; d < D && total < L - b; d++) {
+        if (rem[d] == 0)
+            continue;
         /* the most further layers whose cheapest sum stays below left */
         const double *ps = &s->cheap[((size_t)t * s->V + least[d]) * row];
         uint32_t lo = 0, hi = L - from;
         while (lo < hi) {
             uint32_t j = (lo + hi + 1) / 2;
-            if (ps[j] < left)
+            if (ps[j] < s->left[d])
                 lo = j;
             else
                 hi = j - 1;
         }
         total += rem[d] + lo;
-        if (total >= L - b)
-            return true;
     }
-    return false;
+    return total >= L - b;
 }
 
 /* One step (a node, or a stage end tried at one): false until the cap,
