@@ -1405,6 +1405,32 @@ class TestOptimizer(CliCase):
         d = json.loads(r.stdout)
         self.assertEqual((d["status"], d["min_memory"], d["stages"]), ("infeasible", 40, []))
 
+    def test_partition_text_names_the_smallest_memory_or_says_it_is_unknown(self):
+        model = self.write("four.csv", "type,count,f,b,w,act,param\nlayer,4,1,1,1,5,10\n")
+        r = run("partition", "--model", model, "--devices", "2", "--microbatches", "4",
+                "--schedule", "1f1b", "--mem-limit", "39")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("no partition fits; the smallest memory limit that fits is 40\n", r.stdout)
+        # 78 layers alternating dense (param 10) and MoE (param 30) on p = 8
+        # at four chunks: neither the search over the stage boundaries (it
+        # stops at its step cap, 2^26, without a proof) nor the MILP proves
+        # the smallest memory, so the call says it is unknown, not just
+        # "infeasible" (docs/optimizer.md, the Status paragraph)
+        rows = ["type,count,f,b,w,act,param,act_full,extra_full", "embedding,1,1,1,1,1,40,,"]
+        rows += ["dense,1,1,1,1,4,10,0.5,1" if i % 2 == 0 else "moe,1,2,2,2,6,30,0.5,2"
+                 for i in range(78)]
+        rows.append("head,1,3,3,3,8,40,,")
+        alternating = self.write("alternating.csv", "\n".join(rows) + "\n")
+        shape = ["--model", alternating, "--devices", "8", "--microbatches", "32",
+                 "--mem-limit", "1", "--time-limit", "1"]
+        r = run("partition", *shape, "--schedule", "interleaved", "--chunks", "4")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("no partition found; the smallest memory limit that fits was not proven "
+                      "in the time limit (--time-limit)\n", r.stdout)
+        r = run("plan", *shape, "--schedules", "interleaved", "--chunks", "4", "--one-round")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("infeasible (smallest memory not proven)", r.stdout)
+
     def test_partition_usage_errors_exit_2(self):
         model = self.head_heavy()
         self.fails(2, "partition", "--model", model, "--devices", "4", "--microbatches", "8")

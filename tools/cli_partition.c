@@ -332,9 +332,20 @@ static void print_text(FILE *f, const part_opts *o, const psched_partition_resul
     if (status == PSCHED_SOLVE_FEASIBLE && isfinite(psched_partition_gap(r)))
         fprintf(f, " (gap %.3g%%)", 100 * psched_partition_gap(r));
     fprintf(f, ", solve time %.3f s\n", psched_partition_solve_time(r));
-    if (status == PSCHED_SOLVE_INFEASIBLE && isfinite(psched_partition_min_memory(r)))
-        fprintf(f, "no partition fits; the smallest memory limit that fits is %.6g\n",
-                psched_partition_min_memory(r));
+    if (status != PSCHED_SOLVE_INFEASIBLE)
+        return;
+    /* psched_partition_min_memory(): above the limit the smallest that
+     * fits; at most the limit, the time ran out first; NaN, not proven */
+    double least = psched_partition_min_memory(r);
+    if (least > o->shape.mem_limit * (1 + 1e-12))
+        fprintf(f, "no partition fits; the smallest memory limit that fits is %.6g\n", least);
+    else if (isfinite(least))
+        fprintf(f, "no partition found in the time limit, though one fits in %.6g; give it "
+                   "more time (--time-limit)\n",
+                least);
+    else
+        fprintf(f, "no partition found; the smallest memory limit that fits was not proven in "
+                   "the time limit (--time-limit)\n");
 }
 
 /* Makespan of Megatron's even split for comparison (NAN when it does not

@@ -223,7 +223,8 @@ static void print_json(FILE *f, const plan_opts *o, const psched_search_result *
 }
 
 /* The status column: the outcome, with the gap of a partition stopped by
- * its time limit, or the memory a misfit would need. */
+ * its time limit, or the memory a misfit would need (or that it is not
+ * known: not proven in the candidate's time). */
 static void describe(const psched_search_result *r, size_t i, char *out, size_t size)
 {
     const psched_partition_result *pr = psched_search_partition(r, i);
@@ -233,6 +234,8 @@ static void describe(const psched_search_result *r, size_t i, char *out, size_t 
         snprintf(out, size, "error: %s", psched_search_error_message(r, i));
     else if (psched_search_status(r, i) == PSCHED_SOLVE_INFEASIBLE && isfinite(need))
         snprintf(out, size, "infeasible (needs %.4g)", need);
+    else if (psched_search_status(r, i) == PSCHED_SOLVE_INFEASIBLE)
+        snprintf(out, size, "infeasible (smallest memory not proven)");
     else if (!psched_search_fits(r, i) && psched_search_status(r, i) != PSCHED_SOLVE_INFEASIBLE)
         snprintf(out, size, "%s (simulated peak above the limit)", outcome(r, i));
     else if (psched_search_status(r, i) == PSCHED_SOLVE_FEASIBLE && isfinite(gap))
