@@ -1305,7 +1305,8 @@ static void test_run_models_min_memory_matches_brute_force(void)
 
 /* Models whose layers differ (two or three kinds between an optional
  * different first and last layer, alternating, the first few of one kind,
- * or in random order, as MoE models mix dense and expert layers), 3 or 4
+ * or in random order, as MoE models mix dense and expert layers; half of
+ * them with the second kind far heavier, as MoE layers are), 3 or 4
  * chunks per device: the smallest memory is the brute force's
  * (oracle_lean_memory()), given no time at all (1 ms a read of the clock,
  * so the MILP over every range has none and left it unknown before the
@@ -1336,6 +1337,8 @@ static void test_mixed_models_min_memory_matches_brute_force(void)
             kind_param[k] = 1 + rnd(30);
             kind_act[k] = 1 + rnd(8);
         }
+        if (rnd(2))
+            kind_param[1] = 100 + rnd(100); /* MoE layers far heavier than dense ones */
         for (uint32_t l = 0; l < L; l++) {
             bool end = (l == 0 && head) || (l == L - 1 && tail);
             uint32_t i = l - (uint32_t)head;

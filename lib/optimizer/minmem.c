@@ -152,6 +152,8 @@ psched_status psched__run_min_memory(const psched__problem *pb, psched__solution
  *   Its further layers cost at least the cheapest layers left at d's least
  *   in-flight count, so it takes at most r_d + j_d layers, j_d the most
  *   of those whose sum fits the room left. The devices must take all L - b.
+ *   Then kind by kind (mm_kinds_fit()): the devices must find room for
+ *   every layer of each kind.
  *
  * They prove the minimum at once where one layer more or less on a device
  * decides it and the layers come in runs of a kind (a few dense layers
@@ -174,6 +176,9 @@ typedef struct mm_search {
                           >= t·stride at nval[x] */
     double *load;      /* D */
     double *left;      /* D: each device's room for its further layers, at a node */
+    uint32_t K;        /* kinds of layer (param, leanest activation); 0: more than MM_KINDS */
+    uint32_t *kind_left; /* (L+1) x MM_KINDS: layers of each kind at or after l */
+    double kind_param[16], kind_act[16];
     uint32_t *cut, *best_cut; /* S+1 boundaries */
     double best, below;
     uint64_t steps, cap;
@@ -185,7 +190,7 @@ typedef struct mm_search {
  * seconds), and the steps it may take whatever the clock says (a
  * millisecond: enough for small models after the deadline, as the closed
  * form). */
-enum { MM_TABLE_MAX = 1u << 20 };
+enum { MM_TABLE_MAX = 1u << 20, MM_KINDS = 16 };
 #define MM_STEP_MAX ((uint64_t)1 << 26)
 #define MM_STEP_FREE ((uint64_t)1 << 14)
 
@@ -228,11 +233,33 @@ static bool mm_prepare(mm_search *s)
     s->amin = psched__calloc(L + 1, sizeof *s->amin);
     s->load = psched__calloc(D, sizeof *s->load);
     s->left = psched__calloc(D, sizeof *s->left);
+    s->kind_left = psched__calloc(((size_t)L + 1) * MM_KINDS, sizeof *s->kind_left);
     s->cut = psched__calloc(S + 1, sizeof *s->cut);
     s->best_cut = psched__calloc(S + 1, sizeof *s->best_cut);
     if (!s->nval || !s->least || !s->rem || !s->mid || !s->mid_n || !s->nmin_all || !s->pmin ||
-        !s->amin || !s->load || !s->cut || !s->best_cut || !s->left)
+        !s->amin || !s->load || !s->cut || !s->best_cut || !s->left || !s->kind_left)
         return false;
+    /* the kinds of layer, and how many of each are left from each layer */
+    s->K = 0;
+    for (uint32_t l = L; l-- > 0;) {
+        double param = psched__range_param(pb, l, 1);
+        double act = pb->minact_prefix[l + 1] - pb->minact_prefix[l];
+        uint32_t x = 0;
+        while (x < s->K && !(s->kind_param[x] == param && s->kind_act[x] == act))
+            x++;
+        if (x == MM_KINDS) {
+            s->K = 0; /* too many kinds: no count by kind */
+            break;
+        }
+        if (x == s->K) {
+            s->kind_param[x] = param;
+            s->kind_act[x] = act;
+            s->K++;
+        }
+        uint32_t *row = &s->kind_left[(size_t)l * MM_KINDS];
+        memcpy(row, row + MM_KINDS, MM_KINDS * sizeof *row);
+        row[x]++;
+    }
     memcpy(s->nval, pb->inflight, S * sizeof *s->nval);
     qsort(s->nval, S, sizeof *s->nval, cmp_double);
     s->V = 0;
@@ -301,8 +328,53 @@ static void mm_release(mm_search *s)
     psched__dealloc(s->cheap);
     psched__dealloc(s->load);
     psched__dealloc(s->left);
+    psched__dealloc(s->kind_left);
     psched__dealloc(s->cut);
     psched__dealloc(s->best_cut);
+}
+
+/* The count bound kind by kind: the layers of one kind strictly between b
+ * and the last must each find room. On device d such a layer costs at
+ * least c = param + n·act at d's least in-flight count n, or, as one of
+ * the d's mid[d] stages' own layers (already counted at the least param
+ * and activation), at least the difference δ to that; so d takes at most
+ * y layers of the kind, the most with min(y, mid)·δ + max(0, y - mid)·c
+ * below its room. Where a few heavy layers (MoE among dense ones) decide
+ * the minimum, the count bound above let every device fill up with the
+ * light ones. */
+static bool mm_kinds_fit(const mm_search *s, uint32_t k, uint32_t b)
+{
+    uint32_t S = s->S, D = s->D, L = s->L, end = k < S - 1 ? L - 1 : L, others = b + 1;
+    if (s->K < 2 || others >= end)
+        return true;
+    const uint32_t *rem = &s->rem[(size_t)k * D], *mid = &s->mid[(size_t)k * D],
+                   *least = &s->least[(size_t)k * D];
+    const uint32_t *at = &s->kind_left[(size_t)others * MM_KINDS],
+                   *past = &s->kind_left[(size_t)end * MM_KINDS];
+    for (uint32_t x = 0; x < s->K; x++) {
+        uint64_t want = at[x] - past[x], can = 0;
+        for (uint32_t d = 0; d < D && can < want && want > 0; d++) {
+            if (rem[d] == 0)
+                continue;
+            double n = s->nval[least[d]], left = s->left[d] * (1 + 1e-9);
+            double c = s->kind_param[x] + n * s->kind_act[x];
+            double delta = s->kind_param[x] - s->pmin[others] +
+                           n * (s->kind_act[x] - s->amin[others]);
+            double y;
+            if (!(c > 0)) {
+                y = (double)want;
+            } else if (mid[d] && delta > 0 && left < mid[d] * delta) {
+                y = floor(left / delta);
+            } else {
+                double room = left - mid[d] * fmax(0, delta);
+                y = mid[d] + floor(room / c);
+            }
+            can += y < (double)want ? (uint64_t)y : want;
+        }
+        if (can < want)
+            return false;
+    }
+    return true;
 }
 
 /* Can layers [b, L) on stages k..S-1 (k < S) leave every device below M? */
@@ -358,7 +430,7 @@ static bool mm_may_fit(const mm_search *s, uint32_t k, uint32_t b, double M)
         }
         total += rem[d] + lo;
     }
-    return total >= L - b;
+    return total >= L - b && mm_kinds_fit(s, k, b);
 }
 
 /* One step (a node, or a stage end tried at one): false until the cap,
