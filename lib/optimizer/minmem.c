@@ -162,6 +162,14 @@ psched_status psched__run_min_memory(const psched__problem *pb, psched__solution
  * its proof. Stopped at its step cap or after a third of the time left
  * (but never before 2^14 steps), its best split is still a split (the
  * witness a tight limit needs) but not a proof. */
+/* Caps: the prefix-sum tables' doubles, the steps of one search (a
+ * second or two), and the steps it may take whatever the clock says (a
+ * millisecond: enough for small models after the deadline, as the closed
+ * form). */
+enum { MM_TABLE_MAX = 1u << 20, MM_KINDS = 16 /* kinds of layer counted one by one */ };
+#define MM_STEP_MAX ((uint64_t)1 << 26)
+#define MM_STEP_FREE ((uint64_t)1 << 14)
+
 typedef struct mm_search {
     const psched__problem *pb;
     uint32_t S, D, L, V, stride;
@@ -178,7 +186,7 @@ typedef struct mm_search {
     double *left;      /* D: each device's room for its further layers, at a node */
     uint32_t K;        /* kinds of layer (param, leanest activation); 0: more than MM_KINDS */
     uint32_t *kind_left; /* (L+1) x MM_KINDS: layers of each kind at or after l */
-    double kind_param[16], kind_act[16];
+    double kind_param[MM_KINDS], kind_act[MM_KINDS];
     uint32_t *cut, *best_cut; /* S+1 boundaries */
     double best, below;
     uint64_t steps, cap;
@@ -186,13 +194,6 @@ typedef struct mm_search {
     bool stopped;
 } mm_search;
 
-/* Caps: the prefix-sum tables' doubles, the steps of one search (a few
- * seconds), and the steps it may take whatever the clock says (a
- * millisecond: enough for small models after the deadline, as the closed
- * form). */
-enum { MM_TABLE_MAX = 1u << 20, MM_KINDS = 16 };
-#define MM_STEP_MAX ((uint64_t)1 << 26)
-#define MM_STEP_FREE ((uint64_t)1 << 14)
 
 static double layer_cost(const psched__problem *pb, uint32_t l, double n)
 {
