@@ -159,9 +159,10 @@ psched_status psched__run_min_memory(const psched__problem *pb, psched__solution
  * decides it and the layers come in runs of a kind (a few dense layers
  * before the MoE ones); where kinds alternate on many devices, the splits
  * that differ only in where the light layers go are too many for these
- * fractional bounds, and the search may stop before its proof. Stopped at its step cap or after a third of the time left
- * (but never before 2^14 steps), its best split is still a split (the
- * witness a tight limit needs) but not a proof. */
+ * fractional bounds, and the search may stop before its proof. Stopped
+ * at its step cap or after a third of the time left (but never before
+ * 2^14 steps), its best split is still a split (the witness a tight limit
+ * needs) but not a proof. */
 /* Caps: the prefix-sum tables' doubles, the steps of one search (a
  * second or two), and the steps it may take whatever the clock says (a
  * millisecond: enough for small models after the deadline, as the closed
