@@ -1572,7 +1572,8 @@ static void test_limit_at_the_named_smallest_memory_fits(void)
             while (left) {
                 uint32_t n = 1 + rnd(left < 3 ? left : 3);
                 double act = (1 + rnd(80)) / 10.0;
-                CHECK_OK(psched_model_add_layers(model, "g", n, 1, 1, 1, act, (1 + rnd(60)) / 10.0));
+                double param = (1 + rnd(60)) / 10.0;
+                CHECK_OK(psched_model_add_layers(model, "g", n, 1, 1, 1, act, param));
                 uint32_t g = psched_model_groups(model) - 1;
                 if (rnd(2))
                     CHECK_OK(psched_model_set_recompute(model, g, PSCHED_RECOMPUTE_FULL,
