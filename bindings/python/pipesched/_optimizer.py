@@ -345,7 +345,9 @@ class Partition:
     status "optimal", "feasible" or "infeasible"; gap ((step time - bound) /
     step time: 0 when optimal, None when infeasible or from evaluate(); the
     uncertified methods' to the floor every partition obeys), objective, solve_time, min_memory (for an infeasible
-    limit), makespan and bubble_ratio (simulated), stages (StagePartition),
+    limit: the smallest limit that fits when above the limit; at most the limit when the time ran out
+    before a partition was found; None when it was not proven in the time limit), makespan and
+    bubble_ratio (simulated), stages (StagePartition),
     devices (DeviceMemory), recompute (per layer: "none", "selective" or
     "full"), plan (a pipesched.Plan with the partition's costs written in).
     Figures are None when no partition was found.
