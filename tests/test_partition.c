@@ -1545,9 +1545,15 @@ static void min_memory_enomem(psched_model *model, psched_plan *plan, double lea
  * variants, and the DPs, the frontiers and the MILP's columns compared the
  * latter with the limit itself. Found by fuzz-partition: 4 layers (f 0.5,
  * b 3.5, w 1, act 1.5, param 0; selective 0.375 / 0.25, full 0.15 / 0.5)
- * and 3 (2, 2, 2, act 4, param 4), 1f1b, p = 4, m = 8: the smallest
- * memory is 15.999999999999998, at which the call said infeasible with
- * that figure again; then 30 random models of tenths with 1-3 chunks. */
+ * and 3 (2, 2, 2, act 4, param 4), 1f1b, p = 4, m = 8: the call named
+ * 15.999999999999998 and at that limit said infeasible, naming it again.
+ * By hand: 1F1B's stages hold 4, 3, 2, 1 micro-batches, so a last layer
+ * costs 4 + 4n (8, 12, 16, 20 on stages 3..0) and a first one 0.15n; the
+ * three last layers sit on the last stages: all on stage 3 is 24, two
+ * there 16 with the third on stage 2 (12 + 0.3 per first layer beside
+ * it), one there puts 16 or more on stage 1 or 2: the smallest is 16 (the
+ * call's figure within 1e-9). Then 30 random models of tenths with 1-3
+ * chunks. */
 static void test_limit_at_the_named_smallest_memory_fits(void)
 {
     rng_state = 20261201;
@@ -1589,7 +1595,7 @@ static void test_limit_at_the_named_smallest_memory_fits(void)
         if (r)
             CHECK_EQ_INT(psched_partition_status(r), PSCHED_SOLVE_INFEASIBLE);
         if (t == 0)
-            CHECK(least == 15.999999999999998);
+            CHECK_EQ_DBL(least, 16);
         psched_partition_result_destroy(r);
         r = NULL;
         CHECK(isfinite(least));

@@ -196,11 +196,6 @@ typedef struct mm_search {
 } mm_search;
 
 
-static double layer_cost(const psched__problem *pb, uint32_t l, double n)
-{
-    return psched__range_param(pb, l, 1) + n * (pb->minact_prefix[l + 1] - pb->minact_prefix[l]);
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -308,7 +303,7 @@ static bool mm_prepare(mm_search *s)
         for (uint32_t x = 0; x < s->V; x++) {
             double *ps = &s->cheap[t * per + x * row];
             for (uint32_t l = from; l < L; l++)
-                ps[1 + l - from] = layer_cost(pb, l, s->nval[x]);
+                ps[1 + l - from] = psched__lean_memory_at(pb, s->nval[x], l, 1);
             qsort(ps + 1, L - from, sizeof *ps, cmp_double);
             for (uint32_t j = 1; j <= L - from; j++)
                 ps[j] += ps[j - 1];
@@ -496,15 +491,13 @@ psched_status psched__search_min_memory(const psched__problem *pb, psched__solut
     if (isfinite(s.best)) {
         *out = s.best;
         *done = !s.stopped;
-        if (sol) {
-            for (uint32_t k = 0; k < S; k++) {
-                sol->first[k] = s.best_cut[k];
-                sol->count[k] = s.best_cut[k + 1] - s.best_cut[k];
-            }
-            for (uint32_t l = 0; l < L; l++)
-                sol->choice[l] = psched__lean_kind(psched__layer_group(pb, l));
-            sol->found = true;
+        for (uint32_t k = 0; k < S; k++) {
+            sol->first[k] = s.best_cut[k];
+            sol->count[k] = s.best_cut[k + 1] - s.best_cut[k];
         }
+        for (uint32_t l = 0; l < L; l++)
+            sol->choice[l] = psched__lean_kind(psched__layer_group(pb, l));
+        sol->found = true;
     }
     mm_release(&s);
     return PSCHED_OK;

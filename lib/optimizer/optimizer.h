@@ -158,11 +158,17 @@ static inline double psched__range_param(const psched__problem *pb, uint32_t i, 
 /* Stage s's memory holding layers [i, i + len), each at its leanest
  * variant: their parameters and their activations times s's in-flight
  * count. */
+static inline double psched__lean_memory_at(const psched__problem *pb, double inflight,
+                                            uint32_t i, uint32_t len)
+{
+    return psched__range_param(pb, i, len) +
+           inflight * (pb->minact_prefix[i + len] - pb->minact_prefix[i]);
+}
+
 static inline double psched__lean_memory(const psched__problem *pb, uint32_t s, uint32_t i,
                                          uint32_t len)
 {
-    return psched__range_param(pb, i, len) +
-           pb->inflight[s] * (pb->minact_prefix[i + len] - pb->minact_prefix[i]);
+    return psched__lean_memory_at(pb, pb->inflight[s], i, len);
 }
 
 /* Monotonic wall-clock seconds (or the test clock, when one is set). */
@@ -237,8 +243,9 @@ PSCHED_INTERNAL psched_status psched__run_min_memory(const psched__problem *pb,
 /* Smallest largest device memory over every split of any model and
  * placement, every layer at its leanest variant, by a depth-first search
  * over the stage boundaries (minmem.c), given a third of the time left
- * and a node cap. *value is the best split's figure (NAN if it found
- * none) and, with sol, that split; *done is true when the search ended,
+ * and a step cap. *value is the best split's figure (NAN if it found
+ * none) and sol (initialized for the problem's stages and layers) that
+ * split; *done is true when the search ended,
  * so *value is the minimum. Not with empty stages allowed (*done false,
  * *value NAN). */
 PSCHED_INTERNAL psched_status psched__search_min_memory(const psched__problem *pb,

@@ -90,6 +90,20 @@ static psched_status search_min_memory(psched__problem *pb, double *value, bool 
     return PSCHED_OK;
 }
 
+/* Whether the witness in sol, whose leanest memory is `lean`, fits: then
+ * the result is that split, feasible. */
+static bool witness_fits(psched__problem *pb, psched__evaluation *ev, psched__solution *sol,
+                         double lean, psched_solve_status *status)
+{
+    if (!sol->found || !psched__fits(pb, lean))
+        return false;
+    psched__evaluate(pb, sol, ev);
+    if (!psched__fits(pb, ev->max_mem))
+        return false;
+    *status = PSCHED_SOLVE_FEASIBLE;
+    return true;
+}
+
 /* When the method found no partition: the witness of the smallest memory
  * (every layer at its leanest variant, the split of the smallest stage
  * memory) if it fits, while there is time; then the split of the smallest
@@ -105,36 +119,21 @@ static psched_status search_min_memory(psched__problem *pb, double *value, bool 
 static psched_status lean_fallback(psched__problem *pb, psched__evaluation *ev,
                                    psched__solution *sol, psched_solve_status *status)
 {
-    double lean = INFINITY;
     if (sol->found || !isfinite(pb->limit))
         return PSCHED_OK;
+    double lean = INFINITY;
+    bool done = false;
     psched_status st = PSCHED_OK;
-    for (int k = 0; !st && k < 3; k++) {
-        if (k == 0 && psched__expired(pb))
-            continue;
-        bool done = true;
-        if (k == 0) {
-            st = psched__lean_split(pb, sol, &lean);
-        } else if (k == 1) {
-            st = psched__run_min_memory(pb, sol, &lean, &done);
-            if (!st && done)
-                k++; /* the smallest: no search needed */
-        } else {
-            st = search_min_memory(pb, &lean, &done);
-            done = !st && isfinite(lean);
-            if (done)
-                psched__solution_copy(pb, pb->mm_split, sol);
-        }
-        if (!done)
-            continue;
-        if (!st && sol->found && psched__fits(pb, lean)) {
-            psched__evaluate(pb, sol, ev);
-            if (psched__fits(pb, ev->max_mem)) {
-                *status = PSCHED_SOLVE_FEASIBLE;
-                return PSCHED_OK;
-            }
-        }
-    }
+    if (!psched__expired(pb) && !(st = psched__lean_split(pb, sol, &lean)) &&
+        witness_fits(pb, ev, sol, lean, status))
+        return PSCHED_OK;
+    /* the smallest memory's split: in closed form, else the search's */
+    sol->found = false;
+    if (!st && !(st = psched__run_min_memory(pb, sol, &lean, &done)) && !done &&
+        !(st = search_min_memory(pb, &lean, &done)) && isfinite(lean))
+        psched__solution_copy(pb, pb->mm_split, sol);
+    if (!st && witness_fits(pb, ev, sol, lean, status))
+        return PSCHED_OK;
     sol->found = false;
     return st;
 }
